@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# perfrecd: build, test, run and install.  `make run` and `make check` are the
+# two commands a fresh Debian 12 machine needs (see README.md).
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+SYSCONFDIR ?= /etc
+MANDIR     ?= $(PREFIX)/share/man
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR    ?=
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+LDFLAGS ?=
+PKG_CONFIG ?= pkg-config
+
+VERSION := 0.1.0
+SOVERSION := 0
+
+# Debian packages the build, the tests and the oracles need.
+DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
+	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
+	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
+	systemd util-linux procps psmisc python3 e2fsprogs
+
+DEPS_PC := libzstd libcap libsystemd json-c inih libbpf
+DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
+DEPS_LIBS   = $(shell $(PKG_CONFIG) --libs $(DEPS_PC) 2>/dev/null)
+
+PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
+	-D_GNU_SOURCE -Ilib/include -Ilib
+PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRCS := $(sort $(wildcard lib/*.c))
+LIB_OBJS := $(LIB_SRCS:.c=.o)
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+DAEMON_OBJS := $(DAEMON_SRCS:.c=.o)
+TOOLS_SRCS := $(sort $(wildcard tools/*.c))
+TOOLS_OBJS := $(TOOLS_SRCS:.c=.o)
+UNIT_TEST_SRCS := $(sort $(wildcard tests/unit/test-*.c))
+UNIT_TESTS := $(UNIT_TEST_SRCS:.c=)
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz-*.c))
+
+STATIC_LIB := lib/libperfrec.a
+SHARED_LIB := lib/libperfrec.so.$(VERSION)
+PC_FILE := lib/libperfrec.pc
+
+.PHONY: all deps check check-unit check-asan check-fuzz check-e2e run bench \
+	install uninstall clean
+
+all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE) daemon/perfrecd tools/perfrecctl
+
+# --- dependencies -----------------------------------------------------------
+# Installs what is missing when root; otherwise prints the one apt-get line.
+deps:
+	$(Q)missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing:$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	  { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; } || exit 1; \
+	else \
+	  echo "Missing packages. Run as root:"; \
+	  echo "  apt-get install -y$$missing"; exit 1; \
+	fi
+
+# --- library ----------------------------------------------------------------
+lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(STATIC_LIB): $(LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJS) lib/libperfrec.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libperfrec.so.$(SOVERSION) \
+	  -Wl,--version-script=lib/libperfrec.map $(LDFLAGS) -o $@ $(LIB_OBJS) $(DEPS_LIBS)
+	$(Q)ln -sf libperfrec.so.$(VERSION) lib/libperfrec.so.$(SOVERSION)
+	$(Q)ln -sf libperfrec.so.$(VERSION) lib/libperfrec.so
+
+$(PC_FILE): lib/libperfrec.pc.in Makefile
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# --- programs (linked statically against libperfrec) ----------------------
+daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
+
+tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOLS_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
+
+# --- tests ------------------------------------------------------------------
+# Unit tests link the library's objects directly so they can see internal
+# (hidden) symbols; a second build under ASan/UBSan lives in build-asan/.
+tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS))
+ASAN_UNIT_TESTS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_TEST_SRCS))
+
+build-asan/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
+build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+
+# Fuzzers: clang's libFuzzer with ASan/UBSan, each run for a short time.
+FUZZ_CC := clang
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
+FUZZ_LIB_OBJS := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRCS))
+FUZZ_TIME ?= 20
+
+build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_LIB_OBJS) $(wildcard daemon/*.c tools/*.c)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Itools $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
+
+# Every stage runs even when an earlier one failed, so one run shows all
+# failures; the closing line totals them and the exit status reflects them.
+check: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)rm -f build-check.results; st=0; \
+	for s in check-unit check-asan check-fuzz check-e2e; do \
+	  echo "== $$s"; RESULTS_FILE=$(CURDIR)/build-check.results $(MAKE) --no-print-directory $$s || st=1; \
+	done; \
+	awk '{p+=$$1; f+=$$2; s+=$$3} END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s}' build-check.results; \
+	test -s build-check.results || st=1; exit $$st
+
+check-unit: $(UNIT_TESTS)
+	$(Q)tests/run-unit.sh $(UNIT_TESTS)
+
+check-asan: $(ASAN_UNIT_TESTS)
+	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run-unit.sh $(ASAN_UNIT_TESTS)
+
+check-fuzz: $(FUZZ_BINS)
+	$(Q)FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run.sh $(FUZZ_BINS)
+
+check-e2e: all
+	$(Q)tests/e2e/run.sh
+
+bench: all
+	$(Q)tests/bench/run.sh
+
+# --- run --------------------------------------------------------------------
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)mkdir -p perf-data
+	@echo "Recording system-wide into ./perf-data/ with conf/perfrecd.conf; Ctrl-C to stop."
+	-$(Q)daemon/perfrecd -c conf/perfrecd.conf -o perf-data
+	@echo; echo "Files written:"; ls -1 perf-data/*.data 2>/dev/null | tail -5; \
+	f=$$(ls -1 perf-data/*.data 2>/dev/null | tail -1); \
+	if [ -n "$$f" ]; then echo; echo "Look at the newest with:"; \
+	  echo "  perf report -i $$f --stdio --no-children --sort comm,dso,sym"; \
+	  echo "  perf script -i $$f | head"; \
+	  echo "  tools/perfrecctl dump $$f"; fi
+
+# --- install ----------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	  $(DESTDIR)$(INCLUDEDIR)/perfrec $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0755 daemon/perfrecd $(DESTDIR)$(SBINDIR)/perfrecd
+	install -m 0755 tools/perfrecctl $(DESTDIR)$(BINDIR)/perfrecctl
+	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libperfrec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfrec.so.$(SOVERSION)
+	ln -sf libperfrec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfrec.so
+	install -m 0644 lib/include/perfrec/*.h $(DESTDIR)$(INCLUDEDIR)/perfrec/
+	install -m 0644 $(PC_FILE) $(DESTDIR)$(PKGCONFIGDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/perfrecd $(DESTDIR)$(BINDIR)/perfrecctl
+	rm -f $(DESTDIR)$(LIBDIR)/libperfrec.a $(DESTDIR)$(LIBDIR)/libperfrec.so*
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/perfrec
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/libperfrec.pc
+
+clean:
+	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS)
+	rm -rf build-asan build-fuzz

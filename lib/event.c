@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Encoding and decoding of the sample body and of the sample_id trailer.
+ * Field order follows the comments on PERF_RECORD_SAMPLE and
+ * struct sample_id in linux/perf_event.h; every read is bounds-checked
+ * against header.size because records come from files we did not write.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <perfrec/event.h>
+
+size_t perfrec_sample_id__size(uint64_t st)
+{
+	size_t n = 0;
+
+	if (st & PERF_SAMPLE_TID)
+		n += 8;
+	if (st & PERF_SAMPLE_TIME)
+		n += 8;
+	if (st & PERF_SAMPLE_ID)
+		n += 8;
+	if (st & PERF_SAMPLE_STREAM_ID)
+		n += 8;
+	if (st & PERF_SAMPLE_CPU)
+		n += 8;
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		n += 8;
+	return n;
+}
+
+static unsigned char *put32x2(unsigned char *p, uint32_t a, uint32_t b)
+{
+	memcpy(p, &a, 4);
+	memcpy(p + 4, &b, 4);
+	return p + 8;
+}
+
+static unsigned char *put64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+void perfrec_sample_id__write(void *buf, uint64_t st, const struct perfrec_sample_id *sid)
+{
+	unsigned char *p = buf;
+
+	if (st & PERF_SAMPLE_TID)
+		p = put32x2(p, sid->pid, sid->tid);
+	if (st & PERF_SAMPLE_TIME)
+		p = put64(p, sid->time);
+	if (st & PERF_SAMPLE_ID)
+		p = put64(p, sid->id);
+	if (st & PERF_SAMPLE_STREAM_ID)
+		p = put64(p, sid->stream_id);
+	if (st & PERF_SAMPLE_CPU)
+		p = put32x2(p, sid->cpu, sid->res);
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		put64(p, sid->id);
+}
+
+/* A cursor over a record's body that refuses to run past its end. */
+struct cursor {
+	const unsigned char *p, *end;
+	int err;
+};
+
+static uint64_t take64(struct cursor *c)
+{
+	uint64_t v = 0;
+
+	if (c->err || (size_t)(c->end - c->p) < 8) {
+		c->err = -EINVAL;
+		return 0;
+	}
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+static void take32x2(struct cursor *c, uint32_t *a, uint32_t *b)
+{
+	uint64_t v = take64(c);
+	unsigned char raw[8];
+
+	memcpy(raw, &v, 8);
+	memcpy(a, raw, 4);
+	memcpy(b, raw + 4, 4);
+}
+
+static const void *take_bytes(struct cursor *c, uint64_t n)
+{
+	const void *p = c->p;
+
+	if (c->err || (uint64_t)(c->end - c->p) < n) {
+		c->err = -EINVAL;
+		return NULL;
+	}
+	c->p += n;
+	return p;
+}
+
+int perfrec_sample_id__parse(const struct perf_event_header *rec, uint64_t st,
+			     struct perfrec_sample_id *ret_sid)
+{
+	size_t n = perfrec_sample_id__size(st);
+	struct perfrec_sample_id sid = {0};
+	struct cursor c;
+	uint32_t res;
+
+	if (rec->size < sizeof(*rec) + n)
+		return -EINVAL;
+	c.p = (const unsigned char *)rec + rec->size - n;
+	c.end = (const unsigned char *)rec + rec->size;
+	c.err = 0;
+	if (st & PERF_SAMPLE_TID)
+		take32x2(&c, &sid.pid, &sid.tid);
+	if (st & PERF_SAMPLE_TIME)
+		sid.time = take64(&c);
+	if (st & PERF_SAMPLE_ID)
+		sid.id = take64(&c);
+	if (st & PERF_SAMPLE_STREAM_ID)
+		sid.stream_id = take64(&c);
+	if (st & PERF_SAMPLE_CPU) {
+		take32x2(&c, &sid.cpu, &res);
+		sid.res = res;
+	}
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		sid.id = take64(&c);
+	if (c.err)
+		return c.err;
+	*ret_sid = sid;
+	return 0;
+}
+
+static void skip_read_format(struct cursor *c, uint64_t rf)
+{
+	uint64_t per_value = 1 + !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST);
+
+	if (rf & PERF_FORMAT_GROUP) {
+		uint64_t nr = take64(c);
+
+		if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
+			take64(c);
+		if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING)
+			take64(c);
+		if (nr > 0xffff) {
+			c->err = -EINVAL;
+			return;
+		}
+		take_bytes(c, nr * per_value * 8);
+	} else {
+		take64(c);
+		if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
+			take64(c);
+		if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING)
+			take64(c);
+		if (rf & PERF_FORMAT_ID)
+			take64(c);
+		if (rf & PERF_FORMAT_LOST)
+			take64(c);
+	}
+}
+
+int perfrec_sample__parse(const struct perf_event_header *rec, uint64_t st, uint64_t rf,
+			  struct perfrec_sample *ret)
+{
+	struct perfrec_sample s = {0};
+	struct cursor c;
+	uint32_t res;
+
+	if (rec->size < sizeof(*rec))
+		return -EINVAL;
+	c.p = (const unsigned char *)(rec + 1);
+	c.end = (const unsigned char *)rec + rec->size;
+	c.err = 0;
+
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		s.id = take64(&c);
+	if (st & PERF_SAMPLE_IP)
+		s.ip = take64(&c);
+	if (st & PERF_SAMPLE_TID)
+		take32x2(&c, &s.pid, &s.tid);
+	if (st & PERF_SAMPLE_TIME)
+		s.time = take64(&c);
+	if (st & PERF_SAMPLE_ADDR)
+		s.addr = take64(&c);
+	if (st & PERF_SAMPLE_ID)
+		s.id = take64(&c);
+	if (st & PERF_SAMPLE_STREAM_ID)
+		s.stream_id = take64(&c);
+	if (st & PERF_SAMPLE_CPU)
+		take32x2(&c, &s.cpu, &res);
+	if (st & PERF_SAMPLE_PERIOD)
+		s.period = take64(&c);
+	if (st & PERF_SAMPLE_READ)
+		skip_read_format(&c, rf);
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		s.nr_callchain = take64(&c);
+		if (!c.err && s.nr_callchain > (uint64_t)(c.end - c.p) / 8)
+			c.err = -EINVAL;
+		s.callchain = take_bytes(&c, s.nr_callchain * 8);
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		uint32_t pad;
+
+		take32x2(&c, &s.raw_size, &pad);
+		/* The u32 size is followed directly by the data: step back 4. */
+		if (!c.err) {
+			c.p -= 4;
+			s.raw = take_bytes(&c, s.raw_size);
+		}
+	}
+	if (c.err)
+		return c.err;
+	*ret = s;
+	return 0;
+}
+
+int perfrec_event__identifier(const struct perf_event_header *rec, uint64_t *ret_id)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+
+	if (rec->type >= PERF_RECORD_MAX || rec->size < sizeof(*rec) + 8)
+		return -ENOENT;
+	if (rec->type == PERF_RECORD_SAMPLE)
+		memcpy(ret_id, p + sizeof(*rec), 8);
+	else
+		memcpy(ret_id, p + rec->size - 8, 8);
+	return 0;
+}
+
+static const char *const kernel_names[] = {
+	[PERF_RECORD_MMAP] = "MMAP",
+	[PERF_RECORD_LOST] = "LOST",
+	[PERF_RECORD_COMM] = "COMM",
+	[PERF_RECORD_EXIT] = "EXIT",
+	[PERF_RECORD_THROTTLE] = "THROTTLE",
+	[PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
+	[PERF_RECORD_FORK] = "FORK",
+	[PERF_RECORD_READ] = "READ",
+	[PERF_RECORD_SAMPLE] = "SAMPLE",
+	[PERF_RECORD_MMAP2] = "MMAP2",
+	[PERF_RECORD_AUX] = "AUX",
+	[PERF_RECORD_ITRACE_START] = "ITRACE_START",
+	[PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
+	[PERF_RECORD_SWITCH] = "SWITCH",
+	[PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
+	[PERF_RECORD_NAMESPACES] = "NAMESPACES",
+	[PERF_RECORD_KSYMBOL] = "KSYMBOL",
+	[PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
+	[PERF_RECORD_CGROUP] = "CGROUP",
+	[PERF_RECORD_TEXT_POKE] = "TEXT_POKE",
+	[PERF_RECORD_AUX_OUTPUT_HW_ID] = "AUX_OUTPUT_HW_ID",
+};
+
+static const char *const user_names[] = {
+	[PERFREC_RECORD_HEADER_ATTR - 64] = "HEADER_ATTR",
+	[PERFREC_RECORD_HEADER_EVENT_TYPE - 64] = "HEADER_EVENT_TYPE",
+	[PERFREC_RECORD_HEADER_TRACING_DATA - 64] = "HEADER_TRACING_DATA",
+	[PERFREC_RECORD_HEADER_BUILD_ID - 64] = "HEADER_BUILD_ID",
+	[PERFREC_RECORD_FINISHED_ROUND - 64] = "FINISHED_ROUND",
+	[PERFREC_RECORD_ID_INDEX - 64] = "ID_INDEX",
+	[PERFREC_RECORD_AUXTRACE_INFO - 64] = "AUXTRACE_INFO",
+	[PERFREC_RECORD_AUXTRACE - 64] = "AUXTRACE",
+	[PERFREC_RECORD_AUXTRACE_ERROR - 64] = "AUXTRACE_ERROR",
+	[PERFREC_RECORD_THREAD_MAP - 64] = "THREAD_MAP",
+	[PERFREC_RECORD_CPU_MAP - 64] = "CPU_MAP",
+	[PERFREC_RECORD_STAT_CONFIG - 64] = "STAT_CONFIG",
+	[PERFREC_RECORD_STAT - 64] = "STAT",
+	[PERFREC_RECORD_STAT_ROUND - 64] = "STAT_ROUND",
+	[PERFREC_RECORD_EVENT_UPDATE - 64] = "EVENT_UPDATE",
+	[PERFREC_RECORD_TIME_CONV - 64] = "TIME_CONV",
+	[PERFREC_RECORD_HEADER_FEATURE - 64] = "HEADER_FEATURE",
+	[PERFREC_RECORD_COMPRESSED - 64] = "COMPRESSED",
+	[PERFREC_RECORD_FINISHED_INIT - 64] = "FINISHED_INIT",
+	[PERFREC_RECORD_COMPRESSED2 - 64] = "COMPRESSED2",
+};
+
+const char *perfrec_event__type_name(uint32_t type)
+{
+	const char *n = NULL;
+
+	if (type < sizeof(kernel_names) / sizeof(kernel_names[0]))
+		n = kernel_names[type];
+	else if (type >= 64 && type - 64 < sizeof(user_names) / sizeof(user_names[0]))
+		n = user_names[type - 64];
+	return n ? n : "UNKNOWN";
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Decoding and encoding of the variable parts of kernel records: the sample
+ * body (PERF_RECORD_SAMPLE) and the sample_id trailer that sample_id_all adds
+ * to every other record.  Both depend on the attr's sample_type (and
+ * read_format) and are laid out in the order perf_event.h documents.
+ */
+#ifndef PERFREC_EVENT_H
+#define PERFREC_EVENT_H
+
+#include <perfrec/format.h>
+
+/* The fields of a sample_id trailer (and of a sample's fixed prefix). */
+struct perfrec_sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t id;
+	uint64_t stream_id;
+	uint32_t cpu, res;
+};
+
+/* A decoded PERF_RECORD_SAMPLE.  Pointers borrow from the record. */
+struct perfrec_sample {
+	uint64_t id;          /* IDENTIFIER or ID */
+	uint64_t ip;
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t addr;
+	uint64_t stream_id;
+	uint32_t cpu;
+	uint64_t period;
+	uint64_t nr_callchain;
+	const uint64_t *callchain;
+	uint32_t raw_size;
+	const void *raw;
+};
+
+/* Bytes the sample_id trailer takes for @sample_type. */
+PERFREC_API size_t perfrec_sample_id__size(uint64_t sample_type);
+
+/* Write the trailer for @sid into @buf (perfrec_sample_id__size() bytes). */
+PERFREC_API void perfrec_sample_id__write(void *buf, uint64_t sample_type,
+					  const struct perfrec_sample_id *sid);
+
+/*
+ * Parse the sample_id trailer at the end of a non-sample record.  Returns 0,
+ * or -EINVAL when the record is too short to hold it.
+ */
+PERFREC_API int perfrec_sample_id__parse(const struct perf_event_header *rec,
+					 uint64_t sample_type,
+					 struct perfrec_sample_id *ret_sid);
+
+/*
+ * Decode a PERF_RECORD_SAMPLE laid out for @sample_type / @read_format.
+ * Returns 0, or -EINVAL when a field would run past the record's end.
+ * Fields not in sample_type are left zero.
+ */
+PERFREC_API int perfrec_sample__parse(const struct perf_event_header *rec,
+				      uint64_t sample_type, uint64_t read_format,
+				      struct perfrec_sample *ret_sample);
+
+/*
+ * The id of any record when every attr carries PERF_SAMPLE_IDENTIFIER: the
+ * first u64 of a sample, the last u64 of other kernel records.  Returns 0
+ * and writes *ret_id, or -ENOENT for records that carry none.
+ */
+PERFREC_API int perfrec_event__identifier(const struct perf_event_header *rec,
+					  uint64_t *ret_id);
+
+/* A short name for a record type ("SAMPLE", "MMAP2", "FINISHED_ROUND"...). */
+PERFREC_API const char *perfrec_event__type_name(uint32_t type);
+
+#endif

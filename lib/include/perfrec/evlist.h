@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The set of events perfrecd opens: per CPU, one dummy side-band event that
+ * owns the ring buffer (MMAP2 with build ids, COMM with exec, TASK, ...) and
+ * every sampling event redirected into it with PERF_EVENT_IOC_SET_OUTPUT.
+ * Every attr carries sample_id_all and PERF_SAMPLE_IDENTIFIER.
+ */
+#ifndef PERFREC_EVLIST_H
+#define PERFREC_EVLIST_H
+
+#include <perfrec/cpumap.h>
+#include <perfrec/evspec.h>
+#include <perfrec/ring.h>
+
+struct perfrec_evlist_opts {
+	size_t sz;
+	uint64_t freq;          /* sample_freq; 0: use period */
+	uint64_t period;        /* sample_period when freq == 0 */
+	bool callchain;         /* PERF_SAMPLE_CALLCHAIN (frame pointers) */
+	int clockid;            /* use_clockid; -1: the kernel's perf clock */
+	size_t mmap_pages;      /* data pages per ring, a power of 2 (0: 128) */
+	uint32_t wakeup_bytes;  /* watermark; 0: a quarter of the ring */
+	bool context_switch;    /* PERF_RECORD_SWITCH on the side-band event */
+};
+
+/* One opened event (a spec, or the side-band dummy) across all CPUs. */
+struct perfrec_evsel {
+	char name[PERFREC_EVSPEC_NAME_MAX];
+	struct perf_event_attr attr; /* as the kernel accepted it */
+	size_t nr_ids;
+	uint64_t *ids;               /* one per CPU opened */
+	int *cpus;                   /* CPU of ids[i] */
+	bool is_sideband;
+};
+
+struct perfrec_evlist;
+
+/* Called once per event that could not be opened, with the kernel's errno. */
+typedef void (*perfrec_evlist_err_fn)(void *ctx, const char *event, int cpu, int err);
+
+PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
+				    const struct perfrec_evspec *specs, size_t nr_specs,
+				    const struct perfrec_evlist_opts *opts,
+				    struct perfrec_evlist **ret_evlist);
+
+/*
+ * Open everything (disabled), SET_OUTPUT into each CPU's side-band event,
+ * mmap the rings.  An event that fails on a CPU is reported through @cb and
+ * left out (on every CPU).  Returns the number of sampling events opened
+ * (> 0), or a negative errno: that of the last failure when none opened.
+ */
+PERFREC_API int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, void *ctx);
+
+PERFREC_API int perfrec_evlist__enable(struct perfrec_evlist *el);
+PERFREC_API int perfrec_evlist__disable(struct perfrec_evlist *el);
+/* Change every sampling event's frequency (or period) live. */
+PERFREC_API int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t freq, uint64_t period);
+
+PERFREC_API size_t perfrec_evlist__nr_rings(const struct perfrec_evlist *el);
+/* Ring @idx (borrowed, lives as long as @el); its fd is for poll/epoll. */
+PERFREC_API struct perfrec_ring *perfrec_evlist__ring(struct perfrec_evlist *el, size_t idx);
+PERFREC_API int perfrec_evlist__ring_fd(const struct perfrec_evlist *el, size_t idx);
+PERFREC_API int perfrec_evlist__ring_cpu(const struct perfrec_evlist *el, size_t idx);
+
+/* Opened events, side-band first.  Borrowed. */
+PERFREC_API size_t perfrec_evlist__nr_evsels(const struct perfrec_evlist *el);
+PERFREC_API const struct perfrec_evsel *perfrec_evlist__evsel(const struct perfrec_evlist *el, size_t idx);
+
+PERFREC_API void perfrec_evlist__free(struct perfrec_evlist *el);
+
+#endif

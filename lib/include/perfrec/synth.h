@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Synthesis of the state that existed before recording began, from /proc:
+ * COMM and FORK for every process and thread, MMAP2 for executable mappings
+ * (with build ids read from the ELF notes where possible), and the kernel
+ * and module maps.  Every record gets the sample_id trailer of the side-band
+ * attr with a real timestamp, so readers order it correctly.
+ */
+#ifndef PERFREC_SYNTH_H
+#define PERFREC_SYNTH_H
+
+#include <perfrec/format.h>
+
+/* Receives each synthesized record; return < 0 to stop synthesis. */
+typedef int (*perfrec_synth_emit_fn)(void *ctx, const struct perf_event_header *rec);
+
+struct perfrec_synth_opts {
+	size_t sz;
+	uint64_t sample_type; /* of the attr the records are attributed to */
+	uint64_t id;          /* that attr's id (any one of them) */
+	uint64_t time;        /* timestamp for every record, in the file's clock */
+	const char *proc;     /* procfs root; NULL: "/proc" */
+	const char *sysfs;    /* sysfs root; NULL: "/sys" */
+	bool build_ids;       /* put build ids in MMAP2 where readable */
+};
+
+/* Kernel map ("[kernel.kallsyms]_text", pgoff = _text) and one MMAP2 per module. */
+PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
+				      perfrec_synth_emit_fn emit, void *ctx);
+
+/* COMM, FORK (threads) and MMAP2 of every task.  Vanished tasks are skipped. */
+PERFREC_API int perfrec_synth__tasks(const struct perfrec_synth_opts *opts,
+				     perfrec_synth_emit_fn emit, void *ctx);
+
+/* A bare user record (FINISHED_INIT, FINISHED_ROUND): header only. */
+PERFREC_API int perfrec_synth__marker(uint32_t type, perfrec_synth_emit_fn emit, void *ctx);
+
+#endif

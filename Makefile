@@ -119,12 +119,15 @@ tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
 # --- tests ------------------------------------------------------------------
 # Unit tests link the library's objects directly so they can see internal
 # (hidden) symbols; a second build under ASan/UBSan lives in build-asan/.
-tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS)
+# Daemon modules (all but main.o) are linked in too, for their own tests.
+DAEMON_MOD_OBJS := $(filter-out daemon/main.o,$(DAEMON_OBJS))
+tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS))
+ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
+	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 ASAN_UNIT_TESTS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_TEST_SRCS))
 
 build-asan/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
@@ -132,10 +135,15 @@ build-asan/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
 	@$(if $(Q),echo "  CC-ASAN $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
 
+build-asan/daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
 build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
 # Fuzzers: clang's libFuzzer with ASan/UBSan, each run for a short time.
 FUZZ_CC := clang
@@ -172,7 +180,11 @@ check-asan: $(ASAN_UNIT_TESTS)
 check-fuzz: $(FUZZ_BINS)
 	$(Q)FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run.sh $(FUZZ_BINS)
 
-check-e2e: all
+# The e2e workload keeps frame pointers so callchains show caller -> hot.
+tests/e2e/workload: tests/e2e/workload.c
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread $(LDFLAGS) -o $@ $<
+
+check-e2e: all tests/e2e/workload
 	$(Q)tests/e2e/run.sh
 
 bench: all
@@ -212,5 +224,5 @@ uninstall:
 
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS)
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload build-check.results
 	rm -rf build-asan build-fuzz

@@ -1,9 +1,179 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* perfrecd entry point (being written). */
+/*
+ * perfrecd: always-on, host-wide perf_event recorder.  main() only reads
+ * the command line and the configuration and hands over to the manager.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-int main(void)
+#include <perfrec/perfrec.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+
+#define DEFAULT_CONFIG "/etc/perfrecd/perfrecd.conf"
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "perfrecd: not built yet\n");
-	return 1;
+	fprintf(f,
+		"Usage: perfrecd [OPTION]...\n"
+		"Record what every CPU is doing into perf.data files.\n\n"
+		"  -c, --config FILE      configuration file (default " DEFAULT_CONFIG " if present)\n"
+		"  -o, --output DIR       directory for the perf.data files\n"
+		"  -e, --event EVENT      event to sample, as perf names it (repeatable;\n"
+		"                         replaces the configured list)\n"
+		"  -F, --freq HZ          sample at HZ per CPU\n"
+		"  -P, --period N         sample every N events instead\n"
+		"  -g, --call-graph       record callchains (frame pointers)\n"
+		"      --no-call-graph    do not record callchains\n"
+		"  -C, --cpus LIST        CPUs to record (default: all online)\n"
+		"  -k, --clockid CLOCK    monotonic (default), monotonic_raw, realtime, boottime, tai, perf\n"
+		"  -d, --duration TIME    stop after TIME (seconds, or 10min, 1h, ...)\n"
+		"      --check-config     validate the configuration, print it and exit\n"
+		"  -v, --verbose          more log output\n"
+		"  -h, --help             this text\n"
+		"      --version          print the version\n\n"
+		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates.\n");
+}
+
+static void print_config(const struct config *c)
+{
+	printf("[record]\nevents=");
+	for (size_t i = 0; i < c->nr_events; i++)
+		printf("%s%s", i ? "," : "", c->events[i]);
+	printf("\n");
+	if (c->freq)
+		printf("frequency=%" PRIu64 "\n", c->freq);
+	else
+		printf("period=%" PRIu64 "\n", c->period);
+	printf("callchain=%s\n", c->callchain ? "yes" : "no");
+	printf("clockid=%s\n", clockid_name(c->clockid));
+	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
+	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
+	printf("flush-interval=%" PRIu64 "ms\n", c->flush_usec / 1000);
+	printf("checkpoint-interval=%" PRIu64 "ms\n", c->checkpoint_usec / 1000);
+	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
+	printf("duration=%" PRIu64 "s\n", c->duration_usec / 1000000);
+	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
+}
+
+enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN };
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "period", required_argument, NULL, 'P' },
+		{ "call-graph", no_argument, NULL, 'g' },
+		{ "no-call-graph", no_argument, NULL, OPT_NO_CALLCHAIN },
+		{ "cpus", required_argument, NULL, 'C' },
+		{ "clockid", required_argument, NULL, 'k' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ 0 }
+	};
+	/* Command-line settings, applied over the file in the order given. */
+	struct { const char *section, *key; char *value; } sets[64];
+	size_t nr_sets = 0;
+	const char *config_path = NULL;
+	bool check_only = false, events_given = false;
+	struct config cfg;
+	struct manager m;
+	char err[512];
+	int c, r;
+
+	log_open();
+	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gC:k:d:vh", opts, NULL)) != -1) {
+		const char *section = "record", *key = NULL;
+
+		switch (c) {
+		case 'c': config_path = optarg; continue;
+		case 'o': section = "output"; key = "directory"; break;
+		case 'e': key = "events"; break;
+		case 'F': key = "frequency"; break;
+		case 'P': key = "period"; break;
+		case 'g': key = "callchain"; optarg = "yes"; break;
+		case OPT_NO_CALLCHAIN: key = "callchain"; optarg = "no"; break;
+		case 'C': key = "cpus"; break;
+		case 'k': key = "clockid"; break;
+		case 'd': key = "duration"; break;
+		case 'v': log_max_level = LOG_DEBUG; continue;
+		case OPT_CHECK_CONFIG: check_only = true; continue;
+		case 'h': usage(stdout); return 0;
+		case OPT_VERSION: printf("perfrecd %s\n", perfrec_hostinfo__version()); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (nr_sets == sizeof(sets) / sizeof(sets[0])) {
+			log_error("Too many command-line options");
+			return 2;
+		}
+		sets[nr_sets].section = section;
+		sets[nr_sets].key = key;
+		sets[nr_sets].value = optarg;
+		nr_sets++;
+	}
+	if (optind < argc) {
+		log_error("Unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+
+	config_init(&cfg);
+	if (!config_path && access(DEFAULT_CONFIG, F_OK) == 0)
+		config_path = DEFAULT_CONFIG;
+	if (config_path && config_load(&cfg, config_path, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		config_exit(&cfg);
+		return 1;
+	}
+	for (size_t i = 0; i < nr_sets; i++) {
+		const char *v = sets[i].value;
+
+		/* -e accumulates: the first one replaces the file's list. */
+		if (strcmp(sets[i].key, "events") == 0) {
+			if (!events_given)
+				config_clear_events(&cfg);
+			events_given = true;
+			r = config_add_events(&cfg, v, err, sizeof(err));
+			if (r < 0) {
+				log_error("Invalid command-line option: %s", err);
+				config_exit(&cfg);
+				return 2;
+			}
+			continue;
+		}
+		if (config_set(&cfg, sets[i].section, sets[i].key, v, err, sizeof(err)) < 0) {
+			log_error("Invalid command-line option: %s", err);
+			config_exit(&cfg);
+			return 2;
+		}
+	}
+	if (cfg.nr_events == 0) {
+		log_error("No events to record: the event list is empty");
+		config_exit(&cfg);
+		return 2;
+	}
+	if (check_only) {
+		print_config(&cfg);
+		config_exit(&cfg);
+		return 0;
+	}
+
+	r = manager_init(&m, &cfg, argc, argv);
+	if (r >= 0)
+		r = manager_run(&m);
+	manager_exit(&m);
+	config_exit(&cfg);
+	return r < 0 ? 1 : 0;
 }

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Configuration: defaults, the INI file and value parsers.  The file format
+ * is systemd's INI dialect as inih reads it (sections, key=value, # and ;
+ * comments); sizes and durations use systemd's suffixes so an operator's
+ * habits from unit files carry over.  Errors name the file, line and key.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+
+void config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->events[0] = strdup("cpu-clock");
+	c->nr_events = 1;
+	c->freq = 99;
+	c->callchain = true;
+	c->clockid = CLOCK_MONOTONIC;
+	c->mmap_bytes = 512 * 1024;
+	c->flush_usec = 1000000;
+	c->checkpoint_usec = 5000000;
+	c->directory = strdup("/var/lib/perfrecd");
+	c->prefix = strdup("perfrecd");
+}
+
+void config_clear_events(struct config *c)
+{
+	for (size_t i = 0; i < c->nr_events; i++)
+		free(c->events[i]);
+	c->nr_events = 0;
+}
+
+void config_exit(struct config *c)
+{
+	config_clear_events(c);
+	free(c->cpus);
+	free(c->directory);
+	free(c->prefix);
+	memset(c, 0, sizeof(*c));
+}
+
+int parse_size(const char *s, uint64_t *ret)
+{
+	static const struct { const char *suffix; uint64_t mult; } units[] = {
+		{ "", 1 }, { "B", 1 }, { "K", 1ULL << 10 }, { "M", 1ULL << 20 },
+		{ "G", 1ULL << 30 }, { "T", 1ULL << 40 },
+	};
+	char *end;
+	unsigned long long v;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	while (isspace((unsigned char)*end))
+		end++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) != 0)
+			continue;
+		if (v > UINT64_MAX / units[i].mult)
+			return -ERANGE;
+		*ret = v * units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_duration(const char *s, uint64_t *ret)
+{
+	static const struct { const char *suffix; uint64_t usec; } units[] = {
+		{ "us", 1 }, { "usec", 1 }, { "ms", 1000 }, { "msec", 1000 },
+		{ "s", 1000000 }, { "sec", 1000000 }, { "second", 1000000 }, { "seconds", 1000000 },
+		{ "m", 60000000ULL }, { "min", 60000000ULL }, { "minute", 60000000ULL },
+		{ "minutes", 60000000ULL }, { "h", 3600000000ULL }, { "hr", 3600000000ULL },
+		{ "hour", 3600000000ULL }, { "hours", 3600000000ULL },
+		{ "d", 86400000000ULL }, { "day", 86400000000ULL }, { "days", 86400000000ULL },
+		{ "w", 604800000000ULL }, { "week", 604800000000ULL }, { "weeks", 604800000000ULL },
+	};
+	uint64_t total = 0;
+	bool any = false;
+
+	while (*s) {
+		char unit[16];
+		size_t n = 0;
+		unsigned long long v;
+		uint64_t mult = 0;
+		char *end;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno)
+			return -ERANGE;
+		s = end;
+		while (isspace((unsigned char)*s))
+			s++;
+		while (isalpha((unsigned char)*s) && n < sizeof(unit) - 1)
+			unit[n++] = *s++;
+		unit[n] = 0;
+		if (isalpha((unsigned char)*s))
+			return -EINVAL;
+		if (n == 0)
+			mult = 1000000; /* bare number: seconds, as in systemd */
+		for (size_t i = 0; n && i < sizeof(units) / sizeof(units[0]); i++)
+			if (strcmp(unit, units[i].suffix) == 0)
+				mult = units[i].usec;
+		if (!mult)
+			return -EINVAL;
+		if (v > (UINT64_MAX - total) / mult)
+			return -ERANGE;
+		total += v * mult;
+		any = true;
+	}
+	if (!any)
+		return -EINVAL;
+	*ret = total;
+	return 0;
+}
+
+int parse_bool(const char *s, bool *ret)
+{
+	static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+	static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+
+	for (size_t i = 0; i < 6; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return *ret = true, 0;
+		if (strcasecmp(s, no[i]) == 0)
+			return *ret = false, 0;
+	}
+	return -EINVAL;
+}
+
+static const struct { const char *name; int id; } clocks[] = {
+	{ "monotonic", CLOCK_MONOTONIC }, { "monotonic_raw", CLOCK_MONOTONIC_RAW },
+	{ "realtime", CLOCK_REALTIME }, { "boottime", CLOCK_BOOTTIME },
+	{ "tai", CLOCK_TAI }, { "perf", -1 },
+};
+
+int parse_clockid(const char *s, int *ret)
+{
+	const char *name = strncasecmp(s, "CLOCK_", 6) == 0 ? s + 6 : s;
+
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (strcasecmp(name, clocks[i].name) == 0)
+			return *ret = clocks[i].id, 0;
+	return -EINVAL;
+}
+
+const char *clockid_name(int id)
+{
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (clocks[i].id == id)
+			return clocks[i].name;
+	return "unknown";
+}
+
+static int set_string(char **dst, const char *v)
+{
+	char *s = strdup(v);
+
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+/* Split a comma/space separated event list and append each name. */
+int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
+{
+	char *copy = strdup(v), *save = NULL, *tok;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		if (c->nr_events >= CONFIG_MAX_EVENTS) {
+			snprintf(err, errlen, "too many events (at most %d)", CONFIG_MAX_EVENTS);
+			r = -E2BIG;
+			break;
+		}
+		c->events[c->nr_events] = strdup(tok);
+		if (!c->events[c->nr_events]) {
+			r = -ENOMEM;
+			break;
+		}
+		c->nr_events++;
+	}
+	free(copy);
+	return r;
+}
+
+int config_set(struct config *c, const char *section, const char *key, const char *v,
+	       char *err, size_t errlen)
+{
+	uint64_t u;
+	int r;
+
+#define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
+	if (IS("record", "events")) {
+		config_clear_events(c);
+		r = config_add_events(c, v, err, errlen);
+		if (r == 0 && c->nr_events == 0) {
+			snprintf(err, errlen, "events: empty list");
+			return -EINVAL;
+		}
+		return r;
+	}
+	if (IS("record", "frequency")) {
+		if (parse_size(v, &u) < 0 || u == 0) {
+			snprintf(err, errlen, "frequency: '%s' is not a positive number of Hz", v);
+			return -EINVAL;
+		}
+		c->freq = u;
+		c->period = 0;
+		return 0;
+	}
+	if (IS("record", "period")) {
+		if (parse_size(v, &u) < 0 || u == 0) {
+			snprintf(err, errlen, "period: '%s' is not a positive number", v);
+			return -EINVAL;
+		}
+		c->period = u;
+		c->freq = 0;
+		return 0;
+	}
+	if (IS("record", "callchain")) {
+		if (parse_bool(v, &c->callchain) < 0)
+			goto bad_bool;
+		return 0;
+	}
+	if (IS("record", "context-switch")) {
+		if (parse_bool(v, &c->context_switch) < 0)
+			goto bad_bool;
+		return 0;
+	}
+	if (IS("record", "clockid")) {
+		if (parse_clockid(v, &c->clockid) < 0) {
+			snprintf(err, errlen, "clockid: unknown clock '%s' (monotonic, monotonic_raw, realtime, boottime, tai, perf)", v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (IS("record", "cpus")) {
+		if (strcmp(v, "all") == 0 || !*v) {
+			free(c->cpus);
+			c->cpus = NULL;
+			return 0;
+		}
+		return set_string(&c->cpus, v);
+	}
+	if (IS("record", "mmap-size")) {
+		if (parse_size(v, &u) < 0 || u < 4096 || (u & (u - 1))) {
+			snprintf(err, errlen, "mmap-size: '%s' is not a power of two of at least 4K", v);
+			return -EINVAL;
+		}
+		c->mmap_bytes = u;
+		return 0;
+	}
+	if (IS("record", "flush-interval")) {
+		if (parse_duration(v, &u) < 0 || u < 1000) {
+			snprintf(err, errlen, "flush-interval: '%s' is not a duration of at least 1ms", v);
+			return -EINVAL;
+		}
+		c->flush_usec = u;
+		return 0;
+	}
+	if (IS("record", "checkpoint-interval")) {
+		if (parse_duration(v, &u) < 0 || u < 100000) {
+			snprintf(err, errlen, "checkpoint-interval: '%s' is not a duration of at least 100ms", v);
+			return -EINVAL;
+		}
+		c->checkpoint_usec = u;
+		return 0;
+	}
+	if (IS("record", "duration")) {
+		if (parse_duration(v, &u) < 0) {
+			snprintf(err, errlen, "duration: '%s' is not a duration", v);
+			return -EINVAL;
+		}
+		c->duration_usec = u;
+		return 0;
+	}
+	if (IS("output", "directory")) {
+		if (!*v) {
+			snprintf(err, errlen, "directory: empty");
+			return -EINVAL;
+		}
+		return set_string(&c->directory, v);
+	}
+	if (IS("output", "prefix")) {
+		if (!*v || strchr(v, '/')) {
+			snprintf(err, errlen, "prefix: '%s' must be a non-empty name without '/'", v);
+			return -EINVAL;
+		}
+		return set_string(&c->prefix, v);
+	}
+#undef IS
+	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
+	return -EINVAL;
+bad_bool:
+	snprintf(err, errlen, "%s: '%s' is not a boolean (yes/no)", key, v);
+	return -EINVAL;
+}
+
+struct load_ctx {
+	struct config *c;
+	char msg[256];
+	int err;
+	int nth;      /* handler calls so far */
+	int first_bad; /* index of the call that failed first */
+};
+
+static int ini_cb(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *l = user;
+	char msg[256] = "";
+	int r;
+
+	l->nth++;
+	r = config_set(l->c, section, name, value, msg, sizeof(msg));
+	if (r < 0 && !l->err) {
+		l->err = r;
+		snprintf(l->msg, sizeof(l->msg), "%s", msg[0] ? msg : strerror(-r));
+	}
+	return r < 0 ? 0 : 1;
+}
+
+int config_load(struct config *c, const char *path, char *err, size_t errlen)
+{
+	struct load_ctx l = { .c = c };
+	FILE *f;
+	int line;
+
+	f = fopen(path, "re");
+	if (!f) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s: cannot open config file: %s", path, strerror(e));
+		return -e;
+	}
+	line = ini_parse_file(f, ini_cb, &l);
+	fclose(f);
+	if (line > 0 && l.err) {
+		snprintf(err, errlen, "%s:%d: %s", path, line, l.msg);
+		return l.err;
+	}
+	if (line != 0) {
+		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key=value)", path, line);
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * perfrecd's configuration: defaults, the INI file (parsed with inih),
+ * and the systemd notations for sizes ("256M") and durations ("10min").
+ */
+#ifndef PERFRECD_CONFIG_H
+#define PERFRECD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_EVENTS 32
+
+struct config {
+	/* [record] */
+	char *events[CONFIG_MAX_EVENTS];
+	size_t nr_events;
+	uint64_t freq;            /* Hz; 0 when period is used */
+	uint64_t period;
+	bool callchain;
+	int clockid;
+	char *cpus;               /* NULL: all online */
+	uint64_t mmap_bytes;      /* per-CPU ring data size */
+	uint64_t flush_usec;      /* drain at least this often */
+	uint64_t checkpoint_usec; /* header data-size refresh */
+	bool context_switch;
+	/* [output] */
+	char *directory;
+	char *prefix;
+	uint64_t duration_usec;   /* 0: until signalled */
+};
+
+void config_init(struct config *c);
+void config_exit(struct config *c);
+
+/*
+ * Load @path over @c.  On error returns -errno / -EINVAL and writes a one-line
+ * message naming file, line and key into @err.
+ */
+int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+/* Set one key (section.key=value) as if from a file; used for CLI overrides. */
+int config_set(struct config *c, const char *section, const char *key, const char *value,
+	       char *err, size_t errlen);
+
+/* Append comma-separated event names. */
+int config_add_events(struct config *c, const char *v, char *err, size_t errlen);
+
+/* Clear the event list (the CLI's first -e replaces the file's events). */
+void config_clear_events(struct config *c);
+
+/* "256M", "1G", "4096" -> bytes (base 1024 like systemd). */
+int parse_size(const char *s, uint64_t *ret_bytes);
+/* "10min", "5s", "1h 30min", "500ms", "30" (seconds) -> microseconds. */
+int parse_duration(const char *s, uint64_t *ret_usec);
+int parse_bool(const char *s, bool *ret);
+int parse_clockid(const char *s, int *ret_clockid);
+const char *clockid_name(int clockid);
+
+#endif

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * perfrecd's event loop.  Ring fds wake us when a ring passes its
+ * watermark; a periodic timer drains anyway so that data reaches the disk
+ * within flush-interval even on an idle host; signals arrive through a
+ * signalfd so that handlers never run in the middle of a drain.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager.h"
+
+enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
+
+static int ensure_directory(const char *dir)
+{
+	char *copy = strdup(dir), *p;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (p = copy + 1; ; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = 0;
+		if (mkdir(copy, 0750) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	free(copy);
+	if (r < 0)
+		return r;
+	if (access(dir, W_OK | X_OK) < 0)
+		return -errno;
+	return 0;
+}
+
+int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = { 0 };
+	sigset_t mask;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->cfg = cfg;
+	m->epfd = m->sigfd = m->timerfd = -1;
+
+	r = ensure_directory(cfg->directory);
+	if (r < 0)
+		return log_error_errno(r, "Output directory %s is not usable: %s", cfg->directory,
+				       strerror(-r));
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	m->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	m->epfd = epoll_create1(EPOLL_CLOEXEC);
+	m->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (m->sigfd < 0 || m->epfd < 0 || m->timerfd < 0)
+		return log_error_errno(-errno, "Cannot set up the event loop: %m");
+
+	r = recorder_open(&m->rec, cfg, argc, argv);
+	if (r < 0)
+		return r;
+
+	ev.data.u64 = (uint64_t)(int64_t)TAG_SIGNAL;
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->sigfd, &ev);
+	ev.data.u64 = (uint64_t)(int64_t)TAG_TIMER;
+	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->timerfd, &ev);
+	for (size_t i = 0; i < m->rec.nr_rings; i++) {
+		ev.data.u64 = i;
+		if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, perfrec_evlist__ring_fd(m->rec.evlist, i), &ev) < 0)
+			return log_error_errno(-errno, "Cannot watch ring %zu: %m", i);
+	}
+	its.it_interval.tv_sec = cfg->flush_usec / 1000000;
+	its.it_interval.tv_nsec = (cfg->flush_usec % 1000000) * 1000;
+	its.it_value = its.it_interval;
+	timerfd_settime(m->timerfd, 0, &its, NULL);
+	return 0;
+}
+
+static void handle_signals(struct manager *m)
+{
+	struct signalfd_siginfo si;
+	char *path = NULL;
+
+	while (read(m->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGINT:
+		case SIGTERM:
+			log_info("Received %s, finishing the current file", strsignal(si.ssi_signo));
+			m->stop = true;
+			break;
+		case SIGUSR2:
+			if (recorder_rotate(&m->rec, &path) == 0)
+				log_debug("Rotated on SIGUSR2");
+			free(path);
+			path = NULL;
+			break;
+		case SIGHUP:
+			log_notice("SIGHUP: configuration reload is not supported yet; ignoring");
+			break;
+		}
+	}
+}
+
+int manager_run(struct manager *m)
+{
+	struct epoll_event evs[64];
+	uint64_t t0;
+	int r;
+
+	/* Stamp the synthesized state before enabling: every ring record is newer. */
+	t0 = recorder_clock_ns(&m->rec);
+	r = recorder_enable(&m->rec);
+	if (r < 0)
+		return r;
+	r = recorder_start_file(&m->rec, t0);
+	if (r < 0)
+		return r;
+	if (m->cfg->duration_usec)
+		m->deadline_usec = now_usec() + m->cfg->duration_usec;
+	log_info("Recording %zu CPU%s into %s", m->rec.nr_rings, m->rec.nr_rings == 1 ? "" : "s",
+		 m->cfg->directory);
+
+	while (!m->stop) {
+		int timeout = -1, n;
+		bool drain = false;
+
+		if (m->deadline_usec) {
+			uint64_t now = now_usec();
+
+			if (now >= m->deadline_usec)
+				break;
+			timeout = (int)((m->deadline_usec - now + 999) / 1000);
+		}
+		n = epoll_wait(m->epfd, evs, 64, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_error_errno(-errno, "epoll_wait failed: %m");
+		}
+		for (int i = 0; i < n; i++) {
+			int64_t tag = (int64_t)evs[i].data.u64;
+
+			if (tag == TAG_SIGNAL) {
+				handle_signals(m);
+			} else if (tag == TAG_TIMER) {
+				uint64_t ticks;
+
+				(void)!read(m->timerfd, &ticks, sizeof(ticks));
+				drain = true;
+			} else {
+				drain = true;
+			}
+		}
+		if (drain)
+			recorder_drain(&m->rec);
+		recorder_maybe_checkpoint(&m->rec, now_usec());
+	}
+	recorder_disable(&m->rec);
+	r = recorder_finish_file(&m->rec, NULL);
+	return r == -ENOENT ? 0 : r;
+}
+
+void manager_exit(struct manager *m)
+{
+	recorder_close(&m->rec);
+	if (m->epfd >= 0)
+		close(m->epfd);
+	if (m->sigfd >= 0)
+		close(m->sigfd);
+	if (m->timerfd >= 0)
+		close(m->timerfd);
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The event loop: rings, signals and timers in one epoll set.  Draining
+ * comes first on every wakeup; everything else happens beside it.
+ */
+#ifndef PERFRECD_MANAGER_H
+#define PERFRECD_MANAGER_H
+
+#include "config.h"
+#include "recorder.h"
+
+struct manager {
+	struct config *cfg;
+	struct recorder rec;
+	int epfd, sigfd, timerfd;
+	bool stop;
+	uint64_t deadline_usec; /* 0: none */
+};
+
+int manager_init(struct manager *m, struct config *cfg, int argc, char **argv);
+int manager_run(struct manager *m);
+void manager_exit(struct manager *m);
+
+#endif

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The record path of perfrecd: events open per CPU, one ring per CPU,
+ * drained pass by pass into the current perf.data file.
+ *
+ * A drain pass walks each ring's new records (looking inside only where the
+ * daemon needs something: sample counts and times, MMAP2 build ids, lost
+ * counts), hands the walked bytes to the writer as at most two segments
+ * straight from the mapping, and only then gives them back to the kernel.
+ * After every pass that wrote something comes a FINISHED_ROUND, which tells
+ * readers that nothing older than this pass will follow.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "recorder.h"
+
+uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static uint64_t clock_ns(int clockid)
+{
+	struct timespec ts;
+
+	/* "perf" clock (-1) is the kernel's local_clock, close to MONOTONIC. */
+	clock_gettime(clockid < 0 ? CLOCK_MONOTONIC : clockid, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void open_error(void *ctx, const char *event, int cpu, int err)
+{
+	struct recorder *rec = ctx;
+	const char *why = strerror(err);
+
+	rec->nr_open_failures++;
+	if (err == ENOENT || err == EOPNOTSUPP)
+		why = "not supported on this machine (no such PMU or event)";
+	else if (err == EACCES || err == EPERM)
+		why = "permission denied (needs CAP_PERFMON or root, or a lower kernel.perf_event_paranoid)";
+	log_error("Cannot open event '%s' on CPU %d: %s", event, cpu, why);
+}
+
+int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
+{
+	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
+	char err[256];
+	int r, max_rate;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->cfg = cfg;
+	rec->argc = argc;
+	rec->argv = argv;
+	if (gethostname(rec->hostname, sizeof(rec->hostname) - 1) < 0)
+		strcpy(rec->hostname, "localhost");
+
+	if (cfg->cpus)
+		r = perfrec_cpumap__parse(cfg->cpus, &rec->cpus);
+	else
+		r = perfrec_cpumap__read(NULL, &rec->cpus);
+	if (r < 0)
+		return log_error_errno(r, "Invalid CPU list '%s': %s", cfg->cpus ? cfg->cpus : "(online)",
+				       strerror(-r));
+
+	rec->specs = calloc(cfg->nr_events, sizeof(*rec->specs));
+	if (!rec->specs)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->nr_events; i++) {
+		err[0] = 0;
+		r = perfrec_evspec__parse(cfg->events[i], NULL, &rec->specs[i], err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Invalid event '%s': %s", cfg->events[i],
+					       err[0] ? err : strerror(-r));
+	}
+	rec->nr_specs = cfg->nr_events;
+
+	max_rate = perfrec_evlist__max_sample_rate();
+	if (cfg->freq && max_rate > 0 && cfg->freq > (uint64_t)max_rate)
+		return log_error_errno(-EINVAL,
+			"Frequency %" PRIu64 " Hz is above the kernel's limit of %d Hz (kernel.perf_event_max_sample_rate)",
+			cfg->freq, max_rate);
+
+	eo.freq = cfg->freq;
+	eo.period = cfg->period;
+	eo.callchain = cfg->callchain;
+	eo.clockid = cfg->clockid;
+	eo.mmap_pages = cfg->mmap_bytes / (size_t)sysconf(_SC_PAGESIZE);
+	eo.context_switch = cfg->context_switch;
+	r = perfrec_evlist__new(rec->cpus, rec->specs, rec->nr_specs, &eo, &rec->evlist);
+	if (r < 0)
+		return log_error_errno(r, "Cannot set up events: %s", strerror(-r));
+	r = perfrec_evlist__open(rec->evlist, open_error, rec);
+	if (r < 0)
+		return log_error_errno(r, "No event could be opened; nothing to record");
+
+	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (ev->is_sideband) {
+			rec->sideband_sample_type = ev->attr.sample_type;
+			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
+		} else if (!rec->sample_type) {
+			rec->sample_type = ev->attr.sample_type;
+			rec->read_format = ev->attr.read_format;
+		}
+	}
+	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
+	if (!rec->total)
+		return -ENOMEM;
+	r = perfrec_buildid_table__new(&rec->buildids);
+	if (r < 0)
+		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
+	return 0;
+}
+
+int recorder_enable(struct recorder *rec)
+{
+	int r = perfrec_evlist__enable(rec->evlist);
+
+	if (r < 0)
+		log_error("Cannot enable events: %s", strerror(-r));
+	return r;
+}
+
+int recorder_disable(struct recorder *rec)
+{
+	return perfrec_evlist__disable(rec->evlist);
+}
+
+/* Write errors (a full disk) cost data, not the daemon: log once per episode. */
+static int note_write(struct recorder *rec, int r)
+{
+	if (r < 0 && !rec->write_error_logged) {
+		log_error("Cannot write %s: %s; dropping data until writes succeed again",
+			  rec->cur.path, strerror(-r));
+		rec->write_error_logged = true;
+	} else if (r >= 0 && rec->write_error_logged) {
+		log_notice("Writing %s again", rec->cur.path);
+		rec->write_error_logged = false;
+	}
+	return r;
+}
+
+static int emit_synth(void *ctx, const struct perf_event_header *h)
+{
+	struct recorder *rec = ctx;
+
+	if (h->type == PERF_RECORD_MMAP2)
+		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+	return note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
+}
+
+static char *make_path(struct recorder *rec, uint64_t wall_ns)
+{
+	time_t secs = wall_ns / 1000000000;
+	unsigned ms = (wall_ns / 1000000) % 1000;
+	struct tm tm;
+	char stamp[64];
+	char *path;
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 ".data", rec->cfg->directory,
+		     rec->cfg->prefix, rec->hostname, stamp, ms, rec->seq) < 0)
+		return NULL;
+	return path;
+}
+
+static void outfile_reset(struct outfile *o)
+{
+	perfrec_pdwriter__free(o->w, false);
+	free(o->path);
+	free(o->cpu);
+	memset(o, 0, sizeof(*o));
+}
+
+uint64_t recorder_clock_ns(const struct recorder *rec)
+{
+	return clock_ns(rec->cfg->clockid);
+}
+
+int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+{
+	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct outfile *o = &rec->cur;
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	o->seq = ++rec->seq;
+	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
+	o->start_clock_ns = synth_time ? synth_time : clock_ns(rec->cfg->clockid);
+	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
+	o->path = make_path(rec, o->start_wall_ns);
+	if (!o->cpu || !o->path) {
+		outfile_reset(o);
+		return -ENOMEM;
+	}
+	r = perfrec_pdwriter__create(o->path, &o->w);
+	if (r < 0) {
+		log_error("Cannot create %s.tmp: %s", o->path, strerror(-r));
+		outfile_reset(o);
+		return r;
+	}
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = perfrec_pdwriter__add_attr(o->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		if (r < 0)
+			goto fail;
+	}
+	rec->have_file = true;
+	perfrec_buildid_table__reset_samples(rec->buildids);
+
+	/*
+	 * State that existed before the events were enabled (or before this
+	 * file began), stamped with the file's start time: every ring record
+	 * that follows is newer, so readers apply it first.
+	 */
+	so.sample_type = rec->sideband_sample_type;
+	so.id = rec->sideband_id;
+	so.time = o->start_clock_ns;
+	so.build_ids = true;
+	r = perfrec_synth__kernel(&so, emit_synth, rec);
+	if (r < 0 && r != -EPERM)
+		goto fail;
+	if (r == -EPERM)
+		log_warning("Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve");
+	r = perfrec_synth__tasks(&so, emit_synth, rec);
+	if (r < 0)
+		goto fail;
+	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
+	if (r < 0)
+		goto fail;
+	o->last_checkpoint_usec = now_usec();
+	log_debug("Recording into %s.tmp", o->path);
+	return 0;
+fail:
+	log_error("Cannot start %s: %s", o->path, strerror(-r));
+	perfrec_pdwriter__free(o->w, true);
+	o->w = NULL;
+	outfile_reset(o);
+	rec->have_file = false;
+	return r;
+}
+
+static void inspect(struct recorder *rec, size_t ring, const struct perf_event_header *h)
+{
+	struct outfile *o = &rec->cur;
+	const unsigned char *p = (const unsigned char *)h;
+	struct perfrec_sample s;
+	uint64_t v;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (perfrec_sample__parse(h, rec->sample_type, rec->read_format, &s) < 0)
+			return;
+		o->cpu[ring].samples++;
+		rec->total[ring].samples++;
+		o->samples++;
+		if (!o->first_time || s.time < o->first_time)
+			o->first_time = s.time;
+		if (s.time > o->last_time)
+			o->last_time = s.time;
+		perfrec_buildid_table__note_sample_pid(rec->buildids, s.pid,
+			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		break;
+	case PERF_RECORD_MMAP2:
+		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		break;
+	case PERF_RECORD_LOST:
+		if (h->size >= 24) {
+			memcpy(&v, p + 16, 8);
+			o->cpu[ring].lost += v;
+			rec->total[ring].lost += v;
+			o->lost += v;
+		}
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= 16) {
+			memcpy(&v, p + 8, 8);
+			o->cpu[ring].lost_samples += v;
+			rec->total[ring].lost_samples += v;
+			o->lost += v;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
+{
+	struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, idx);
+	const struct perf_event_header *h;
+	struct perfrec_ring_batch b;
+	struct iovec iov[2];
+	int64_t avail;
+	int r, n;
+	uint64_t bytes = 0;
+
+	avail = perfrec_ring__begin(ring, &b);
+	if (avail <= 0)
+		return 0;
+	while ((r = perfrec_ring__next(ring, &b, &h)) > 0)
+		inspect(rec, idx, h);
+	if (r < 0) {
+		rec->cur.cpu[idx].corrupt++;
+		rec->total[idx].corrupt++;
+		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
+			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
+	}
+	n = perfrec_ring__iov(ring, &b, iov);
+	for (int i = 0; i < n; i++)
+		bytes += iov[i].iov_len;
+	r = 0;
+	if (n > 0 && rec->have_file)
+		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
+	/* The bytes are in the writer (or deliberately dropped): give them back. */
+	perfrec_ring__commit(ring, &b);
+	if (r == 0) {
+		rec->cur.cpu[idx].bytes += bytes;
+		rec->total[idx].bytes += bytes;
+		rec->cur.bytes += bytes;
+		*written += bytes;
+	}
+	return r;
+}
+
+int recorder_drain(struct recorder *rec)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	uint64_t written = 0;
+	int r = 0;
+
+	if (!rec->have_file)
+		return 0;
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		int rr = drain_ring(rec, i, &written);
+
+		if (rr < 0)
+			r = rr;
+	}
+	if (written)
+		note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round)));
+	return r;
+}
+
+int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
+{
+	int r;
+
+	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
+		return 0;
+	rec->cur.last_checkpoint_usec = now;
+	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	if (r < 0)
+		note_write(rec, r);
+	return r;
+}
+
+int recorder_finish_file(struct recorder *rec, char **ret_path)
+{
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct outfile *o = &rec->cur;
+	int r;
+
+	if (!rec->have_file)
+		return -ENOENT;
+	recorder_drain(rec);
+
+	ho.argc = rec->argc;
+	ho.argv = rec->argv;
+	ho.clockid = rec->cfg->clockid;
+	ho.clock_ns = o->start_clock_ns;
+	ho.wall_ns = o->start_wall_ns;
+	ho.first_sample_time = o->first_time;
+	ho.last_sample_time = o->last_time;
+	r = perfrec_hostinfo__add_features(o->w, &ho);
+	if (r < 0)
+		log_warning("Some host features could not be gathered for %s: %s", o->path, strerror(-r));
+	r = perfrec_buildid_table__add_feature(rec->buildids, o->w);
+	if (r < 0)
+		log_warning("Build-id table not written to %s: %s", o->path, strerror(-r));
+
+	r = perfrec_pdwriter__finish(o->w);
+	if (r >= 0)
+		r = perfrec_pdwriter__publish(o->w);
+	if (r < 0) {
+		/* The .tmp stays: it holds everything up to its last checkpoint. */
+		log_error("Cannot finish %s: %s; the partial file stays as %s.tmp", o->path,
+			  strerror(-r), o->path);
+		outfile_reset(o);
+		rec->have_file = false;
+		return r;
+	}
+	rec->files_published++;
+	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
+		 o->path, o->samples, o->lost, o->bytes);
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		log_debug("  CPU %d: %" PRIu64 " samples, %" PRIu64 " lost",
+			  perfrec_evlist__ring_cpu(rec->evlist, i), o->cpu[i].samples,
+			  o->cpu[i].lost + o->cpu[i].lost_samples);
+	if (ret_path) {
+		*ret_path = o->path;
+		o->path = NULL;
+	}
+	outfile_reset(o);
+	rec->have_file = false;
+	return 0;
+}
+
+int recorder_rotate(struct recorder *rec, char **ret_path)
+{
+	/*
+	 * Everything the rings hold when this time is taken goes to the old
+	 * file (finish drains them); whatever the kernel writes afterwards is
+	 * newer than the new file's synthesized state.  The rings are only
+	 * read again once the new file is ready, so no record is lost or
+	 * written twice.
+	 */
+	uint64_t t = recorder_clock_ns(rec);
+	int r = recorder_finish_file(rec, ret_path);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning("Rotation: the previous file was not published cleanly");
+	r = recorder_start_file(rec, t);
+	return r;
+}
+
+void recorder_close(struct recorder *rec)
+{
+	if (rec->have_file) {
+		perfrec_pdwriter__free(rec->cur.w, false);
+		rec->cur.w = NULL;
+		outfile_reset(&rec->cur);
+	}
+	perfrec_evlist__free(rec->evlist);
+	perfrec_buildid_table__free(rec->buildids);
+	perfrec_cpumap__free(rec->cpus);
+	free(rec->specs);
+	free(rec->total);
+	memset(rec, 0, sizeof(*rec));
+}

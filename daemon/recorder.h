@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The recorder: owns the events and rings, drains them into the current
+ * output file, and finishes/publishes files.  One thread drives it; the
+ * event loop in manager.c calls in.
+ */
+#ifndef PERFRECD_RECORDER_H
+#define PERFRECD_RECORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <perfrec/perfrec.h>
+
+#include "config.h"
+
+struct cpu_stats {
+	uint64_t samples;
+	uint64_t lost;          /* PERF_RECORD_LOST: records the kernel dropped */
+	uint64_t lost_samples;  /* PERF_RECORD_LOST_SAMPLES */
+	uint64_t bytes;
+	uint64_t corrupt;       /* ring passes cut short */
+};
+
+struct outfile {
+	struct perfrec_pdwriter *w;
+	char *path;             /* final name */
+	uint64_t seq;
+	uint64_t start_wall_ns;
+	uint64_t start_clock_ns;
+	uint64_t first_time, last_time;
+	uint64_t samples, lost, bytes;
+	struct cpu_stats *cpu;  /* per ring */
+	uint64_t last_checkpoint_usec;
+};
+
+struct recorder {
+	const struct config *cfg;
+	int argc;
+	char **argv;
+	struct perfrec_cpumap *cpus;
+	struct perfrec_evspec *specs;
+	size_t nr_specs;
+	struct perfrec_evlist *evlist;
+	size_t nr_rings;
+	struct perfrec_buildid_table *buildids;
+	uint64_t sample_type;   /* of the sampling events */
+	uint64_t read_format;
+	uint64_t sideband_id;
+	uint64_t sideband_sample_type;
+	char hostname[256];
+	uint64_t seq;
+	struct outfile cur;
+	bool have_file;
+	struct cpu_stats *total; /* per ring, since start */
+	uint64_t files_published;
+	bool write_error_logged;
+	int nr_open_failures;
+};
+
+/* Parse events, open them (disabled) and map the rings.  Logs its errors. */
+int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);
+/*
+ * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
+ * synthesized records are stamped @synth_time (file clock, 0: now), which
+ * must not be later than any ring record the file will get.
+ */
+int recorder_start_file(struct recorder *rec, uint64_t synth_time);
+/* The current time in the recording's clock. */
+uint64_t recorder_clock_ns(const struct recorder *rec);
+int recorder_enable(struct recorder *rec);
+int recorder_disable(struct recorder *rec);
+/* One pass over every ring; FINISHED_ROUND if anything was written. */
+int recorder_drain(struct recorder *rec);
+/* Refresh the header's data size if the checkpoint interval has passed. */
+int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
+/* Drain, write features, publish.  *ret_path (optional) gets the file name. */
+int recorder_finish_file(struct recorder *rec, char **ret_path);
+/* Finish the current file and start the next with no record lost between. */
+int recorder_rotate(struct recorder *rec, char **ret_path);
+void recorder_close(struct recorder *rec);
+
+uint64_t now_usec(void);
+
+#endif

@@ -1,0 +1,60 @@
+# Shared helpers for end-to-end tests (sourced).  A test exits 0 to pass,
+# 77 to skip (after printing "SKIP: reason"), anything else to fail.
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PERFRECD=$TOP/daemon/perfrecd
+PERFRECCTL=$TOP/tools/perfrecctl
+WORKLOAD=$TOP/tests/e2e/workload
+PERFPARSER=/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser
+T=$(mktemp -d /tmp/perfrec-e2e.XXXXXX)
+DAEMON_PID=
+cleanup() {
+	[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+note() { echo "# $*"; }
+
+require_root() { [ "$(id -u)" = 0 ] || skip "needs root to record system-wide"; }
+require_perf() { command -v perf >/dev/null || skip "perf (linux-perf) is not installed"; }
+require_perfparser() { [ -x "$PERFPARSER" ] || skip "hotspot-perfparser is not installed"; }
+require_events() {
+	require_root
+	perf stat -e cpu-clock -a true >/dev/null 2>&1 || skip "cannot open cpu-clock system-wide here"
+}
+
+# perf's exact sample count for a file.
+perf_samples() { perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}'; }
+
+# Fail if perf wrote anything alarming to stderr (it exits 0 on bad records).
+check_perf_stderr() {
+	local what=$1 file=$2
+	if grep -Eiq 'warn|error|fail|incompatible|corrupt|unknown|invalid|cannot|can.t' "$file"; then
+		cat "$file"; fail "$what printed problems on stderr"
+	fi
+}
+
+# perfparser must parse the file with samples and no time-order violations.
+check_perfparser() {
+	local f=$1 out
+	out=$(timeout 120 "$PERFPARSER" --input "$f" --print-stats 2>&1) || fail "perfparser failed/timed out on $f"
+	local samples tv mv
+	samples=$(awk '/^samples:/ {print $2}' <<<"$out" | head -1)
+	tv=$(awk '/samples time violations:/ {print $NF}' <<<"$out" | head -1)
+	mv=$(awk '/mmaps time violations:/ {print $NF}' <<<"$out" | head -1)
+	[ -n "$samples" ] && [ "$samples" -gt 0 ] || { echo "$out"; fail "perfparser found no samples in $f"; }
+	[ "${tv:-1}" = 0 ] || { echo "$out"; fail "perfparser: $tv sample time violations in $f"; }
+	[ "${mv:-1}" = 0 ] || { echo "$out"; fail "perfparser: $mv mmap time violations in $f"; }
+	echo "$samples"
+}
+
+# The only published file in a directory (fails if not exactly one).
+only_file() {
+	local n
+	n=$(ls "$1"/*.data 2>/dev/null | wc -l)
+	[ "$n" = 1 ] || { ls -la "$1"; fail "expected exactly one .data file in $1, found $n"; }
+	ls "$1"/*.data
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Bad input: a one-line error naming the problem, non-zero exit, no file.
+. "$(dirname "$0")/lib.sh"
+require_events
+
+expect_error() { # name, pattern, args...
+	local name=$1 pat=$2; shift 2
+	local out=$T/out-$RANDOM
+	mkdir -p "$out"
+	"$PERFRECD" -o "$out" --duration 2 "$@" >"$T/stdout" 2>"$T/stderr"
+	local rc=$?
+	[ $rc != 0 ] || fail "$name: exit status 0"
+	[ "$(wc -l <"$T/stderr")" = 1 ] || { cat "$T/stderr"; fail "$name: expected one line of error, got $(wc -l <"$T/stderr")"; }
+	grep -qiE -- "$pat" "$T/stderr" || { cat "$T/stderr"; fail "$name: error does not name the problem ($pat)"; }
+	[ -z "$(ls -A "$out" 2>/dev/null)" ] || { ls -la "$out"; fail "$name: left files behind"; }
+	note "$name: $(cat "$T/stderr")"
+}
+
+expect_error "unknown event" "cycels" -e cycels
+expect_error "bad modifier" "cpu-clock:x" -e cpu-clock:x
+expect_error "frequency 0" "frequency" -F 0
+max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+expect_error "frequency above limit" "$((max + 1)).*perf_event_max_sample_rate" -F $((max + 1))
+expect_error "missing config" "/nonexistent/perfrecd.conf" -c /nonexistent/perfrecd.conf
+printf '[record]\nfrequency=fast\n' >"$T/bad.conf"
+expect_error "bad config value" "bad.conf:2.*frequency" -c "$T/bad.conf"
+printf '[record]\nfrobnicate=1\n' >"$T/bad2.conf"
+expect_error "unknown config key" "bad2.conf:2.*frobnicate" -c "$T/bad2.conf"
+
+# An output directory that cannot be created or written.
+touch "$T/plainfile"
+"$PERFRECD" -o "$T/plainfile/sub" --duration 1 2>"$T/stderr"; rc=$?
+[ $rc != 0 ] || fail "unwritable dir: exit 0"
+[ "$(wc -l <"$T/stderr")" = 1 ] && grep -q "plainfile/sub" "$T/stderr" || { cat "$T/stderr"; fail "unwritable dir: no one-line error naming it"; }
+mkdir -p "$T/ro"; mount -t tmpfs -o ro,size=1M tmpfs "$T/ro" 2>/dev/null && {
+	"$PERFRECD" -o "$T/ro" --duration 1 2>"$T/stderr"; rc=$?
+	umount "$T/ro"
+	[ $rc != 0 ] || fail "read-only dir: exit 0"
+	grep -q "$T/ro" "$T/stderr" || { cat "$T/stderr"; fail "read-only dir: error does not name it"; }
+}
+
+# An event this machine cannot open is named; the rest still record.
+"$PERFRECD" -o "$T/mixed" -e cycles -e cpu-clock --duration 1 2>"$T/stderr"; rc=$?
+if grep -q "cycles" "$T/stderr"; then
+	[ $rc = 0 ] || { cat "$T/stderr"; fail "cycles unsupported + cpu-clock: exit $rc"; }
+	ls "$T/mixed"/*.data >/dev/null || fail "cycles unsupported + cpu-clock: no file"
+	"$PERFRECD" -o "$T/none" -e cycles --duration 1 2>"$T/stderr"; rc=$?
+	[ $rc != 0 ] || fail "only an unsupported event: exit 0"
+	grep -q "cycles" "$T/stderr" || fail "only an unsupported event: not named"
+	[ -z "$(ls -A "$T/none" 2>/dev/null)" ] || fail "only an unsupported event: left files"
+else
+	note "cycles opened here (hardware PMU present); unsupported-event checks not applicable"
+fi
+exit 0

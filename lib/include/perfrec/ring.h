@@ -47,26 +47,42 @@ PERFREC_API int perfrec_ring__init(struct perfrec_ring *r, void *base, size_t pa
 				   size_t data_size, int cpu);
 PERFREC_API void perfrec_ring__exit(struct perfrec_ring *r);
 
-/* Start a pass.  Returns the bytes available (head - tail), >= 0. */
+/*
+ * Start a pass.  Returns the bytes available (head - tail), >= 0, or
+ * -EBADMSG when head - tail exceeds the ring size (the writer overwrote
+ * unread data): the pass is then empty, r->corrupt is counted and
+ * perfrec_ring__commit() moves tail to head, so the caller must still commit.
+ */
 PERFREC_API int64_t perfrec_ring__begin(struct perfrec_ring *r, struct perfrec_ring_batch *b);
 
 /*
  * Next record of the pass: 1 and *ret_rec (valid until the next call),
- * 0 when the pass is done, -EBADMSG when a record's size is impossible
- * (below 8 bytes or past head): the rest of the pass is then dropped at
- * commit and counted in b->skip.
+ * 0 when the pass is done, -ENOMEM when the scratch buffer for a wrapped
+ * record cannot be allocated (nothing consumed), -EBADMSG when a record's
+ * size is impossible (below 8 bytes or past head): the rest of the pass is
+ * then dropped at commit, counted in b->skip and r->corrupt, and later
+ * calls return 0.
  */
 PERFREC_API int perfrec_ring__next(struct perfrec_ring *r, struct perfrec_ring_batch *b,
 				   const struct perf_event_header **ret_rec);
 
-/* Walk every remaining record without looking at them (fast path). */
+/*
+ * Walk every remaining record without returning them (fast path for the byte
+ * copy); sizes are still validated.  Returns the number of records walked,
+ * or -EBADMSG as perfrec_ring__next() does (the records before the bad one
+ * stay walked and are part of perfrec_ring__iov()).
+ */
 PERFREC_API int perfrec_ring__walk_all(struct perfrec_ring *r, struct perfrec_ring_batch *b);
 
 /* The bytes walked so far as <= 2 segments; returns the count (0..2). */
 PERFREC_API int perfrec_ring__iov(const struct perfrec_ring *r, const struct perfrec_ring_batch *b,
 				  struct iovec iov[2]);
 
-/* Release the bytes walked (and any skipped) back to the kernel. */
+/*
+ * Release the bytes walked (and any skipped) back to the kernel: tail becomes
+ * b->pos + b->skip, always a record boundary or head itself.  Until then
+ * data_tail is untouched, so a pass that is not committed is read again.
+ */
 PERFREC_API void perfrec_ring__commit(struct perfrec_ring *r, const struct perfrec_ring_batch *b);
 
 #endif

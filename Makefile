@@ -58,6 +58,8 @@ STATIC_LIB := lib/libperfrec.a
 SHARED_LIB := lib/libperfrec.so.$(VERSION)
 PC_FILE := lib/libperfrec.pc
 
+.SECONDARY:
+
 .PHONY: all deps check check-unit check-asan check-fuzz check-e2e run bench \
 	install uninstall clean
 

@@ -325,8 +325,6 @@ struct load_ctx {
 	struct config *c;
 	char msg[256];
 	int err;
-	int nth;      /* handler calls so far */
-	int first_bad; /* index of the call that failed first */
 };
 
 static int ini_cb(void *user, const char *section, const char *name, const char *value)
@@ -335,13 +333,32 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 	char msg[256] = "";
 	int r;
 
-	l->nth++;
 	r = config_set(l->c, section, name, value, msg, sizeof(msg));
 	if (r < 0 && !l->err) {
 		l->err = r;
 		snprintf(l->msg, sizeof(l->msg), "%s", msg[0] ? msg : strerror(-r));
 	}
 	return r < 0 ? 0 : 1;
+}
+
+static int finish_load(struct load_ctx *l, int line, const char *path, char *err, size_t errlen)
+{
+	if (line > 0 && l->err) {
+		snprintf(err, errlen, "%s:%d: %s", path, line, l->msg);
+		return l->err;
+	}
+	if (line != 0) {
+		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key=value)", path, line);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_load_string(struct config *c, const char *text, const char *name, char *err, size_t errlen)
+{
+	struct load_ctx l = { .c = c };
+
+	return finish_load(&l, ini_parse_string(text, ini_cb, &l), name, err, errlen);
 }
 
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
@@ -359,13 +376,5 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 	}
 	line = ini_parse_file(f, ini_cb, &l);
 	fclose(f);
-	if (line > 0 && l.err) {
-		snprintf(err, errlen, "%s:%d: %s", path, line, l.msg);
-		return l.err;
-	}
-	if (line != 0) {
-		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key=value)", path, line);
-		return -EINVAL;
-	}
-	return 0;
+	return finish_load(&l, line, path, err, errlen);
 }

@@ -40,6 +40,9 @@ void config_exit(struct config *c);
  */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 
+/* The same from a string; @name stands for the file in messages. */
+int config_load_string(struct config *c, const char *text, const char *name, char *err, size_t errlen);
+
 /* Set one key (section.key=value) as if from a file; used for CLI overrides. */
 int config_set(struct config *c, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);

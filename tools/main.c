@@ -1,9 +1,61 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* perfrecctl entry point (being written). */
+/*
+ * perfrecctl: the command-line client of perfrecd and the tool for its files.
+ * This file only dispatches: it maps the first argument to a subcommand from
+ * the table below, each implemented in its own file (verify.c, dump.c, ...),
+ * so adding a family of commands means adding a file and a table row.
+ */
 #include <stdio.h>
+#include <string.h>
 
-int main(void)
+#include "perfrecctl.h"
+
+static const struct perfrecctl_cmd cmds[] = {
+	{ "verify", "FILE...", "check perf.data files; exit 1 if any is unsound", cmd_verify },
+	{ "dump", "[--json] FILE", "show features, attrs, record counts and sample stats of a perf.data file", cmd_dump },
+};
+
+#define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void help(FILE *f)
 {
-	fprintf(stderr, "perfrecctl: not built yet\n");
-	return 1;
+	fprintf(f, "usage: perfrecctl COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < NR_CMDS; i++)
+		fprintf(f, "  %-8s %-16s %s\n", cmds[i].name, cmds[i].args, cmds[i].summary);
+	fprintf(f, "\n`perfrecctl COMMAND --help` shows one command's usage.\n");
+}
+
+int perfrecctl_usage(const char *name)
+{
+	for (size_t i = 0; i < NR_CMDS; i++) {
+		if (!strcmp(cmds[i].name, name)) {
+			fprintf(stderr, "usage: perfrecctl %s %s\n  %s\n", cmds[i].name, cmds[i].args, cmds[i].summary);
+			break;
+		}
+	}
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		help(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		help(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < NR_CMDS; i++) {
+		if (strcmp(cmds[i].name, argv[1]))
+			continue;
+		if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			printf("usage: perfrecctl %s %s\n  %s\n", cmds[i].name, cmds[i].args, cmds[i].summary);
+			return 0;
+		}
+		return cmds[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "perfrecctl: unknown command '%s'\n", argv[1]);
+	help(stderr);
+	return EXIT_USAGE;
 }

@@ -26,7 +26,14 @@ struct perfrec_pdreader_opts {
 	bool salvage;
 };
 
-/* Open a file by path / from a memory buffer (copied). */
+/*
+ * Open a file by path (mmap) / from a memory buffer (copied).  Fails only when
+ * the bytes cannot be had (-errno from open/mmap, -ENOMEM); a file that is
+ * not sound perf data still opens, and its first structural problem shows in
+ * __error() and makes __verify() (and, when the records cannot be located,
+ * __next()) return -EBADMSG.  An unusable header yields zero attrs and a
+ * zeroed header.
+ */
 PERFREC_API int perfrec_pdreader__open(const char *path, const struct perfrec_pdreader_opts *opts,
 				       struct perfrec_pdreader **ret_reader);
 PERFREC_API int perfrec_pdreader__open_mem(const void *buf, size_t len,
@@ -44,9 +51,13 @@ PERFREC_API int perfrec_pdreader__feature(const struct perfrec_pdreader *r, int 
 					  const void **ret_data, size_t *ret_len);
 
 /*
- * Next record of the data section: 1 with *ret_rec (valid while the reader
- * lives) and its file offset, 0 at the end, -EBADMSG on a bad record (see
- * __error()).
+ * Next record of the data section: 1 with *ret_rec and its file offset, 0 at
+ * the end, -EBADMSG on a bad record (see __error()).  *ret_rec points into
+ * the file and stays valid while the reader lives, except for a record at an
+ * offset that is not 8-aligned (never in files we write): that one is copied
+ * to a scratch buffer valid until the next call.  In salvage mode the end of
+ * the data is the last whole record: a cut or zero-sized record there ends
+ * the walk (0) instead of failing.
  */
 PERFREC_API int perfrec_pdreader__next(struct perfrec_pdreader *r, const struct perf_event_header **ret_rec,
 				       uint64_t *ret_offset);
@@ -61,6 +72,36 @@ PERFREC_API const char *perfrec_pdreader__error(const struct perfrec_pdreader *r
  * Returns 0 if sound, else -EBADMSG with __error() naming the first problem.
  */
 PERFREC_API int perfrec_pdreader__verify(struct perfrec_pdreader *r);
+
+/* Counts gathered by the last __verify() over the records it walked. */
+struct perfrec_pdreader_stats {
+	uint64_t nr_records;
+	uint64_t nr_samples;
+	uint64_t by_type[PERFREC_RECORD_USER_MAX]; /* index: record type */
+	uint64_t lost;          /* sum of PERF_RECORD_LOST.lost */
+	uint64_t lost_samples;  /* sum of PERF_RECORD_LOST_SAMPLES.lost */
+	bool has_time;          /* first/last_time valid */
+	uint64_t first_time, last_time; /* smallest/largest sample time */
+	const uint64_t *samples_per_attr; /* nr_attrs entries */
+	const uint64_t *samples_per_cpu;  /* nr_cpus entries */
+	size_t nr_cpus;                   /* highest cpu seen + 1, at most 4096 */
+	uint64_t samples_other_cpu;       /* cpu >= 4096, or unknown */
+};
+
+/* Stats of the last __verify() (zeros before one); valid while @r lives. */
+PERFREC_API const struct perfrec_pdreader_stats *perfrec_pdreader__stats(const struct perfrec_pdreader *r);
+
+/* "HOSTNAME", "EVENT_DESC", ... or "UNKNOWN". */
+PERFREC_API const char *perfrec_pdreader__feature_name(int feat);
+
+/*
+ * One line decoding feature @feat into @buf (strings, numbers, the command
+ * line, clock data, sample times; other features as their size).  Returns the
+ * length written (truncated to fit, NUL-terminated), -ENOENT if absent,
+ * -EBADMSG if malformed.
+ */
+PERFREC_API int perfrec_pdreader__feature_text(const struct perfrec_pdreader *r, int feat,
+					       char *buf, size_t sz);
 
 PERFREC_API void perfrec_pdreader__free(struct perfrec_pdreader *r);
 

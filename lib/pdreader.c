@@ -1,0 +1,1073 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * PERFILE2 reader and verifier.  Input is untrusted (files from other hosts,
+ * files cut short by a crash), so every offset and length read from the file
+ * is checked against the file before use, all arithmetic on them is done in
+ * u64 with overflow checks, and allocations are bounded by the file size.
+ * Opening only locates the parts (header, attrs, ids, data, feature table);
+ * __verify() walks all of it and reports the first problem with its offset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+
+#define MAX_ATTR_SIZE 4096u /* far beyond any perf_event_attr; guards nonsense */
+#define MAX_CPUS 4096u
+#define PIPE_HEADER_SIZE 16u
+
+struct id_ent {
+	uint64_t id;
+	uint64_t off; /* where the id sits in the file */
+	size_t attr;
+};
+
+struct perfrec_pdreader {
+	unsigned char *buf;
+	size_t len;
+	bool mapped;
+	bool salvage;
+
+	struct perfrec_file_header hdr;
+	bool broken;      /* records cannot be located */
+	bool feats_valid; /* feature table located and inside the file */
+
+	struct perfrec_pdreader_attr *attrs;
+	size_t nr_attrs;
+	uint64_t *ids; /* storage for every attr's ids */
+	uint64_t *ids_off; /* file offset of each attr's ids section */
+	struct id_ent *by_id; /* sorted by id */
+	size_t nr_ids;
+
+	uint64_t table_off;
+	struct perfrec_file_section feats[PERFREC_FEAT_BITS];
+	bool has_feat[PERFREC_FEAT_BITS];
+
+	uint64_t data_off, data_end, pos;
+	unsigned char *scratch;
+
+	char err[256];
+	uint64_t err_off;
+
+	struct perfrec_pdreader_stats stats;
+	uint64_t *per_attr, *per_cpu;
+};
+
+static const char *const feat_names[] = {
+	[PERFREC_FEAT_RESERVED] = "RESERVED",
+	[PERFREC_FEAT_TRACING_DATA] = "TRACING_DATA",
+	[PERFREC_FEAT_BUILD_ID] = "BUILD_ID",
+	[PERFREC_FEAT_HOSTNAME] = "HOSTNAME",
+	[PERFREC_FEAT_OSRELEASE] = "OSRELEASE",
+	[PERFREC_FEAT_VERSION] = "VERSION",
+	[PERFREC_FEAT_ARCH] = "ARCH",
+	[PERFREC_FEAT_NRCPUS] = "NRCPUS",
+	[PERFREC_FEAT_CPUDESC] = "CPUDESC",
+	[PERFREC_FEAT_CPUID] = "CPUID",
+	[PERFREC_FEAT_TOTAL_MEM] = "TOTAL_MEM",
+	[PERFREC_FEAT_CMDLINE] = "CMDLINE",
+	[PERFREC_FEAT_EVENT_DESC] = "EVENT_DESC",
+	[PERFREC_FEAT_CPU_TOPOLOGY] = "CPU_TOPOLOGY",
+	[PERFREC_FEAT_NUMA_TOPOLOGY] = "NUMA_TOPOLOGY",
+	[PERFREC_FEAT_BRANCH_STACK] = "BRANCH_STACK",
+	[PERFREC_FEAT_PMU_MAPPINGS] = "PMU_MAPPINGS",
+	[PERFREC_FEAT_GROUP_DESC] = "GROUP_DESC",
+	[PERFREC_FEAT_AUXTRACE] = "AUXTRACE",
+	[PERFREC_FEAT_STAT] = "STAT",
+	[PERFREC_FEAT_CACHE] = "CACHE",
+	[PERFREC_FEAT_SAMPLE_TIME] = "SAMPLE_TIME",
+	[PERFREC_FEAT_MEM_TOPOLOGY] = "MEM_TOPOLOGY",
+	[PERFREC_FEAT_CLOCKID] = "CLOCKID",
+	[PERFREC_FEAT_DIR_FORMAT] = "DIR_FORMAT",
+	[PERFREC_FEAT_BPF_PROG_INFO] = "BPF_PROG_INFO",
+	[PERFREC_FEAT_BPF_BTF] = "BPF_BTF",
+	[PERFREC_FEAT_COMPRESSED] = "COMPRESSED",
+	[PERFREC_FEAT_CPU_PMU_CAPS] = "CPU_PMU_CAPS",
+	[PERFREC_FEAT_CLOCK_DATA] = "CLOCK_DATA",
+	[PERFREC_FEAT_HYBRID_TOPOLOGY] = "HYBRID_TOPOLOGY",
+	[PERFREC_FEAT_PMU_CAPS] = "PMU_CAPS",
+};
+
+const char *perfrec_pdreader__feature_name(int feat)
+{
+	if (feat >= 0 && (size_t)feat < sizeof(feat_names) / sizeof(feat_names[0]))
+		return feat_names[feat];
+	return "UNKNOWN";
+}
+
+/* Record the first problem only: later ones are usually its consequences. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct perfrec_pdreader *r, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->err[0])
+		return -EBADMSG;
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	r->err_off = off;
+	return -EBADMSG;
+}
+
+/* Is [off, off+size) inside [0, limit)?  Overflow-safe. */
+static bool inside(uint64_t off, uint64_t size, uint64_t limit)
+{
+	return off <= limit && size <= limit - off;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_ent *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static bool check_magic(struct perfrec_pdreader *r)
+{
+	uint64_t magic;
+
+	if (r->len < 8) {
+		fail(r, r->len, "truncated header: file is %zu bytes, a perf.data header needs %zu",
+		     r->len, sizeof(struct perfrec_file_header));
+		return false;
+	}
+	magic = get64(r->buf);
+	if (magic == PERFREC_MAGIC2)
+		return true;
+	if (magic == __builtin_bswap64(PERFREC_MAGIC2))
+		fail(r, 0, "byte-swapped PERFILE2 magic: other-endian perf.data is not supported");
+	else if (!memcmp(r->buf, "PERFFILE", 8))
+		fail(r, 0, "old PERFFILE (version 1) perf.data is not supported");
+	else
+		fail(r, 0, "bad magic 0x%016llx: not a perf.data (PERFILE2) file",
+		     (unsigned long long)magic);
+	return false;
+}
+
+/* Header, attrs and their ids, data section: what __next() needs. */
+static void load_structure(struct perfrec_pdreader *r)
+{
+	struct perfrec_file_header *h = &r->hdr;
+	uint64_t entry, nr, ids_total = 0;
+
+	r->broken = true;
+	if (!check_magic(r))
+		return;
+	if (r->len >= 16 && get64(r->buf + 8) == PIPE_HEADER_SIZE) {
+		fail(r, 8, "pipe-mode perf.data (header size 16) is not supported here");
+		return;
+	}
+	if (r->len < sizeof(*h)) {
+		fail(r, r->len, "truncated header: file is %zu bytes, a perf.data header needs %zu",
+		     r->len, sizeof(*h));
+		return;
+	}
+	memcpy(h, r->buf, sizeof(*h));
+	if (h->size != sizeof(*h)) {
+		fail(r, 8, "bad header size %llu (expected %zu)", (unsigned long long)h->size, sizeof(*h));
+		memset(h, 0, sizeof(*h));
+		return;
+	}
+
+	entry = h->attr_size;
+	if (h->attrs.size) {
+		if (entry < PERF_ATTR_SIZE_VER0 + sizeof(struct perfrec_file_section) ||
+		    entry > MAX_ATTR_SIZE + sizeof(struct perfrec_file_section)) {
+			fail(r, 16, "bad attr_size %llu", (unsigned long long)entry);
+			return;
+		}
+		if (!inside(h->attrs.offset, h->attrs.size, r->len)) {
+			fail(r, 24, "attrs section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+			     (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size, r->len);
+			return;
+		}
+		if (h->attrs.size % entry) {
+			fail(r, 32, "attrs section size %llu is not a multiple of attr_size %llu",
+			     (unsigned long long)h->attrs.size, (unsigned long long)entry);
+			return;
+		}
+	}
+	nr = h->attrs.size ? h->attrs.size / entry : 0;
+	if (nr) {
+		r->attrs = calloc(nr, sizeof(*r->attrs));
+		r->ids_off = calloc(nr, sizeof(*r->ids_off));
+		if (!r->attrs || !r->ids_off) {
+			fail(r, 24, "out of memory for %llu attrs", (unsigned long long)nr);
+			return;
+		}
+	}
+	r->nr_attrs = nr;
+
+	/* First pass: attrs and the bounds of their ids. */
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t off = h->attrs.offset + i * entry;
+		const unsigned char *a = r->buf + off;
+		uint64_t asz = entry - sizeof(struct perfrec_file_section);
+		uint32_t fsz = get32(a + 4);
+		struct perfrec_file_section ids;
+
+		if ((fsz ? fsz : PERF_ATTR_SIZE_VER0) != asz) {
+			fail(r, off + 4, "attr %llu: size field %u does not match header attr_size %llu",
+			     (unsigned long long)i, fsz, (unsigned long long)entry);
+			return;
+		}
+		/* A bigger attr than ours is only usable if we lose nothing (as perf). */
+		for (uint64_t b = sizeof(struct perf_event_attr); b < asz; b++) {
+			if (a[b]) {
+				fail(r, off + b, "attr %llu: nonzero byte beyond the %zu-byte perf_event_attr this reader knows",
+				     (unsigned long long)i, sizeof(struct perf_event_attr));
+				return;
+			}
+		}
+		memcpy(&r->attrs[i].attr, a, asz < sizeof(struct perf_event_attr) ? asz : sizeof(struct perf_event_attr));
+		r->attrs[i].attr.size = asz < sizeof(struct perf_event_attr) ? (uint32_t)asz : sizeof(struct perf_event_attr);
+		memcpy(&ids, a + asz, sizeof(ids));
+		if (!inside(ids.offset, ids.size, r->len)) {
+			fail(r, off + asz, "attr %llu: ids section (offset %llu, size %llu) runs past end of file",
+			     (unsigned long long)i, (unsigned long long)ids.offset, (unsigned long long)ids.size);
+			return;
+		}
+		if (ids.size % 8) {
+			fail(r, off + asz + 8, "attr %llu: ids section size %llu is not a multiple of 8",
+			     (unsigned long long)i, (unsigned long long)ids.size);
+			return;
+		}
+		/* Overlapping sections could multiply the memory we need: bound it. */
+		ids_total += ids.size;
+		if (ids_total > r->len) {
+			fail(r, off + asz, "attr %llu: ids sections add up to more than the file", (unsigned long long)i);
+			return;
+		}
+		r->attrs[i].nr_ids = ids.size / 8;
+		r->ids_off[i] = ids.offset;
+	}
+	r->nr_ids = ids_total / 8;
+	if (r->nr_ids) {
+		size_t k = 0;
+
+		r->ids = malloc(ids_total);
+		r->by_id = malloc(r->nr_ids * sizeof(*r->by_id));
+		if (!r->ids || !r->by_id) {
+			fail(r, h->attrs.offset, "out of memory for %zu ids", r->nr_ids);
+			return;
+		}
+		for (size_t i = 0; i < nr; i++) {
+			r->attrs[i].ids = r->ids + k;
+			memcpy(r->ids + k, r->buf + r->ids_off[i], r->attrs[i].nr_ids * 8);
+			for (size_t j = 0; j < r->attrs[i].nr_ids; j++) {
+				r->by_id[k + j].id = r->ids[k + j];
+				r->by_id[k + j].off = r->ids_off[i] + j * 8;
+				r->by_id[k + j].attr = i;
+			}
+			k += r->attrs[i].nr_ids;
+		}
+		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
+	}
+
+	/* Data section. */
+	r->data_off = h->data.offset;
+	if (r->salvage) {
+		if (h->data.offset < sizeof(*h) || h->data.offset > r->len) {
+			r->data_off = r->data_end = 0; /* nothing locatable to salvage */
+		} else if (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)) {
+			r->data_end = r->len;
+		} else {
+			r->data_end = h->data.offset + h->data.size;
+		}
+	} else if (h->data.size == 0 && h->data.offset == 0) {
+		r->data_end = 0; /* the writer's placeholder header: no data yet */
+	} else {
+		if (h->data.offset < sizeof(*h)) {
+			fail(r, 40, "data section offset %llu lies inside the header",
+			     (unsigned long long)h->data.offset);
+			return;
+		}
+		if (!inside(h->data.offset, h->data.size, r->len)) {
+			fail(r, 40, "data section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+			     (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->len);
+			return;
+		}
+		r->data_end = h->data.offset + h->data.size;
+	}
+	r->pos = r->data_off;
+	r->broken = false;
+}
+
+/* The feature table after the data section; problems are not fatal to records. */
+static void load_features(struct perfrec_pdreader *r)
+{
+	const struct perfrec_file_header *h = &r->hdr;
+	uint64_t nr = 0, table, k = 0;
+
+	if (r->broken)
+		return;
+	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
+		if (h->flags[f / 64] & (1ULL << (f % 64)))
+			nr++;
+	if (!nr) {
+		r->feats_valid = true;
+		return;
+	}
+	/* Salvaged data has no trustworthy end, hence no table to find. */
+	if (r->salvage && (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)))
+		return;
+	table = h->data.offset + h->data.size;
+	if (!inside(table, nr * sizeof(struct perfrec_file_section), r->len)) {
+		if (!r->salvage)
+			fail(r, table, "feature section table (%llu entries) runs past end of file (%zu bytes)",
+			     (unsigned long long)nr, r->len);
+		return;
+	}
+	r->table_off = table;
+	for (int f = 0; f < PERFREC_FEAT_BITS; f++) {
+		struct perfrec_file_section s;
+		uint64_t at;
+
+		if (!(h->flags[f / 64] & (1ULL << (f % 64))))
+			continue;
+		at = table + k * sizeof(s);
+		memcpy(&s, r->buf + at, sizeof(s));
+		k++;
+		if (!inside(s.offset, s.size, r->len)) {
+			if (!r->salvage)
+				fail(r, at, "feature %s section (offset %llu, size %llu) runs past end of file",
+				     perfrec_pdreader__feature_name(f), (unsigned long long)s.offset,
+				     (unsigned long long)s.size);
+			memset(r->has_feat, 0, sizeof(r->has_feat));
+			return;
+		}
+		r->feats[f] = s;
+		r->has_feat[f] = true;
+	}
+	r->feats_valid = true;
+}
+
+/* A perf_header_string at @p with @avail bytes: its total size, or 0 if malformed. */
+static uint64_t header_string(const unsigned char *p, uint64_t avail, const char **ret_str)
+{
+	uint32_t n;
+
+	if (avail < 4)
+		return 0;
+	n = get32(p);
+	if (n == 0 || n > avail - 4 || !memchr(p + 4, 0, n))
+		return 0;
+	if (ret_str)
+		*ret_str = (const char *)p + 4;
+	return 4 + (uint64_t)n;
+}
+
+/*
+ * Walk HEADER_EVENT_DESC.  With @attach, name the attrs (by index, as perf
+ * does); with @check, also compare attrs and ids to the attrs section.
+ */
+static int walk_event_desc(struct perfrec_pdreader *r, bool attach, bool check)
+{
+	const struct perfrec_file_section *s = &r->feats[PERFREC_FEAT_EVENT_DESC];
+	const unsigned char *p = r->buf + s->offset;
+	uint64_t avail = s->size, pos = 8;
+	uint32_t nr, asz;
+
+	if (avail < 8)
+		return check ? fail(r, s->offset, "EVENT_DESC too short (%llu bytes)", (unsigned long long)avail) : -EBADMSG;
+	nr = get32(p);
+	asz = get32(p + 4);
+	if (asz < PERF_ATTR_SIZE_VER0 || asz > MAX_ATTR_SIZE)
+		return check ? fail(r, s->offset + 4, "EVENT_DESC: bad attr size %u", asz) : -EBADMSG;
+	if (check && nr != r->nr_attrs)
+		return fail(r, s->offset, "EVENT_DESC lists %u events but the file has %zu attrs", nr, r->nr_attrs);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t at = pos, n;
+		const char *name = NULL;
+		uint32_t nr_ids;
+
+		if (avail - pos < (uint64_t)asz + 4)
+			return check ? fail(r, s->offset + at, "EVENT_DESC event %u runs past its section", i) : -EBADMSG;
+		if (check && i < r->nr_attrs) {
+			size_t cmp = asz < r->attrs[i].attr.size ? asz : r->attrs[i].attr.size;
+
+			/* Skip the size field: our copy's is clamped to our struct. */
+			if (memcmp(p + pos, &r->attrs[i].attr, 4) ||
+			    memcmp(p + pos + 8, (const unsigned char *)&r->attrs[i].attr + 8, cmp - 8))
+				return fail(r, s->offset + at, "EVENT_DESC event %u: attr differs from attrs section entry %u", i, i);
+		}
+		pos += asz;
+		nr_ids = get32(p + pos);
+		pos += 4;
+		n = header_string(p + pos, avail - pos, &name);
+		if (!n)
+			return check ? fail(r, s->offset + pos, "EVENT_DESC event %u: malformed name string", i) : -EBADMSG;
+		pos += n;
+		if ((avail - pos) / 8 < nr_ids)
+			return check ? fail(r, s->offset + pos, "EVENT_DESC event %u: %u ids run past its section", i, nr_ids) : -EBADMSG;
+		if (check && i < r->nr_attrs &&
+		    (nr_ids != r->attrs[i].nr_ids ||
+		     (nr_ids && memcmp(p + pos, r->attrs[i].ids, (size_t)nr_ids * 8))))
+			return fail(r, s->offset + pos, "EVENT_DESC event %u: ids differ from attr %u's ids section", i, i);
+		pos += (uint64_t)nr_ids * 8;
+		if (attach && i < r->nr_attrs)
+			r->attrs[i].name = name;
+	}
+	return 0;
+}
+
+static int load(struct perfrec_pdreader *r)
+{
+	r->scratch = malloc(PERFREC_RECORD_MAX + 8);
+	if (!r->scratch)
+		return -ENOMEM;
+	load_structure(r);
+	load_features(r);
+	if (!r->broken && r->has_feat[PERFREC_FEAT_EVENT_DESC]) {
+		/* Names only when the whole section parses: no half-named files. */
+		if (walk_event_desc(r, false, false) == 0)
+			walk_event_desc(r, true, false);
+	}
+	return 0;
+}
+
+int perfrec_pdreader__open_mem(const void *buf, size_t len, const struct perfrec_pdreader_opts *opts,
+			       struct perfrec_pdreader **ret_reader)
+{
+	struct perfrec_pdreader *r;
+	int ret;
+
+	if ((len && !buf) || !ret_reader || !PERFREC_OPTS_VALID(opts, struct perfrec_pdreader_opts))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->salvage = PERFREC_OPTS_GET(opts, salvage, false);
+	r->buf = malloc(len ? len : 1);
+	if (!r->buf) {
+		free(r);
+		return -ENOMEM;
+	}
+	if (len)
+		memcpy(r->buf, buf, len);
+	r->len = len;
+	ret = load(r);
+	if (ret < 0) {
+		perfrec_pdreader__free(r);
+		return ret;
+	}
+	*ret_reader = r;
+	return 0;
+}
+
+int perfrec_pdreader__open(const char *path, const struct perfrec_pdreader_opts *opts,
+			   struct perfrec_pdreader **ret_reader)
+{
+	struct perfrec_pdreader *r;
+	struct stat st;
+	int fd, ret;
+
+	if (!path || !ret_reader || !PERFREC_OPTS_VALID(opts, struct perfrec_pdreader_opts))
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->salvage = PERFREC_OPTS_GET(opts, salvage, false);
+	r->len = (size_t)st.st_size;
+	if (r->len) {
+		r->buf = mmap(NULL, r->len, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (r->buf == MAP_FAILED) {
+			ret = -errno;
+			r->buf = NULL;
+			close(fd);
+			perfrec_pdreader__free(r);
+			return ret;
+		}
+		r->mapped = true;
+	}
+	close(fd);
+	ret = load(r);
+	if (ret < 0) {
+		perfrec_pdreader__free(r);
+		return ret;
+	}
+	*ret_reader = r;
+	return 0;
+}
+
+const struct perfrec_file_header *perfrec_pdreader__header(const struct perfrec_pdreader *r)
+{
+	return &r->hdr;
+}
+
+size_t perfrec_pdreader__nr_attrs(const struct perfrec_pdreader *r)
+{
+	return r->broken ? 0 : r->nr_attrs;
+}
+
+const struct perfrec_pdreader_attr *perfrec_pdreader__attr(const struct perfrec_pdreader *r, size_t idx)
+{
+	return idx < perfrec_pdreader__nr_attrs(r) ? &r->attrs[idx] : NULL;
+}
+
+const struct perfrec_pdreader_attr *perfrec_pdreader__attr_by_id(const struct perfrec_pdreader *r, uint64_t id)
+{
+	size_t lo = 0, hi = r->nr_ids;
+
+	if (r->broken)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->by_id[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nr_ids && r->by_id[lo].id == id)
+		return &r->attrs[r->by_id[lo].attr];
+	return NULL;
+}
+
+int perfrec_pdreader__feature(const struct perfrec_pdreader *r, int feat, const void **ret_data, size_t *ret_len)
+{
+	if (feat < 0 || feat >= PERFREC_FEAT_BITS || !r->has_feat[feat])
+		return -ENOENT;
+	if (ret_data)
+		*ret_data = r->buf + r->feats[feat].offset;
+	if (ret_len)
+		*ret_len = (size_t)r->feats[feat].size;
+	return 0;
+}
+
+int perfrec_pdreader__next(struct perfrec_pdreader *r, const struct perf_event_header **ret_rec,
+			   uint64_t *ret_offset)
+{
+	struct perf_event_header h;
+	uint64_t left;
+
+	if (r->broken)
+		return -EBADMSG;
+	if (r->pos >= r->data_end)
+		return 0;
+	left = r->data_end - r->pos;
+	if (left < sizeof(h)) {
+		if (r->salvage)
+			return 0;
+		return fail(r, r->pos, "truncated record header: %llu bytes left in data section",
+			    (unsigned long long)left);
+	}
+	memcpy(&h, r->buf + r->pos, sizeof(h));
+	if (h.size < sizeof(h)) {
+		if (r->salvage)
+			return 0;
+		return fail(r, r->pos, "record size %u is smaller than its 8-byte header (type %u)", h.size, h.type);
+	}
+	if (h.size > left) {
+		if (r->salvage)
+			return 0;
+		return fail(r, r->pos, "record (type %u, size %u) runs past end of data section at %llu",
+			    h.type, h.size, (unsigned long long)r->data_end);
+	}
+	if (r->pos % 8) {
+		/* The header has 4-byte fields; readers must not see it misaligned. */
+		memcpy(r->scratch, r->buf + r->pos, h.size);
+		*ret_rec = (const struct perf_event_header *)r->scratch;
+	} else {
+		*ret_rec = (const struct perf_event_header *)(r->buf + r->pos);
+	}
+	if (ret_offset)
+		*ret_offset = r->pos;
+	r->pos += h.size;
+	return 1;
+}
+
+void perfrec_pdreader__rewind(struct perfrec_pdreader *r)
+{
+	r->pos = r->data_off;
+}
+
+const char *perfrec_pdreader__error(const struct perfrec_pdreader *r, uint64_t *ret_offset)
+{
+	if (ret_offset)
+		*ret_offset = r->err[0] ? r->err_off : 0;
+	return r->err;
+}
+
+/* ---- verification ------------------------------------------------------ */
+
+struct span {
+	uint64_t off, size;
+	char what[40];
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static int check_overlaps(struct perfrec_pdreader *r)
+{
+	size_t max = 4 + r->nr_attrs + PERFREC_FEAT_BITS, n = 0;
+	struct span *s = calloc(max, sizeof(*s));
+	int ret = 0;
+
+	if (!s)
+		return -ENOMEM;
+#define ADD(o, sz, ...) do { if ((sz) > 0) { s[n].off = (o); s[n].size = (sz); \
+	snprintf(s[n].what, sizeof(s[n].what), __VA_ARGS__); n++; } } while (0)
+	ADD(0, sizeof(struct perfrec_file_header), "header");
+	ADD(r->hdr.attrs.offset, r->hdr.attrs.size, "attrs section");
+	for (size_t i = 0; i < r->nr_attrs; i++)
+		ADD(r->ids_off[i], r->attrs[i].nr_ids * 8, "ids of attr %zu", i);
+	ADD(r->data_off, r->data_end - r->data_off, "data section");
+	if (r->table_off) {
+		uint64_t nr = 0;
+
+		for (int f = 0; f < PERFREC_FEAT_BITS; f++)
+			nr += r->has_feat[f];
+		ADD(r->table_off, nr * sizeof(struct perfrec_file_section), "feature table");
+	}
+	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
+		if (r->has_feat[f])
+			ADD(r->feats[f].offset, r->feats[f].size, "feature %s", perfrec_pdreader__feature_name(f));
+#undef ADD
+	qsort(s, n, sizeof(*s), cmp_span);
+	for (size_t i = 1; i < n; i++) {
+		if (s[i].off < s[i - 1].off + s[i - 1].size) {
+			ret = fail(r, s[i].off, "%s overlaps %s", s[i].what, s[i - 1].what);
+			break;
+		}
+	}
+	free(s);
+	return ret;
+}
+
+static int check_string_list(struct perfrec_pdreader *r, const struct perfrec_file_section *s, const char *what)
+{
+	const unsigned char *p = r->buf + s->offset;
+	uint64_t pos = 4;
+	uint32_t nr;
+
+	if (s->size < 4)
+		return fail(r, s->offset, "%s too short (%llu bytes)", what, (unsigned long long)s->size);
+	nr = get32(p);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t n = header_string(p + pos, s->size - pos, NULL);
+
+		if (!n)
+			return fail(r, s->offset + pos, "%s: string %u of %u malformed or past its section", what, i, nr);
+		pos += n;
+	}
+	return 0;
+}
+
+static int check_build_ids(struct perfrec_pdreader *r, const struct perfrec_file_section *s)
+{
+	const unsigned char *p = r->buf + s->offset;
+	/* header, pid, build_id[24], then a NUL-terminated file name */
+	const uint64_t fixed = 8 + 4 + 24;
+	uint64_t pos = 0;
+
+	while (pos < s->size) {
+		uint64_t left = s->size - pos;
+		uint16_t size;
+
+		if (left < 8)
+			return fail(r, s->offset + pos, "BUILD_ID: truncated entry header");
+		memcpy(&size, p + pos + 6, 2);
+		if (size < fixed + 1 || size > left)
+			return fail(r, s->offset + pos, "BUILD_ID: entry size %u out of bounds", size);
+		if (!memchr(p + pos + fixed, 0, size - fixed))
+			return fail(r, s->offset + pos, "BUILD_ID: file name not NUL-terminated");
+		pos += size;
+	}
+	return 0;
+}
+
+static int check_features(struct perfrec_pdreader *r)
+{
+	static const struct { int feat; uint64_t size; } fixed[] = {
+		{ PERFREC_FEAT_NRCPUS, 8 }, { PERFREC_FEAT_TOTAL_MEM, 8 }, { PERFREC_FEAT_CLOCKID, 8 },
+		{ PERFREC_FEAT_CLOCK_DATA, 24 }, { PERFREC_FEAT_SAMPLE_TIME, 16 },
+	};
+	static const int strings[] = {
+		PERFREC_FEAT_HOSTNAME, PERFREC_FEAT_OSRELEASE, PERFREC_FEAT_VERSION,
+		PERFREC_FEAT_ARCH, PERFREC_FEAT_CPUDESC, PERFREC_FEAT_CPUID,
+	};
+	int ret;
+
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		const struct perfrec_file_section *s = &r->feats[strings[i]];
+		uint64_t n;
+
+		if (!r->has_feat[strings[i]])
+			continue;
+		n = header_string(r->buf + s->offset, s->size, NULL);
+		if (!n)
+			return fail(r, s->offset, "feature %s: malformed string (length past section or no NUL)",
+				    perfrec_pdreader__feature_name(strings[i]));
+	}
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		const struct perfrec_file_section *s = &r->feats[fixed[i].feat];
+
+		if (r->has_feat[fixed[i].feat] && s->size != fixed[i].size)
+			return fail(r, s->offset, "feature %s: size %llu, expected %llu",
+				    perfrec_pdreader__feature_name(fixed[i].feat),
+				    (unsigned long long)s->size, (unsigned long long)fixed[i].size);
+	}
+	if (r->has_feat[PERFREC_FEAT_CMDLINE]) {
+		ret = check_string_list(r, &r->feats[PERFREC_FEAT_CMDLINE], "feature CMDLINE");
+		if (ret < 0)
+			return ret;
+	}
+	if (r->has_feat[PERFREC_FEAT_BUILD_ID]) {
+		ret = check_build_ids(r, &r->feats[PERFREC_FEAT_BUILD_ID]);
+		if (ret < 0)
+			return ret;
+	}
+	if (r->has_feat[PERFREC_FEAT_EVENT_DESC]) {
+		ret = walk_event_desc(r, false, true);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+enum id_mode { ID_NONE, ID_IDENTIFIER, ID_SINGLE, ID_SAME_LAYOUT };
+
+static enum id_mode sample_id_mode(const struct perfrec_pdreader *r, bool *ret_trailer_ids)
+{
+	bool all_ident = r->nr_attrs > 0, all_sid = r->nr_attrs > 0, same = true, all_id = true;
+
+	for (size_t i = 0; i < r->nr_attrs; i++) {
+		const struct perf_event_attr *a = &r->attrs[i].attr;
+
+		all_ident &= !!(a->sample_type & PERF_SAMPLE_IDENTIFIER);
+		all_sid &= !!a->sample_id_all;
+		all_id &= !!(a->sample_type & PERF_SAMPLE_ID);
+		same &= a->sample_type == r->attrs[0].attr.sample_type &&
+			a->read_format == r->attrs[0].attr.read_format;
+	}
+	*ret_trailer_ids = all_ident && all_sid;
+	if (all_ident)
+		return ID_IDENTIFIER;
+	if (r->nr_attrs == 1)
+		return ID_SINGLE;
+	if (r->nr_attrs > 1 && all_id && same)
+		return ID_SAME_LAYOUT;
+	return ID_NONE;
+}
+
+static size_t attr_index(const struct perfrec_pdreader *r, const struct perfrec_pdreader_attr *a)
+{
+	return (size_t)(a - r->attrs);
+}
+
+static int check_sample(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
+			enum id_mode mode)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
+	struct perfrec_sample s;
+	uint64_t id = 0;
+
+	switch (mode) {
+	case ID_NONE:
+		return fail(r, off, "SAMPLE cannot be attributed: %s",
+			    r->nr_attrs ? "attrs differ in layout and lack PERF_SAMPLE_IDENTIFIER" : "file has no attrs");
+	case ID_SINGLE:
+		a = &r->attrs[0];
+		break;
+	case ID_IDENTIFIER:
+		if (rec->size < 16)
+			return fail(r, off, "SAMPLE too short to hold its identifier (size %u)", rec->size);
+		memcpy(&id, rec + 1, 8);
+		a = perfrec_pdreader__attr_by_id(r, id);
+		break;
+	case ID_SAME_LAYOUT:
+		if (perfrec_sample__parse(rec, r->attrs[0].attr.sample_type, r->attrs[0].attr.read_format, &s) < 0)
+			return fail(r, off, "SAMPLE does not parse for sample_type 0x%llx",
+				    (unsigned long long)r->attrs[0].attr.sample_type);
+		id = s.id;
+		a = perfrec_pdreader__attr_by_id(r, id);
+		break;
+	}
+	if (!a)
+		return fail(r, off, "SAMPLE with unknown id %llu", (unsigned long long)id);
+	if (perfrec_sample__parse(rec, a->attr.sample_type, a->attr.read_format, &s) < 0)
+		return fail(r, off, "SAMPLE (size %u) does not parse for its attr's sample_type 0x%llx read_format 0x%llx",
+			    rec->size, (unsigned long long)a->attr.sample_type, (unsigned long long)a->attr.read_format);
+
+	r->stats.nr_samples++;
+	r->per_attr[attr_index(r, a)]++;
+	if (a->attr.sample_type & PERF_SAMPLE_CPU) {
+		if (s.cpu < MAX_CPUS) {
+			r->per_cpu[s.cpu]++;
+			if (s.cpu >= r->stats.nr_cpus)
+				r->stats.nr_cpus = s.cpu + 1;
+		} else {
+			r->stats.samples_other_cpu++;
+		}
+	} else {
+		r->stats.samples_other_cpu++;
+	}
+	if (a->attr.sample_type & PERF_SAMPLE_TIME) {
+		if (!r->stats.has_time || s.time < r->stats.first_time)
+			r->stats.first_time = s.time;
+		if (!r->stats.has_time || s.time > r->stats.last_time)
+			r->stats.last_time = s.time;
+		r->stats.has_time = true;
+	}
+	return 0;
+}
+
+static int check_record(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
+			enum id_mode mode, bool trailer_ids)
+{
+	bool kernel = rec->type > 0 && rec->type < PERF_RECORD_MAX;
+	bool user = rec->type >= PERFREC_RECORD_HEADER_ATTR && rec->type < PERFREC_RECORD_USER_MAX;
+	int ret;
+
+	if (!kernel && !user)
+		return fail(r, off, "unknown record type %u (size %u)", rec->type, rec->size);
+	r->stats.by_type[rec->type]++;
+	if (rec->type == PERF_RECORD_SAMPLE)
+		return check_sample(r, rec, off, mode);
+	if (kernel && trailer_ids) {
+		const struct perfrec_pdreader_attr *a;
+		struct perfrec_sample_id sid;
+		uint64_t id;
+
+		if (rec->size < 16)
+			return fail(r, off, "%s too short for its sample_id trailer (size %u)",
+				    perfrec_event__type_name(rec->type), rec->size);
+		memcpy(&id, (const unsigned char *)rec + rec->size - 8, 8);
+		/*
+		 * perf record stamps the records it synthesizes with id 0 (and
+		 * the first event's trailer layout); accept that convention.
+		 */
+		a = id == 0 ? &r->attrs[0] : perfrec_pdreader__attr_by_id(r, id);
+		if (!a)
+			return fail(r, off, "%s with unknown id %llu in its sample_id trailer",
+				    perfrec_event__type_name(rec->type), (unsigned long long)id);
+		ret = perfrec_sample_id__parse(rec, a->attr.sample_type, &sid);
+		if (ret < 0)
+			return fail(r, off, "%s too short for its sample_id trailer (size %u)",
+				    perfrec_event__type_name(rec->type), rec->size);
+	}
+	if (rec->type == PERF_RECORD_LOST) {
+		uint64_t lost;
+
+		if (rec->size < 24)
+			return fail(r, off, "LOST record too short (size %u)", rec->size);
+		memcpy(&lost, (const unsigned char *)rec + 16, 8);
+		r->stats.lost += lost;
+	} else if (rec->type == PERF_RECORD_LOST_SAMPLES) {
+		uint64_t lost;
+
+		if (rec->size < 16)
+			return fail(r, off, "LOST_SAMPLES record too short (size %u)", rec->size);
+		memcpy(&lost, (const unsigned char *)rec + 8, 8);
+		r->stats.lost_samples += lost;
+	}
+	return 0;
+}
+
+static void reset_stats(struct perfrec_pdreader *r)
+{
+	memset(&r->stats, 0, sizeof(r->stats));
+	if (r->per_attr)
+		memset(r->per_attr, 0, r->nr_attrs * sizeof(*r->per_attr));
+	if (r->per_cpu)
+		memset(r->per_cpu, 0, MAX_CPUS * sizeof(*r->per_cpu));
+	r->stats.samples_per_attr = r->per_attr;
+	r->stats.samples_per_cpu = r->per_cpu;
+}
+
+int perfrec_pdreader__verify(struct perfrec_pdreader *r)
+{
+	const struct perf_event_header *rec;
+	enum id_mode mode;
+	bool trailer_ids;
+	uint64_t off;
+	int ret;
+
+	if (!r->per_cpu) {
+		r->per_cpu = calloc(MAX_CPUS, sizeof(*r->per_cpu));
+		r->per_attr = calloc(r->nr_attrs ? r->nr_attrs : 1, sizeof(*r->per_attr));
+		if (!r->per_cpu || !r->per_attr)
+			return -ENOMEM;
+	}
+	reset_stats(r);
+	if (r->err[0])
+		return -EBADMSG; /* found while opening */
+	if (r->broken)
+		return fail(r, 0, "file structure unusable");
+
+	for (size_t i = 1; i < r->nr_ids; i++)
+		if (r->by_id[i].id == r->by_id[i - 1].id)
+			return fail(r, r->by_id[i].off, "duplicate id %llu (attrs %zu and %zu)",
+				    (unsigned long long)r->by_id[i].id, r->by_id[i - 1].attr, r->by_id[i].attr);
+	if (r->hdr.event_types.size && !inside(r->hdr.event_types.offset, r->hdr.event_types.size, r->len))
+		return fail(r, 56, "event_types section runs past end of file");
+	ret = check_overlaps(r);
+	if (ret < 0)
+		return ret;
+	ret = check_features(r);
+	if (ret < 0)
+		return ret;
+
+	mode = sample_id_mode(r, &trailer_ids);
+	perfrec_pdreader__rewind(r);
+	while ((ret = perfrec_pdreader__next(r, &rec, &off)) > 0) {
+		r->stats.nr_records++;
+		ret = check_record(r, rec, off, mode, trailer_ids);
+		if (ret < 0)
+			break;
+	}
+	perfrec_pdreader__rewind(r);
+	return ret < 0 ? ret : 0;
+}
+
+const struct perfrec_pdreader_stats *perfrec_pdreader__stats(const struct perfrec_pdreader *r)
+{
+	return &r->stats;
+}
+
+/* ---- feature decoding for humans ---------------------------------------- */
+
+int perfrec_pdreader__feature_text(const struct perfrec_pdreader *r, int feat, char *buf, size_t sz)
+{
+	const unsigned char *p;
+	const char *str;
+	size_t len;
+	int n = 0;
+
+	if (!buf || !sz)
+		return -EINVAL;
+	buf[0] = 0;
+	if (perfrec_pdreader__feature(r, feat, (const void **)&p, &len) < 0)
+		return -ENOENT;
+	switch (feat) {
+	case PERFREC_FEAT_HOSTNAME: case PERFREC_FEAT_OSRELEASE: case PERFREC_FEAT_VERSION:
+	case PERFREC_FEAT_ARCH: case PERFREC_FEAT_CPUDESC: case PERFREC_FEAT_CPUID:
+		if (!header_string(p, len, &str))
+			return -EBADMSG;
+		n = snprintf(buf, sz, "%s", str);
+		break;
+	case PERFREC_FEAT_NRCPUS:
+		if (len != 8)
+			return -EBADMSG;
+		n = snprintf(buf, sz, "%u available, %u online", get32(p), get32(p + 4));
+		break;
+	case PERFREC_FEAT_TOTAL_MEM:
+		if (len != 8)
+			return -EBADMSG;
+		n = snprintf(buf, sz, "%llu kB", (unsigned long long)get64(p));
+		break;
+	case PERFREC_FEAT_CLOCKID:
+		if (len != 8)
+			return -EBADMSG;
+		n = snprintf(buf, sz, "%llu", (unsigned long long)get64(p));
+		break;
+	case PERFREC_FEAT_CLOCK_DATA:
+		if (len != 24)
+			return -EBADMSG;
+		n = snprintf(buf, sz, "version %u, clockid %u, wall clock %llu ns, clock %llu ns",
+			     get32(p), get32(p + 4), (unsigned long long)get64(p + 8),
+			     (unsigned long long)get64(p + 16));
+		break;
+	case PERFREC_FEAT_SAMPLE_TIME:
+		if (len != 16)
+			return -EBADMSG;
+		n = snprintf(buf, sz, "first %llu, last %llu", (unsigned long long)get64(p),
+			     (unsigned long long)get64(p + 8));
+		break;
+	case PERFREC_FEAT_CMDLINE: {
+		uint64_t pos = 4, nr;
+		size_t used = 0;
+
+		if (len < 4)
+			return -EBADMSG;
+		nr = get32(p);
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t k = header_string(p + pos, len - pos, &str);
+			int w;
+
+			if (!k)
+				return -EBADMSG;
+			pos += k;
+			if (used < sz) {
+				w = snprintf(buf + used, sz - used, "%s%s", i ? " " : "", str);
+				used += w > 0 ? (size_t)w : 0;
+			}
+		}
+		n = (int)(used < sz ? used : sz - 1);
+		break;
+	}
+	default:
+		n = snprintf(buf, sz, "%zu bytes", len);
+		break;
+	}
+	if (n < 0)
+		return -EINVAL;
+	return (size_t)n < sz ? n : (int)sz - 1;
+}
+
+void perfrec_pdreader__free(struct perfrec_pdreader *r)
+{
+	if (!r)
+		return;
+	if (r->mapped)
+		munmap(r->buf, r->len);
+	else
+		free(r->buf);
+	free(r->attrs);
+	free(r->ids);
+	free(r->ids_off);
+	free(r->by_id);
+	free(r->scratch);
+	free(r->per_attr);
+	free(r->per_cpu);
+	free(r);
+}

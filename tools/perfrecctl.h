@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * perfrecctl internals: the subcommand table main.c dispatches on, and the
+ * entry point of each subcommand family (one file per family: verify.c,
+ * dump.c, and later the control-socket commands).  Each entry point gets
+ * argv with argv[0] = the subcommand name and returns the process exit code:
+ * 0 success, 1 the thing checked is bad / the request failed, 2 usage error
+ * or cannot open.
+ */
+#ifndef PERFRECCTL_H
+#define PERFRECCTL_H
+
+#define EXIT_BAD 1
+#define EXIT_USAGE 2
+
+struct perfrecctl_cmd {
+	const char *name;
+	const char *args;    /* usage synopsis after the name */
+	const char *summary; /* one line for --help */
+	int (*run)(int argc, char **argv);
+};
+
+int cmd_verify(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* Print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
+int perfrecctl_usage(const char *name);
+
+#endif

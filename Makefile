@@ -27,7 +27,8 @@ SOVERSION := 0
 DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
 	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
 	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
-	systemd util-linux procps psmisc python3 e2fsprogs
+	systemd util-linux procps psmisc python3 e2fsprogs \
+	man-db groff-base
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
@@ -206,23 +207,81 @@ run: deps
 	  echo "  tools/perfrecctl dump $$f"; fi
 
 # --- install ----------------------------------------------------------------
-install: all
+# Units are generated from unit/*.in with the install paths.  unit/.paths
+# records the paths of the last generation and changes only when they do, so
+# `make install PREFIX=/usr` after a plain `make` regenerates the units.
+UNIT_IN := $(wildcard unit/*.in)
+UNIT_GEN := $(UNIT_IN:.in=)
+UNIT_FILES := $(sort $(UNIT_GEN) unit/perfrecd.socket)
+UNIT_SED := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@PREFIX@|$(PREFIX)|g'
+HEADERS := $(notdir $(wildcard lib/include/perfrec/*.h))
+MAN_PAGES := tools/perfrecctl.1 conf/perfrecd.conf.5 daemon/perfrecd.8
+
+.PHONY: units FORCE
+units: $(UNIT_GEN)
+
+UNIT_PATHS := $(SBINDIR) $(BINDIR) $(SYSCONFDIR) $(PREFIX)
+unit/.paths: FORCE
+	$(Q)echo "$(UNIT_PATHS)" | cmp -s - $@ || echo "$(UNIT_PATHS)" > $@
+
+unit/%: unit/%.in unit/.paths
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)sed $(UNIT_SED) $< > $@.tmp && mv $@.tmp $@
+
+# The pkg-config file is written from its template here rather than copied
+# from lib/, so it carries this invocation's PREFIX/LIBDIR even when `make
+# all` ran with others.  An existing perfrecd.conf is kept: it may hold the
+# administrator's edits.
+install: all units
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
-	  $(DESTDIR)$(INCLUDEDIR)/perfrec $(DESTDIR)$(PKGCONFIGDIR)
+	  $(DESTDIR)$(INCLUDEDIR)/perfrec $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/perfrecd $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 daemon/perfrecd $(DESTDIR)$(SBINDIR)/perfrecd
 	install -m 0755 tools/perfrecctl $(DESTDIR)$(BINDIR)/perfrecctl
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libperfrec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfrec.so.$(SOVERSION)
 	ln -sf libperfrec.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfrec.so
-	install -m 0644 lib/include/perfrec/*.h $(DESTDIR)$(INCLUDEDIR)/perfrec/
-	install -m 0644 $(PC_FILE) $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 0644 $(addprefix lib/include/perfrec/,$(HEADERS)) $(DESTDIR)$(INCLUDEDIR)/perfrec/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	  lib/libperfrec.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libperfrec.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libperfrec.pc
+	install -m 0644 $(UNIT_FILES) $(DESTDIR)$(UNITDIR)/
+	install -m 0644 unit/perfrecd.sysusers $(DESTDIR)$(SYSUSERSDIR)/perfrecd.conf
+	install -m 0644 unit/perfrecd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/perfrecd.conf
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/perfrecd/perfrecd.conf ]; then \
+	  echo "Keeping existing $(DESTDIR)$(SYSCONFDIR)/perfrecd/perfrecd.conf"; \
+	else \
+	  echo "install -m 0644 conf/perfrecd.conf $(DESTDIR)$(SYSCONFDIR)/perfrecd/perfrecd.conf"; \
+	  install -m 0644 conf/perfrecd.conf $(DESTDIR)$(SYSCONFDIR)/perfrecd/perfrecd.conf; \
+	fi
+	install -m 0644 tools/perfrecctl.1 $(DESTDIR)$(MANDIR)/man1/perfrecctl.1
+	install -m 0644 conf/perfrecd.conf.5 $(DESTDIR)$(MANDIR)/man5/perfrecd.conf.5
+	install -m 0644 daemon/perfrecd.8 $(DESTDIR)$(MANDIR)/man8/perfrecd.8
 
+# Removes exactly what install wrote (directories only when left empty); the
+# configuration only when it is still the shipped one.
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/perfrecd $(DESTDIR)$(BINDIR)/perfrecctl
-	rm -f $(DESTDIR)$(LIBDIR)/libperfrec.a $(DESTDIR)$(LIBDIR)/libperfrec.so*
-	rm -rf $(DESTDIR)$(INCLUDEDIR)/perfrec
+	rm -f $(DESTDIR)$(LIBDIR)/libperfrec.a $(DESTDIR)$(LIBDIR)/libperfrec.so.$(VERSION) \
+	  $(DESTDIR)$(LIBDIR)/libperfrec.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libperfrec.so
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/perfrec/,$(HEADERS))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/perfrec 2>/dev/null
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/libperfrec.pc
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNIT_FILES)))
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/perfrecd.conf $(DESTDIR)$(TMPFILESDIR)/perfrecd.conf
+	@f=$(DESTDIR)$(SYSCONFDIR)/perfrecd/perfrecd.conf; \
+	if [ -e "$$f" ] && ! cmp -s conf/perfrecd.conf "$$f"; then \
+	  echo "Keeping modified $$f"; \
+	else \
+	  echo "rm -f $$f"; rm -f "$$f"; rmdir $(DESTDIR)$(SYSCONFDIR)/perfrecd 2>/dev/null || :; \
+	fi
+	rm -f $(DESTDIR)$(MANDIR)/man1/perfrecctl.1 $(DESTDIR)$(MANDIR)/man5/perfrecd.conf.5 \
+	  $(DESTDIR)$(MANDIR)/man8/perfrecd.8
 
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \

@@ -17,7 +17,8 @@ struct perfrec_evlist_opts {
 	uint64_t freq;          /* sample_freq; 0: use period */
 	uint64_t period;        /* sample_period when freq == 0 */
 	bool callchain;         /* PERF_SAMPLE_CALLCHAIN (frame pointers) */
-	int clockid;            /* use_clockid; -1: the kernel's perf clock */
+	int clockid;            /* use_clockid; -1: the kernel's perf clock;
+				   MONOTONIC, MONOTONIC_RAW, REALTIME, BOOTTIME, TAI */
 	size_t mmap_pages;      /* data pages per ring, a power of 2 (0: 128) */
 	uint32_t wakeup_bytes;  /* watermark; 0: a quarter of the ring */
 	bool context_switch;    /* PERF_RECORD_SWITCH on the side-band event */
@@ -35,9 +36,19 @@ struct perfrec_evsel {
 
 struct perfrec_evlist;
 
-/* Called once per event that could not be opened, with the kernel's errno. */
+/*
+ * Called once per event that could not be opened, with the CPU it failed on
+ * and the kernel's errno (positive, e.g. ENOENT for a PMU event in a VM).
+ */
 typedef void (*perfrec_evlist_err_fn)(void *ctx, const char *event, int cpu, int err);
 
+/*
+ * Copy @cpus, @specs and @opts into a new evlist (nothing is opened yet).
+ * NULL @opts, or fields past an older opts' sz, mean: freq 1000, clockid
+ * CLOCK_MONOTONIC, 128 pages.  Returns -EINVAL when freq and period are both
+ * 0, when freq exceeds perfrec_evlist__max_sample_rate(), when mmap_pages
+ * is not a power of 2, or for a clockid perf_event_open does not take.
+ */
 PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 				    const struct perfrec_evspec *specs, size_t nr_specs,
 				    const struct perfrec_evlist_opts *opts,
@@ -46,15 +57,29 @@ PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 /*
  * Open everything (disabled), SET_OUTPUT into each CPU's side-band event,
  * mmap the rings.  An event that fails on a CPU is reported through @cb and
- * left out (on every CPU).  Returns the number of sampling events opened
+ * left out (on every CPU).  Attr bits an older kernel refuses with EINVAL
+ * (build_id, cgroup, ksymbol, PERF_FORMAT_LOST, ...) are dropped for every
+ * event and CPU alike; evsel->attr says what was kept.  Every attr has the
+ * same sample_id trailer layout; tracepoints sample every hit (period 1)
+ * and add PERF_SAMPLE_RAW.  Returns the number of sampling events opened
  * (> 0), or a negative errno: that of the last failure when none opened.
  */
 PERFREC_API int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, void *ctx);
 
 PERFREC_API int perfrec_evlist__enable(struct perfrec_evlist *el);
 PERFREC_API int perfrec_evlist__disable(struct perfrec_evlist *el);
-/* Change every sampling event's frequency (or period) live. */
+/*
+ * Change every sampling event's frequency (or period) live.  The kernel
+ * cannot switch an event between freq and period mode: -EINVAL when asked
+ * to; also -EINVAL above the max sample rate.  Tracepoints keep period 1.
+ */
 PERFREC_API int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t freq, uint64_t period);
+
+/*
+ * The kernel's limit on sample_freq (kernel.perf_event_max_sample_rate),
+ * for telling users why a frequency was refused; negative errno if unknown.
+ */
+PERFREC_API int perfrec_evlist__max_sample_rate(void);
 
 PERFREC_API size_t perfrec_evlist__nr_rings(const struct perfrec_evlist *el);
 /* Ring @idx (borrowed, lives as long as @el); its fd is for poll/epoll. */

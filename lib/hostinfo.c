@@ -321,10 +321,12 @@ static int cpuinfo_field(const struct ctx *c, const char *key, char **ret)
 
 		if (line[0] == '\n')
 			break; /* end of the first processor's block */
-		if (strncmp(line, key, klen) || (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':'))
+		if (strncmp(line, key, klen))
 			continue;
-		v = strchr(line + klen, ':');
-		if (!v)
+		/* the key, then only blanks before the colon ("model" vs "model name") */
+		for (v = line + klen; *v == ' ' || *v == '\t'; v++)
+			;
+		if (*v != ':')
 			continue;
 		v++;
 		while (isspace((unsigned char)*v))
@@ -816,7 +818,8 @@ static int build_mem_topology(const struct ctx *c, struct featbuf *fb)
 	if (d)
 		closedir(d);
 	if (!err) {
-		qsort(nodes, nr, sizeof(*nodes), mem_node_cmp);
+		if (nr > 1)
+			qsort(nodes, nr, sizeof(*nodes), mem_node_cmp);
 		featbuf_u64(fb, 1);
 		featbuf_u64(fb, bsize);
 		featbuf_u64(fb, nr);
@@ -889,7 +892,8 @@ static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 	}
 	closedir(d);
 	if (!err) {
-		qsort(pmus, nr, sizeof(*pmus), pmu_cmp);
+		if (nr > 1)
+			qsort(pmus, nr, sizeof(*pmus), pmu_cmp);
 		featbuf_u32(fb, (uint32_t)nr);
 		for (size_t i = 0; i < nr; i++) {
 			featbuf_u32(fb, pmus[i].type);

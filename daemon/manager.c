@@ -14,6 +14,8 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <systemd/sd-daemon.h>
+#include <inttypes.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -122,8 +124,23 @@ static void handle_signals(struct manager *m)
 	}
 }
 
+/* One-line summary for systemd's STATUS= (shown by systemctl status). */
+static void notify_status(struct manager *m)
+{
+	uint64_t samples = 0, lost = 0;
+
+	for (size_t i = 0; i < m->rec.nr_rings; i++) {
+		samples += m->rec.total[i].samples;
+		lost += m->rec.total[i].lost + m->rec.total[i].lost_samples;
+	}
+	sd_notifyf(0, "STATUS=Recording %zu CPUs: %" PRIu64 " samples, %" PRIu64
+		   " lost, %" PRIu64 " files published", m->rec.nr_rings, samples, lost,
+		   m->rec.files_published);
+}
+
 int manager_run(struct manager *m)
 {
+	uint64_t watchdog_usec = 0, last_ping = 0;
 	struct epoll_event evs[64];
 	uint64_t t0;
 	int r;
@@ -140,6 +157,10 @@ int manager_run(struct manager *m)
 		m->deadline_usec = now_usec() + m->cfg->duration_usec;
 	log_info("Recording %zu CPU%s into %s", m->rec.nr_rings, m->rec.nr_rings == 1 ? "" : "s",
 		 m->cfg->directory);
+	sd_notify(0, "READY=1");
+	notify_status(m);
+	if (sd_watchdog_enabled(0, &watchdog_usec) <= 0)
+		watchdog_usec = 0;
 
 	while (!m->stop) {
 		int timeout = -1, n;
@@ -175,7 +196,14 @@ int manager_run(struct manager *m)
 		if (drain)
 			recorder_drain(&m->rec);
 		recorder_maybe_checkpoint(&m->rec, now_usec());
+		/* Ping at half the watchdog interval; the timer guarantees we wake. */
+		if (watchdog_usec && now_usec() - last_ping >= watchdog_usec / 2) {
+			last_ping = now_usec();
+			sd_notify(0, "WATCHDOG=1");
+			notify_status(m);
+		}
 	}
+	sd_notify(0, "STOPPING=1");
 	recorder_disable(&m->rec);
 	r = recorder_finish_file(&m->rec, NULL);
 	return r == -ENOENT ? 0 : r;

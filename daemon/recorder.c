@@ -54,6 +54,23 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 	log_error("Cannot open event '%s' on CPU %d: %s", event, cpu, why);
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_format *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
+static const struct id_format *find_id(const struct recorder *rec, const struct perf_event_header *h)
+{
+	struct id_format key;
+
+	if (perfrec_event__identifier(h, &key.id) < 0)
+		return NULL;
+	return bsearch(&key, rec->ids, rec->nr_ids, sizeof(key), cmp_id);
+}
+
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
 {
 	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
@@ -97,27 +114,39 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	eo.period = cfg->period;
 	eo.callchain = cfg->callchain;
 	eo.clockid = cfg->clockid;
+	/* mmap-size is a power of two >= 4K (config.c); pages follow. */
 	eo.mmap_pages = cfg->mmap_bytes / (size_t)sysconf(_SC_PAGESIZE);
+	if (eo.mmap_pages == 0)
+		eo.mmap_pages = 1;
 	eo.context_switch = cfg->context_switch;
 	r = perfrec_evlist__new(rec->cpus, rec->specs, rec->nr_specs, &eo, &rec->evlist);
 	if (r < 0)
 		return log_error_errno(r, "Cannot set up events: %s", strerror(-r));
 	r = perfrec_evlist__open(rec->evlist, open_error, rec);
+	if ((r == -EPERM || r == -ENOMEM) && rec->nr_open_failures == 0)
+		return log_error_errno(r, "Cannot map the ring buffers: %s (locked memory limit: kernel.perf_event_mlock_kb and RLIMIT_MEMLOCK; try a smaller mmap-size)",
+				       strerror(-r));
 	if (r < 0)
 		return log_error_errno(r, "No event could be opened; nothing to record");
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
 	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
 		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+		struct id_format *n;
 
 		if (ev->is_sideband) {
 			rec->sideband_sample_type = ev->attr.sample_type;
 			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
-		} else if (!rec->sample_type) {
-			rec->sample_type = ev->attr.sample_type;
-			rec->read_format = ev->attr.read_format;
 		}
+		n = realloc(rec->ids, (rec->nr_ids + ev->nr_ids) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		rec->ids = n;
+		for (size_t j = 0; j < ev->nr_ids; j++)
+			rec->ids[rec->nr_ids++] = (struct id_format){
+				ev->ids[j], ev->attr.sample_type, ev->attr.read_format };
 	}
+	qsort(rec->ids, rec->nr_ids, sizeof(*rec->ids), cmp_id);
 	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
 	if (!rec->total)
 		return -ENOMEM;
@@ -261,12 +290,14 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 {
 	struct outfile *o = &rec->cur;
 	const unsigned char *p = (const unsigned char *)h;
+	const struct id_format *f;
 	struct perfrec_sample s;
 	uint64_t v;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		if (perfrec_sample__parse(h, rec->sample_type, rec->read_format, &s) < 0)
+		f = find_id(rec, h);
+		if (!f || perfrec_sample__parse(h, f->sample_type, f->read_format, &s) < 0)
 			return;
 		o->cpu[ring].samples++;
 		rec->total[ring].samples++;
@@ -455,5 +486,6 @@ void recorder_close(struct recorder *rec)
 	perfrec_cpumap__free(rec->cpus);
 	free(rec->specs);
 	free(rec->total);
+	free(rec->ids);
 	memset(rec, 0, sizeof(*rec));
 }

@@ -34,6 +34,12 @@ struct outfile {
 	uint64_t last_checkpoint_usec;
 };
 
+struct id_format {
+	uint64_t id;
+	uint64_t sample_type;
+	uint64_t read_format;
+};
+
 struct recorder {
 	const struct config *cfg;
 	int argc;
@@ -44,8 +50,8 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
-	uint64_t sample_type;   /* of the sampling events */
-	uint64_t read_format;
+	struct id_format *ids;  /* sorted by id: how each event's samples are laid out */
+	size_t nr_ids;
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
 	char hostname[256];

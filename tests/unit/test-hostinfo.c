@@ -578,6 +578,26 @@ Test(hostinfo, missing_sysfs_pieces_degrade, .fini = remove_tree)
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
 		     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
 
+/* An MMAP2 of /bin/true into this process, with its real build id. */
+static void note_true_mmap2(struct perfrec_buildid_table *t)
+{
+	unsigned char rec[128] = {0};
+	struct perf_event_header *h = (void *)rec;
+	uint32_t pid = (uint32_t)getpid();
+	int len = perfrec_buildid__read_elf("/bin/true", rec + 44);
+
+	if (len <= 0)
+		return;
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID;
+	h->size = 72 + 16;
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &pid, 4);
+	rec[40] = (uint8_t)len;
+	memcpy(rec + 72, "/bin/true", 10);
+	perfrec_buildid_table__note_mmap2(t, h);
+}
+
 /* A file with one cpu-clock event, two samples and every host feature. */
 static void write_file(const char *path, const struct perfrec_hostinfo_opts *o)
 {
@@ -615,6 +635,8 @@ static void write_file(const char *path, const struct perfrec_hostinfo_opts *o)
 	}
 	cr_assert_eq(perfrec_hostinfo__add_features(w, o), 0);
 	cr_assert_eq(perfrec_buildid_table__new(&t), 0);
+	note_true_mmap2(t);
+	perfrec_buildid_table__note_sample_pid(t, (uint32_t)getpid(), false);
 	perfrec_buildid_table__note_sample_pid(t, 0, true);
 	cr_assert_eq(perfrec_buildid_table__add_feature(t, w), 0);
 	perfrec_buildid_table__free(t);
@@ -701,6 +723,31 @@ static int run_perf(const char *path, char **ret_out, char **ret_err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* perf's own view of HEADER_BUILD_ID: /bin/true's and the kernel's ids. */
+static void buildid_list_check(const char *path)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	char cmd[256], want[128], line[512];
+	bool saw_true = false, saw_kernel = false;
+	int len = perfrec_buildid__read_elf("/bin/true", id);
+	FILE *p;
+
+	cr_assert_gt(len, 0, "/bin/true has no build id");
+	for (int i = 0; i < len; i++)
+		sprintf(want + 2 * i, "%02x", id[i]);
+	strcat(want, " /bin/true");
+	snprintf(cmd, sizeof(cmd), "/usr/bin/perf buildid-list -i '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		saw_true |= !strncmp(line, want, strlen(want));
+		saw_kernel |= strstr(line, " [kernel.kallsyms]") != NULL;
+	}
+	pclose(p);
+	cr_assert(saw_true, "perf buildid-list lacks \"%s\"", want);
+	cr_assert(access("/sys/kernel/notes", R_OK) || saw_kernel, "perf buildid-list lacks the kernel");
+}
+
 Test(hostinfo, perf_prints_every_feature)
 {
 	static const char *const want[] = {
@@ -736,6 +783,7 @@ Test(hostinfo, perf_prints_every_feature)
 	cr_assert_null(strcasestr(err, "incompatible"), "perf stderr: %s", err);
 	free(out);
 	free(err);
+	buildid_list_check(path);
 	if (!getenv("KEEP_PERF_FILE"))
 		unlink(path);
 }

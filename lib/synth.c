@@ -516,6 +516,14 @@ static ssize_t read_comm(int dirfd, const char *path, char *buf, size_t size)
 		return n;
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
+	/*
+	 * The comm file of a workqueue worker appends the workqueue name
+	 * ("kworker/1:1-mm_percpu_wq"); the kernel's own COMM records carry
+	 * task->comm, at most TASK_COMM_LEN - 1 = 15 bytes, and perf cuts
+	 * the same way, so one task gets one name whichever record names it.
+	 */
+	if (n > 15)
+		buf[n = 15] = '\0';
 	return n;
 }
 

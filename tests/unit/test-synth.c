@@ -345,6 +345,8 @@ static void make_fake_tasks(const char *d)
 	put_file(d, "100/task/100/comm", "my (odd) prog\n");
 	put_dir(d, "100/task/101");
 	put_file(d, "100/task/101/comm", "worker\n");
+	put_dir(d, "100/task/103"); /* a workqueue-style name, longer than task->comm */
+	put_file(d, "100/task/103/comm", "kworker/1:1-mm_percpu_wq\n");
 	put_dir(d, "100/task/102"); /* exited: no comm */
 	put_dir(d, "2");
 	put_file(d, "2/stat", "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0\n");
@@ -428,6 +430,8 @@ Test(synth, tasks_from_fake_proc_are_exactly_perfs_records)
 		  .start = 0x7ffd00000000, .len = 0x2000, .prot = PROT_READ | PROT_EXEC, .flags = MAP_PRIVATE },
 		{ PERF_RECORD_FORK, PERF_RECORD_MISC_FORK_EXEC, 100, 101, 100, 100, .str = NULL },
 		{ PERF_RECORD_COMM, 0, 100, 101, .str = "worker" },
+		{ PERF_RECORD_FORK, PERF_RECORD_MISC_FORK_EXEC, 100, 103, 100, 100, .str = NULL },
+		{ PERF_RECORD_COMM, 0, 100, 103, .str = "kworker/1:1-mm_" },
 	};
 	static const struct want want2[] = {
 		{ PERF_RECORD_FORK, PERF_RECORD_MISC_FORK_EXEC, 2, 2, 0, 0, .str = NULL },
@@ -438,17 +442,27 @@ Test(synth, tasks_from_fake_proc_are_exactly_perfs_records)
 	struct perfrec_synth_opts o = make_opts(d, true);
 	struct collect c = {0};
 	size_t n100 = 0, n2 = 0;
+	unsigned seen_threads = 0;
 
 	make_fake_tasks(d);
 	cr_assert_eq(perfrec_synth__tasks(&o, collect_cb, &c), 0);
-	cr_assert_eq(c.nr, 10, "got %zu records", c.nr);
+	cr_assert_eq(c.nr, 12, "got %zu records", c.nr);
 	/* Processes come in readdir order; within one, the order is fixed. */
 	for (size_t i = 0; i < c.nr; i++) {
 		uint32_t pid = u32_at(c.recs[i], 8);
 
 		if (pid == 100) {
-			cr_assert_lt(n100, 8);
-			check_want(c.recs[i], &want100[n100++], i);
+			size_t w = n100++;
+
+			cr_assert_lt(w, 10);
+			/* Threads come in readdir order, each as FORK then COMM. */
+			if (w >= 6) {
+				uint32_t tid = u32_at(c.recs[i], w % 2 ? 12 : 16);
+
+				w = (tid == 101 ? 6 : 8) + (w % 2);
+				seen_threads |= 1u << (w - 6);
+			}
+			check_want(c.recs[i], &want100[w], i);
 		} else if (pid == 2) {
 			cr_assert_lt(n2, 2);
 			check_want(c.recs[i], &want2[n2++], i);
@@ -456,7 +470,8 @@ Test(synth, tasks_from_fake_proc_are_exactly_perfs_records)
 			cr_assert_fail("record %zu for unexpected pid %u", i, pid);
 		}
 	}
-	cr_assert_eq(n100, 8);
+	cr_assert_eq(n100, 10);
+	cr_assert_eq(seen_threads, 0xf, "each thread's FORK and COMM once");
 	cr_assert_eq(n2, 2);
 	collect_free(&c);
 	rm_tree(d);

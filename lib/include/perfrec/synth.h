@@ -24,11 +24,26 @@ struct perfrec_synth_opts {
 	bool build_ids;       /* put build ids in MMAP2 where readable */
 };
 
-/* Kernel map ("[kernel.kallsyms]_text", pgoff = _text) and one MMAP2 per module. */
+/*
+ * Kernel map ("[kernel.kallsyms]_text", start = pgoff = _text, len up to
+ * _etext, pid -1 / tid 0, misc KERNEL) and one MMAP2 per module of
+ * /proc/modules (filename from modules.dep, else "[name]").  Returns 0,
+ * -EPERM when kallsyms hides addresses (kptr_restrict; nothing emitted),
+ * -errno when kallsyms cannot be read, or the callback's error.
+ */
 PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
 				      perfrec_synth_emit_fn emit, void *ctx);
 
-/* COMM, FORK (threads) and MMAP2 of every task.  Vanished tasks are skipped. */
+/*
+ * For every process: FORK (parent = PPid, misc FORK_EXEC as perf writes),
+ * COMM, MMAP2 of each executable mapping (build id form when opts->build_ids
+ * and the ELF note is readable through /proc/<pid>/root, else maj/min/ino);
+ * then FORK (parent = leader) and COMM for each other thread.  Comms are cut
+ * to 15 bytes like task->comm.  Trailers: the task's pid/tid, cpu 0.  Tasks
+ * that vanish or cannot be read are skipped.  Returns 0, -errno when the
+ * proc root cannot be opened or memory runs out, or the callback's error
+ * (synthesis stops at once).  Records are lent for the callback's duration.
+ */
 PERFREC_API int perfrec_synth__tasks(const struct perfrec_synth_opts *opts,
 				     perfrec_synth_emit_fn emit, void *ctx);
 

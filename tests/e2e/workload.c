@@ -24,6 +24,17 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+__attribute__((noinline)) void store(unsigned long x);
+__attribute__((noinline)) void store(unsigned long x)
+{
+	sink += x;
+}
+
+/*
+ * Not a leaf (it calls store()): gcc gives leaves no frame even with
+ * -fno-omit-frame-pointer, and the frame-pointer unwinder would then skip
+ * the caller.
+ */
 __attribute__((noinline)) unsigned long hot_function(unsigned long n);
 __attribute__((noinline)) unsigned long hot_function(unsigned long n)
 {
@@ -31,7 +42,7 @@ __attribute__((noinline)) unsigned long hot_function(unsigned long n)
 
 	for (unsigned long i = 0; i < 200000; i++)
 		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink += x;
+	store(x);
 	return x;
 }
 

@@ -13,6 +13,7 @@
 static const struct perfrecctl_cmd cmds[] = {
 	{ "verify", "FILE...", "check perf.data files; exit 1 if any is unsound", cmd_verify },
 	{ "dump", "[--json] FILE", "show features, attrs, record counts and sample stats of a perf.data file", cmd_dump },
+	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 };
 
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))

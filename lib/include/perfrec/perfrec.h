@@ -20,5 +20,6 @@
 #include <perfrec/synth.h>
 #include <perfrec/hostinfo.h>
 #include <perfrec/buildid.h>
+#include <perfrec/recover.h>
 
 #endif

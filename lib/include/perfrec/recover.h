@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Recovery of perf.data files a crash left behind: the "NAME.tmp" a killed
+ * perfrecd leaves (header checkpointed, more whole records after the
+ * checkpoint, then a cut record, no feature sections) or any damaged
+ * PERFILE2 file.  The whole records are copied into a new, complete file with
+ * the same attrs, ids and event names and freshly built feature sections.
+ */
+#ifndef PERFREC_RECOVER_H
+#define PERFREC_RECOVER_H
+
+#include <perfrec/format.h>
+
+struct perfrec_recover_opts {
+	size_t sz;
+	int argc;               /* for HEADER_CMDLINE */
+	char *const *argv;
+};
+
+struct perfrec_recover_stats {
+	uint64_t records;       /* records copied */
+	uint64_t samples;       /* of which PERF_RECORD_SAMPLE */
+	uint64_t bytes;         /* data bytes copied */
+	uint64_t dropped_bytes; /* bytes after the last whole record, not copied */
+};
+
+/*
+ * Read @src in salvage mode, keep every whole record whose type and size are
+ * sound up to the first cut or bad one, and write a complete file to @dst
+ * (as "@dst.tmp", renamed when complete) with the same attrs, ids and event
+ * names, those records, and feature sections: this host's (hostinfo), sample
+ * times found, HEADER_BUILD_ID from the MMAP2 and sample records, and any
+ * feature the source still carries.  No CLOCK_DATA unless the source has it:
+ * the wall-clock reference of a .tmp is unknown.  @src is not modified.
+ * Returns 0, or -errno: -EBADMSG when @src has no usable header or attrs.
+ * @ret_stats (may be NULL) is filled on success.
+ */
+PERFREC_API int perfrec_recover__file(const char *src, const char *dst,
+				      const struct perfrec_recover_opts *opts,
+				      struct perfrec_recover_stats *ret_stats);
+
+#endif

@@ -20,7 +20,7 @@ DAEMON_PID=$!
 sleep 4
 kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$T/daemon.err"; fail "perfrecd exited before it was killed"; }
 kill -9 "$DAEMON_PID"
-wait "$DAEMON_PID" 2>/dev/null
+{ wait "$DAEMON_PID"; } 2>/dev/null
 DAEMON_PID=
 kill "$wl" 2>/dev/null; wait "$wl" 2>/dev/null
 

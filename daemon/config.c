@@ -44,6 +44,7 @@ void config_exit(struct config *c)
 	free(c->cpus);
 	free(c->directory);
 	free(c->prefix);
+	free(c->on_rotate);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -305,6 +306,50 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 			return -EINVAL;
 		}
 		return set_string(&c->directory, v);
+	}
+	if (IS("output", "rotate-size") || IS("output", "max-bytes")) {
+		if (parse_size(v, &u) < 0) {
+			snprintf(err, errlen, "%s: '%s' is not a size (like 256M)", key, v);
+			return -EINVAL;
+		}
+		if (strcmp(key, "rotate-size") == 0 && u && u < 64 * 1024) {
+			snprintf(err, errlen, "rotate-size: '%s' is below the minimum of 64K", v);
+			return -EINVAL;
+		}
+		*(strcmp(key, "rotate-size") == 0 ? &c->rotate_bytes : &c->max_bytes) = u;
+		return 0;
+	}
+	if (IS("output", "rotate-interval") || IS("output", "max-age")) {
+		if (parse_duration(v, &u) < 0) {
+			snprintf(err, errlen, "%s: '%s' is not a duration (like 10min)", key, v);
+			return -EINVAL;
+		}
+		if (strcmp(key, "rotate-interval") == 0 && u && u < 100000) {
+			snprintf(err, errlen, "rotate-interval: '%s' is below the minimum of 100ms", v);
+			return -EINVAL;
+		}
+		*(strcmp(key, "rotate-interval") == 0 ? &c->rotate_usec : &c->max_age_usec) = u;
+		return 0;
+	}
+	if (IS("output", "max-files")) {
+		char *end;
+
+		errno = 0;
+		u = strtoull(v, &end, 10);
+		if (errno || end == v || *end || *v == '-') {
+			snprintf(err, errlen, "max-files: '%s' is not a number", v);
+			return -EINVAL;
+		}
+		c->max_files = u;
+		return 0;
+	}
+	if (IS("output", "on-rotate")) {
+		if (!*v) {
+			free(c->on_rotate);
+			c->on_rotate = NULL;
+			return 0;
+		}
+		return set_string(&c->on_rotate, v);
 	}
 	if (IS("output", "prefix")) {
 		if (!*v || strchr(v, '/')) {

@@ -29,6 +29,12 @@ struct config {
 	char *directory;
 	char *prefix;
 	uint64_t duration_usec;   /* 0: until signalled */
+	uint64_t rotate_bytes;    /* 0: no size trigger */
+	uint64_t rotate_usec;     /* 0: no time trigger */
+	uint64_t max_files;       /* retention; 0: unlimited */
+	uint64_t max_bytes;
+	uint64_t max_age_usec;
+	char *on_rotate;          /* command run with each published file */
 };
 
 void config_init(struct config *c);

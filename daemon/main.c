@@ -61,6 +61,12 @@ static void print_config(const struct config *c)
 	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
 	printf("duration=%" PRIu64 "s\n", c->duration_usec / 1000000);
 	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
+	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
+	printf("rotate-interval=%" PRIu64 "ms\n", c->rotate_usec / 1000);
+	printf("max-files=%" PRIu64 "\n", c->max_files);
+	printf("max-bytes=%" PRIu64 "\n", c->max_bytes);
+	printf("max-age=%" PRIu64 "s\n", c->max_age_usec / 1000000);
+	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
 }
 
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN };

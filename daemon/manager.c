@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "hook.h"
 #include "log.h"
 #include "manager.h"
 
@@ -72,6 +73,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	m->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -117,6 +119,9 @@ static void handle_signals(struct manager *m)
 			free(path);
 			path = NULL;
 			break;
+		case SIGCHLD:
+			hook_reap();
+			break;
 		case SIGHUP:
 			log_notice("SIGHUP: configuration reload is not supported yet; ignoring");
 			break;
@@ -144,6 +149,8 @@ int manager_run(struct manager *m)
 	struct epoll_event evs[64];
 	uint64_t t0;
 	int r;
+
+	recorder_recover_leftovers(&m->rec);
 
 	/* Stamp the synthesized state before enabling: every ring record is newer. */
 	t0 = recorder_clock_ns(&m->rec);
@@ -195,6 +202,16 @@ int manager_run(struct manager *m)
 		}
 		if (drain)
 			recorder_drain(&m->rec);
+		if (!m->rec.have_file && drain) {
+			/* The last file could not be started (disk full?): try again. */
+			if (recorder_start_file(&m->rec, 0) == 0)
+				log_notice("Recording again into %s.tmp", m->rec.cur.path);
+		} else if (recorder_rotation_due(&m->rec, now_usec())) {
+			char *path = NULL;
+
+			recorder_rotate(&m->rec, &path);
+			free(path);
+		}
 		recorder_maybe_checkpoint(&m->rec, now_usec());
 		/* Ping at half the watchdog interval; the timer guarantees we wake. */
 		if (watchdog_usec && now_usec() - last_ping >= watchdog_usec / 2) {

@@ -10,6 +10,7 @@
  * After every pass that wrote something comes a FINISHED_ROUND, which tells
  * readers that nothing older than this pass will follow.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,8 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook.h"
 #include "log.h"
 #include "recorder.h"
+#include "retention.h"
 
 uint64_t now_usec(void)
 {
@@ -240,7 +243,10 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	}
 	r = perfrec_pdwriter__create(o->path, &o->w);
 	if (r < 0) {
-		log_error("Cannot create %s.tmp: %s", o->path, strerror(-r));
+		/* Retried every flush while the disk is full: say it once. */
+		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot create %s.tmp: %s",
+			o->path, strerror(-r));
+		rec->write_error_logged = true;
 		outfile_reset(o);
 		return r;
 	}
@@ -274,11 +280,12 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
 	if (r < 0)
 		goto fail;
-	o->last_checkpoint_usec = now_usec();
+	o->last_checkpoint_usec = o->start_usec = now_usec();
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
-	log_error("Cannot start %s: %s", o->path, strerror(-r));
+	log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
+	rec->write_error_logged = true;
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
 	outfile_reset(o);
@@ -362,7 +369,9 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	/* The bytes are in the writer (or deliberately dropped): give them back. */
 	perfrec_ring__commit(ring, &b);
-	if (r == 0) {
+	if (r < 0) {
+		rec->dropped_bytes += bytes;
+	} else {
 		rec->cur.cpu[idx].bytes += bytes;
 		rec->total[idx].bytes += bytes;
 		rec->cur.bytes += bytes;
@@ -379,8 +388,21 @@ int recorder_drain(struct recorder *rec)
 	uint64_t written = 0;
 	int r = 0;
 
-	if (!rec->have_file)
+	if (!rec->have_file) {
+		/* No file to write to (it could not be created): keep the rings
+		 * flowing so the kernel does not stall, and count what is lost. */
+		for (size_t i = 0; i < rec->nr_rings; i++) {
+			struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
+			struct perfrec_ring_batch b;
+
+			if (perfrec_ring__begin(ring, &b) != 0) {
+				perfrec_ring__walk_all(ring, &b);
+				rec->dropped_bytes += b.pos - b.start;
+				perfrec_ring__commit(ring, &b);
+			}
+		}
 		return 0;
+	}
 	for (size_t i = 0; i < rec->nr_rings; i++) {
 		int rr = drain_ring(rec, i, &written);
 
@@ -390,6 +412,45 @@ int recorder_drain(struct recorder *rec)
 	if (written)
 		note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round)));
 	return r;
+}
+
+bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
+{
+	const struct config *c = rec->cfg;
+
+	if (!rec->have_file)
+		return false;
+	if (c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes)
+		return true;
+	return c->rotate_usec && now - rec->cur.start_usec >= c->rotate_usec;
+}
+
+/* Retention over the published files; the file in progress is never a candidate. */
+static void apply_retention(struct recorder *rec, const char *just_published)
+{
+	const char *keep[] = { just_published, NULL };
+	const struct config *c = rec->cfg;
+	struct retention_opts ro = {
+		.dir = c->directory, .prefix = c->prefix, .max_files = c->max_files,
+		.max_bytes = c->max_bytes, .max_age_usec = c->max_age_usec,
+	};
+
+	if (!c->max_files && !c->max_bytes && !c->max_age_usec)
+		return;
+	retention_apply(&ro, keep);
+}
+
+void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
+{
+	struct hook_info hi = {
+		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
+		.end_wall_ns = clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
+		.lost = o ? o->lost : 0, .recovered = recovered,
+	};
+
+	apply_retention(rec, path);
+	if (rec->cfg->on_rotate)
+		hook_run(rec->cfg->on_rotate, &hi);
 }
 
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
@@ -441,6 +502,7 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 		return r;
 	}
 	rec->files_published++;
+	recorder_published(rec, o->path, o, false);
 	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
 		 o->path, o->samples, o->lost, o->bytes);
 	for (size_t i = 0; i < rec->nr_rings; i++)
@@ -472,6 +534,57 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 		log_warning("Rotation: the previous file was not published cleanly");
 	r = recorder_start_file(rec, t);
 	return r;
+}
+
+/*
+ * Files a killed predecessor left as NAME.data.tmp hold everything up to
+ * their last checkpoint: finish each into NAME-recovered.data and publish
+ * it like any other file.
+ */
+int recorder_recover_leftovers(struct recorder *rec)
+{
+	const struct config *c = rec->cfg;
+	size_t plen = strlen(c->prefix);
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	d = opendir(c->directory);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
+		struct perfrec_recover_stats st = { 0 };
+		size_t len = strlen(de->d_name);
+		char *src = NULL, *dst = NULL;
+		int r;
+
+		if (len < plen + 10 || strncmp(de->d_name, c->prefix, plen) != 0 ||
+		    de->d_name[plen] != '-' || strcmp(de->d_name + len - 9, ".data.tmp") != 0)
+			continue;
+		if (asprintf(&src, "%s/%s", c->directory, de->d_name) < 0 ||
+		    asprintf(&dst, "%s/%.*s-recovered.data", c->directory, (int)(len - 9), de->d_name) < 0) {
+			free(src);
+			closedir(d);
+			return -ENOMEM;
+		}
+		r = perfrec_recover__file(src, dst, &ro, &st);
+		if (r < 0) {
+			log_error("Cannot recover %s: %s; leaving it in place", src, strerror(-r));
+		} else {
+			unlink(src);
+			log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
+				   " samples, %" PRIu64 " bytes after the last whole record dropped",
+				   dst, st.records, st.samples, st.dropped_bytes);
+			rec->files_published++;
+			recorder_published(rec, dst, NULL, true);
+			n++;
+		}
+		free(src);
+		free(dst);
+	}
+	closedir(d);
+	return n;
 }
 
 void recorder_close(struct recorder *rec)

@@ -32,6 +32,7 @@ struct outfile {
 	uint64_t samples, lost, bytes;
 	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
+	uint64_t start_usec;    /* monotonic, for rotate-interval */
 };
 
 struct id_format {
@@ -62,6 +63,7 @@ struct recorder {
 	uint64_t files_published;
 	bool write_error_logged;
 	int nr_open_failures;
+	uint64_t dropped_bytes;  /* drained but not written (disk full) */
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
@@ -82,8 +84,14 @@ int recorder_drain(struct recorder *rec);
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 /* Drain, write features, publish.  *ret_path (optional) gets the file name. */
 int recorder_finish_file(struct recorder *rec, char **ret_path);
+/* Whether rotate-size or rotate-interval says the current file is done. */
+bool recorder_rotation_due(const struct recorder *rec, uint64_t now_usec);
 /* Finish the current file and start the next with no record lost between. */
 int recorder_rotate(struct recorder *rec, char **ret_path);
+/* Recover NAME.data.tmp files left by a killed run.  Returns how many. */
+int recorder_recover_leftovers(struct recorder *rec);
+/* After a file is published: retention, then the on-rotate hook. */
+void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered);
 void recorder_close(struct recorder *rec);
 
 uint64_t now_usec(void);

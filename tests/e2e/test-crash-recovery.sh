@@ -70,4 +70,24 @@ done
 
 n=$(check_perfparser "$f") || exit 1
 note "perfparser: $n samples"
+
+# The daemon itself recovers leftovers at its next start: kill it again,
+# restart it on the same directory, and the .tmp becomes a published file.
+rm -f "$f"
+"$PERFRECD" -c "$T/perfrecd.conf" -o "$out" -F 499 2>"$T/d2.err" &
+DAEMON_PID=$!
+sleep 2.5
+kill -9 $DAEMON_PID; wait $DAEMON_PID 2>/dev/null; DAEMON_PID=
+tmp2=$(ls "$out"/*.data.tmp | head -1)
+[ -n "$tmp2" ] || fail "the second killed run left no .tmp"
+"$PERFRECD" -o "$out" -F 499 --duration 1 2>"$T/d3.err" || { cat "$T/d3.err"; fail "restart failed"; }
+grep -q "Recovered .*-recovered.data" "$T/d3.err" || { cat "$T/d3.err"; fail "restart did not report a recovery"; }
+ls "$out"/*.tmp 2>/dev/null && fail "a .tmp survived the restart"
+r2=${tmp2%.data.tmp}-recovered.data
+[ -f "$r2" ] || { ls -la "$out"; fail "no $r2 after restart"; }
+"$PERFRECCTL" verify "$r2" || fail "the file recovered at start is invalid"
+s2=$(perf_samples "$r2")
+[ "${s2:-0}" -gt 0 ] || fail "the file recovered at start has no samples"
+note "recovered at restart: $s2 samples"
 exit 0
+

@@ -23,11 +23,11 @@ ls "$T/a"/perfrecd-*-000008.data >/dev/null || fail "max-files removed the newes
 
 # max-bytes
 mkdir -p "$T/b"
-printf '[output]\ndirectory=%s\nmax-bytes=600K\n' "$T/b" >"$T/b.conf"
+printf '[output]\ndirectory=%s\nmax-bytes=150K\n' "$T/b" >"$T/b.conf"
 run_rotations "$T/b.conf" 8
 total=$(du -cb "$T/b"/perfrecd-*.data | tail -1 | cut -f1)
-note "max-bytes=600K: $(ls "$T/b"/*.data | wc -l) files, $total bytes"
-[ "$total" -le $((600 * 1024)) ] || fail "max-bytes exceeded: $total"
+note "max-bytes=150K: $(ls "$T/b"/*.data | wc -l) files, $total bytes"
+[ "$total" -le $((150 * 1024)) ] || fail "max-bytes exceeded: $total"
 ls "$T/b"/perfrecd-*-000009.data >/dev/null || fail "max-bytes removed the newest file"
 [ "$(ls "$T/b"/*.data | wc -l)" -lt 9 ] || fail "max-bytes removed nothing"
 

@@ -69,6 +69,71 @@ static void print_config(const struct config *c)
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
 }
 
+/*
+ * Command-line settings, applied over the file in the order given, both at
+ * start and at every reload (SIGHUP), so the command line keeps winning.
+ */
+static struct { const char *section, *key; char *value; } sets[64];
+static size_t nr_sets;
+static const char *config_path;
+
+/* Defaults, then the file, then the command line.  Returns 0, or the exit
+ * status to use (1: bad file, 2: bad option) with @err set. */
+static int build_config(struct config *cfg, char *err, size_t errlen)
+{
+	bool events_given = false;
+	char msg[512];
+
+	config_init(cfg);
+	if (config_path && config_load(cfg, config_path, err, errlen) < 0)
+		return 1;
+	for (size_t i = 0; i < nr_sets; i++) {
+		const char *v = sets[i].value;
+		int r;
+
+		/* -e accumulates: the first one replaces the file's list. */
+		if (strcmp(sets[i].key, "events") == 0) {
+			if (!events_given)
+				config_clear_events(cfg);
+			events_given = true;
+			r = config_add_events(cfg, v, msg, sizeof(msg));
+		} else {
+			r = config_set(cfg, sets[i].section, sets[i].key, v, msg, sizeof(msg));
+		}
+		if (r < 0) {
+			snprintf(err, errlen, "Invalid command-line option: %s", msg);
+			return 2;
+		}
+	}
+	if (cfg->nr_events == 0) {
+		snprintf(err, errlen, "No events to record: the event list is empty");
+		return 2;
+	}
+	/* Event names are checked here too, so --check-config catches them. */
+	for (size_t i = 0; i < cfg->nr_events; i++) {
+		struct perfrec_evspec spec;
+
+		msg[0] = 0;
+		if (perfrec_evspec__parse(cfg->events[i], NULL, &spec, msg, sizeof(msg)) < 0) {
+			snprintf(err, errlen, "%s%sInvalid event '%s': %s", config_path ? config_path : "",
+				 config_path ? ": " : "", cfg->events[i], msg[0] ? msg : "cannot parse");
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static int reload_config(struct config *cfg, char *err, size_t errlen)
+{
+	int r = build_config(cfg, err, errlen);
+
+	if (r) {
+		config_exit(cfg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN };
 
 int main(int argc, char **argv)
@@ -90,11 +155,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ 0 }
 	};
-	/* Command-line settings, applied over the file in the order given. */
-	struct { const char *section, *key; char *value; } sets[64];
-	size_t nr_sets = 0;
-	const char *config_path = NULL;
-	bool check_only = false, events_given = false;
+	bool check_only = false;
 	struct config cfg;
 	struct manager m;
 	char err[512];
@@ -135,40 +196,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	config_init(&cfg);
 	if (!config_path && access(DEFAULT_CONFIG, F_OK) == 0)
 		config_path = DEFAULT_CONFIG;
-	if (config_path && config_load(&cfg, config_path, err, sizeof(err)) < 0) {
+	r = build_config(&cfg, err, sizeof(err));
+	if (r) {
 		log_error("%s", err);
 		config_exit(&cfg);
-		return 1;
-	}
-	for (size_t i = 0; i < nr_sets; i++) {
-		const char *v = sets[i].value;
-
-		/* -e accumulates: the first one replaces the file's list. */
-		if (strcmp(sets[i].key, "events") == 0) {
-			if (!events_given)
-				config_clear_events(&cfg);
-			events_given = true;
-			r = config_add_events(&cfg, v, err, sizeof(err));
-			if (r < 0) {
-				log_error("Invalid command-line option: %s", err);
-				config_exit(&cfg);
-				return 2;
-			}
-			continue;
-		}
-		if (config_set(&cfg, sets[i].section, sets[i].key, v, err, sizeof(err)) < 0) {
-			log_error("Invalid command-line option: %s", err);
-			config_exit(&cfg);
-			return 2;
-		}
-	}
-	if (cfg.nr_events == 0) {
-		log_error("No events to record: the event list is empty");
-		config_exit(&cfg);
-		return 2;
+		return r;
 	}
 	if (check_only) {
 		print_config(&cfg);
@@ -177,6 +211,7 @@ int main(int argc, char **argv)
 	}
 
 	r = manager_init(&m, &cfg, argc, argv);
+	m.reload = reload_config;
 	if (r >= 0)
 		r = manager_run(&m);
 	manager_exit(&m);

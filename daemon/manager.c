@@ -24,6 +24,9 @@
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
 
+static int watch_rings(struct manager *m, int op);
+static void set_flush_timer(struct manager *m);
+
 static int ensure_directory(const char *dir)
 {
 	char *copy = strdup(dir), *p;
@@ -55,12 +58,13 @@ static int ensure_directory(const char *dir)
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	struct itimerspec its = { 0 };
 	sigset_t mask;
 	int r;
 
 	memset(m, 0, sizeof(*m));
 	m->cfg = cfg;
+	m->argc = argc;
+	m->argv = argv;
 	m->epfd = m->sigfd = m->timerfd = -1;
 
 	r = ensure_directory(cfg->directory);
@@ -89,16 +93,117 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->sigfd, &ev);
 	ev.data.u64 = (uint64_t)(int64_t)TAG_TIMER;
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->timerfd, &ev);
+	r = watch_rings(m, EPOLL_CTL_ADD);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch the rings: %s", strerror(-r));
+	set_flush_timer(m);
+	return 0;
+}
+
+static int watch_rings(struct manager *m, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
 	for (size_t i = 0; i < m->rec.nr_rings; i++) {
 		ev.data.u64 = i;
-		if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, perfrec_evlist__ring_fd(m->rec.evlist, i), &ev) < 0)
-			return log_error_errno(-errno, "Cannot watch ring %zu: %m", i);
+		if (epoll_ctl(m->epfd, op, perfrec_evlist__ring_fd(m->rec.evlist, i), &ev) < 0 && op == EPOLL_CTL_ADD)
+			return -errno;
 	}
-	its.it_interval.tv_sec = cfg->flush_usec / 1000000;
-	its.it_interval.tv_nsec = (cfg->flush_usec % 1000000) * 1000;
+	return 0;
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Settings that live in the opened events: changing one means reopening. */
+static bool events_changed(const struct config *a, const struct config *b)
+{
+	if (a->nr_events != b->nr_events || a->freq != b->freq || a->period != b->period ||
+	    a->callchain != b->callchain || a->clockid != b->clockid ||
+	    a->mmap_bytes != b->mmap_bytes || a->context_switch != b->context_switch ||
+	    !streq(a->cpus, b->cpus))
+		return true;
+	for (size_t i = 0; i < a->nr_events; i++)
+		if (strcmp(a->events[i], b->events[i]) != 0)
+			return true;
+	return false;
+}
+
+static void set_flush_timer(struct manager *m)
+{
+	struct itimerspec its = { 0 };
+
+	its.it_interval.tv_sec = m->cfg->flush_usec / 1000000;
+	its.it_interval.tv_nsec = (m->cfg->flush_usec % 1000000) * 1000;
 	its.it_value = its.it_interval;
 	timerfd_settime(m->timerfd, 0, &its, NULL);
-	return 0;
+}
+
+/*
+ * SIGHUP: build the new configuration; a bad one is refused and the old one
+ * keeps recording.  Output and retention settings apply at once (the
+ * directory and prefix from the next file on); event settings open the new
+ * events before the old ones close, so nothing goes unrecorded: the old
+ * file is finished with everything the old rings held and the new file
+ * starts with the new events' first records.
+ */
+static void reload(struct manager *m)
+{
+	struct config nc;
+	struct recorder nrec;
+	char err[512] = "";
+	uint64_t t0;
+	int r;
+
+	if (!m->reload) {
+		log_notice("SIGHUP: this perfrecd cannot reload; ignoring");
+		return;
+	}
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec());
+	r = m->reload(&nc, err, sizeof(err));
+	if (r < 0) {
+		log_error("Reload refused: %s; still recording with the previous configuration", err);
+		sd_notify(0, "READY=1");
+		return;
+	}
+	if (!events_changed(m->cfg, &nc)) {
+		config_exit(m->cfg);
+		*m->cfg = nc;
+		set_flush_timer(m);
+		log_info("Configuration reloaded");
+		sd_notify(0, "READY=1");
+		return;
+	}
+
+	r = recorder_open(&nrec, &nc, m->argc, m->argv);
+	if (r < 0) {
+		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
+		recorder_close(&nrec);
+		config_exit(&nc);
+		sd_notify(0, "READY=1");
+		return;
+	}
+	t0 = recorder_clock_ns(&nrec);
+	recorder_enable(&nrec);
+	nrec.files_published = m->rec.files_published;
+	recorder_disable(&m->rec);
+	recorder_finish_file(&m->rec, NULL);
+	nrec.files_published = m->rec.files_published;
+	nrec.seq = m->rec.seq;
+	watch_rings(m, EPOLL_CTL_DEL);
+	recorder_close(&m->rec);
+	config_exit(m->cfg);
+	*m->cfg = nc;
+	m->rec = nrec;
+	m->rec.cfg = m->cfg;
+	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
+		log_error("Cannot watch the new rings: %m; draining on the timer only");
+	set_flush_timer(m);
+	recorder_start_file(&m->rec, t0);
+	log_info("Configuration reloaded; events reopened");
+	sd_notify(0, "READY=1");
 }
 
 static void handle_signals(struct manager *m)
@@ -123,7 +228,7 @@ static void handle_signals(struct manager *m)
 			hook_reap();
 			break;
 		case SIGHUP:
-			log_notice("SIGHUP: configuration reload is not supported yet; ignoring");
+			reload(m);
 			break;
 		}
 	}

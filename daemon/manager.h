@@ -15,6 +15,11 @@ struct manager {
 	int epfd, sigfd, timerfd;
 	bool stop;
 	uint64_t deadline_usec; /* 0: none */
+	/* Builds a fresh configuration for SIGHUP (file + command line); 0 or
+	 * -errno with a one-line reason in @err.  NULL: reload unsupported. */
+	int (*reload)(struct config *ret_cfg, char *err, size_t errlen);
+	int argc;
+	char **argv;
 };
 
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv);

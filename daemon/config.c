@@ -45,6 +45,8 @@ void config_exit(struct config *c)
 	free(c->directory);
 	free(c->prefix);
 	free(c->on_rotate);
+	free(c->user);
+	free(c->group);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -346,10 +348,22 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	if (IS("output", "on-rotate")) {
 		if (!*v) {
 			free(c->on_rotate);
+	free(c->user);
+	free(c->group);
 			c->on_rotate = NULL;
 			return 0;
 		}
 		return set_string(&c->on_rotate, v);
+	}
+	if (IS("service", "user") || IS("service", "group")) {
+		char **dst = strcmp(key, "user") == 0 ? &c->user : &c->group;
+
+		if (!*v) {
+			free(*dst);
+			*dst = NULL;
+			return 0;
+		}
+		return set_string(dst, v);
 	}
 	if (IS("output", "prefix")) {
 		if (!*v || strchr(v, '/')) {

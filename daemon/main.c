@@ -67,6 +67,7 @@ static void print_config(const struct config *c)
 	printf("max-bytes=%" PRIu64 "\n", c->max_bytes);
 	printf("max-age=%" PRIu64 "s\n", c->max_age_usec / 1000000);
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
+	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
 }
 
 /*

@@ -21,6 +21,7 @@
 #include "hook.h"
 #include "log.h"
 #include "manager.h"
+#include "privs.h"
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
 
@@ -96,6 +97,11 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = watch_rings(m, EPOLL_CTL_ADD);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the rings: %s", strerror(-r));
+
+	/* Events open, rings mapped: from here on only what rotation needs. */
+	r = privs_drop(cfg->user, cfg->group, cfg->directory);
+	if (r < 0)
+		return r;
 	set_flush_timer(m);
 	return 0;
 }

@@ -19,7 +19,13 @@ wl=$!
 "$PERFRECD" -c "$T/conf" -o "$T/out" -e cpu-clock -F $F --no-call-graph 2>"$T/err" &
 DAEMON_PID=$!
 sleep 1
-for i in $(seq 20); do kill -USR2 $DAEMON_PID; sleep 0.4; done
+# Signals of one kind coalesce while a rotation runs, so each rotation is
+# awaited (its file published) before the next is asked for.
+for i in $(seq 20); do
+	kill -USR2 $DAEMON_PID
+	for w in $(seq 100); do [ "$(ls "$T/out"/*.data 2>/dev/null | wc -l)" -ge $i ] && break; sleep 0.1; done
+	sleep 0.3
+done
 sleep 0.5
 kill -INT $DAEMON_PID; wait $DAEMON_PID; rc=$?; DAEMON_PID=
 kill $wl 2>/dev/null; wait $wl 2>/dev/null

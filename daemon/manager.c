@@ -25,6 +25,9 @@
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
 
+/* systemctl status shows STATUS=; refreshing it costs one datagram. */
+#define STATUS_INTERVAL_USEC (5 * 1000000ULL)
+
 static int watch_rings(struct manager *m, int op);
 static void set_flush_timer(struct manager *m);
 
@@ -256,7 +259,7 @@ static void notify_status(struct manager *m)
 
 int manager_run(struct manager *m)
 {
-	uint64_t watchdog_usec = 0, last_ping = 0;
+	uint64_t watchdog_usec = 0, last_ping = 0, last_status = now_usec();
 	struct epoll_event evs[64];
 	uint64_t t0;
 	int r;
@@ -328,6 +331,9 @@ int manager_run(struct manager *m)
 		if (watchdog_usec && now_usec() - last_ping >= watchdog_usec / 2) {
 			last_ping = now_usec();
 			sd_notify(0, "WATCHDOG=1");
+		}
+		if (now_usec() - last_status >= STATUS_INTERVAL_USEC) {
+			last_status = now_usec();
 			notify_status(m);
 		}
 	}

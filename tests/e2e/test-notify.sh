@@ -11,10 +11,10 @@ python3 - "$sock" >"$T/msgs" <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
-s.settimeout(15)
+s.settimeout(25)
 start = time.monotonic()
 try:
-    while time.monotonic() - start < 15:
+    while time.monotonic() - start < 25:
         m = s.recv(4096).decode()
         print("%.3f %s" % (time.monotonic() - start, m.replace("\n", "|")), flush=True)
         if "STOPPING=1" in m:
@@ -30,7 +30,7 @@ NOTIFY_SOCKET=$sock WATCHDOG_USEC=2000000 sh -c 'export WATCHDOG_PID=$$; exec "$
 DAEMON_PID=$!
 for i in $(seq 50); do grep -q READY=1 "$T/msgs" && break; sleep 0.1; done
 grep -q 'READY=1' "$T/msgs" || { cat "$T/err"; fail "no READY=1"; }
-sleep 2.5
+sleep 6
 printf '[record]\nfrequency=199\n[output]\ndirectory=%s\n' "$T/out" >"$T/conf"
 kill -HUP $DAEMON_PID
 sleep 1
@@ -39,6 +39,7 @@ wait $listener
 cat "$T/msgs"
 [ $rc = 0 ] || { cat "$T/err"; fail "perfrecd exited $rc"; }
 grep -q 'STATUS=Recording' "$T/msgs" || fail "no STATUS= line"
+[ "$(grep -c 'STATUS=Recording' "$T/msgs")" -ge 2 ] || fail "STATUS= is not refreshed"
 grep -q 'WATCHDOG=1' "$T/msgs" || fail "no WATCHDOG=1 with WatchdogSec set"
 grep -q 'RELOADING=1|MONOTONIC_USEC=[0-9]' "$T/msgs" || fail "no RELOADING=1 with MONOTONIC_USEC"
 # Order: READY, ..., RELOADING, READY, ..., STOPPING

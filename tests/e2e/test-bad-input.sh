@@ -51,4 +51,18 @@ if grep -q "cycles" "$T/stderr"; then
 else
 	note "cycles opened here (hardware PMU present); unsupported-event checks not applicable"
 fi
+# --check-config prints the effective configuration, or names file, line, key.
+"$PERFRECD" --check-config -c "$TOP/conf/perfrecd.conf" -F 777 >"$T/cc" 2>"$T/cc.err" || { cat "$T/cc.err"; fail "--check-config rejected the default config"; }
+grep -qx 'frequency=777' "$T/cc" || { cat "$T/cc"; fail "--check-config does not show the command line's frequency"; }
+grep -qx 'events=cpu-clock' "$T/cc" || fail "--check-config does not show the events"
+printf '[record]\nevents=cpu-clock\n\n[output]\nmax-files=many\n' >"$T/bad3.conf"
+"$PERFRECD" --check-config -c "$T/bad3.conf" >/dev/null 2>"$T/cc.err" && fail "--check-config accepted max-files=many"
+grep -q "bad3.conf:5: max-files" "$T/cc.err" || { cat "$T/cc.err"; fail "--check-config does not name file, line and key"; }
+printf '[record]\nevents=cpu-clock,cycels\n' >"$T/bad4.conf"
+"$PERFRECD" --check-config -c "$T/bad4.conf" >/dev/null 2>"$T/cc.err" && fail "--check-config accepted an unknown event"
+grep -q "cycels" "$T/cc.err" || fail "--check-config does not name the unknown event"
+
+# Under systemd (JOURNAL_STREAM set) log lines carry sd-daemon priorities.
+JOURNAL_STREAM=8:1 "$PERFRECD" -e cycels 2>"$T/j.err"
+grep -q '^<3>Invalid event' "$T/j.err" || { cat "$T/j.err"; fail "no <3> priority prefix under systemd"; }
 exit 0

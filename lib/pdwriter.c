@@ -9,17 +9,27 @@
  * offset that only advances once bytes are fully on the file: a failed write
  * (-ENOSPC, ...) leaves the file readable up to the last good byte, and a
  * later retry overwrites whatever the failed write left beyond it.
+ *
+ * Pipe mode streams instead (header, HEADER_ATTR and HEADER_FEATURE records,
+ * data) with plain sequential writes or a sink callback; as nothing can be
+ * rewritten there, a failed write cuts the stream and every later call fails.
+ *
+ * Compression sits in front of the buffer: data bytes go through a zstd
+ * stream (lib/compress.c) that hands back whole PERF_RECORD_COMPRESSED
+ * records, and those take the same buffered path as plain data.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <perfrec/compress.h>
 #include <perfrec/pdwriter.h>
 
 #include "featbuf.h"
@@ -58,7 +68,16 @@ struct perfrec_pdwriter {
 		void *data;
 		size_t len;
 		bool set;
+		bool sent; /* pipe mode: already in the stream */
 	} feats[PERFREC_FEAT_BITS];
+
+	/* Pipe mode */
+	bool pipe;
+	perfrec_pdwriter_sink_fn sink;
+	void *sink_ctx;
+	int stream_err; /* sticky: the stream was cut */
+
+	struct perfrec_compress *zc; /* NULL: no compression */
 };
 
 static uint64_t align8(uint64_t v)
@@ -122,6 +141,74 @@ static int sync_fd(int fd, bool data_only)
 	return 0;
 }
 
+/*
+ * Pipe mode: put @iov on the stream in order, all of it or fail.  A
+ * non-blocking fd that is full is waited for, since a record cut in half
+ * would make the rest of the stream unreadable.  @iov is modified.
+ */
+static int stream_out(struct perfrec_pdwriter *w, struct iovec *iov, int iovcnt)
+{
+	int r;
+
+	if (w->stream_err)
+		return w->stream_err;
+	if (w->sink) {
+		r = w->sink(w->sink_ctx, iov, iovcnt);
+		if (r < 0)
+			w->stream_err = r;
+		return r < 0 ? r : 0;
+	}
+	while (iovcnt > 0) {
+		ssize_t n;
+
+		if (iov->iov_len == 0) {
+			iov++;
+			iovcnt--;
+			continue;
+		}
+		n = writev(w->fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+
+				if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+					w->stream_err = -errno;
+					return w->stream_err;
+				}
+				continue;
+			}
+			w->stream_err = -errno;
+			return w->stream_err;
+		}
+		if (n == 0) {
+			w->stream_err = -EIO;
+			return w->stream_err;
+		}
+		while (n > 0 && iovcnt > 0) {
+			if ((size_t)n >= iov->iov_len) {
+				n -= (ssize_t)iov->iov_len;
+				iov++;
+				iovcnt--;
+			} else {
+				iov->iov_base = (char *)iov->iov_base + n;
+				iov->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Data bytes to where they belong: the data section, or the stream. */
+static int put_data(struct perfrec_pdwriter *w, struct iovec *iov, int iovcnt)
+{
+	if (w->pipe)
+		return stream_out(w, iov, iovcnt);
+	return pwritev_all(w->fd, iov, iovcnt, w->data_offset + w->committed);
+}
+
 static void fill_header(const struct perfrec_pdwriter *w, struct perfrec_file_header *h,
 			uint64_t data_size)
 {
@@ -166,6 +253,113 @@ static int write_header(struct perfrec_pdwriter *w, uint64_t data_size, const ui
 	return pwrite_all(w->fd, &h, sizeof(h), 0);
 }
 
+static int build_event_desc(struct perfrec_pdwriter *w);
+
+/*
+ * Features that go into a stream.  TRACING_DATA and BUILD_ID have record
+ * types of their own in pipe mode, and perf ignores them as HEADER_FEATURE.
+ */
+static bool streamable_feature(int f)
+{
+	return f != PERFREC_FEAT_TRACING_DATA && f != PERFREC_FEAT_BUILD_ID;
+}
+
+/*
+ * HEADER_FEATURE records {header, u64 feat id, body} for every feature set
+ * and not yet sent.  Bodies are not padded: perf reads some features'
+ * optional tails by the bytes left in the record.  A feature too big for one
+ * record (64 KiB) is left out rather than cutting the stream.
+ */
+static int send_features(struct perfrec_pdwriter *w)
+{
+	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
+		struct perf_event_header h;
+		uint64_t id = (uint64_t)f;
+		struct iovec iov[3];
+		int r;
+
+		if (!w->feats[f].set || w->feats[f].sent || !streamable_feature(f))
+			continue;
+		w->feats[f].sent = true;
+		if (sizeof(h) + sizeof(id) + w->feats[f].len > PERFREC_RECORD_MAX)
+			continue;
+		h.type = PERFREC_RECORD_HEADER_FEATURE;
+		h.misc = 0;
+		h.size = (uint16_t)(sizeof(h) + sizeof(id) + w->feats[f].len);
+		iov[0] = (struct iovec){ &h, sizeof(h) };
+		iov[1] = (struct iovec){ &id, sizeof(id) };
+		iov[2] = (struct iovec){ w->feats[f].data, w->feats[f].len };
+		r = stream_out(w, iov, 3);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Pipe mode's counterpart of the attrs section: the pipe header, one
+ * HEADER_ATTR {header, attr, ids} per event, then the features known now
+ * and the end-of-features marker perf writes (feature id HEADER_LAST_FEATURE,
+ * 32 in perf 6.1, on which perf report --header prints what it got).
+ */
+static int begin_stream(struct perfrec_pdwriter *w)
+{
+	struct perfrec_pipe_file_header ph = { .magic = PERFREC_MAGIC2, .size = sizeof(ph) };
+	struct perf_event_header h;
+	struct iovec iov[3];
+	uint64_t last[2];
+	int r;
+
+	for (size_t i = 0; i < w->nr_attrs; i++)
+		if (sizeof(h) + w->attr_sz + w->attrs[i].nr_ids * sizeof(uint64_t) > PERFREC_RECORD_MAX)
+			return -E2BIG;
+	iov[0] = (struct iovec){ &ph, sizeof(ph) };
+	r = stream_out(w, iov, 1);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < w->nr_attrs; i++) {
+		h.type = PERFREC_RECORD_HEADER_ATTR;
+		h.misc = 0;
+		h.size = (uint16_t)(sizeof(h) + w->attr_sz + w->attrs[i].nr_ids * sizeof(uint64_t));
+		iov[0] = (struct iovec){ &h, sizeof(h) };
+		iov[1] = (struct iovec){ &w->attrs[i].attr, w->attr_sz };
+		iov[2] = (struct iovec){ w->attrs[i].ids, w->attrs[i].nr_ids * sizeof(uint64_t) };
+		r = stream_out(w, iov, 3);
+		if (r < 0)
+			return r;
+	}
+	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
+		r = build_event_desc(w);
+		if (r < 0)
+			return r;
+	}
+	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
+		struct perfrec_compressed_feature cf = {
+			.version = 0, .type = PERFREC_COMP_ZSTD,
+			.level = (uint32_t)perfrec_compress__level(w->zc),
+			.ratio = 0, .mmap_len = PERFREC_COMPRESS_CHUNK,
+		};
+
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
+		if (r < 0)
+			return r;
+	}
+	r = send_features(w);
+	if (r < 0)
+		return r;
+	h.type = PERFREC_RECORD_HEADER_FEATURE;
+	h.misc = 0;
+	h.size = sizeof(h) + sizeof(uint64_t);
+	memcpy(last, &h, sizeof(h));
+	last[1] = PERFREC_FEAT_LAST_KNOWN + 1;
+	iov[0] = (struct iovec){ last, sizeof(last) };
+	r = stream_out(w, iov, 1);
+	if (r < 0)
+		return r;
+	w->data_started = true;
+	return 0;
+}
+
 /* Put the ids arrays and the attrs section on the file; fixes data.offset. */
 static int begin_data(struct perfrec_pdwriter *w)
 {
@@ -178,6 +372,8 @@ static int begin_data(struct perfrec_pdwriter *w)
 		return 0;
 	if (!w->attr_sz)
 		w->attr_sz = sizeof(struct perf_event_attr);
+	if (w->pipe)
+		return begin_stream(w);
 	layout(w, &attrs_off, &data_off);
 
 	if (w->nr_attrs) {
@@ -226,11 +422,14 @@ out:
 
 static int flush(struct perfrec_pdwriter *w)
 {
+	struct iovec iov;
 	int r;
 
 	if (!w->buf_len)
 		return 0;
-	r = pwrite_all(w->fd, w->buf, w->buf_len, w->data_offset + w->committed);
+	iov.iov_base = w->buf;
+	iov.iov_len = w->buf_len;
+	r = put_data(w, &iov, 1);
 	if (r < 0)
 		return r; /* keep the buffer: a retry writes it again at the same place */
 	w->committed += w->buf_len;
@@ -262,6 +461,9 @@ int perfrec_pdwriter__new(int fd, const struct perfrec_pdwriter_opts *opts,
 		goto fail;
 	}
 	r = write_header(w, 0, NULL);
+	if (r < 0)
+		goto fail;
+	r = perfrec_pdwriter__set_compress(w, PERFREC_OPTS_GET(opts, compress_level, 0));
 	if (r < 0)
 		goto fail;
 	w->owns_fd = PERFREC_OPTS_GET(opts, owns_fd, false);
@@ -352,26 +554,11 @@ int perfrec_pdwriter__add_attr(struct perfrec_pdwriter *w, const struct perf_eve
 	return 0;
 }
 
-int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
+/* Buffered data write of @total bytes (data already begun). */
+static int data_out(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt, size_t total)
 {
 	struct iovec small[16], *copy;
-	size_t total = 0;
 	int r;
-
-	if (!w || iovcnt < 0 || (iovcnt && !iov))
-		return -EINVAL;
-	if (w->finished)
-		return -EINVAL;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > SIZE_MAX - total)
-			return -EOVERFLOW;
-		total += iov[i].iov_len;
-	}
-	if (!total)
-		return 0;
-	r = begin_data(w);
-	if (r < 0)
-		return r;
 
 	if (total <= WBUF_SIZE - w->buf_len) {
 		for (int i = 0; i < iovcnt; i++) {
@@ -399,13 +586,60 @@ int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov
 			return -ENOMEM;
 	}
 	memcpy(copy, iov, (size_t)iovcnt * sizeof(*copy));
-	r = pwritev_all(w->fd, copy, iovcnt, w->data_offset + w->committed);
+	r = put_data(w, copy, iovcnt);
 	if (copy != small)
 		free(copy);
 	if (r < 0)
 		return r;
 	w->committed += total;
 	return 0;
+}
+
+/* A whole COMPRESSED record from the compressor. */
+static int emit_compressed(void *ctx, const void *rec, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)rec, .iov_len = len };
+
+	return data_out(ctx, &iov, 1, len);
+}
+
+int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0;
+	int r;
+
+	if (!w || iovcnt < 0 || (iovcnt && !iov))
+		return -EINVAL;
+	if (w->finished)
+		return -EINVAL;
+	if (w->stream_err)
+		return w->stream_err;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SIZE_MAX - total)
+			return -EOVERFLOW;
+		total += iov[i].iov_len;
+	}
+	if (!total)
+		return 0;
+	r = begin_data(w);
+	if (r < 0)
+		return r;
+	if (w->zc)
+		return perfrec_compress__feed(w->zc, iov, iovcnt, emit_compressed, w);
+	return data_out(w, iov, iovcnt, total);
+}
+
+/* Close the pending COMPRESSED record, then write out the buffer. */
+static int flush_all(struct perfrec_pdwriter *w)
+{
+	int r;
+
+	if (w->zc) {
+		r = perfrec_compress__flush(w->zc, emit_compressed, w);
+		if (r < 0)
+			return r;
+	}
+	return flush(w);
 }
 
 int perfrec_pdwriter__write(struct perfrec_pdwriter *w, const void *buf, size_t len)
@@ -430,11 +664,13 @@ int perfrec_pdwriter__checkpoint(struct perfrec_pdwriter *w)
 		return -EINVAL;
 	if (w->finished)
 		return 0;
+	if (w->stream_err)
+		return w->stream_err;
 	r = begin_data(w);
 	if (r < 0)
 		return r;
-	r = flush(w);
-	if (r < 0)
+	r = flush_all(w);
+	if (r < 0 || w->pipe)
 		return r;
 	/* Data before header: a header must never claim bytes not yet written. */
 	r = sync_fd(w->fd, true);
@@ -464,6 +700,7 @@ int perfrec_pdwriter__set_feature(struct perfrec_pdwriter *w, int feat, const vo
 	w->feats[feat].data = copy;
 	w->feats[feat].len = len;
 	w->feats[feat].set = true;
+	w->feats[feat].sent = false;
 	return 0;
 }
 
@@ -500,12 +737,35 @@ int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 		return -EINVAL;
 	if (w->finished)
 		return 0;
+	if (w->stream_err)
+		return w->stream_err;
 	r = begin_data(w);
 	if (r < 0)
 		return r;
-	r = flush(w);
+	r = flush_all(w);
 	if (r < 0)
 		return r;
+	if (w->pipe) {
+		/* Late features trail the data; perf takes them wherever they come. */
+		r = send_features(w);
+		if (r == 0)
+			w->finished = true;
+		return r;
+	}
+	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
+		struct perfrec_compressed_feature cf = {
+			.version = 0, .type = PERFREC_COMP_ZSTD,
+			.level = (uint32_t)perfrec_compress__level(w->zc),
+			.mmap_len = PERFREC_COMPRESS_CHUNK,
+		};
+		uint64_t in, out;
+
+		perfrec_compress__counters(w->zc, &in, &out, NULL, NULL);
+		cf.ratio = out ? (uint32_t)(in / out) : 0;
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
+		if (r < 0)
+			return r;
+	}
 	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
 		r = build_event_desc(w);
 		if (r < 0)
@@ -576,7 +836,7 @@ int perfrec_pdwriter__publish(struct perfrec_pdwriter *w)
 	char *dir_copy;
 	int dfd, r = 0;
 
-	if (!w || !w->path || !w->tmp_path)
+	if (!w || w->pipe || !w->path || !w->tmp_path)
 		return -EINVAL;
 	if (!w->finished)
 		return -EBUSY;
@@ -616,6 +876,7 @@ void perfrec_pdwriter__free(struct perfrec_pdwriter *w, bool discard)
 	free(w->attrs);
 	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
 		free(w->feats[f].data);
+	perfrec_compress__free(w->zc);
 	free(w->buf);
 	free(w->path);
 	free(w->tmp_path);
@@ -624,5 +885,68 @@ void perfrec_pdwriter__free(struct perfrec_pdwriter *w, bool discard)
 
 int perfrec_pdwriter__fd(const struct perfrec_pdwriter *w)
 {
-	return w ? w->fd : -EBADF;
+	return w && w->fd >= 0 ? w->fd : -EBADF;
+}
+
+int perfrec_pdwriter__set_compress(struct perfrec_pdwriter *w, int level)
+{
+	struct perfrec_compress *zc = NULL;
+	int r;
+
+	if (!w || level < 0 || level > 19)
+		return -EINVAL;
+	if (w->data_started || w->finished)
+		return -EBUSY;
+	if (level) {
+		r = perfrec_compress__new(level, &zc);
+		if (r < 0)
+			return r;
+	}
+	perfrec_compress__free(w->zc);
+	w->zc = zc;
+	return 0;
+}
+
+void perfrec_pdwriter__compress_stats(const struct perfrec_pdwriter *w,
+				      struct perfrec_pdwriter_compress_stats *ret_stats)
+{
+	if (!ret_stats)
+		return;
+	memset(ret_stats, 0, sizeof(*ret_stats));
+	if (w)
+		perfrec_compress__counters(w->zc, &ret_stats->bytes_in, &ret_stats->bytes_out,
+					   &ret_stats->nr_frames, &ret_stats->cpu_ns);
+}
+
+int perfrec_pdwriter__new_pipe(int fd, const struct perfrec_pdwriter_pipe_opts *opts,
+			       struct perfrec_pdwriter **ret_writer)
+{
+	perfrec_pdwriter_sink_fn sink = PERFREC_OPTS_GET(opts, sink, NULL);
+	struct perfrec_pdwriter *w;
+	int r;
+
+	if ((!sink && fd < 0) || !ret_writer || !PERFREC_OPTS_VALID(opts, struct perfrec_pdwriter_pipe_opts))
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->pipe = true;
+	w->fd = sink ? -1 : fd;
+	w->sink = sink;
+	w->sink_ctx = PERFREC_OPTS_GET(opts, sink_ctx, NULL);
+	w->buf = malloc(WBUF_SIZE);
+	if (!w->buf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = perfrec_pdwriter__set_compress(w, PERFREC_OPTS_GET(opts, compress_level, 0));
+	if (r < 0)
+		goto fail;
+	w->owns_fd = !sink && PERFREC_OPTS_GET(opts, owns_fd, false);
+	*ret_writer = w;
+	return 0;
+fail:
+	w->fd = -1;
+	perfrec_pdwriter__free(w, false);
+	return r;
 }

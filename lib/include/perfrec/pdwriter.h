@@ -12,6 +12,17 @@
  * writes to the fd it is given; naming, fsync of the directory and rename
  * belong to perfrec_pdwriter__create()/__publish().
  *
+ * Pipe mode (perfrec_pdwriter__new_pipe) writes the stream format instead:
+ *
+ *   perf_pipe_file_header | HEADER_ATTR per attr | HEADER_FEATURE per feature
+ *   set so far | data ... | HEADER_FEATURE per feature set later
+ *
+ * to a pipe/socket fd or a sink callback, strictly sequentially (no seek).
+ *
+ * With compression (opts.compress_level 1..19) every data byte is carried in
+ * PERF_RECORD_COMPRESSED records (a zstd stream flushed at each record, as
+ * perf record -z writes) and HEADER_COMPRESSED is added at finish.
+ *
  * Not thread-safe: one thread drives a writer.
  */
 #ifndef PERFREC_PDWRITER_H
@@ -25,11 +36,45 @@ struct perfrec_pdwriter;
 struct perfrec_pdwriter_opts {
 	size_t sz;
 	bool owns_fd; /* close the fd in __free() */
+	/* 0: plain records; 1..19: zstd level of PERF_RECORD_COMPRESSED frames */
+	int compress_level;
+};
+
+/*
+ * Where a pipe-mode writer sends its bytes instead of an fd: called with
+ * whole, consecutive pieces of the stream; must take all of them and return
+ * >= 0, or return -errno, after which the writer fails every later call with
+ * that error (the stream is cut).  Called only from the writer's calls.
+ */
+typedef int (*perfrec_pdwriter_sink_fn)(void *ctx, const struct iovec *iov, int iovcnt);
+
+struct perfrec_pdwriter_pipe_opts {
+	size_t sz;
+	bool owns_fd;                  /* close the fd in __free() */
+	perfrec_pdwriter_sink_fn sink; /* if set, bytes go here and the fd is unused */
+	void *sink_ctx;
+	/*
+	 * zstd level (0 = off).  Note perf 6.1 cannot decompress pipe-mode
+	 * input ("Couldn't decompress data"); perfrec's reader can.
+	 */
+	int compress_level;
 };
 
 /* Start a file on @fd (at offset 0, truncated).  Ownership per opts. */
 PERFREC_API int perfrec_pdwriter__new(int fd, const struct perfrec_pdwriter_opts *opts,
 				      struct perfrec_pdwriter **ret_writer);
+
+/*
+ * Start a pipe-mode stream on @fd (any fd: pipe, socket, file; written with
+ * write(2), blocking until taken, never seeked) or, with opts->sink, on the
+ * callback (pass fd -1).  Nothing is emitted until the first data write (or
+ * __finish()): attrs and features set before then go out as HEADER_ATTR and
+ * HEADER_FEATURE records first.  __checkpoint() only flushes; __publish()
+ * returns -EINVAL.  -E2BIG if an attr or feature record would not fit in a
+ * record's 64 KiB.
+ */
+PERFREC_API int perfrec_pdwriter__new_pipe(int fd, const struct perfrec_pdwriter_pipe_opts *opts,
+					   struct perfrec_pdwriter **ret_writer);
 
 /*
  * Create "@path.tmp" (mode 0640, O_CLOEXEC|O_EXCL) and start a file there;
@@ -76,7 +121,24 @@ PERFREC_API int perfrec_pdwriter__publish(struct perfrec_pdwriter *w);
  * only if @discard is true (otherwise it stays for recovery). */
 PERFREC_API void perfrec_pdwriter__free(struct perfrec_pdwriter *w, bool discard);
 
-/* The fd written to (borrowed). */
+/* The fd written to (borrowed); -EBADF for a sink writer. */
 PERFREC_API int perfrec_pdwriter__fd(const struct perfrec_pdwriter *w);
+
+/*
+ * Turn on compression (level 1..19, 0 = off) for a writer made by __create()
+ * or __new() without it.  Only before the first data write (-EBUSY after).
+ */
+PERFREC_API int perfrec_pdwriter__set_compress(struct perfrec_pdwriter *w, int level);
+
+/* What compression did so far (all zero when off). */
+struct perfrec_pdwriter_compress_stats {
+	uint64_t bytes_in;   /* record bytes handed to the writer */
+	uint64_t bytes_out;  /* bytes of COMPRESSED records produced, headers included */
+	uint64_t nr_frames;  /* COMPRESSED records */
+	uint64_t cpu_ns;     /* thread CPU time spent in zstd */
+};
+
+PERFREC_API void perfrec_pdwriter__compress_stats(const struct perfrec_pdwriter *w,
+						  struct perfrec_pdwriter_compress_stats *ret_stats);
 
 #endif

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * zstd streams cut into PERF_RECORD_COMPRESSED records, and back.  The
+ * compressor keeps one ZSTD_CCtx per file so later records reuse the window
+ * of earlier ones (better ratio than independent frames), and ends each record
+ * with ZSTD_e_flush so a reader can decode it without what follows: a file
+ * cut by a crash loses nothing before its last whole record.  Input per
+ * record is capped at PERFREC_COMPRESS_CHUNK, which bounds both the
+ * decompressed size (the mmap_len perf sizes its buffer by) and the
+ * compressed size (zstd never expands input by more than its compressBound
+ * margin), so no record can outgrow header.size's 16 bits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zstd.h>
+
+#include <perfrec/compress.h>
+
+#define HDR sizeof(struct perf_event_header)
+
+struct perfrec_compress {
+	ZSTD_CCtx *cctx;
+	int level;
+	size_t in_rec;       /* input bytes in the pending record */
+	unsigned char *rec;  /* header + payload of the pending record */
+	size_t rec_cap;
+	ZSTD_outBuffer out;  /* into rec + HDR */
+	uint64_t bytes_in, bytes_out, frames, cpu_ns;
+};
+
+struct perfrec_decompress {
+	ZSTD_DStream *ds;
+};
+
+static uint64_t thread_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int perfrec_compress__new(int level, struct perfrec_compress **ret_compress)
+{
+	struct perfrec_compress *c;
+
+	if (level < 1 || level > 19 || !ret_compress)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->level = level;
+	c->rec_cap = HDR + ZSTD_compressBound(PERFREC_COMPRESS_CHUNK) + 64;
+	c->rec = malloc(c->rec_cap);
+	c->cctx = ZSTD_createCCtx();
+	if (!c->rec || !c->cctx ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, level)) ||
+	    /* perf's reader does not check checksums; they would cost 4 bytes a frame. */
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0))) {
+		perfrec_compress__free(c);
+		return -ENOMEM;
+	}
+	c->out.dst = c->rec + HDR;
+	c->out.size = c->rec_cap - HDR;
+	*ret_compress = c;
+	return 0;
+}
+
+/* End the pending record with a flush and hand it to @emit. */
+static int finish_record(struct perfrec_compress *c, perfrec_compress_emit_fn emit, void *ctx)
+{
+	ZSTD_inBuffer in = { NULL, 0, 0 };
+	struct perf_event_header h;
+	size_t left;
+	int r;
+
+	if (!c->in_rec)
+		return 0;
+	do {
+		left = ZSTD_compressStream2(c->cctx, &c->out, &in, ZSTD_e_flush);
+		if (ZSTD_isError(left))
+			return -EIO;
+		/* The buffer holds compressBound(CHUNK): a full one is a broken invariant. */
+		if (left && c->out.pos == c->out.size)
+			return -EOVERFLOW;
+	} while (left);
+	if (HDR + c->out.pos > PERFREC_RECORD_MAX)
+		return -EOVERFLOW;
+	h.type = PERFREC_RECORD_COMPRESSED;
+	h.misc = 0;
+	h.size = (uint16_t)(HDR + c->out.pos);
+	memcpy(c->rec, &h, HDR);
+	r = emit(ctx, c->rec, h.size);
+	if (r < 0)
+		return r;
+	c->bytes_out += h.size;
+	c->frames++;
+	c->in_rec = 0;
+	c->out.pos = 0;
+	return 0;
+}
+
+int perfrec_compress__feed(struct perfrec_compress *c, const struct iovec *iov, int iovcnt,
+			   perfrec_compress_emit_fn emit, void *ctx)
+{
+	uint64_t t0;
+	int r = 0;
+
+	if (!c || !emit || iovcnt < 0 || (iovcnt && !iov))
+		return -EINVAL;
+	t0 = thread_ns();
+	for (int i = 0; i < iovcnt && r == 0; i++) {
+		ZSTD_inBuffer in = { iov[i].iov_base, iov[i].iov_len, 0 };
+
+		while (in.pos < in.size) {
+			size_t take = in.size - in.pos, room = PERFREC_COMPRESS_CHUNK - c->in_rec, ret;
+			ZSTD_inBuffer part;
+
+			if (take > room)
+				take = room;
+			part.src = (const char *)in.src + in.pos;
+			part.size = take;
+			part.pos = 0;
+			/* e_continue consumes all input unless the output is full, which the bound rules out. */
+			while (part.pos < part.size) {
+				ret = ZSTD_compressStream2(c->cctx, &c->out, &part, ZSTD_e_continue);
+				if (ZSTD_isError(ret)) {
+					r = -EIO;
+					goto out;
+				}
+				if (part.pos < part.size && c->out.pos == c->out.size) {
+					r = -EOVERFLOW;
+					goto out;
+				}
+			}
+			in.pos += take;
+			c->in_rec += take;
+			c->bytes_in += take;
+			if (c->in_rec == PERFREC_COMPRESS_CHUNK) {
+				r = finish_record(c, emit, ctx);
+				if (r < 0)
+					goto out;
+			}
+		}
+	}
+out:
+	c->cpu_ns += thread_ns() - t0;
+	return r;
+}
+
+int perfrec_compress__flush(struct perfrec_compress *c, perfrec_compress_emit_fn emit, void *ctx)
+{
+	uint64_t t0;
+	int r;
+
+	if (!c || !emit)
+		return -EINVAL;
+	t0 = thread_ns();
+	r = finish_record(c, emit, ctx);
+	c->cpu_ns += thread_ns() - t0;
+	return r;
+}
+
+void perfrec_compress__counters(const struct perfrec_compress *c, uint64_t *ret_in, uint64_t *ret_out,
+				uint64_t *ret_frames, uint64_t *ret_cpu_ns)
+{
+	if (ret_in)
+		*ret_in = c ? c->bytes_in : 0;
+	if (ret_out)
+		*ret_out = c ? c->bytes_out : 0;
+	if (ret_frames)
+		*ret_frames = c ? c->frames : 0;
+	if (ret_cpu_ns)
+		*ret_cpu_ns = c ? c->cpu_ns : 0;
+}
+
+int perfrec_compress__level(const struct perfrec_compress *c)
+{
+	return c ? c->level : 0;
+}
+
+void perfrec_compress__free(struct perfrec_compress *c)
+{
+	if (!c)
+		return;
+	ZSTD_freeCCtx(c->cctx);
+	free(c->rec);
+	free(c);
+}
+
+int perfrec_decompress__new(struct perfrec_decompress **ret_decompress)
+{
+	struct perfrec_decompress *d;
+
+	if (!ret_decompress)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->ds = ZSTD_createDStream();
+	if (!d->ds || ZSTD_isError(ZSTD_initDStream(d->ds))) {
+		perfrec_decompress__free(d);
+		return -ENOMEM;
+	}
+	*ret_decompress = d;
+	return 0;
+}
+
+ssize_t perfrec_decompress__frame(struct perfrec_decompress *d, const void *src, size_t len,
+				  void *out, size_t cap)
+{
+	ZSTD_inBuffer in = { src, len, 0 };
+	ZSTD_outBuffer o = { out, cap, 0 };
+	unsigned char extra;
+	size_t ret;
+
+	if (!d || (len && !src) || (cap && !out))
+		return -EINVAL;
+	while (in.pos < in.size) {
+		ret = ZSTD_decompressStream(d->ds, &o, &in);
+		if (ZSTD_isError(ret)) {
+			perfrec_decompress__reset(d);
+			return -EBADMSG;
+		}
+		if (in.pos < in.size && o.pos == o.size)
+			return -ENOSPC;
+	}
+	/* All input taken, but zstd may still hold output that did not fit. */
+	if (o.pos == o.size) {
+		ZSTD_outBuffer probe = { &extra, 1, 0 };
+
+		ret = ZSTD_decompressStream(d->ds, &probe, &in);
+		if (ZSTD_isError(ret)) {
+			perfrec_decompress__reset(d);
+			return -EBADMSG;
+		}
+		if (probe.pos)
+			return -ENOSPC;
+	}
+	return (ssize_t)o.pos;
+}
+
+void perfrec_decompress__reset(struct perfrec_decompress *d)
+{
+	if (d && d->ds)
+		ZSTD_DCtx_reset(d->ds, ZSTD_reset_session_only);
+}
+
+void perfrec_decompress__free(struct perfrec_decompress *d)
+{
+	if (!d)
+		return;
+	ZSTD_freeDStream(d->ds);
+	free(d);
+}

@@ -17,12 +17,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <perfrec/compress.h>
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
 
 #define MAX_ATTR_SIZE 4096u /* far beyond any perf_event_attr; guards nonsense */
 #define MAX_CPUS 4096u
 #define PIPE_HEADER_SIZE 16u
+/* Decompression buffer when a file states none (salvaged .tmp): perf's default ring. */
+#define DEFAULT_MMAP_LEN (528384u)
+#define MAX_MMAP_LEN (64u << 20)
 
 struct id_ent {
 	uint64_t id;
@@ -35,6 +39,8 @@ struct perfrec_pdreader {
 	size_t len;
 	bool mapped;
 	bool salvage;
+	bool raw_compressed;
+	bool pipe;
 
 	struct perfrec_file_header hdr;
 	bool broken;      /* records cannot be located */
@@ -53,6 +59,13 @@ struct perfrec_pdreader {
 
 	uint64_t data_off, data_end, pos;
 	unsigned char *scratch;
+
+	/* Contents of COMPRESSED records not yet returned. */
+	struct perfrec_decompress *dz;
+	unsigned char *dbuf;
+	size_t dcap, d_len, d_pos;
+	uint64_t d_rec_off; /* the COMPRESSED record they came from */
+	uint64_t nr_frames, comp_in, decomp_out, max_decomp;
 
 	char err[256];
 	uint64_t err_off;
@@ -171,6 +184,106 @@ static bool check_magic(struct perfrec_pdreader *r)
 	return false;
 }
 
+/*
+ * Pipe mode: no sections, so walk the records once for HEADER_ATTR and
+ * HEADER_FEATURE.  A bad record only ends this walk: __next() and
+ * __verify() report it when they reach it.
+ */
+static void load_pipe(struct perfrec_pdreader *r)
+{
+	uint64_t pos = PIPE_HEADER_SIZE, nr = 0, nr_ids = 0;
+
+	r->pipe = true;
+	r->hdr.magic = PERFREC_MAGIC2;
+	r->hdr.size = PIPE_HEADER_SIZE;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t a = 0, k = 0;
+
+		if (pass == 1) {
+			if (nr) {
+				r->attrs = calloc(nr, sizeof(*r->attrs));
+				r->ids_off = calloc(nr, sizeof(*r->ids_off));
+				if (!r->attrs || !r->ids_off) {
+					fail(r, 16, "out of memory for %llu attrs", (unsigned long long)nr);
+					return;
+				}
+			}
+			if (nr_ids) {
+				r->ids = malloc(nr_ids * 8);
+				r->by_id = malloc(nr_ids * sizeof(*r->by_id));
+				if (!r->ids || !r->by_id) {
+					fail(r, 16, "out of memory for %llu ids", (unsigned long long)nr_ids);
+					return;
+				}
+			}
+		}
+		for (pos = PIPE_HEADER_SIZE; r->len - pos >= sizeof(struct perf_event_header);) {
+			struct perf_event_header h;
+
+			memcpy(&h, r->buf + pos, sizeof(h));
+			if (h.size < sizeof(h) || h.size > r->len - pos)
+				break;
+			if (h.type == PERFREC_RECORD_HEADER_ATTR && h.size >= 8 + PERF_ATTR_SIZE_VER0) {
+				uint32_t fsz = get32(r->buf + pos + 8 + 4);
+				uint64_t asz = fsz ? fsz : PERF_ATTR_SIZE_VER0, n;
+				bool ok = asz >= PERF_ATTR_SIZE_VER0 && asz <= MAX_ATTR_SIZE && asz <= h.size - 8u &&
+					  (h.size - 8u - asz) % 8 == 0;
+
+				for (uint64_t b = sizeof(struct perf_event_attr); ok && b < asz; b++)
+					ok = !r->buf[pos + 8 + b];
+				if (!ok) {
+					if (pass == 0)
+						fail(r, pos, "HEADER_ATTR record (size %u) with bad attr size %u or nonzero bytes past the %zu-byte attr this reader knows",
+						     h.size, fsz, sizeof(struct perf_event_attr));
+					goto next;
+				}
+				n = (h.size - 8u - asz) / 8;
+				if (pass == 0) {
+					nr++;
+					nr_ids += n;
+				} else {
+					struct perfrec_pdreader_attr *at = &r->attrs[a];
+					size_t cp = asz < sizeof(at->attr) ? asz : sizeof(at->attr);
+
+					memcpy(&at->attr, r->buf + pos + 8, cp);
+					at->attr.size = (uint32_t)cp;
+					at->ids = r->ids + k;
+					at->nr_ids = n;
+					r->ids_off[a] = pos + 8 + asz;
+					memcpy(r->ids + k, r->buf + pos + 8 + asz, n * 8);
+					for (size_t j = 0; j < n; j++) {
+						r->by_id[k + j].id = r->ids[k + j];
+						r->by_id[k + j].off = pos + 8 + asz + j * 8;
+						r->by_id[k + j].attr = a;
+					}
+					k += n;
+					a++;
+				}
+			} else if (pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
+				uint64_t f = get64(r->buf + pos + 8);
+
+				/* Ids past what we know (perf's end-of-features marker) carry nothing for us. */
+				if (f > 0 && f < PERFREC_FEAT_BITS && f <= PERFREC_FEAT_LAST_KNOWN) {
+					r->feats[f].offset = pos + 16;
+					r->feats[f].size = h.size - 16u;
+					r->has_feat[f] = true;
+				}
+			}
+next:
+			pos += h.size;
+		}
+	}
+	r->nr_attrs = nr;
+	r->nr_ids = nr_ids;
+	if (nr_ids)
+		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
+	r->data_off = PIPE_HEADER_SIZE;
+	r->data_end = r->len;
+	r->pos = r->data_off;
+	r->feats_valid = true;
+	r->broken = false;
+}
+
 /* Header, attrs and their ids, data section: what __next() needs. */
 static void load_structure(struct perfrec_pdreader *r)
 {
@@ -181,7 +294,7 @@ static void load_structure(struct perfrec_pdreader *r)
 	if (!check_magic(r))
 		return;
 	if (r->len >= 16 && get64(r->buf + 8) == PIPE_HEADER_SIZE) {
-		fail(r, 8, "pipe-mode perf.data (header size 16) is not supported here");
+		load_pipe(r);
 		return;
 	}
 	if (r->len < sizeof(*h)) {
@@ -326,7 +439,7 @@ static void load_features(struct perfrec_pdreader *r)
 	const struct perfrec_file_header *h = &r->hdr;
 	uint64_t nr = 0, table, k = 0;
 
-	if (r->broken)
+	if (r->broken || r->pipe)
 		return;
 	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
 		if (h->flags[f / 64] & (1ULL << (f % 64)))
@@ -453,31 +566,96 @@ static int load(struct perfrec_pdreader *r)
 	return 0;
 }
 
-int perfrec_pdreader__open_mem(const void *buf, size_t len, const struct perfrec_pdreader_opts *opts,
-			       struct perfrec_pdreader **ret_reader)
+/* A reader over @buf (malloc'd, taken over even on failure). */
+static int open_owned(unsigned char *buf, size_t len, const struct perfrec_pdreader_opts *opts,
+		      struct perfrec_pdreader **ret_reader)
 {
 	struct perfrec_pdreader *r;
 	int ret;
 
-	if ((len && !buf) || !ret_reader || !PERFREC_OPTS_VALID(opts, struct perfrec_pdreader_opts))
-		return -EINVAL;
 	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->salvage = PERFREC_OPTS_GET(opts, salvage, false);
-	r->buf = malloc(len ? len : 1);
-	if (!r->buf) {
-		free(r);
+	if (!r) {
+		free(buf);
 		return -ENOMEM;
 	}
-	if (len)
-		memcpy(r->buf, buf, len);
+	r->salvage = PERFREC_OPTS_GET(opts, salvage, false);
+	r->raw_compressed = PERFREC_OPTS_GET(opts, raw_compressed, false);
+	r->buf = buf;
 	r->len = len;
 	ret = load(r);
 	if (ret < 0) {
 		perfrec_pdreader__free(r);
 		return ret;
 	}
+	*ret_reader = r;
+	return 0;
+}
+
+int perfrec_pdreader__open_fd(int fd, const struct perfrec_pdreader_opts *opts,
+			      struct perfrec_pdreader **ret_reader)
+{
+	size_t len = 0, cap = 1 << 20;
+	unsigned char *buf, *n;
+
+	if (fd < 0 || !ret_reader || !PERFREC_OPTS_VALID(opts, struct perfrec_pdreader_opts))
+		return -EINVAL;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t k;
+
+		if (len == cap) {
+			if (cap > SIZE_MAX / 2) {
+				free(buf);
+				return -EFBIG;
+			}
+			n = realloc(buf, cap * 2);
+			if (!n) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = n;
+			cap *= 2;
+		}
+		k = read(fd, buf + len, cap - len);
+		if (k < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			free(buf);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	return open_owned(buf, len, opts, ret_reader);
+}
+
+bool perfrec_pdreader__is_pipe(const struct perfrec_pdreader *r)
+{
+	return r && r->pipe;
+}
+
+int perfrec_pdreader__open_mem(const void *buf, size_t len, const struct perfrec_pdreader_opts *opts,
+			       struct perfrec_pdreader **ret_reader)
+{
+	struct perfrec_pdreader *r;
+	unsigned char *copy;
+	int ret;
+
+	if ((len && !buf) || !ret_reader || !PERFREC_OPTS_VALID(opts, struct perfrec_pdreader_opts))
+		return -EINVAL;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, buf, len);
+	ret = open_owned(copy, len, opts, &r);
+	if (ret < 0)
+		return ret;
 	*ret_reader = r;
 	return 0;
 }
@@ -499,6 +677,12 @@ int perfrec_pdreader__open(const char *path, const struct perfrec_pdreader_opts 
 		close(fd);
 		return ret;
 	}
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		/* A stream (stdin, a pipe): read it whole. */
+		ret = perfrec_pdreader__open_fd(fd, opts, ret_reader);
+		close(fd);
+		return ret;
+	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
@@ -509,6 +693,7 @@ int perfrec_pdreader__open(const char *path, const struct perfrec_pdreader_opts 
 		return -ENOMEM;
 	}
 	r->salvage = PERFREC_OPTS_GET(opts, salvage, false);
+	r->raw_compressed = PERFREC_OPTS_GET(opts, raw_compressed, false);
 	r->len = (size_t)st.st_size;
 	if (r->len) {
 		r->buf = mmap(NULL, r->len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -576,14 +761,13 @@ int perfrec_pdreader__feature(const struct perfrec_pdreader *r, int feat, const 
 	return 0;
 }
 
-int perfrec_pdreader__next(struct perfrec_pdreader *r, const struct perf_event_header **ret_rec,
-			   uint64_t *ret_offset)
+/* The next record of the file itself (not of compressed contents). */
+static int next_file_record(struct perfrec_pdreader *r, const struct perf_event_header **ret_rec,
+			    uint64_t *ret_offset)
 {
 	struct perf_event_header h;
 	uint64_t left;
 
-	if (r->broken)
-		return -EBADMSG;
 	if (r->pos >= r->data_end)
 		return 0;
 	left = r->data_end - r->pos;
@@ -612,15 +796,125 @@ int perfrec_pdreader__next(struct perfrec_pdreader *r, const struct perf_event_h
 	} else {
 		*ret_rec = (const struct perf_event_header *)(r->buf + r->pos);
 	}
-	if (ret_offset)
-		*ret_offset = r->pos;
+	*ret_offset = r->pos;
 	r->pos += h.size;
 	return 1;
+}
+
+/*
+ * The buffer one COMPRESSED record may fill: HEADER_COMPRESSED's mmap_len,
+ * as perf sizes its own.  0 when the file gives none (and is not salvaged).
+ */
+static size_t mmap_len(const struct perfrec_pdreader *r)
+{
+	const unsigned char *p;
+	size_t len;
+
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_COMPRESSED, (const void **)&p, &len) == 0 &&
+	    len >= sizeof(struct perfrec_compressed_feature)) {
+		uint32_t v = get32(p + 16);
+
+		return v > MAX_MMAP_LEN ? 0 : v;
+	}
+	return r->salvage ? DEFAULT_MMAP_LEN : 0;
+}
+
+/* Decompress a COMPRESSED record behind what is left of the previous one. */
+static int inflate(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	size_t cap = mmap_len(r), rest = r->d_len - r->d_pos;
+	ssize_t n;
+
+	if (!cap)
+		return fail(r, off, "COMPRESSED record but no usable HEADER_COMPRESSED feature (mmap_len) to size its buffer");
+	if (!r->dz && perfrec_decompress__new(&r->dz) < 0)
+		return fail(r, off, "out of memory for zstd decompression");
+	/* A record cut by the previous frame's end is < 64 KiB. */
+	if (r->dcap < cap + PERFREC_RECORD_MAX) {
+		unsigned char *nb = realloc(r->dbuf, cap + PERFREC_RECORD_MAX);
+
+		if (!nb)
+			return fail(r, off, "out of memory for a %zu-byte decompression buffer", cap);
+		r->dbuf = nb;
+		r->dcap = cap + PERFREC_RECORD_MAX;
+	}
+	memmove(r->dbuf, r->dbuf + r->d_pos, rest);
+	r->d_pos = 0;
+	r->d_len = rest;
+	n = perfrec_decompress__frame(r->dz, (const unsigned char *)rec + sizeof(*rec), rec->size - sizeof(*rec),
+				      r->dbuf + rest, cap);
+	if (n == -ENOSPC)
+		return fail(r, off, "COMPRESSED record decompresses to more than mmap_len (%zu bytes)", cap);
+	if (n < 0)
+		return fail(r, off, "COMPRESSED record holds corrupt zstd data");
+	if (n == 0)
+		return fail(r, off, "COMPRESSED record decompresses to nothing (perf rejects it)");
+	r->d_len += (size_t)n;
+	r->d_rec_off = off;
+	r->nr_frames++;
+	r->comp_in += rec->size - sizeof(*rec);
+	r->decomp_out += (uint64_t)n;
+	if ((uint64_t)n > r->max_decomp)
+		r->max_decomp = (uint64_t)n;
+	return 0;
+}
+
+int perfrec_pdreader__next(struct perfrec_pdreader *r, const struct perf_event_header **ret_rec,
+			   uint64_t *ret_offset)
+{
+	const struct perf_event_header *rec = NULL;
+	struct perf_event_header h;
+	uint64_t off = 0;
+	int ret;
+
+	if (r->broken)
+		return -EBADMSG;
+	for (;;) {
+		size_t avail = r->d_len - r->d_pos;
+
+		if (avail >= sizeof(h)) {
+			memcpy(&h, r->dbuf + r->d_pos, sizeof(h));
+			if (h.size < sizeof(h))
+				return fail(r, r->d_rec_off, "record size %u inside COMPRESSED data is smaller than its header (type %u)",
+					    h.size, h.type);
+			if (h.type == PERFREC_RECORD_COMPRESSED)
+				return fail(r, r->d_rec_off, "COMPRESSED record nested inside COMPRESSED data");
+			if (h.size <= avail) {
+				memcpy(r->scratch, r->dbuf + r->d_pos, h.size);
+				r->d_pos += h.size;
+				*ret_rec = (const struct perf_event_header *)r->scratch;
+				if (ret_offset)
+					*ret_offset = r->d_rec_off;
+				return 1;
+			}
+		}
+		ret = next_file_record(r, &rec, &off);
+		if (ret <= 0) {
+			if (ret == 0 && avail && !r->salvage)
+				return fail(r, r->d_rec_off, "record cut at the end of the COMPRESSED data (%zu bytes left over)", avail);
+			return ret;
+		}
+		if (rec->type != PERFREC_RECORD_COMPRESSED || r->raw_compressed) {
+			if (avail)
+				return fail(r, r->d_rec_off, "record cut at the end of COMPRESSED data, followed by a plain record at %llu",
+					    (unsigned long long)off);
+			*ret_rec = rec;
+			if (ret_offset)
+				*ret_offset = off;
+			return 1;
+		}
+		ret = inflate(r, rec, off);
+		if (ret < 0)
+			return ret;
+	}
 }
 
 void perfrec_pdreader__rewind(struct perfrec_pdreader *r)
 {
 	r->pos = r->data_off;
+	r->d_len = r->d_pos = 0;
+	r->nr_frames = r->comp_in = r->decomp_out = r->max_decomp = 0;
+	perfrec_decompress__reset(r->dz);
 }
 
 const char *perfrec_pdreader__error(const struct perfrec_pdreader *r, uint64_t *ret_offset)
@@ -950,7 +1244,7 @@ int perfrec_pdreader__verify(struct perfrec_pdreader *r)
 				    (unsigned long long)r->by_id[i].id, r->by_id[i - 1].attr, r->by_id[i].attr);
 	if (r->hdr.event_types.size && !inside(r->hdr.event_types.offset, r->hdr.event_types.size, r->len))
 		return fail(r, 56, "event_types section runs past end of file");
-	ret = check_overlaps(r);
+	ret = r->pipe ? 0 : check_overlaps(r);
 	if (ret < 0)
 		return ret;
 	ret = check_features(r);
@@ -965,6 +1259,10 @@ int perfrec_pdreader__verify(struct perfrec_pdreader *r)
 		if (ret < 0)
 			break;
 	}
+	r->stats.by_type[PERFREC_RECORD_COMPRESSED] += r->nr_frames;
+	r->stats.compressed_in = r->comp_in;
+	r->stats.decompressed_out = r->decomp_out;
+	r->stats.max_decompressed = r->max_decomp;
 	perfrec_pdreader__rewind(r);
 	return ret < 0 ? ret : 0;
 }
@@ -1067,6 +1365,8 @@ void perfrec_pdreader__free(struct perfrec_pdreader *r)
 	free(r->ids_off);
 	free(r->by_id);
 	free(r->scratch);
+	free(r->dbuf);
+	perfrec_decompress__free(r->dz);
 	free(r->per_attr);
 	free(r->per_cpu);
 	free(r);

@@ -166,7 +166,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (!path)
 		return perfrecctl_usage("dump");
-	ret = perfrec_pdreader__open(path, &opts, &r);
+	/* "-": stdin, e.g. perfrecd -o - | perfrecctl dump - */
+	ret = strcmp(path, "-") ? perfrec_pdreader__open(path, &opts, &r) : perfrec_pdreader__open_fd(0, &opts, &r);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot open: %s\n", path, strerror(-ret));
 		return EXIT_USAGE;

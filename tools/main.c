@@ -14,6 +14,8 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "verify", "FILE...", "check perf.data files; exit 1 if any is unsound", cmd_verify },
 	{ "dump", "[--json] FILE", "show features, attrs, record counts and sample stats of a perf.data file", cmd_dump },
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
+	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
+	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
 };
 
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))

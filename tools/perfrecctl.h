@@ -23,6 +23,8 @@ struct perfrecctl_cmd {
 int cmd_verify(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_decompress(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
 
 /* Print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
 int perfrecctl_usage(const char *name);

@@ -29,7 +29,9 @@ int cmd_verify(int argc, char **argv)
 			fprintf(stderr, "perfrecctl verify: unknown option '%s'\n", argv[i]);
 			return perfrecctl_usage("verify");
 		}
-		ret = perfrec_pdreader__open(argv[i], &opts, &r);
+		/* "-": stdin (a pipe-mode stream, say) */
+		ret = strcmp(argv[i], "-") ? perfrec_pdreader__open(argv[i], &opts, &r)
+					   : perfrec_pdreader__open_fd(0, &opts, &r);
 		if (ret < 0) {
 			fprintf(stderr, "%s: cannot open: %s\n", argv[i], strerror(-ret));
 			rc = EXIT_USAGE;

@@ -5,6 +5,11 @@
  * is fed untrusted input (files from other hosts, files cut by a crash) and
  * must never read out of bounds; every failure names the problem and the file
  * offset where it was found.
+ *
+ * Pipe-mode data (perf record -o -, perfrecd -o -) reads the same way: attrs
+ * come from its HEADER_ATTR records and features from its HEADER_FEATURE
+ * records.  PERF_RECORD_COMPRESSED records are decompressed on the fly and
+ * the records inside them returned in their place.
  */
 #ifndef PERFREC_PDREADER_H
 #define PERFREC_PDREADER_H
@@ -24,6 +29,8 @@ struct perfrec_pdreader_opts {
 	size_t sz;
 	/* Accept data.size == 0 and walk to end of file (recovery of .tmp files). */
 	bool salvage;
+	/* Return PERF_RECORD_COMPRESSED records as they are, not their contents. */
+	bool raw_compressed;
 };
 
 /*
@@ -39,6 +46,11 @@ PERFREC_API int perfrec_pdreader__open(const char *path, const struct perfrec_pd
 PERFREC_API int perfrec_pdreader__open_mem(const void *buf, size_t len,
 					   const struct perfrec_pdreader_opts *opts,
 					   struct perfrec_pdreader **ret_reader);
+/* Read @fd (a pipe, stdin, a file) to its end and open that; @fd stays open. */
+PERFREC_API int perfrec_pdreader__open_fd(int fd, const struct perfrec_pdreader_opts *opts,
+					  struct perfrec_pdreader **ret_reader);
+/* True if the data is pipe-mode (16-byte header, attrs and features as records). */
+PERFREC_API bool perfrec_pdreader__is_pipe(const struct perfrec_pdreader *r);
 
 PERFREC_API const struct perfrec_file_header *perfrec_pdreader__header(const struct perfrec_pdreader *r);
 PERFREC_API size_t perfrec_pdreader__nr_attrs(const struct perfrec_pdreader *r);
@@ -52,7 +64,9 @@ PERFREC_API int perfrec_pdreader__feature(const struct perfrec_pdreader *r, int 
 
 /*
  * Next record of the data section: 1 with *ret_rec and its file offset, 0 at
- * the end, -EBADMSG on a bad record (see __error()).  *ret_rec points into
+ * the end, -EBADMSG on a bad record (see __error()).  A record from inside
+ * a COMPRESSED record comes from a scratch buffer valid until the next call,
+ * and its offset is the COMPRESSED record's.  *ret_rec points into
  * the file and stays valid while the reader lives, except for a record at an
  * offset that is not 8-aligned (never in files we write): that one is copied
  * to a scratch buffer valid until the next call.  In salvage mode the end of
@@ -86,6 +100,9 @@ struct perfrec_pdreader_stats {
 	const uint64_t *samples_per_cpu;  /* nr_cpus entries */
 	size_t nr_cpus;                   /* highest cpu seen + 1, at most 4096 */
 	uint64_t samples_other_cpu;       /* cpu >= 4096, or unknown */
+	/* COMPRESSED records: count in by_type[81]; payload bytes in, bytes out */
+	uint64_t compressed_in, decompressed_out;
+	uint64_t max_decompressed;        /* largest output of one COMPRESSED record */
 };
 
 /* Stats of the last __verify() (zeros before one); valid while @r lives. */

@@ -348,8 +348,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	if (IS("output", "on-rotate")) {
 		if (!*v) {
 			free(c->on_rotate);
-	free(c->user);
-	free(c->group);
 			c->on_rotate = NULL;
 			return 0;
 		}

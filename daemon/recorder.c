@@ -173,18 +173,28 @@ int recorder_disable(struct recorder *rec)
 	return perfrec_evlist__disable(rec->evlist);
 }
 
-/* Write errors (a full disk) cost data, not the daemon: log once per episode. */
+/*
+ * Write errors (a full disk) cost data, not the daemon: log once per
+ * episode.  A write into the writer's buffer can succeed while the disk is
+ * still full, so the episode ends only when data is known to be on disk: a
+ * checkpoint or a publish that succeeded (see write_ok()).
+ */
 static int note_write(struct recorder *rec, int r)
 {
 	if (r < 0 && !rec->write_error_logged) {
 		log_error("Cannot write %s: %s; dropping data until writes succeed again",
 			  rec->cur.path, strerror(-r));
 		rec->write_error_logged = true;
-	} else if (r >= 0 && rec->write_error_logged) {
-		log_notice("Writing %s again", rec->cur.path);
-		rec->write_error_logged = false;
 	}
 	return r;
+}
+
+static void write_ok(struct recorder *rec, const char *path)
+{
+	if (rec->write_error_logged) {
+		log_notice("Writing %s again", path);
+		rec->write_error_logged = false;
+	}
 }
 
 static int emit_synth(void *ctx, const struct perf_event_header *h)
@@ -463,6 +473,8 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
 		note_write(rec, r);
+	else
+		write_ok(rec, rec->cur.path);
 	return r;
 }
 
@@ -494,14 +506,18 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 	if (r >= 0)
 		r = perfrec_pdwriter__publish(o->w);
 	if (r < 0) {
-		/* The .tmp stays: it holds everything up to its last checkpoint. */
-		log_error("Cannot finish %s: %s; the partial file stays as %s.tmp", o->path,
-			  strerror(-r), o->path);
+		/* The .tmp stays: it holds everything up to its last checkpoint,
+		 * and the next start recovers it. */
+		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR,
+			"Cannot finish %s: %s; the partial file stays as %s.tmp", o->path,
+			strerror(-r), o->path);
+		rec->write_error_logged = true;
 		outfile_reset(o);
 		rec->have_file = false;
 		return r;
 	}
 	rec->files_published++;
+	write_ok(rec, o->path);
 	recorder_published(rec, o->path, o, false);
 	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
 		 o->path, o->samples, o->lost, o->bytes);

@@ -123,3 +123,19 @@ Test(config, missing_file_is_named)
 	cr_expect(strstr(err, "/nonexistent/perfrecd.conf") != NULL, "%s", err);
 	config_exit(&c);
 }
+
+Test(config, clearing_string_keys_frees_only_their_own_value)
+{
+	/* Found by fuzz-config: clearing on-rotate also freed user and group. */
+	struct config c;
+	char err[256] = "";
+
+	config_init(&c);
+	cr_assert_eq(config_load_string(&c,
+		"[service]\nuser=alice\ngroup=staff\n[output]\non-rotate=/bin/true\non-rotate=\n",
+		"t.conf", err, sizeof(err)), 0, "%s", err);
+	cr_expect_null(c.on_rotate);
+	cr_expect_str_eq(c.user, "alice");
+	cr_expect_str_eq(c.group, "staff");
+	config_exit(&c);
+}

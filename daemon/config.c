@@ -345,6 +345,25 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		c->max_files = u;
 		return 0;
 	}
+	if (IS("output", "compress")) {
+		bool b;
+		char *end;
+		long l;
+
+		/* A zstd level, or yes/no ("yes": level 3, perfrecd -z). */
+		errno = 0;
+		l = strtol(v, &end, 10);
+		if (end == v && parse_bool(v, &b) == 0) {
+			c->compress_level = b ? 3 : 0;
+			return 0;
+		}
+		if (errno || end == v || *end || l < 0 || l > 19) {
+			snprintf(err, errlen, "compress: '%s' is not a zstd level from 1 to 19 (0 or no: off)", v);
+			return -EINVAL;
+		}
+		c->compress_level = (int)l;
+		return 0;
+	}
 	if (IS("output", "on-rotate")) {
 		if (!*v) {
 			free(c->on_rotate);

@@ -35,6 +35,7 @@ struct config {
 	uint64_t max_bytes;
 	uint64_t max_age_usec;
 	char *on_rotate;          /* command run with each published file */
+	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
 	/* [service] */
 	char *user;               /* switch to this user after opening events */
 	char *group;              /* owner group of the output files */

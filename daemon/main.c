@@ -25,7 +25,10 @@ static void usage(FILE *f)
 		"Usage: perfrecd [OPTION]...\n"
 		"Record what every CPU is doing into perf.data files.\n\n"
 		"  -c, --config FILE      configuration file (default " DEFAULT_CONFIG " if present)\n"
-		"  -o, --output DIR       directory for the perf.data files\n"
+		"  -o, --output DIR       directory for the perf.data files; - streams pipe-mode\n"
+		"                         perf data to stdout (perfrecd -o - | perf report -i -)\n"
+		"  -z                     zstd-compress records at the default level (3)\n"
+		"      --compress LEVEL   zstd-compress records at LEVEL (1..19; 0: off)\n"
 		"  -e, --event EVENT      event to sample, as perf names it (repeatable;\n"
 		"                         replaces the configured list)\n"
 		"  -F, --freq HZ          sample at HZ per CPU\n"
@@ -67,6 +70,7 @@ static void print_config(const struct config *c)
 	printf("max-bytes=%" PRIu64 "\n", c->max_bytes);
 	printf("max-age=%" PRIu64 "s\n", c->max_age_usec / 1000000);
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
+	printf("compress=%d\n", c->compress_level);
 	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
 }
 
@@ -135,7 +139,7 @@ static int reload_config(struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN };
+enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS };
 
 int main(int argc, char **argv)
 {
@@ -150,6 +154,7 @@ int main(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "clockid", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "compress", required_argument, NULL, OPT_COMPRESS },
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -163,7 +168,7 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_open();
-	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gC:k:d:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gC:k:d:zvh", opts, NULL)) != -1) {
 		const char *section = "record", *key = NULL;
 
 		switch (c) {
@@ -177,6 +182,8 @@ int main(int argc, char **argv)
 		case 'C': key = "cpus"; break;
 		case 'k': key = "clockid"; break;
 		case 'd': key = "duration"; break;
+		case 'z': section = "output"; key = "compress"; optarg = "yes"; break;
+		case OPT_COMPRESS: section = "output"; key = "compress"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;

@@ -21,6 +21,7 @@
 #include "hook.h"
 #include "log.h"
 #include "manager.h"
+#include "pipeout.h"
 #include "privs.h"
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
@@ -71,10 +72,10 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	m->argv = argv;
 	m->epfd = m->sigfd = m->timerfd = -1;
 
-	r = ensure_directory(cfg->directory);
+	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : ensure_directory(cfg->directory);
 	if (r < 0)
-		return log_error_errno(r, "Output directory %s is not usable: %s", cfg->directory,
-				       strerror(-r));
+		return pipeout_enabled(cfg) ? r : log_error_errno(r, "Output directory %s is not usable: %s",
+								  cfg->directory, strerror(-r));
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -102,7 +103,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 		return log_error_errno(r, "Cannot watch the rings: %s", strerror(-r));
 
 	/* Events open, rings mapped: from here on only what rotation needs. */
-	r = privs_drop(cfg->user, cfg->group, cfg->directory);
+	r = privs_drop(cfg->user, cfg->group, pipeout_enabled(cfg) ? NULL : cfg->directory);
 	if (r < 0)
 		return r;
 	set_flush_timer(m);
@@ -228,6 +229,10 @@ static void handle_signals(struct manager *m)
 			m->stop = true;
 			break;
 		case SIGUSR2:
+			if (pipeout_enabled(m->cfg)) {
+				log_info("Ignoring SIGUSR2: a stream to stdout (-o -) does not rotate");
+				break;
+			}
 			if (recorder_rotate(&m->rec, &path) == 0)
 				log_debug("Rotated on SIGUSR2");
 			free(path);
@@ -264,7 +269,8 @@ int manager_run(struct manager *m)
 	uint64_t t0;
 	int r;
 
-	recorder_recover_leftovers(&m->rec);
+	if (!pipeout_enabled(m->cfg))
+		recorder_recover_leftovers(&m->rec);
 
 	/* Stamp the synthesized state before enabling: every ring record is newer. */
 	t0 = recorder_clock_ns(&m->rec);
@@ -277,7 +283,7 @@ int manager_run(struct manager *m)
 	if (m->cfg->duration_usec)
 		m->deadline_usec = now_usec() + m->cfg->duration_usec;
 	log_info("Recording %zu CPU%s into %s", m->rec.nr_rings, m->rec.nr_rings == 1 ? "" : "s",
-		 m->cfg->directory);
+		 pipeout_enabled(m->cfg) ? "stdout" : m->cfg->directory);
 	sd_notify(0, "READY=1");
 	notify_status(m);
 	if (sd_watchdog_enabled(0, &watchdog_usec) <= 0)

@@ -24,6 +24,7 @@
 
 #include "hook.h"
 #include "log.h"
+#include "pipeout.h"
 #include "recorder.h"
 #include "retention.h"
 
@@ -251,7 +252,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		outfile_reset(o);
 		return -ENOMEM;
 	}
-	r = perfrec_pdwriter__create(o->path, &o->w);
+	r = pipeout_new_writer(rec->cfg, o->path, rec->argc, rec->argv, o->start_clock_ns,
+			       o->start_wall_ns, &o->w);
 	if (r < 0) {
 		/* Retried every flush while the disk is full: say it once. */
 		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot create %s.tmp: %s",
@@ -428,7 +430,7 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 {
 	const struct config *c = rec->cfg;
 
-	if (!rec->have_file)
+	if (!rec->have_file || pipeout_enabled(c))
 		return false;
 	if (c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes)
 		return true;
@@ -503,6 +505,14 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 		log_warning("Build-id table not written to %s: %s", o->path, strerror(-r));
 
 	r = perfrec_pdwriter__finish(o->w);
+	pipeout_note_compression(o->w, o->path, &rec->compress);
+	if (pipeout_enabled(rec->cfg)) {
+		log_info("Wrote the stream to stdout: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
+			 " bytes of records%s", o->samples, o->lost, o->bytes, r < 0 ? " (cut short)" : "");
+		outfile_reset(o);
+		rec->have_file = false;
+		return r;
+	}
 	if (r >= 0)
 		r = perfrec_pdwriter__publish(o->w);
 	if (r < 0) {

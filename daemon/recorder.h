@@ -64,6 +64,8 @@ struct recorder {
 	bool write_error_logged;
 	int nr_open_failures;
 	uint64_t dropped_bytes;  /* drained but not written (disk full) */
+	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
+	struct perfrec_pdwriter_compress_stats compress;
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */

@@ -690,6 +690,10 @@ int perfrec_pdwriter__set_feature(struct perfrec_pdwriter *w, int feat, const vo
 		return -EINVAL;
 	if (w->finished)
 		return -EBUSY;
+	/* Same body again (the daemon re-adds host features at finish): nothing to resend. */
+	if (w->feats[feat].set && w->feats[feat].len == len &&
+	    (!len || !memcmp(w->feats[feat].data, data, len)))
+		return 0;
 	if (len) {
 		copy = malloc(len);
 		if (!copy)

@@ -177,6 +177,11 @@ void perfrec_compress__counters(const struct perfrec_compress *c, uint64_t *ret_
 		*ret_cpu_ns = c ? c->cpu_ns : 0;
 }
 
+size_t perfrec_compress__pending(const struct perfrec_compress *c)
+{
+	return c ? c->in_rec : 0;
+}
+
 int perfrec_compress__level(const struct perfrec_compress *c)
 {
 	return c ? c->level : 0;

@@ -78,6 +78,17 @@ struct perfrec_pdwriter {
 	int stream_err; /* sticky: the stream was cut */
 
 	struct perfrec_compress *zc; /* NULL: no compression */
+	/*
+	 * Compression cuts COMPRESSED records at record boundaries, so each
+	 * holds whole records (what perf itself writes, and what lets a crashed
+	 * file be recovered frame by frame): bytes of the current record still
+	 * to come, and its header while it arrives in pieces.  A stream whose
+	 * headers make no sense (not records) is then compressed as bytes.
+	 */
+	size_t rec_left;
+	unsigned char rec_hdr[8];
+	size_t rec_hdr_len;
+	bool rec_unsynced;
 };
 
 static uint64_t align8(uint64_t v)
@@ -603,6 +614,86 @@ static int emit_compressed(void *ctx, const void *rec, size_t len)
 	return data_out(ctx, &iov, 1, len);
 }
 
+/* Feed @len bytes at @p to the compressor. */
+static int feed(struct perfrec_pdwriter *w, const unsigned char *p, size_t len)
+{
+	struct iovec v = { .iov_base = (void *)p, .iov_len = len };
+
+	return perfrec_compress__feed(w->zc, &v, 1, emit_compressed, w);
+}
+
+/*
+ * Compress whole records: before a record that would take the pending
+ * COMPRESSED record past PERFREC_COMPRESS_CHUNK input bytes, close it.  Only
+ * a single record larger than that (rare: 60 KiB+) is split across two, which
+ * readers (perf's included) join again.
+ */
+static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
+{
+	int r;
+
+	if (w->rec_unsynced)
+		return perfrec_compress__feed(w->zc, iov, iovcnt, emit_compressed, w);
+	for (int i = 0; i < iovcnt; i++) {
+		const unsigned char *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		while (left) {
+			struct perf_event_header h;
+			size_t n;
+
+			if (w->rec_left) {
+				n = left < w->rec_left ? left : w->rec_left;
+				r = feed(w, p, n);
+				if (r < 0)
+					return r;
+				w->rec_left -= n;
+				p += n;
+				left -= n;
+				continue;
+			}
+			/* At a record start: get its header, maybe from several pieces. */
+			n = sizeof(h) - w->rec_hdr_len;
+			if (n > left)
+				n = left;
+			memcpy(w->rec_hdr + w->rec_hdr_len, p, n);
+			w->rec_hdr_len += n;
+			p += n;
+			left -= n;
+			if (w->rec_hdr_len < sizeof(h))
+				continue;
+			memcpy(&h, w->rec_hdr, sizeof(h));
+			w->rec_hdr_len = 0;
+			if (h.size < sizeof(h)) {
+				/* Not records after all: bytes from here on. */
+				w->rec_unsynced = true;
+				r = feed(w, w->rec_hdr, sizeof(h));
+				if (r == 0 && left)
+					r = feed(w, p, left);
+				if (r < 0)
+					return r;
+				for (int k = i + 1; k < iovcnt; k++) {
+					r = feed(w, iov[k].iov_base, iov[k].iov_len);
+					if (r < 0)
+						return r;
+				}
+				return 0;
+			}
+			if (perfrec_compress__pending(w->zc) &&
+			    perfrec_compress__pending(w->zc) + h.size > PERFREC_COMPRESS_CHUNK) {
+				r = perfrec_compress__flush(w->zc, emit_compressed, w);
+				if (r < 0)
+					return r;
+			}
+			r = feed(w, w->rec_hdr, sizeof(h));
+			if (r < 0)
+				return r;
+			w->rec_left = h.size - sizeof(h);
+		}
+	}
+	return 0;
+}
+
 int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -625,7 +716,7 @@ int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov
 	if (r < 0)
 		return r;
 	if (w->zc)
-		return perfrec_compress__feed(w->zc, iov, iovcnt, emit_compressed, w);
+		return compress_records(w, iov, iovcnt);
 	return data_out(w, iov, iovcnt, total);
 }
 

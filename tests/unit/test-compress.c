@@ -355,10 +355,35 @@ Test(compress, writer_levels_read_back_like_the_uncompressed_file)
 		cr_assert_eq(ra, 0);
 		perfrec_pdreader__free(z);
 
-		/* Raw view: only COMPRESSED records, each within header.size. */
+		/*
+		 * Raw view: only COMPRESSED records, and each one holds whole
+		 * records (no record cut between two), as perf writes them.
+		 */
 		cr_assert_eq(perfrec_pdreader__open(path, &raw, &z), 0);
-		while ((ra = perfrec_pdreader__next(z, &a, &off)) > 0)
-			cr_assert_eq(a->type, PERFREC_RECORD_COMPRESSED);
+		{
+			struct perfrec_decompress *d;
+			unsigned char *out = malloc(PERFREC_COMPRESS_CHUNK);
+
+			cr_assert_eq(perfrec_decompress__new(&d), 0);
+			while ((ra = perfrec_pdreader__next(z, &a, &off)) > 0) {
+				ssize_t got;
+				size_t p = 0;
+
+				cr_assert_eq(a->type, PERFREC_RECORD_COMPRESSED);
+				got = perfrec_decompress__frame(d, a + 1, a->size - 8u, out, PERFREC_COMPRESS_CHUNK);
+				cr_assert_gt(got, 0);
+				while (p + 8 <= (size_t)got) {
+					struct perf_event_header ih;
+
+					memcpy(&ih, out + p, 8);
+					cr_assert_geq(ih.size, 8);
+					p += ih.size;
+				}
+				cr_assert_eq(p, (size_t)got, "level %d: a record is cut at a COMPRESSED record's end", levels[i]);
+			}
+			perfrec_decompress__free(d);
+			free(out);
+		}
 		cr_assert_eq(ra, 0);
 		perfrec_pdreader__free(z);
 		unlink(path);

@@ -63,6 +63,9 @@ PERFREC_API void perfrec_compress__counters(const struct perfrec_compress *c, ui
 
 PERFREC_API int perfrec_compress__level(const struct perfrec_compress *c);
 
+/* Input bytes in the pending (not yet emitted) record. */
+PERFREC_API size_t perfrec_compress__pending(const struct perfrec_compress *c);
+
 PERFREC_API void perfrec_compress__free(struct perfrec_compress *c);
 
 PERFREC_API int perfrec_decompress__new(struct perfrec_decompress **ret_decompress);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <perfrec/buildid.h>
+#include <perfrec/compress.h>
 #include <perfrec/event.h>
 #include <perfrec/hostinfo.h>
 #include <perfrec/pdreader.h>
@@ -40,7 +41,72 @@ struct walk {
 	struct perfrec_buildid_table *bt;
 	struct perfrec_recover_stats st;
 	unsigned char scratch[65536]; /* a record at an unaligned offset */
+	/* COMPRESSED records (compress=): checked by what they hold */
+	struct perfrec_decompress *dz;
+	unsigned char *dbuf;    /* carried partial record + one record's output */
+	size_t dcap, carry;
+	uint64_t max_frame;     /* largest decompressed size of one record */
+	bool compressed;
 };
+
+/* Decompression buffer of a .tmp, which has no HEADER_COMPRESSED yet. */
+#define RECOVER_MMAP_LEN (528384u)
+
+static bool sound_record(struct walk *wk, const struct perf_event_header *rec);
+
+/*
+ * A COMPRESSED record is sound when it continues the zstd stream and the
+ * records inside are sound; a record cut at its end (one larger than a
+ * compressed chunk) is carried into the next one, as perf does.
+ */
+static bool sound_compressed(struct walk *wk, const struct perf_event_header *rec)
+{
+	const void *fb;
+	size_t flen, cap = RECOVER_MMAP_LEN, pos = 0;
+	ssize_t n;
+
+	if (perfrec_pdreader__feature(wk->r, PERFREC_FEAT_COMPRESSED, &fb, &flen) == 0 &&
+	    flen >= sizeof(struct perfrec_compressed_feature)) {
+		struct perfrec_compressed_feature cf;
+
+		memcpy(&cf, fb, sizeof(cf));
+		if (cf.mmap_len && cf.mmap_len <= (64u << 20))
+			cap = cf.mmap_len;
+	}
+	if (!wk->dz && perfrec_decompress__new(&wk->dz) < 0)
+		return false;
+	if (wk->dcap < cap + 65536) {
+		unsigned char *nb = realloc(wk->dbuf, cap + 65536);
+
+		if (!nb)
+			return false;
+		wk->dbuf = nb;
+		wk->dcap = cap + 65536;
+	}
+	n = perfrec_decompress__frame(wk->dz, rec + 1, rec->size - sizeof(*rec), wk->dbuf + wk->carry, cap);
+	if (n <= 0)
+		return false;
+	if ((uint64_t)n > wk->max_frame)
+		wk->max_frame = (uint64_t)n;
+	n += (ssize_t)wk->carry;
+	while ((size_t)n - pos >= sizeof(struct perf_event_header)) {
+		struct perf_event_header h;
+
+		memcpy(&h, wk->dbuf + pos, sizeof(h));
+		if (h.size < sizeof(h) || h.type == PERFREC_RECORD_COMPRESSED)
+			return false;
+		if (h.size > (size_t)n - pos)
+			break;
+		memcpy(wk->scratch, wk->dbuf + pos, h.size);
+		if (!sound_record(wk, (const struct perf_event_header *)wk->scratch))
+			return false;
+		pos += h.size;
+	}
+	wk->carry = (size_t)n - pos;
+	memmove(wk->dbuf, wk->dbuf + pos, wk->carry);
+	wk->compressed = true;
+	return true;
+}
 
 static bool any_feature(const struct perfrec_file_header *h)
 {
@@ -88,6 +154,8 @@ static bool sound_record(struct walk *wk, const struct perf_event_header *rec)
 
 	if (!kernel && !user)
 		return false;
+	if (rec->type == PERFREC_RECORD_COMPRESSED)
+		return sound_compressed(wk, rec);
 	if (rec->type == PERF_RECORD_SAMPLE) {
 		const struct perfrec_pdreader_attr *a = sample_attr(wk, rec);
 		struct perfrec_sample s;
@@ -132,8 +200,12 @@ static void walk_records(struct walk *wk)
 		struct perf_event_header h;
 
 		memcpy(&h, wk->buf + wk->pos, sizeof(h));
-		/* Every record perf or the kernel writes is a multiple of 8 bytes. */
-		if (h.size < sizeof(h) || h.size % 8 || h.size > wk->end - wk->pos)
+		/*
+		 * Every record perf or the kernel writes is a multiple of 8 bytes,
+		 * except COMPRESSED ones (zstd output has no padding).
+		 */
+		if (h.size < sizeof(h) || (h.size % 8 && h.type != PERFREC_RECORD_COMPRESSED) ||
+		    h.size > wk->end - wk->pos)
 			break;
 		if (wk->pos % 8) {
 			memcpy(wk->scratch, wk->buf + wk->pos, h.size);
@@ -286,6 +358,18 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 	r = perfrec_buildid_table__add_feature(wk->bt, w);
 	if (r < 0)
 		goto fail;
+	if (wk->compressed) {
+		/* A .tmp has no HEADER_COMPRESSED yet; readers need its mmap_len. */
+		struct perfrec_compressed_feature cf = {
+			.type = PERFREC_COMP_ZSTD,
+			.mmap_len = wk->max_frame > PERFREC_COMPRESS_CHUNK ? (uint32_t)wk->max_frame
+									   : PERFREC_COMPRESS_CHUNK,
+		};
+
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
+		if (r < 0)
+			goto fail;
+	}
 	/*
 	 * A damaged finished file may still carry its own features: they describe
 	 * the host and run that recorded it, so they win over ours.  EVENT_DESC
@@ -379,6 +463,8 @@ int perfrec_recover__file(const char *src, const char *dst, const struct perfrec
 		*ret_stats = wk->st;
 out:
 	if (wk) {
+		perfrec_decompress__free(wk->dz);
+		free(wk->dbuf);
 		perfrec_buildid_table__free(wk->bt);
 		perfrec_pdreader__free(wk->r);
 		free(wk);

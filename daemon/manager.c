@@ -252,14 +252,16 @@ static void handle_signals(struct manager *m)
 static void notify_status(struct manager *m)
 {
 	uint64_t samples = 0, lost = 0;
+	char zs[96];
 
 	for (size_t i = 0; i < m->rec.nr_rings; i++) {
 		samples += m->rec.total[i].samples;
 		lost += m->rec.total[i].lost + m->rec.total[i].lost_samples;
 	}
+	pipeout_compress_status(&m->rec.compress, m->rec.have_file ? m->rec.cur.w : NULL, zs, sizeof(zs));
 	sd_notifyf(0, "STATUS=Recording %zu CPUs: %" PRIu64 " samples, %" PRIu64
-		   " lost, %" PRIu64 " files published", m->rec.nr_rings, samples, lost,
-		   m->rec.files_published);
+		   " lost, %" PRIu64 " files published%s", m->rec.nr_rings, samples, lost,
+		   m->rec.files_published, zs);
 }
 
 int manager_run(struct manager *m)

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,6 +49,24 @@ void pipeout_note_compression(const struct perfrec_pdwriter *w, const char *path
 	log_info("Compressed %s: %" PRIu64 " -> %" PRIu64 " bytes (ratio %.2f) in %" PRIu64
 		 " COMPRESSED records, %.1f ms CPU", path, st.bytes_in, st.bytes_out,
 		 (double)st.bytes_in / (double)st.bytes_out, st.nr_frames, (double)st.cpu_ns / 1e6);
+}
+
+void pipeout_compress_status(const struct perfrec_pdwriter_compress_stats *done,
+			     const struct perfrec_pdwriter *cur, char *buf, size_t len)
+{
+	struct perfrec_pdwriter_compress_stats st;
+	uint64_t in, out, ns;
+
+	perfrec_pdwriter__compress_stats(cur, &st);
+	in = done->bytes_in + st.bytes_in;
+	out = done->bytes_out + st.bytes_out;
+	ns = done->cpu_ns + st.cpu_ns;
+	if (!out) {
+		if (len)
+			buf[0] = 0;
+		return;
+	}
+	snprintf(buf, len, ", compressed %.1fx using %" PRIu64 " ms CPU", (double)in / (double)out, ns / 1000000);
 }
 
 int pipeout_new_writer(const struct config *c, const char *path, int argc, char **argv,

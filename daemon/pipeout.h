@@ -39,4 +39,12 @@ int pipeout_new_writer(const struct config *c, const char *path, int argc, char 
 void pipeout_note_compression(const struct perfrec_pdwriter *w, const char *path,
 			      struct perfrec_pdwriter_compress_stats *totals);
 
+/*
+ * Compression so far (@done: finished files; @cur: the file in progress, or
+ * NULL) as ", compressed RATIOx using N ms CPU" for status lines; "" when
+ * nothing was compressed.
+ */
+void pipeout_compress_status(const struct perfrec_pdwriter_compress_stats *done,
+			     const struct perfrec_pdwriter *cur, char *buf, size_t len);
+
 #endif

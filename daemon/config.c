@@ -29,6 +29,8 @@ void config_init(struct config *c)
 	c->checkpoint_usec = 5000000;
 	c->directory = strdup("/var/lib/perfrecd");
 	c->prefix = strdup("perfrecd");
+	c->history_usec = CONFIG_HISTORY_DEFAULT;
+	c->history_max = 256ULL << 20;
 }
 
 void config_clear_events(struct config *c)
@@ -362,6 +364,30 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 			return -EINVAL;
 		}
 		c->compress_level = (int)l;
+		return 0;
+	}
+	if (IS("output", "mode")) {
+		if (strcmp(v, "continuous") && strcmp(v, "flight")) {
+			snprintf(err, errlen, "mode: '%s' is neither continuous nor flight", v);
+			return -EINVAL;
+		}
+		c->mode = strcmp(v, "flight") == 0 ? CONFIG_MODE_FLIGHT : CONFIG_MODE_CONTINUOUS;
+		return 0;
+	}
+	if (IS("output", "history")) {
+		if (parse_duration(v, &u) < 0) {
+			snprintf(err, errlen, "history: '%s' is not a duration (like 5min; 0: none)", v);
+			return -EINVAL;
+		}
+		c->history_usec = u;
+		return 0;
+	}
+	if (IS("output", "history-max")) {
+		if (parse_size(v, &u) < 0 || u < (1ULL << 20)) {
+			snprintf(err, errlen, "history-max: '%s' is not a size of at least 1M (like 256M)", v);
+			return -EINVAL;
+		}
+		c->history_max = u;
 		return 0;
 	}
 	if (IS("output", "on-rotate")) {

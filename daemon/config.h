@@ -12,6 +12,10 @@
 
 #define CONFIG_MAX_EVENTS 32
 
+enum { CONFIG_MODE_CONTINUOUS, CONFIG_MODE_FLIGHT };
+/* history= not set: 5min in flight mode, none in continuous mode. */
+#define CONFIG_HISTORY_DEFAULT UINT64_MAX
+
 struct config {
 	/* [record] */
 	char *events[CONFIG_MAX_EVENTS];
@@ -36,6 +40,9 @@ struct config {
 	uint64_t max_age_usec;
 	char *on_rotate;          /* command run with each published file */
 	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
+	int mode;                 /* CONFIG_MODE_*: flight writes only snapshots */
+	uint64_t history_usec;    /* snapshot history window; CONFIG_HISTORY_DEFAULT: by mode */
+	uint64_t history_max;     /* memory cap of the history */
 	/* [service] */
 	char *user;               /* switch to this user after opening events */
 	char *group;              /* owner group of the output files */

@@ -29,6 +29,10 @@ static void usage(FILE *f)
 		"                         perf data to stdout (perfrecd -o - | perf report -i -)\n"
 		"  -z                     zstd-compress records at the default level (3)\n"
 		"      --compress LEVEL   zstd-compress records at LEVEL (1..19; 0: off)\n"
+		"      --mode MODE        continuous (default) or flight: keep history in memory,\n"
+		"                         write it only on SIGUSR2 / Snapshot\n"
+		"      --history TIME     history kept for snapshots (flight default 5min; 0: none)\n"
+		"      --history-max SIZE memory cap of the history (default 256M)\n"
 		"  -e, --event EVENT      event to sample, as perf names it (repeatable;\n"
 		"                         replaces the configured list)\n"
 		"  -F, --freq HZ          sample at HZ per CPU\n"
@@ -42,7 +46,8 @@ static void usage(FILE *f)
 		"  -v, --verbose          more log output\n"
 		"  -h, --help             this text\n"
 		"      --version          print the version\n\n"
-		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates.\n");
+		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates\n"
+		"(in flight mode: writes a snapshot).\n");
 }
 
 static void print_config(const struct config *c)
@@ -71,6 +76,12 @@ static void print_config(const struct config *c)
 	printf("max-age=%" PRIu64 "s\n", c->max_age_usec / 1000000);
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
 	printf("compress=%d\n", c->compress_level);
+	printf("mode=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "flight" : "continuous");
+	if (c->history_usec == CONFIG_HISTORY_DEFAULT)
+		printf("history=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0");
+	else
+		printf("history=%" PRIu64 "ms\n", c->history_usec / 1000);
+	printf("history-max=%" PRIu64 "\n", c->history_max);
 	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
 }
 
@@ -139,7 +150,8 @@ static int reload_config(struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS };
+enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS,
+       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX };
 
 int main(int argc, char **argv)
 {
@@ -155,6 +167,9 @@ int main(int argc, char **argv)
 		{ "clockid", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "compress", required_argument, NULL, OPT_COMPRESS },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "history", required_argument, NULL, OPT_HISTORY },
+		{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -184,6 +199,9 @@ int main(int argc, char **argv)
 		case 'd': key = "duration"; break;
 		case 'z': section = "output"; key = "compress"; optarg = "yes"; break;
 		case OPT_COMPRESS: section = "output"; key = "compress"; break;
+		case OPT_MODE: section = "output"; key = "mode"; break;
+		case OPT_HISTORY: section = "output"; key = "history"; break;
+		case OPT_HISTORY_MAX: section = "output"; key = "history-max"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;

@@ -23,6 +23,7 @@
 #include "manager.h"
 #include "pipeout.h"
 #include "privs.h"
+#include "snapshot.h"
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
 
@@ -133,7 +134,9 @@ static bool events_changed(const struct config *a, const struct config *b)
 	if (a->nr_events != b->nr_events || a->freq != b->freq || a->period != b->period ||
 	    a->callchain != b->callchain || a->clockid != b->clockid ||
 	    a->mmap_bytes != b->mmap_bytes || a->context_switch != b->context_switch ||
-	    !streq(a->cpus, b->cpus))
+	    !streq(a->cpus, b->cpus) ||
+	    /* the recorder keeps the history: a new mode or window starts afresh */
+	    a->mode != b->mode || a->history_usec != b->history_usec || a->history_max != b->history_max)
 		return true;
 	for (size_t i = 0; i < a->nr_events; i++)
 		if (strcmp(a->events[i], b->events[i]) != 0)
@@ -211,7 +214,8 @@ static void reload(struct manager *m)
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);
-	recorder_start_file(&m->rec, t0);
+	if (!snapshot_flight_mode(m->cfg))
+		recorder_start_file(&m->rec, t0);
 	log_info("Configuration reloaded; events reopened");
 	sd_notify(0, "READY=1");
 }
@@ -231,6 +235,10 @@ static void handle_signals(struct manager *m)
 		case SIGUSR2:
 			if (pipeout_enabled(m->cfg)) {
 				log_info("Ignoring SIGUSR2: a stream to stdout (-o -) does not rotate");
+				break;
+			}
+			if (snapshot_flight_mode(m->cfg)) {
+				recorder_snapshot_publish(&m->rec, NULL);
 				break;
 			}
 			if (recorder_rotate(&m->rec, &path) == 0)
@@ -279,7 +287,8 @@ int manager_run(struct manager *m)
 	r = recorder_enable(&m->rec);
 	if (r < 0)
 		return r;
-	r = recorder_start_file(&m->rec, t0);
+	/* Flight mode writes nothing until a snapshot is asked for. */
+	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	if (r < 0)
 		return r;
 	if (m->cfg->duration_usec)
@@ -324,7 +333,7 @@ int manager_run(struct manager *m)
 		}
 		if (drain)
 			recorder_drain(&m->rec);
-		if (!m->rec.have_file && drain) {
+		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg)) {
 			/* The last file could not be started (disk full?): try again. */
 			if (recorder_start_file(&m->rec, 0) == 0)
 				log_notice("Recording again into %s.tmp", m->rec.cur.path);

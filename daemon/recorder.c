@@ -27,6 +27,7 @@
 #include "pipeout.h"
 #include "recorder.h"
 #include "retention.h"
+#include "snapshot.h"
 
 uint64_t now_usec(void)
 {
@@ -157,7 +158,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
-	return 0;
+	return snapshot_open(rec);
 }
 
 int recorder_enable(struct recorder *rec)
@@ -365,8 +366,10 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 	avail = perfrec_ring__begin(ring, &b);
 	if (avail <= 0)
 		return 0;
-	while ((r = perfrec_ring__next(ring, &b, &h)) > 0)
+	while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
 		inspect(rec, idx, h);
+		snapshot_note(rec, idx, h);
+	}
 	if (r < 0) {
 		rec->cur.cpu[idx].corrupt++;
 		rec->total[idx].corrupt++;
@@ -400,6 +403,8 @@ int recorder_drain(struct recorder *rec)
 	uint64_t written = 0;
 	int r = 0;
 
+	if (snapshot_flight_mode(rec->cfg))
+		return snapshot_drain(rec);
 	if (!rec->have_file) {
 		/* No file to write to (it could not be created): keep the rings
 		 * flowing so the kernel does not stall, and count what is lost. */
@@ -620,6 +625,7 @@ void recorder_close(struct recorder *rec)
 		rec->cur.w = NULL;
 		outfile_reset(&rec->cur);
 	}
+	snapshot_close(rec);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
 	perfrec_cpumap__free(rec->cpus);

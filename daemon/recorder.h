@@ -66,6 +66,10 @@ struct recorder {
 	uint64_t dropped_bytes;  /* drained but not written (disk full) */
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
+	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */
+	struct history *history;
+	uint64_t *history_last;  /* per ring: time of the last record kept */
+	uint64_t history_dropped;
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */

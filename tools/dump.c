@@ -16,6 +16,62 @@
 
 #include "perfrecctl.h"
 
+/*
+ * PERFREC_FEAT_SPANS (flight-recorder snapshots): which span of time each
+ * CPU's records cover.  Returns the entries (borrowed) and their count, or
+ * -ENOENT / -EBADMSG.
+ */
+static int spans(const struct perfrec_pdreader *r, const struct perfrec_spans_feature **ret_hdr,
+		 const struct perfrec_cpu_span **ret_cpus)
+{
+	const struct perfrec_spans_feature *hdr;
+	const void *data;
+	size_t len;
+	int n = perfrec_pdreader__feature(r, PERFREC_FEAT_SPANS, &data, &len);
+
+	if (n < 0)
+		return n;
+	hdr = data;
+	if (len < sizeof(*hdr) || (len - sizeof(*hdr)) / sizeof(**ret_cpus) < hdr->nr)
+		return -EBADMSG;
+	*ret_hdr = hdr;
+	*ret_cpus = (const struct perfrec_cpu_span *)(hdr + 1);
+	return (int)hdr->nr;
+}
+
+static int spans_text(const struct perfrec_pdreader *r, char *buf, size_t len)
+{
+	const struct perfrec_spans_feature *hdr;
+	const struct perfrec_cpu_span *c;
+	uint64_t common_first = 0, common_last = UINT64_MAX;
+	int n = spans(r, &hdr, &c);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		if (!c[i].samples)
+			continue;
+		if (c[i].first_time > common_first)
+			common_first = c[i].first_time;
+		if (c[i].last_time < common_last)
+			common_last = c[i].last_time;
+	}
+	return snprintf(buf, len, "window %.3f s, snapshot at %llu, %d CPUs, covered by all %.3f s",
+			(double)hdr->window_ns / 1e9, (unsigned long long)hdr->snapshot_time, n,
+			common_last > common_first && common_last != UINT64_MAX ?
+			(double)(common_last - common_first) / 1e9 : 0.0);
+}
+
+static int feature_text(const struct perfrec_pdreader *r, int f, char *buf, size_t len)
+{
+	return f == PERFREC_FEAT_SPANS ? spans_text(r, buf, len) : perfrec_pdreader__feature_text(r, f, buf, len);
+}
+
+static const char *feature_name(int f)
+{
+	return f == PERFREC_FEAT_SPANS ? "PERFREC_SPANS" : perfrec_pdreader__feature_name(f);
+}
+
 static void dump_text(struct perfrec_pdreader *r, const char *path, int vret)
 {
 	const struct perfrec_pdreader_stats *st = perfrec_pdreader__stats(r);
@@ -28,11 +84,22 @@ static void dump_text(struct perfrec_pdreader *r, const char *path, int vret)
 	       (unsigned long long)h->data.size);
 	printf("features:\n");
 	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
-		int n = perfrec_pdreader__feature_text(r, f, buf, sizeof(buf));
+		int n = feature_text(r, f, buf, sizeof(buf));
 
 		if (n == -ENOENT)
 			continue;
-		printf("  %-14s %s\n", perfrec_pdreader__feature_name(f), n < 0 ? "(malformed)" : buf);
+		printf("  %-14s %s\n", feature_name(f), n < 0 ? "(malformed)" : buf);
+	}
+	{
+		const struct perfrec_spans_feature *sh;
+		const struct perfrec_cpu_span *c;
+		int n = spans(r, &sh, &c);
+
+		for (int i = 0; i < n; i++)
+			printf("    cpu %-4u %llu .. %llu (%.3f s, %llu samples)\n", c[i].cpu,
+			       (unsigned long long)c[i].first_time, (unsigned long long)c[i].last_time,
+			       (double)(c[i].last_time - c[i].first_time) / 1e9,
+			       (unsigned long long)c[i].samples);
 	}
 	printf("events:\n");
 	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(r); i++) {
@@ -85,13 +152,31 @@ static void dump_json(struct perfrec_pdreader *r, const char *path, int vret)
 
 	json_object_object_add(o, "file", json_object_new_string(path));
 	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
-		int n = perfrec_pdreader__feature_text(r, f, buf, sizeof(buf));
+		int n = feature_text(r, f, buf, sizeof(buf));
 
 		if (n != -ENOENT)
-			json_object_object_add(feats, perfrec_pdreader__feature_name(f),
+			json_object_object_add(feats, feature_name(f),
 					       n < 0 ? NULL : json_object_new_string(buf));
 	}
 	json_object_object_add(o, "features", feats);
+	{
+		const struct perfrec_spans_feature *sh;
+		const struct perfrec_cpu_span *c;
+		int n = spans(r, &sh, &c);
+		json_object *arr = n >= 0 ? json_object_new_array() : NULL;
+
+		for (int i = 0; i < n; i++) {
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "cpu", json_object_new_int64(c[i].cpu));
+			json_object_object_add(e, "first_time", json_object_new_uint64(c[i].first_time));
+			json_object_object_add(e, "last_time", json_object_new_uint64(c[i].last_time));
+			json_object_object_add(e, "samples", json_object_new_uint64(c[i].samples));
+			json_object_array_add(arr, e);
+		}
+		if (arr)
+			json_object_object_add(o, "cpu_spans", arr);
+	}
 	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(r); i++) {
 		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(r, i);
 		json_object *e = json_object_new_object(), *ids = json_object_new_array();

@@ -72,7 +72,28 @@ enum perfrec_feature {
 	PERFREC_FEAT_HYBRID_TOPOLOGY = 30,
 	PERFREC_FEAT_PMU_CAPS = 31,
 	PERFREC_FEAT_LAST_KNOWN = 31,
+	/*
+	 * perfrecd's own: the span of time each CPU's records cover in a
+	 * flight-recorder snapshot.  The top bit, far from perf's numbering;
+	 * perf and perfparser skip feature bits they do not know.  Body:
+	 * struct perfrec_spans_feature then nr x struct perfrec_cpu_span.
+	 */
+	PERFREC_FEAT_SPANS = 255,
 	PERFREC_FEAT_BITS = 256,
+};
+
+struct perfrec_spans_feature {
+	uint32_t nr;           /* entries that follow */
+	uint32_t reserved;
+	uint64_t window_ns;    /* history window asked for (0: unbounded) */
+	uint64_t snapshot_time;/* recording clock when the snapshot was taken */
+};
+
+struct perfrec_cpu_span {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t first_time, last_time; /* of the CPU's samples written; 0,0: none */
+	uint64_t samples;
 };
 
 /* User-space record types (perf's util/event.h), beyond the kernel's. */

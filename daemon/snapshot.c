@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Flight-recorder snapshots (see snapshot.h).  The rings are drained
+ * continuously, as in continuous mode, into a per-CPU time-indexed history
+ * rather than relying on write_backward overwrite rings: a busy CPU's ring
+ * wraps long before an idle one's, so only user-space chunks evicted by time
+ * give every CPU the same window.
+ *
+ * Symbolization: the /proc state of live processes is synthesized at
+ * snapshot time (stamped before the oldest record), and the maps, comms and
+ * forks the kernel reported are kept in the history's side-band store when
+ * their chunk leaves the window, so exited processes and maps that predate
+ * the window resolve too.
+ *
+ * Draining does not stop for long while a snapshot is written: every few
+ * MiB the rings are drained into the (frozen, append-only) history.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "history.h"
+#include "log.h"
+#include "recorder.h"
+#include "snapshot.h"
+
+#define DEFAULT_FLIGHT_WINDOW_NS (5ULL * 60 * 1000000000)
+/* Drain the rings after this many bytes of snapshot output. */
+#define DRAIN_EVERY_BYTES (4u << 20)
+
+bool snapshot_flight_mode(const struct config *c)
+{
+	return c->mode == CONFIG_MODE_FLIGHT;
+}
+
+uint64_t snapshot_window_ns(const struct config *c)
+{
+	if (c->history_usec != CONFIG_HISTORY_DEFAULT)
+		return c->history_usec * 1000;
+	return snapshot_flight_mode(c) ? DEFAULT_FLIGHT_WINDOW_NS : 0;
+}
+
+int snapshot_open(struct recorder *rec)
+{
+	struct history_opts ho = { 0 };
+	int r;
+
+	ho.window_ns = snapshot_window_ns(rec->cfg);
+	if (!ho.window_ns)
+		return 0;
+	ho.nr_cpus = rec->nr_rings;
+	ho.max_bytes = rec->cfg->history_max;
+	r = history_new(&ho, &rec->history);
+	if (r < 0)
+		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
+	rec->history_last = calloc(rec->nr_rings, sizeof(*rec->history_last));
+	if (!rec->history_last)
+		return -ENOMEM;
+	return 0;
+}
+
+void snapshot_close(struct recorder *rec)
+{
+	history_free(rec->history);
+	rec->history = NULL;
+	free(rec->history_last);
+	rec->history_last = NULL;
+}
+
+static const struct id_format *lookup(const struct recorder *rec, const struct perf_event_header *h)
+{
+	uint64_t id;
+	size_t lo = 0, hi = rec->nr_ids;
+
+	if (perfrec_event__identifier(h, &id) < 0)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rec->ids[mid].id == id)
+			return &rec->ids[mid];
+		if (rec->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* A record's time from its sample or sample_id trailer; 0 if it has none. */
+static uint64_t record_time(const struct recorder *rec, const struct perf_event_header *h,
+			    struct perfrec_sample *s)
+{
+	const struct id_format *f = lookup(rec, h);
+	struct perfrec_sample_id sid;
+
+	memset(s, 0, sizeof(*s));
+	if (!f)
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE)
+		return perfrec_sample__parse(h, f->sample_type, f->read_format, s) < 0 ? 0 : s->time;
+	if (perfrec_sample_id__parse(h, f->sample_type, &sid) < 0)
+		return 0;
+	s->pid = sid.pid;
+	return sid.time;
+}
+
+void snapshot_note(struct recorder *rec, size_t ring, const struct perf_event_header *h)
+{
+	struct perfrec_sample s;
+	uint64_t t;
+
+	if (!rec->history)
+		return;
+	t = record_time(rec, h, &s);
+	/* A record without a time keeps its place in the ring's order. */
+	if (t < rec->history_last[ring])
+		t = rec->history_last[ring];
+	rec->history_last[ring] = t;
+	if (history_add(rec->history, ring, h, t) < 0)
+		rec->history_dropped++;
+}
+
+int snapshot_drain(struct recorder *rec)
+{
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
+		const struct perf_event_header *h;
+		struct perfrec_ring_batch b;
+		uint64_t v;
+		int r;
+
+		if (perfrec_ring__begin(ring, &b) <= 0) {
+			perfrec_ring__commit(ring, &b);
+			continue;
+		}
+		while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
+			const unsigned char *p = (const unsigned char *)h;
+
+			if (h->type == PERF_RECORD_SAMPLE)
+				rec->total[i].samples++;
+			else if (h->type == PERF_RECORD_LOST && h->size >= 24 && (memcpy(&v, p + 16, 8), 1))
+				rec->total[i].lost += v;
+			else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= 16 && (memcpy(&v, p + 8, 8), 1))
+				rec->total[i].lost_samples += v;
+			rec->total[i].bytes += h->size;
+			snapshot_note(rec, i, h);
+		}
+		if (r < 0) {
+			rec->total[i].corrupt++;
+			log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
+				    perfrec_evlist__ring_cpu(rec->evlist, i), b.skip);
+		}
+		perfrec_ring__commit(ring, &b);
+	}
+	history_trim(rec->history, recorder_clock_ns(rec));
+	return 0;
+}
+
+struct snap {
+	struct recorder *rec;
+	struct perfrec_pdwriter *w;
+	struct perfrec_buildid_table *buildids;
+	uint64_t since_drain;
+	uint64_t max_time;      /* records newer than the snapshot are left for the next */
+	struct perfrec_cpu_span *span; /* the CPU being written */
+	uint64_t samples, first, last;
+	int err;
+};
+
+static int emit(void *ctx, const struct perf_event_header *h)
+{
+	struct snap *s = ctx;
+	int r;
+
+	if (h->type == PERF_RECORD_MMAP2)
+		perfrec_buildid_table__note_mmap2(s->buildids, h);
+	r = perfrec_pdwriter__write(s->w, h, h->size);
+	if (r < 0)
+		return r;
+	s->since_drain += h->size;
+	if (s->since_drain >= DRAIN_EVERY_BYTES) {
+		/* Keep the rings flowing; the frozen history only grows meanwhile. */
+		s->since_drain = 0;
+		recorder_drain(s->rec);
+	}
+	return 0;
+}
+
+static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
+{
+	struct snap *s = ctx;
+	struct perfrec_sample smp;
+
+	if (t > s->max_time)
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		record_time(s->rec, h, &smp);
+		perfrec_buildid_table__note_sample_pid(s->buildids, smp.pid,
+			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		s->samples++;
+		if (s->span) {
+			if (!s->span->samples || t < s->span->first_time)
+				s->span->first_time = t;
+			if (t > s->span->last_time)
+				s->span->last_time = t;
+			s->span->samples++;
+		}
+		if (!s->first || t < s->first)
+			s->first = t;
+		if (t > s->last)
+			s->last = t;
+	}
+	return emit(ctx, h);
+}
+
+static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct snap s = { .rec = rec, .w = w };
+	struct perfrec_spans_feature *sf = NULL;
+	struct history_span hs;
+	struct timespec ts;
+	uint64_t now, window, min_time = 0, oldest = UINT64_MAX;
+	size_t sf_len;
+	int r;
+
+	now = recorder_clock_ns(rec);
+	window = snapshot_window_ns(rec->cfg);
+	history_trim(rec->history, now);
+	if (window && now > window)
+		min_time = now - window;
+	s.max_time = now;
+
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		if (r < 0)
+			return r;
+	}
+	r = perfrec_buildid_table__new(&s.buildids);
+	if (r < 0)
+		return r;
+	sf_len = sizeof(*sf) + rec->nr_rings * sizeof(struct perfrec_cpu_span);
+	sf = calloc(1, sf_len);
+	if (!sf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	sf->nr = (uint32_t)rec->nr_rings;
+	sf->window_ns = window;
+	sf->snapshot_time = now;
+
+	/* Synthesized state must sort before every record the snapshot holds. */
+	history_sideband_span(rec->history, &hs);
+	if (hs.records && hs.first_time < oldest)
+		oldest = hs.first_time;
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		history_span(rec->history, i, &hs);
+		if (hs.records && hs.first_time < oldest)
+			oldest = hs.first_time;
+	}
+	if (oldest == UINT64_MAX || oldest > now)
+		oldest = now;
+
+	history_freeze(rec->history, true);
+	so.sample_type = rec->sideband_sample_type;
+	so.id = rec->sideband_id;
+	so.time = oldest > 1 ? oldest - 1 : oldest;
+	so.build_ids = true;
+	r = perfrec_synth__kernel(&so, emit, &s);
+	if (r < 0 && r != -EPERM)
+		goto out;
+	r = perfrec_synth__tasks(&so, emit, &s);
+	if (r < 0)
+		goto out;
+	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
+	if (r < 0)
+		goto out;
+	r = history_foreach_sideband(rec->history, emit_timed, &s);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		struct perfrec_cpu_span *cs = (struct perfrec_cpu_span *)(sf + 1) + i;
+
+		cs->cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
+		s.span = cs;
+		r = history_foreach(rec->history, i, min_time, emit_timed, &s);
+		if (r < 0)
+			goto out;
+	}
+	s.span = NULL;
+	/* One round: readers sort the whole snapshot by time before using it. */
+	r = perfrec_pdwriter__write(w, &round, sizeof(round));
+	if (r < 0)
+		goto out;
+
+	ho.argc = rec->argc;
+	ho.argv = rec->argv;
+	ho.clockid = rec->cfg->clockid;
+	ho.clock_ns = now;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ho.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	ho.first_sample_time = s.first;
+	ho.last_sample_time = s.last;
+	r = perfrec_hostinfo__add_features(w, &ho);
+	if (r < 0)
+		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
+	r = perfrec_buildid_table__add_feature(s.buildids, w);
+	if (r < 0)
+		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
+	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
+	if (r < 0)
+		goto out;
+	r = perfrec_pdwriter__finish(w);
+	if (r >= 0)
+		r = s.samples > INT32_MAX ? INT32_MAX : (int)s.samples;
+out:
+	history_freeze(rec->history, false);
+	history_trim(rec->history, recorder_clock_ns(rec));
+	perfrec_buildid_table__free(s.buildids);
+	if (r >= 0) {
+		for (size_t i = 0; i < rec->nr_rings; i++) {
+			const struct perfrec_cpu_span *cs = (const struct perfrec_cpu_span *)(sf + 1) + i;
+
+			log_debug("  snapshot CPU %u: %" PRIu64 " samples, %.3f s", cs->cpu, cs->samples,
+				  cs->samples ? (double)(cs->last_time - cs->first_time) / 1e9 : 0.0);
+		}
+	}
+	free(sf);
+	return r;
+}
+
+int recorder_snapshot(struct recorder *rec, int fd)
+{
+	struct perfrec_pdwriter *w = NULL;
+	struct stat st;
+	int r;
+
+	if (!rec->history)
+		return -ENODATA;
+	recorder_drain(rec);
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode)) {
+		struct perfrec_pdwriter_opts o = { .sz = sizeof(o), .compress_level = rec->cfg->compress_level };
+
+		r = perfrec_pdwriter__new(fd, &o, &w);
+	} else {
+		struct perfrec_pdwriter_pipe_opts o = { .sz = sizeof(o) };
+
+		r = perfrec_pdwriter__new_pipe(fd, &o, &w);
+	}
+	if (r < 0)
+		return r;
+	r = write_snapshot(rec, w);
+	perfrec_pdwriter__free(w, false);
+	return r;
+}
+
+int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
+{
+	struct perfrec_pdwriter *w = NULL;
+	struct outfile o = { 0 };
+	struct timespec ts;
+	char stamp[64];
+	struct tm tm;
+	time_t secs;
+	char *path;
+	int r;
+
+	if (!rec->history) {
+		log_error("Snapshot refused: no history is kept (set history= or mode=flight)");
+		return -ENODATA;
+	}
+	recorder_drain(rec);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	secs = ts.tv_sec;
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	/* Named like rotated files, so retention counts snapshots too. */
+	if (asprintf(&path, "%s/%s-%s-%s.%03luZ-%06" PRIu64 "-snapshot.data", rec->cfg->directory,
+		     rec->cfg->prefix, rec->hostname, stamp, (unsigned long)(ts.tv_nsec / 1000000),
+		     ++rec->seq) < 0)
+		return -ENOMEM;
+	r = perfrec_pdwriter__create(path, &w);
+	if (r >= 0 && rec->cfg->compress_level)
+		r = perfrec_pdwriter__set_compress(w, rec->cfg->compress_level);
+	if (r >= 0)
+		r = write_snapshot(rec, w);
+	if (r >= 0) {
+		o.samples = (uint64_t)r;
+		r = perfrec_pdwriter__publish(w);
+	}
+	perfrec_pdwriter__free(w, true);
+	if (r < 0) {
+		log_error("Cannot write snapshot %s: %s", path, strerror(-r));
+		free(path);
+		return r;
+	}
+	rec->files_published++;
+	o.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	recorder_published(rec, path, &o, false);
+	log_info("Wrote snapshot %s: %" PRIu64 " samples, history %" PRIu64 " KiB in memory",
+		 path, o.samples, history_memory(rec->history) / 1024);
+	if (ret_path)
+		*ret_path = path;
+	else
+		free(path);
+	return 0;
+}

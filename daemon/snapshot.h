@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Flight-recorder snapshots: the recorder's drained records kept in a
+ * history (history.c) for `history=` (flight mode: 5 min by default), and
+ * written on demand (SIGUSR2, the control socket's Snapshot) as one
+ * self-contained perf.data file.  In flight mode nothing else is written;
+ * in continuous mode the history runs beside the current file so a
+ * snapshot reaches back before it.
+ *
+ * A snapshot holds: the attrs, /proc state synthesized now but stamped just
+ * before its oldest record, FINISHED_INIT, the side-band records that fell
+ * out of the window (maps of long-lived processes), every CPU's records in
+ * the window, one FINISHED_ROUND, and the usual features plus
+ * PERFREC_FEAT_SPANS (which span each CPU actually covers).
+ */
+#ifndef PERFRECD_SNAPSHOT_H
+#define PERFRECD_SNAPSHOT_H
+
+#include <stdint.h>
+
+#include <perfrec/perfrec.h>
+
+#include "config.h"
+
+struct recorder;
+
+/* The history window in effect (ns): history=, or 5 min in flight mode. */
+uint64_t snapshot_window_ns(const struct config *c);
+bool snapshot_flight_mode(const struct config *c);
+
+/* Set up rec->history when a window is in effect.  Logs its errors. */
+int snapshot_open(struct recorder *rec);
+void snapshot_close(struct recorder *rec);
+
+/* The drain path of continuous mode hands each drained record here. */
+void snapshot_note(struct recorder *rec, size_t ring, const struct perf_event_header *h);
+
+/* Flight mode's drain pass: every ring into the history, no file. */
+int snapshot_drain(struct recorder *rec);
+
+/*
+ * Drain the rings, then write the history as a perf.data file into @fd: a
+ * regular file is written from offset 0 (and truncated), anything else
+ * (pipe, socket) gets the pipe-mode stream.  The fd stays open.  Recording
+ * goes on throughout.  Returns the number of samples written or -errno
+ * (-ENODATA: no history is kept, history=0 in continuous mode).
+ */
+int recorder_snapshot(struct recorder *rec, int fd);
+
+/*
+ * A snapshot published into the output directory like any other file
+ * (NAME.tmp, rename; retention and the on-rotate hook apply).  *ret_path
+ * (optional) gets the file name.  Logs the outcome.
+ */
+int recorder_snapshot_publish(struct recorder *rec, char **ret_path);
+
+#endif

@@ -14,11 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+/* For ZSTD_getCParams (exported by libzstd.so; used to cap, never to raise). */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <perfrec/compress.h>
 
 #define HDR sizeof(struct perf_event_header)
+/*
+ * Memory cap for an always-on daemon: at level 19 zstd's defaults take an
+ * 8 MiB window and ~85 MB per stream; a 1 MiB window with tables to match
+ * takes ~12 MB and costs about 1% of ratio on perf data (whose repeats are
+ * local: the same callchains over and over).
+ */
+#define MAX_WINDOW_LOG 20
+#define MAX_TABLE_LOG 20
 
 struct perfrec_compress {
 	ZSTD_CCtx *cctx;
@@ -45,6 +55,7 @@ static uint64_t thread_ns(void)
 
 int perfrec_compress__new(int level, struct perfrec_compress **ret_compress)
 {
+	ZSTD_compressionParameters cp;
 	struct perfrec_compress *c;
 
 	if (level < 1 || level > 19 || !ret_compress)
@@ -56,8 +67,15 @@ int perfrec_compress__new(int level, struct perfrec_compress **ret_compress)
 	c->rec_cap = HDR + ZSTD_compressBound(PERFREC_COMPRESS_CHUNK) + 64;
 	c->rec = malloc(c->rec_cap);
 	c->cctx = ZSTD_createCCtx();
+	cp = ZSTD_getCParams(level, 0, 0);
 	if (!c->rec || !c->cctx ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_windowLog,
+						 cp.windowLog < MAX_WINDOW_LOG ? (int)cp.windowLog : MAX_WINDOW_LOG)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_chainLog,
+						 cp.chainLog < MAX_TABLE_LOG ? (int)cp.chainLog : MAX_TABLE_LOG)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_hashLog,
+						 cp.hashLog < MAX_TABLE_LOG ? (int)cp.hashLog : MAX_TABLE_LOG)) ||
 	    /* perf's reader does not check checksums; they would cost 4 bytes a frame. */
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0))) {
 		perfrec_compress__free(c);

@@ -15,10 +15,15 @@ T=$(mktemp -d /tmp/perfrec-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -x "$TOP/daemon/perfrecd" ] && [ -x "$TOP/tools/perfrecctl" ] || { echo "build first: make" >&2; exit 2; }
 
-"$TOP/tests/e2e/workload" $((2 * SECS + 4)) >/dev/null &
+"$TOP/tests/e2e/workload" $((3 * SECS + 4)) >/dev/null &
 wl=$!
 "$TOP/daemon/perfrecd" -o "$T/plain" -e cpu-clock -F "$FREQ" -g --duration "$SECS" 2>"$T/plain.log"
 "$TOP/daemon/perfrecd" -o "$T/live" -e cpu-clock -F "$FREQ" -g -z --duration "$SECS" 2>"$T/live.log"
+perf_line=
+if command -v perf >/dev/null; then
+	perf record -z -a -g -e cpu-clock -F "$FREQ" -o "$T/perf.data" -- sleep "$SECS" >/dev/null 2>"$T/perf.log" || true
+	perf_line=$(grep -o 'compressed (original.*' "$T/perf.log" || true)
+fi
 kill $wl 2>/dev/null || true
 wait $wl 2>/dev/null || true
 base=$(ls "$T"/plain/*.data)
@@ -39,3 +44,5 @@ done
 echo
 echo "live perfrecd -z (level 3), as the daemon reports it:"
 grep -o 'Compressed .*' "$T/live.log" | sed 's|^Compressed [^:]*: |  |'
+[ -n "$perf_line" ] && echo "perf record -z -a -g (level 1) on the same workload, for comparison:" && echo "  $perf_line"
+exit 0

@@ -20,6 +20,7 @@
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
 #include <perfrec/pdwriter.h>
+#include <perfrec/recover.h>
 
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
@@ -474,4 +475,47 @@ Test(compress, a_corrupt_frame_is_reported_with_its_offset)
 	free(b);
 	unlink(path);
 	free(path);
+}
+
+Test(compress, a_crashed_compressed_file_recovers_to_its_last_checkpoint)
+{
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = 3 };
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_recover_stats st = { 0 };
+	struct perf_event_attr a = make_attr();
+	struct perfrec_pdwriter *w;
+	struct perfrec_pdreader *r;
+	const void *fb;
+	size_t flen;
+	uint64_t id = 11;
+	unsigned char rec[64];
+	char *src = tmp_path(), dst[64];
+	int fd = open(src, O_WRONLY | O_CLOEXEC), at_checkpoint = NR_SAMPLES / 2;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &wo, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a, &id, 1, "cpu-clock"), 0);
+	for (int i = 0; i < NR_SAMPLES; i++) {
+		size_t n = make_sample(rec, id, 0x400000 + (uint64_t)(i % 97) * 8, 1000 + (uint64_t)i, 0);
+
+		cr_assert_eq(perfrec_pdwriter__write(w, rec, n), 0);
+		if (i + 1 == at_checkpoint)
+			cr_assert_eq(perfrec_pdwriter__checkpoint(w), 0);
+	}
+	/* "Crash": no finish, so the file has no features and the later data is lost. */
+	perfrec_pdwriter__free(w, false);
+
+	snprintf(dst, sizeof(dst), "%s-recovered", src);
+	cr_assert_eq(perfrec_recover__file(src, dst, NULL, &st), 0);
+	cr_assert_eq(st.samples, (uint64_t)at_checkpoint, "samples inside COMPRESSED records must be found");
+	cr_assert_eq(perfrec_pdreader__open(dst, &ro, &r), 0);
+	cr_assert_eq(perfrec_pdreader__verify(r), 0, "%s", perfrec_pdreader__error(r, NULL));
+	cr_assert_eq(perfrec_pdreader__stats(r)->nr_samples, (uint64_t)at_checkpoint);
+	cr_assert_gt(perfrec_pdreader__stats(r)->by_type[PERFREC_RECORD_COMPRESSED], 0);
+	cr_assert_eq(perfrec_pdreader__feature(r, PERFREC_FEAT_COMPRESSED, &fb, &flen), 0,
+		     "recovery must add the HEADER_COMPRESSED a .tmp lacks");
+	perfrec_pdreader__free(r);
+	unlink(dst);
+	unlink(src);
+	free(src);
 }

@@ -52,6 +52,8 @@ int snapshot_open(struct recorder *rec)
 	int r;
 
 	ho.window_ns = snapshot_window_ns(rec->cfg);
+	if (!ho.window_ns && snapshot_flight_mode(rec->cfg))
+		return log_error_errno(-EINVAL, "mode=flight needs a history: history= must not be 0");
 	if (!ho.window_ns)
 		return 0;
 	ho.nr_cpus = rec->nr_rings;

@@ -22,6 +22,18 @@ wait_files() {
 	cat "$T/d.log"; fail "snapshot $1 did not appear"
 }
 
+# Bad settings get one clear line naming the problem.
+bad() { # expected-message args...
+	local want=$1; shift
+	"$PERFRECD" -o "$T/bad" "$@" --duration 1 >"$T/bad.out" 2>&1 && fail "perfrecd $* was accepted"
+	grep -q "$want" "$T/bad.out" || { cat "$T/bad.out"; fail "perfrecd $*: no message saying '$want'"; }
+}
+bad "mode: 'bogus' is neither continuous nor flight" --mode bogus
+bad "history-max: '10K' is not a size of at least 1M" --history-max 10K
+bad "history: '5x' is not a duration" --history 5x
+bad "mode=flight needs a history" --mode flight --history 0
+"$PERFRECD" --mode flight --check-config | grep -qx "history=5min" || fail "--check-config does not show flight mode's default history=5min"
+
 mkdir -p "$T/out"
 start=$(date +%s.%N)
 "$PERFRECD" -o "$T/out" --mode flight --history 5s -e cpu-clock -F 499 -g -v 2>"$T/d.log" &

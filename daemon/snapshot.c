@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfrec/pdreader.h>
+
 #include "history.h"
 #include "log.h"
 #include "recorder.h"
@@ -344,13 +346,81 @@ out:
 	return r;
 }
 
+/*
+ * Continuous mode without a history: the snapshot is a finished copy of the
+ * file in progress (checkpointed first, so everything drained so far is in
+ * it), read back through the reader so compressed files copy too.
+ */
+static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
+{
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct perfrec_pdreader *rd = NULL;
+	const struct perf_event_header *h;
+	uint64_t off, since_drain = 0, samples = 0;
+	char *tmp = NULL;
+	int r;
+
+	if (!rec->have_file)
+		return -ENODATA;
+	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	if (r < 0)
+		return r;
+	if (asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
+		return -ENOMEM;
+	r = perfrec_pdreader__open(tmp, NULL, &rd);
+	free(tmp);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		if (r < 0)
+			goto out;
+	}
+	while ((r = perfrec_pdreader__next(rd, &h, &off)) > 0) {
+		r = perfrec_pdwriter__write(w, h, h->size);
+		if (r < 0)
+			goto out;
+		if (h->type == PERF_RECORD_SAMPLE)
+			samples++;
+		since_drain += h->size;
+		if (since_drain >= DRAIN_EVERY_BYTES) {
+			/* Appends land past the checkpointed size the reader stops at. */
+			since_drain = 0;
+			recorder_drain(rec);
+		}
+	}
+	if (r < 0)
+		goto out;
+	ho.argc = rec->argc;
+	ho.argv = rec->argv;
+	ho.clockid = rec->cfg->clockid;
+	ho.clock_ns = rec->cur.start_clock_ns;
+	ho.wall_ns = rec->cur.start_wall_ns;
+	ho.first_sample_time = rec->cur.first_time;
+	ho.last_sample_time = rec->cur.last_time;
+	r = perfrec_hostinfo__add_features(w, &ho);
+	if (r < 0)
+		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
+	r = perfrec_buildid_table__add_feature(rec->buildids, w);
+	if (r < 0)
+		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
+	r = perfrec_pdwriter__finish(w);
+	if (r >= 0)
+		r = samples > INT32_MAX ? INT32_MAX : (int)samples;
+out:
+	perfrec_pdreader__free(rd);
+	return r;
+}
+
 int recorder_snapshot(struct recorder *rec, int fd)
 {
 	struct perfrec_pdwriter *w = NULL;
 	struct stat st;
 	int r;
 
-	if (!rec->history)
+	if (!rec->history && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	if (fstat(fd, &st) < 0)
@@ -366,7 +436,7 @@ int recorder_snapshot(struct recorder *rec, int fd)
 	}
 	if (r < 0)
 		return r;
-	r = write_snapshot(rec, w);
+	r = rec->history ? write_snapshot(rec, w) : copy_current(rec, w);
 	perfrec_pdwriter__free(w, false);
 	return r;
 }

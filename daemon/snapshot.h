@@ -41,9 +41,11 @@ int snapshot_drain(struct recorder *rec);
 /*
  * Drain the rings, then write the history as a perf.data file into @fd: a
  * regular file is written from offset 0 (and truncated), anything else
- * (pipe, socket) gets the pipe-mode stream.  The fd stays open.  Recording
- * goes on throughout.  Returns the number of samples written or -errno
- * (-ENODATA: no history is kept, history=0 in continuous mode).
+ * (pipe, socket) gets the pipe-mode stream.  Without a history (continuous
+ * mode, history=0) the snapshot is a finished copy of the file in progress.
+ * The fd stays open.  Recording goes on throughout.  Returns the number of
+ * samples written or -errno (-ENODATA: neither a history nor a file in
+ * progress).
  */
 int recorder_snapshot(struct recorder *rec, int fd);
 

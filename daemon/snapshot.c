@@ -29,6 +29,7 @@
 
 #include "history.h"
 #include "log.h"
+#include "pipeout.h"
 #include "recorder.h"
 #include "snapshot.h"
 
@@ -54,6 +55,8 @@ int snapshot_open(struct recorder *rec)
 	int r;
 
 	ho.window_ns = snapshot_window_ns(rec->cfg);
+	if (snapshot_flight_mode(rec->cfg) && pipeout_enabled(rec->cfg))
+		return log_error_errno(-EINVAL, "mode=flight writes snapshot files; it cannot stream to stdout (-o -)");
 	if (!ho.window_ns && snapshot_flight_mode(rec->cfg))
 		return log_error_errno(-EINVAL, "mode=flight needs a history: history= must not be 0");
 	if (!ho.window_ns)

@@ -32,6 +32,7 @@ bad "mode: 'bogus' is neither continuous nor flight" --mode bogus
 bad "history-max: '10K' is not a size of at least 1M" --history-max 10K
 bad "history: '5x' is not a duration" --history 5x
 bad "mode=flight needs a history" --mode flight --history 0
+bad "it cannot stream to stdout" --mode flight -o -
 "$PERFRECD" --mode flight --check-config | grep -qx "history=5min" || fail "--check-config does not show flight mode's default history=5min"
 
 mkdir -p "$T/out"

@@ -333,6 +333,10 @@ int manager_run(struct manager *m)
 		}
 		if (drain)
 			recorder_drain(&m->rec);
+		if (pipeout_closed(&m->rec)) {
+			log_info("The reader of stdout went away; stopping");
+			break;
+		}
 		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg)) {
 			/* The last file could not be started (disk full?): try again. */
 			if (recorder_start_file(&m->rec, 0) == 0)

@@ -8,6 +8,7 @@
  * pipeout_enabled()).
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,8 @@ int pipeout_check(const struct config *c)
 {
 	if (!pipeout_enabled(c))
 		return 0;
+	/* A reader that goes away (perfrecd -o - | head) is an EPIPE we stop on, not a kill. */
+	signal(SIGPIPE, SIG_IGN);
 	if (isatty(STDOUT_FILENO))
 		return log_error_errno(-ENOTTY, "Refusing to write perf data to a terminal: redirect stdout of "
 				       "'perfrecd -o -' to a pipe or file (perfrecd -o - | perf report -i -)");
@@ -32,6 +35,13 @@ int pipeout_check(const struct config *c)
 		return log_error_errno(-EINVAL, "compress=%d cannot be used with -o -: perf 6.1 cannot "
 				       "decompress pipe-mode input; record without compression", c->compress_level);
 	return 0;
+}
+
+bool pipeout_closed(const struct recorder *rec)
+{
+	/* A cut stream fails every write, an empty one included, with its error. */
+	return pipeout_enabled(rec->cfg) && rec->have_file &&
+	       perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE;
 }
 
 void pipeout_note_compression(const struct perfrec_pdwriter *w, const char *path,

@@ -216,6 +216,8 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns)
 	char stamp[64];
 	char *path;
 
+	if (pipeout_enabled(rec->cfg))
+		return strdup("stdout");
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 ".data", rec->cfg->directory,
@@ -516,7 +518,8 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 			 " bytes of records%s", o->samples, o->lost, o->bytes, r < 0 ? " (cut short)" : "");
 		outfile_reset(o);
 		rec->have_file = false;
-		return r;
+		/* The reader leaving (EPIPE) ends a stream; it is not a recording failure. */
+		return r == -EPIPE ? 0 : r;
 	}
 	if (r >= 0)
 		r = perfrec_pdwriter__publish(o->w);

@@ -694,6 +694,8 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 	return 0;
 }
 
+static int flush_all(struct perfrec_pdwriter *w);
+
 int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -715,9 +717,20 @@ int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov
 	r = begin_data(w);
 	if (r < 0)
 		return r;
-	if (w->zc)
-		return compress_records(w, iov, iovcnt);
-	return data_out(w, iov, iovcnt, total);
+	r = w->zc ? compress_records(w, iov, iovcnt) : data_out(w, iov, iovcnt, total);
+	/*
+	 * A stream goes out at each FINISHED_ROUND (the end of a drain pass):
+	 * live readers see every pass when it is complete, not when 256 KiB
+	 * have gathered, and a reader that left is noticed within a pass.
+	 */
+	if (r == 0 && w->pipe && total == sizeof(struct perf_event_header) && iovcnt == 1) {
+		struct perf_event_header h;
+
+		memcpy(&h, iov[0].iov_base, sizeof(h));
+		if (h.type == PERFREC_RECORD_FINISHED_ROUND)
+			r = flush_all(w);
+	}
+	return r;
 }
 
 /* Close the pending COMPRESSED record, then write out the buffer. */

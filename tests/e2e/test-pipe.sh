@@ -59,6 +59,13 @@ perf report -i - --header-only <"$T/stream.data" 2>/dev/null | grep -q "# hostna
 	|| fail "perf shows no hostname from the stream's HEADER_FEATURE records"
 note "saved stream: $ours samples (perf agrees)"
 
+# A reader that leaves ends the recording cleanly (no kill by SIGPIPE).
+timeout 30 bash -c '"$0" -o - -e cpu-clock --duration 25 2>"$1" | head -c 100 >/dev/null; exit ${PIPESTATUS[0]}' \
+	"$PERFRECD" "$T/head.log"
+rc=$?
+[ $rc = 0 ] || { cat "$T/head.log"; fail "perfrecd -o - | head: exit $rc (124: it did not notice the reader leaving)"; }
+grep -q "reader of stdout went away" "$T/head.log" || { cat "$T/head.log"; fail "no log line for the reader leaving"; }
+
 # Refusals, each with a clear line.
 script -qec "$PERFRECD -o - --duration 1" /dev/null >"$T/tty.out" 2>&1 && fail "perfrecd -o - wrote to a terminal"
 grep -q "Refusing to write perf data to a terminal" "$T/tty.out" || { cat "$T/tty.out"; fail "no clear error for a terminal on stdout"; }

@@ -356,3 +356,25 @@ Test(pipe, perf_reads_the_stream_from_stdin)
 	unlink(path);
 	free(s.buf);
 }
+
+Test(pipe, each_finished_round_reaches_the_reader_at_once)
+{
+	struct sink s = { 0 };
+	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = sink_fn, .sink_ctx = &s };
+	struct perf_event_attr a = make_attr(PERF_COUNT_SW_CPU_CLOCK);
+	struct perf_event_header round = { .type = PERFREC_RECORD_FINISHED_ROUND, .size = 8 };
+	struct perfrec_pdwriter *w;
+	unsigned char rec[64];
+	size_t n = make_sample(rec, 101, 1, 2, 0), before;
+
+	cr_assert_eq(perfrec_pdwriter__new_pipe(-1, &po, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a, ids0, 2, "cpu-clock"), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(perfrec_pdwriter__write(w, rec, n), 0);
+	before = s.len;
+	cr_assert_eq(perfrec_pdwriter__write(w, &round, sizeof(round)), 0);
+	cr_assert_eq(s.len, before + 10 * n + sizeof(round),
+		     "the pass (10 samples and its round) must be on the stream after its FINISHED_ROUND");
+	perfrec_pdwriter__free(w, false);
+	free(s.buf);
+}

@@ -18,6 +18,8 @@
  *   set so far | data ... | HEADER_FEATURE per feature set later
  *
  * to a pipe/socket fd or a sink callback, strictly sequentially (no seek).
+ * A stream is flushed at every FINISHED_ROUND written on its own (the end
+ * of a drain pass), so live readers get each pass as soon as it is whole.
  *
  * With compression (opts.compress_level 1..19) every data byte is carried in
  * PERF_RECORD_COMPRESSED records (a zstd stream flushed at each record, as

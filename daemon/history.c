@@ -350,3 +350,41 @@ int history_foreach_sideband(const struct history *h, history_fn fn, void *ctx)
 		return -EINVAL;
 	return list_foreach(&h->sb, 0, fn, ctx);
 }
+
+void history_cursor_init(const struct history *h, size_t cpu, uint64_t min_time,
+			 struct history_cursor *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->min_time = min_time;
+	if (h && cpu < h->o.nr_cpus)
+		ret->chunk = h->cpu[cpu].head;
+}
+
+int history_cursor_next(struct history_cursor *c, const struct perf_event_header **ret_rec,
+			uint64_t *ret_time)
+{
+	for (;;) {
+		const struct chunk *ch = c->chunk;
+		const struct perf_event_header *rec;
+		uint64_t t;
+
+		if (!ch)
+			return 0;
+		if (c->off >= ch->used) {
+			/* Stay on the last chunk: records may still be added to it. */
+			if (!ch->next)
+				return 0;
+			c->chunk = ch->next;
+			c->off = 0;
+			continue;
+		}
+		rec = (const void *)(ch->data + c->off + SLOT_HDR);
+		memcpy(&t, ch->data + c->off, SLOT_HDR);
+		c->off += slot_size(rec->size);
+		if (rec->type == PERF_RECORD_SAMPLE && t < c->min_time)
+			continue;
+		*ret_rec = rec;
+		*ret_time = t;
+		return 1;
+	}
+}

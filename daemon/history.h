@@ -82,6 +82,23 @@ typedef int (*history_fn)(void *ctx, const struct perf_event_header *rec, uint64
  * side band and stay useful).  Stops at the first negative return.
  */
 int history_foreach(const struct history *h, size_t cpu, uint64_t min_time, history_fn fn, void *ctx);
+/*
+ * A read position in one CPU's list, for merging the CPUs by time.  Valid
+ * while nothing is evicted (the history frozen, or no add in between); a
+ * cursor at the end sees records added later.
+ */
+struct history_cursor {
+	const void *chunk;
+	size_t off;
+	uint64_t min_time;
+};
+
+void history_cursor_init(const struct history *h, size_t cpu, uint64_t min_time,
+			 struct history_cursor *ret);
+/* 1 with the next record (samples older than min_time skipped) and its time, 0 at the end. */
+int history_cursor_next(struct history_cursor *c, const struct perf_event_header **ret_rec,
+			uint64_t *ret_time);
+
 /* Every side-band record, in eviction order. */
 int history_foreach_sideband(const struct history *h, history_fn fn, void *ctx);
 

@@ -227,11 +227,115 @@ static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
 	return emit(ctx, h);
 }
 
-static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
+struct sb_rec {
+	uint64_t time;
+	const struct perf_event_header *rec;
+};
+
+static int collect_sb(void *ctx, const struct perf_event_header *h, uint64_t t)
+{
+	struct sb_list { struct sb_rec *v; size_t n, cap; } *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		struct sb_rec *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct sb_rec){ t, h };
+	return 0;
+}
+
+static int cmp_sb(const void *a, const void *b)
+{
+	const struct sb_rec *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/*
+ * The side-band store (sorted by time) and every CPU's list, merged by time
+ * and cut into rounds of ROUND_BYTES with FINISHED_ROUND: a reader never
+ * has to hold the whole snapshot to order it, and since the output is in
+ * time order no record is older than a round already flushed.
+ */
+#define ROUND_BYTES (2u << 20)
+
+static int merge(struct recorder *rec, struct snap *s, struct perfrec_cpu_span *spans, uint64_t min_time)
 {
 	static const struct perf_event_header round = {
 		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
 	};
+	struct sb_list { struct sb_rec *v; size_t n, cap; } sb = { 0 };
+	size_t n = rec->nr_rings, sbi = 0;
+	struct history_cursor *cur = calloc(n, sizeof(*cur));
+	struct sb_rec *pend = calloc(n, sizeof(*pend));
+	uint64_t in_round = 0;
+	int r = 0;
+
+	if (!cur || !pend) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = history_foreach_sideband(rec->history, collect_sb, &sb);
+	if (r < 0)
+		goto out;
+	if (sb.n)
+		qsort(sb.v, sb.n, sizeof(*sb.v), cmp_sb);
+	for (size_t i = 0; i < n; i++) {
+		history_cursor_init(rec->history, i, min_time, &cur[i]);
+		if (history_cursor_next(&cur[i], &pend[i].rec, &pend[i].time) <= 0 || pend[i].time > s->max_time)
+			pend[i].rec = NULL;
+	}
+	for (;;) {
+		size_t best = SIZE_MAX;
+		uint64_t bt = UINT64_MAX;
+
+		/* A handful of CPUs: a linear pick beats a heap's bookkeeping. */
+		for (size_t i = 0; i < n; i++)
+			if (pend[i].rec && pend[i].time < bt) {
+				bt = pend[i].time;
+				best = i;
+			}
+		if (sbi < sb.n && sb.v[sbi].time <= bt) {
+			s->span = NULL;
+			r = emit_timed(s, sb.v[sbi].rec, sb.v[sbi].time);
+			in_round += sb.v[sbi].rec->size;
+			sbi++;
+		} else if (best != SIZE_MAX) {
+			s->span = &spans[best];
+			r = emit_timed(s, pend[best].rec, pend[best].time);
+			in_round += pend[best].rec->size;
+			/* Records newer than the snapshot (drained meanwhile) wait for the next. */
+			if (history_cursor_next(&cur[best], &pend[best].rec, &pend[best].time) <= 0 ||
+			    pend[best].time > s->max_time)
+				pend[best].rec = NULL;
+		} else {
+			break;
+		}
+		if (r < 0)
+			goto out;
+		if (in_round >= ROUND_BYTES) {
+			in_round = 0;
+			r = perfrec_pdwriter__write(s->w, &round, sizeof(round));
+			if (r < 0)
+				goto out;
+		}
+	}
+	s->span = NULL;
+	r = perfrec_pdwriter__write(s->w, &round, sizeof(round));
+out:
+	free(sb.v);
+	free(cur);
+	free(pend);
+	return r;
+}
+
+static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
+{
 	struct perfrec_synth_opts so = { .sz = sizeof(so) };
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct snap s = { .rec = rec, .w = w };
@@ -295,21 +399,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
 	if (r < 0)
 		goto out;
-	r = history_foreach_sideband(rec->history, emit_timed, &s);
-	if (r < 0)
-		goto out;
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		struct perfrec_cpu_span *cs = (struct perfrec_cpu_span *)(sf + 1) + i;
-
-		cs->cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
-		s.span = cs;
-		r = history_foreach(rec->history, i, min_time, emit_timed, &s);
-		if (r < 0)
-			goto out;
-	}
-	s.span = NULL;
-	/* One round: readers sort the whole snapshot by time before using it. */
-	r = perfrec_pdwriter__write(w, &round, sizeof(round));
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		((struct perfrec_cpu_span *)(sf + 1))[i].cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
+	r = merge(rec, &s, (struct perfrec_cpu_span *)(sf + 1), min_time);
 	if (r < 0)
 		goto out;
 

@@ -68,6 +68,9 @@ for f in $(ls "$T"/out/*.data | sort); do
 	# less than the 10 s the workload ran.
 	awk '/^    cpu / { gsub(/[(]/, "", $6); n++; if ($6 + 0 >= 8.0) bad = 1 } END { exit bad || !n }' "$T/dump$i" \
 		|| { cat "$T/dump$i"; fail "snapshot $i: a CPU's history spans the whole run; the cap did not evict"; }
+	# Merged by time and cut into rounds: readers never hold the whole file to sort it.
+	rounds=$(awk '$1 == "FINISHED_ROUND" {print $2}' "$T/dump$i")
+	[ "${rounds:-0}" -ge 2 ] || { cat "$T/dump$i"; fail "snapshot $i of several MiB has ${rounds:-0} FINISHED_ROUND records"; }
 	note "snapshot $i: $ours samples, $(grep '^    cpu ' "$T/dump$i" | tr -s ' ' | tr '\n' ';')"
 done
 exit 0

@@ -311,3 +311,52 @@ Test(history, rejects_bad_arguments)
 	history_free(h);
 	history_free(NULL);
 }
+
+Test(history, cursors_walk_each_cpu_and_see_later_records)
+{
+	struct history *h = mk(2, 0, 64 << 20, 1024);
+	struct history_cursor c0, c1, ce;
+	const struct perf_event_header *rec;
+	uint64_t t, prev = 0, n = 0, cpu, want1 = 0;
+
+	for (uint64_t i = 0; i < 200; i++) {
+		bool sample = i % 7 != 0;
+
+		add(h, i % 2, sample ? PERF_RECORD_SAMPLE : PERF_RECORD_COMM, 64, i, 100 + i);
+		if (i % 2 == 1 && (!sample || 100 + i >= 150))
+			want1++;
+	}
+	history_cursor_init(h, 0, 0, &c0);
+	history_cursor_init(h, 1, 150, &c1);
+	while (history_cursor_next(&c0, &rec, &t) == 1) {
+		memcpy(&cpu, (const char *)rec + 16, 8);
+		cr_assert_eq(cpu, 0, "cpu 1's record in cpu 0's cursor");
+		cr_assert_gt(t, prev);
+		prev = t;
+		n++;
+	}
+	cr_assert_eq(n, 100);
+	/* min_time: cpu 1's samples before 150 are skipped, its COMMs are not. */
+	n = 0;
+	while (history_cursor_next(&c1, &rec, &t) == 1) {
+		if (rec->type == PERF_RECORD_SAMPLE)
+			cr_assert_geq(t, 150);
+		n++;
+	}
+	cr_assert_eq(n, want1, "expected cpu 1's samples from t=150 and all its COMMs: %llu, got %llu",
+		     (unsigned long long)want1, (unsigned long long)n);
+	/* A cursor at the end sees what is added afterwards (frozen: nothing moves). */
+	history_freeze(h, true);
+	history_cursor_init(h, 0, 0, &ce);
+	while (history_cursor_next(&ce, &rec, &t) == 1)
+		;
+	for (uint64_t i = 0; i < 40; i++)
+		add(h, 0, PERF_RECORD_SAMPLE, 64, i, 1000 + i);
+	n = 0;
+	while (history_cursor_next(&ce, &rec, &t) == 1) {
+		cr_assert_eq(t, 1000 + n);
+		n++;
+	}
+	cr_assert_eq(n, 40);
+	history_free(h);
+}

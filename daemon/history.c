@@ -256,6 +256,19 @@ void history_freeze(struct history *h, bool frozen)
 		h->frozen = frozen;
 }
 
+uint64_t history_oldest(const struct history *h)
+{
+	uint64_t t = 0;
+
+	for (size_t i = 0; h && i < h->o.nr_cpus; i++) {
+		const struct chunk *c = h->cpu[i].head;
+
+		if (c && c->records && (!t || c->first < t))
+			t = c->first;
+	}
+	return t;
+}
+
 uint64_t history_newest(const struct history *h)
 {
 	return h ? h->newest : 0;

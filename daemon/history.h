@@ -53,6 +53,9 @@ int history_add(struct history *h, size_t cpu, const struct perf_event_header *r
  */
 void history_freeze(struct history *h, bool frozen);
 
+/* The oldest record time held on any CPU (0: none); O(CPUs). */
+uint64_t history_oldest(const struct history *h);
+
 /* The newest record time seen (0: none). */
 uint64_t history_newest(const struct history *h);
 

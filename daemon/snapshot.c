@@ -72,6 +72,19 @@ int snapshot_open(struct recorder *rec)
 	return 0;
 }
 
+void snapshot_stats(const struct recorder *rec, struct snapshot_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!rec->history)
+		return;
+	ret->window_ns = snapshot_window_ns(rec->cfg);
+	ret->max_bytes = rec->cfg->history_max;
+	ret->memory_bytes = history_memory(rec->history);
+	history_evictions(rec->history, &ret->evicted_chunks, &ret->evicted_by_cap);
+	ret->dropped = rec->history_dropped;
+	ret->oldest_time = history_oldest(rec->history);
+}
+
 void snapshot_close(struct recorder *rec)
 {
 	history_free(rec->history);

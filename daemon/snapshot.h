@@ -28,6 +28,18 @@ struct recorder;
 uint64_t snapshot_window_ns(const struct config *c);
 bool snapshot_flight_mode(const struct config *c);
 
+/* What the history holds, for status reports (all zero without one). */
+struct snapshot_stats {
+	uint64_t window_ns;      /* configured window */
+	uint64_t memory_bytes;   /* held now (accounted as allocated) */
+	uint64_t max_bytes;      /* history-max */
+	uint64_t oldest_time;    /* oldest record kept on any CPU (recording clock) */
+	uint64_t evicted_chunks, evicted_by_cap;
+	uint64_t dropped;        /* records not kept for want of memory */
+};
+
+void snapshot_stats(const struct recorder *rec, struct snapshot_stats *ret);
+
 /* Set up rec->history when a window is in effect.  Logs its errors. */
 int snapshot_open(struct recorder *rec);
 void snapshot_close(struct recorder *rec);

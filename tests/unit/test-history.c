@@ -158,6 +158,7 @@ Test(history, ages_out_an_idle_cpu_on_trim)
 	history_span(h, 1, &sp);
 	cr_assert_eq(sp.records, 0, "an idle CPU kept records far older than the window");
 	cr_assert_eq(history_newest(h), 5000);
+	cr_assert_eq(history_oldest(h), 500, "cpu 0's record at 500 is the oldest left");
 	history_free(h);
 }
 

@@ -31,6 +31,7 @@ void config_init(struct config *c)
 	c->prefix = strdup("perfrecd");
 	c->history_usec = CONFIG_HISTORY_DEFAULT;
 	c->history_max = 256ULL << 20;
+	c->socket = strdup("/run/perfrecd/io.perfrec");
 }
 
 void config_clear_events(struct config *c)
@@ -49,6 +50,9 @@ void config_exit(struct config *c)
 	free(c->on_rotate);
 	free(c->user);
 	free(c->group);
+	free(c->socket);
+	free(c->control_group);
+	free(c->control_public_methods);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -408,6 +412,17 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(dst, v);
 	}
+	if (IS("service", "socket")) {
+		if (*v && v[0] != '/') {
+			snprintf(err, errlen, "socket: '%s' must be an absolute path (or empty for none)", v);
+			return -EINVAL;
+		}
+		return set_string(&c->socket, v);
+	}
+	if (IS("service", "control-group"))
+		return set_string(&c->control_group, v);
+	if (IS("service", "control-public-methods"))
+		return set_string(&c->control_public_methods, v);
 	if (IS("output", "prefix")) {
 		if (!*v || strchr(v, '/')) {
 			snprintf(err, errlen, "prefix: '%s' must be a non-empty name without '/'", v);

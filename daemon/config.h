@@ -46,6 +46,10 @@ struct config {
 	/* [service] */
 	char *user;               /* switch to this user after opening events */
 	char *group;              /* owner group of the output files */
+	/* control socket (control.c) */
+	char *socket;             /* path; NULL or "": no control socket */
+	char *control_group;      /* may call everything; NULL: "perfrecd" if it exists; "": none */
+	char *control_public_methods; /* what anyone may call; NULL: VARLINK_DEFAULT_PUBLIC */
 };
 
 void config_init(struct config *c);

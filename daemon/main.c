@@ -33,6 +33,7 @@ static void usage(FILE *f)
 		"                         write it only on SIGUSR2 / Snapshot\n"
 		"      --history TIME     history kept for snapshots (flight default 5min; 0: none)\n"
 		"      --history-max SIZE memory cap of the history (default 256M)\n"
+		"      --socket PATH      control socket (default /run/perfrecd/io.perfrec; '' for none)\n"
 		"  -e, --event EVENT      event to sample, as perf names it (repeatable;\n"
 		"                         replaces the configured list)\n"
 		"  -F, --freq HZ          sample at HZ per CPU\n"
@@ -82,6 +83,8 @@ static void print_config(const struct config *c)
 	else
 		printf("history=%" PRIu64 "ms\n", c->history_usec / 1000);
 	printf("history-max=%" PRIu64 "\n", c->history_max);
+	printf("socket=%s\n", c->socket ? c->socket : "");
+	printf("control-group=%s\n", c->control_group ? c->control_group : "(perfrecd if it exists)");
 	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
 }
 
@@ -151,7 +154,7 @@ static int reload_config(struct config *cfg, char *err, size_t errlen)
 }
 
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS,
-       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX };
+       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET };
 
 int main(int argc, char **argv)
 {
@@ -170,6 +173,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "history", required_argument, NULL, OPT_HISTORY },
 		{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -202,6 +206,7 @@ int main(int argc, char **argv)
 		case OPT_MODE: section = "output"; key = "mode"; break;
 		case OPT_HISTORY: section = "output"; key = "history"; break;
 		case OPT_HISTORY_MAX: section = "output"; key = "history-max"; break;
+		case OPT_SOCKET: section = "service"; key = "socket"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;

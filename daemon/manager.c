@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "hook.h"
 #include "log.h"
 #include "manager.h"
@@ -25,7 +26,7 @@
 #include "privs.h"
 #include "snapshot.h"
 
-enum { TAG_SIGNAL = -1, TAG_TIMER = -2 };
+enum { TAG_SIGNAL = -1, TAG_TIMER = -2, TAG_CONTROL = -3 };
 
 /* systemctl status shows STATUS=; refreshing it costs one datagram. */
 #define STATUS_INTERVAL_USEC (5 * 1000000ULL)
@@ -102,6 +103,13 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = watch_rings(m, EPOLL_CTL_ADD);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the rings: %s", strerror(-r));
+	/* Before dropping privileges: the socket's directory may need root. */
+	r = control_open(cfg, &m->rec, &m->ctl);
+	if (r < 0)
+		return r;
+	ev.data.u64 = (uint64_t)(int64_t)TAG_CONTROL;
+	if (m->ctl && epoll_ctl(m->epfd, EPOLL_CTL_ADD, control_fd(m->ctl), &ev) < 0)
+		return log_error_errno(-errno, "Cannot watch the control socket: %m");
 
 	/* Events open, rings mapped: from here on only what rotation needs. */
 	r = privs_drop(cfg->user, cfg->group, pipeout_enabled(cfg) ? NULL : cfg->directory);
@@ -333,6 +341,8 @@ int manager_run(struct manager *m)
 		}
 		if (drain)
 			recorder_drain(&m->rec);
+		/* Control I/O only after the drain, bounded per pass (control.c). */
+		control_process(m->ctl);
 		if (pipeout_closed(&m->rec)) {
 			log_info("The reader of stdout went away; stopping");
 			break;
@@ -366,6 +376,7 @@ int manager_run(struct manager *m)
 
 void manager_exit(struct manager *m)
 {
+	control_free(m->ctl);
 	recorder_close(&m->rec);
 	if (m->epfd >= 0)
 		close(m->epfd);

@@ -9,9 +9,12 @@
 #include "config.h"
 #include "recorder.h"
 
+struct control;
+
 struct manager {
 	struct config *cfg;
 	struct recorder rec;
+	struct control *ctl;      /* control socket; NULL: none */
 	int epfd, sigfd, timerfd;
 	bool stop;
 	uint64_t deadline_usec; /* 0: none */

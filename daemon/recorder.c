@@ -382,6 +382,8 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 	for (int i = 0; i < n; i++)
 		bytes += iov[i].iov_len;
 	r = 0;
+	if (n > 0 && rec->tap)
+		rec->tap(rec->tap_ctx, iov, n);
 	if (n > 0 && rec->have_file)
 		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	/* The bytes are in the writer (or deliberately dropped): give them back. */
@@ -428,6 +430,8 @@ int recorder_drain(struct recorder *rec)
 		if (rr < 0)
 			r = rr;
 	}
+	if (written && rec->tap)
+		rec->tap(rec->tap_ctx, &(struct iovec){ (void *)&round, sizeof(round) }, 1);
 	if (written)
 		note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round)));
 	return r;

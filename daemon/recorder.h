@@ -70,6 +70,9 @@ struct recorder {
 	struct history *history;
 	uint64_t *history_last;  /* per ring: time of the last record kept */
 	uint64_t history_dropped;
+	/* control.c: live subscribers get every drained byte (NULL: none) */
+	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
+	void *tap_ctx;
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */

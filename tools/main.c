@@ -16,6 +16,14 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
+	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
+	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },
+	{ "rotate", "[--socket PATH] [--json]", "publish the current file now and start the next", cmd_ctl_simple },
+	{ "snapshot", "[--socket PATH] [--json] FILE", "write a self-contained perf.data of the most recent data into FILE", cmd_ctl_snapshot },
+	{ "pause", "[--socket PATH] [--json]", "stop sampling (the current file stays open)", cmd_ctl_simple },
+	{ "resume", "[--socket PATH] [--json]", "start sampling again", cmd_ctl_simple },
+	{ "set-freq", "[--socket PATH] [--json] HZ", "change the sampling frequency live", cmd_ctl_set_freq },
+	{ "stream", "[--socket PATH]", "write a live pipe-mode perf.data stream to stdout (| perf script -i -)", cmd_ctl_stream },
 };
 
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -41,6 +49,8 @@ int perfrecctl_usage(const char *name)
 
 int main(int argc, char **argv)
 {
+	/* perfrecctl [--socket PATH] [--json] COMMAND ...: options before the command too. */
+	perfrecctl_global_opts(&argc, &argv);
 	if (argc < 2) {
 		help(stderr);
 		return EXIT_USAGE;

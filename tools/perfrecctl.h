@@ -25,6 +25,13 @@ int cmd_dump(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_decompress(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
+/* ctl.c: commands for a running perfrecd (exit 3: no daemon, 4: permission denied) */
+int cmd_ctl_simple(int argc, char **argv);
+int cmd_ctl_set_freq(int argc, char **argv);
+int cmd_ctl_snapshot(int argc, char **argv);
+int cmd_ctl_stream(int argc, char **argv);
+/* Take leading --socket PATH / --json off argv (argv[0] kept in front). */
+int perfrecctl_global_opts(int *argc, char ***argv);
 
 /* Print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
 int perfrecctl_usage(const char *name);

@@ -1,0 +1,861 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The control socket server (see control.h): listening socket (created or
+ * from systemd), clients with bounded input and output buffers, permission
+ * checks, and the io.perfrec methods on top of the recorder.  Parsing and
+ * checking of messages is varlink.c's; this file does I/O and acts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "log.h"
+#include "pipeout.h"
+#include "snapshot.h"
+#include "varlink.h"
+
+#define TAG_LISTEN UINT64_MAX
+/* Per pass: at most this many events, and this much input per client. */
+#define MAX_EVENTS 128
+#define READ_CHUNK (64 * 1024)
+
+struct client {
+	struct control *ctl;
+	struct client *prev, *next;
+	int fd;
+	struct ucred cred;
+	bool privileged;
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off, out_cap;
+	uint64_t out_moved_usec;  /* last time output drained (or queued into empty) */
+	int passed_fd;            /* from SCM_RIGHTS, for Snapshot; -1 */
+	struct perfrec_pdwriter *sub; /* Subscribe stream */
+	bool dead;                /* drop at the end of this pass */
+	bool want_out;            /* EPOLLOUT registered */
+};
+
+struct control {
+	const struct config *cfg;
+	struct recorder *rec;
+	int epfd, listen_fd;
+	char *created_path;       /* socket we created (removed at exit) */
+	bool have_gid;
+	gid_t gid;
+	struct client *clients;
+	size_t nr_clients, nr_subscribers;
+	bool paused;
+	uint64_t start_usec;
+	uint64_t last_sweep_usec;
+};
+
+static void client_drop(struct client *c, const char *why);
+
+/* ---------------------------------------------------------------- setup */
+
+static int resolve_group(const struct config *cfg, struct control *ctl)
+{
+	const char *name = cfg->control_group ? cfg->control_group : "perfrecd";
+	struct group *g;
+
+	if (cfg->control_group && !*cfg->control_group)
+		return 0;
+	g = getgrnam(name);
+	if (!g) {
+		if (!cfg->control_group)
+			return 0; /* the default group need not exist */
+		return log_error_errno(-ENOENT, "control-group: no group named '%s'", name);
+	}
+	ctl->have_gid = true;
+	ctl->gid = g->gr_gid;
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* 1000 clients need 1000 fds beside the rings: take what we may. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int listen_activated(void)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names), fd = -1;
+
+	if (n <= 0)
+		return n < 0 ? n : -ENOENT;
+	for (int i = 0; i < n; i++)
+		if (names && names[i] && !strcmp(names[i], "control"))
+			fd = SD_LISTEN_FDS_START + i;
+	if (fd < 0 && n == 1)
+		fd = SD_LISTEN_FDS_START;
+	if (names)
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+	free(names);
+	if (fd < 0 || sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+		return log_error_errno(-EBADF, "systemd passed no listening unix stream socket named 'control'");
+	return fd;
+}
+
+static int make_parent(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		for (char *p = dir + 1; ; p++) {
+			if (*p && *p != '/')
+				continue;
+			char c = *p;
+
+			*p = 0;
+			if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+				r = -errno;
+				break;
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	free(dir);
+	return r;
+}
+
+static int listen_create(struct control *ctl, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return log_error_errno(-ENAMETOOLONG, "socket: path too long: %s", path);
+	strcpy(sa.sun_path, path);
+	r = make_parent(path);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create the directory of %s: %s", path, strerror(-r));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return log_error_errno(-errno, "Cannot create control socket: %m");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE) {
+		/* A socket left by a killed perfrecd answers nothing: replace it.
+		 * One that answers belongs to a running perfrecd: refuse. */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			close(fd);
+			return log_error_errno(-EADDRINUSE, "Another perfrecd is listening on %s", path);
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+		errno = 0;
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			goto fail;
+	} else if (errno) {
+		struct stat st;
+
+		if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+			goto fail;
+	}
+	ctl->created_path = strdup(path);
+	/* Group members connect; others need the group to be unset (0666). */
+	if (chmod(path, ctl->have_gid ? 0660 : 0666) < 0 ||
+	    (ctl->have_gid && chown(path, (uid_t)-1, ctl->gid) < 0))
+		log_warning("Cannot set the owner/mode of %s: %m", path);
+	if (listen(fd, SOMAXCONN) < 0)
+		goto fail;
+	return fd;
+fail:
+	r = -errno;
+	close(fd);
+	return log_error_errno(r, "Cannot listen on %s: %s", path, strerror(-r));
+}
+
+int control_open(const struct config *cfg, struct recorder *rec, struct control **ret)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+	struct control *ctl;
+	int r;
+
+	*ret = NULL;
+	if (!cfg->socket || !*cfg->socket)
+		return 0;
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -ENOMEM;
+	ctl->cfg = cfg;
+	ctl->rec = rec;
+	ctl->listen_fd = -1;
+	ctl->start_usec = now_usec();
+	raise_nofile();
+	r = resolve_group(cfg, ctl);
+	if (r < 0)
+		goto fail;
+	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctl->epfd < 0) {
+		r = log_error_errno(-errno, "Cannot create the control epoll set: %m");
+		goto fail;
+	}
+	r = listen_activated();
+	if (r == -ENOENT)
+		r = listen_create(ctl, cfg->socket);
+	else if (r >= 0)
+		fcntl(r, F_SETFL, fcntl(r, F_GETFL) | O_NONBLOCK);
+	if (r < 0)
+		goto fail;
+	ctl->listen_fd = r;
+	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->listen_fd, &ev) < 0) {
+		r = log_error_errno(-errno, "Cannot watch the control socket: %m");
+		goto fail;
+	}
+	log_info("Control socket %s%s", ctl->created_path ? ctl->created_path : "from systemd",
+		 ctl->have_gid ? "" : " (no control group: only root may change anything)");
+	*ret = ctl;
+	return 0;
+fail:
+	control_free(ctl);
+	return r;
+}
+
+int control_fd(const struct control *ctl)
+{
+	return ctl ? ctl->epfd : -EBADF;
+}
+
+void control_free(struct control *ctl)
+{
+	if (!ctl)
+		return;
+	while (ctl->clients)
+		client_drop(ctl->clients, NULL);
+	if (ctl->rec && ctl->rec->tap_ctx == ctl)
+		ctl->rec->tap = NULL;
+	if (ctl->listen_fd >= 0)
+		close(ctl->listen_fd);
+	if (ctl->epfd >= 0)
+		close(ctl->epfd);
+	if (ctl->created_path) {
+		unlink(ctl->created_path);
+		free(ctl->created_path);
+	}
+	free(ctl);
+}
+
+/* -------------------------------------------------------------- clients */
+
+static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cred->gid == gid)
+		return true;
+	/* SO_PEERGROUPS: the peer's supplementary groups when it connected,
+	 * race-free unlike reading /proc/PID/status later. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+static void client_drop(struct client *c, const char *why)
+{
+	struct control *ctl = c->ctl;
+
+	if (why)
+		log_debug("Control client pid %d uid %u dropped: %s", (int)c->cred.pid, (unsigned)c->cred.uid, why);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ctl->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	ctl->nr_clients--;
+	if (c->sub) {
+		ctl->nr_subscribers--;
+		perfrec_pdwriter__free(c->sub, false);
+	}
+	close(c->fd);
+	if (c->passed_fd >= 0)
+		close(c->passed_fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static void accept_clients(struct control *ctl)
+{
+	/* Bounded per pass; the listening socket stays readable for the rest. */
+	for (int i = 0; i < 64; i++) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		socklen_t len = sizeof(struct ucred);
+		struct client *c;
+		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warning("Cannot accept a control client: %m");
+			return;
+		}
+		if (ctl->nr_clients >= CONTROL_MAX_CLIENTS) {
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->ctl = ctl;
+		c->fd = fd;
+		c->passed_fd = -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->privileged = c->cred.uid == 0 || (ctl->have_gid && peer_in_group(fd, &c->cred, ctl->gid));
+		ev.data.ptr = c;
+		if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->next = ctl->clients;
+		if (c->next)
+			c->next->prev = c;
+		ctl->clients = c;
+		ctl->nr_clients++;
+	}
+}
+
+static void update_events(struct client *c)
+{
+	bool want = c->out_len > c->out_off;
+	struct epoll_event ev = { .events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c };
+
+	/* A subscriber's input is no longer read: it sends nothing we need. */
+	if (c->sub)
+		ev.events &= ~EPOLLIN;
+	if (want != c->want_out || c->sub) {
+		epoll_ctl(c->ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		c->want_out = want;
+	}
+}
+
+static void flush_out(struct client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			c->dead = true;
+			return;
+		}
+		c->out_off += (size_t)n;
+		c->out_moved_usec = now_usec();
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	update_events(c);
+}
+
+/* Queue bytes; false (and the client marked dead) past its cap. */
+static bool queue_out(struct client *c, const void *buf, size_t len)
+{
+	size_t cap = c->sub ? CONTROL_MAX_STREAM : CONTROL_MAX_OUT;
+
+	if (c->dead)
+		return false;
+	if (c->out_len - c->out_off + len > cap) {
+		log_notice("Control client pid %d uid %u does not read its %s; dropping it",
+			   (int)c->cred.pid, (unsigned)c->cred.uid, c->sub ? "stream" : "replies");
+		c->dead = true;
+		return false;
+	}
+	if (c->out_off == c->out_len) {
+		c->out_off = c->out_len = 0;
+		c->out_moved_usec = now_usec();
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t ncap;
+		char *n;
+
+		if (c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		ncap = c->out_cap ? c->out_cap : 4096;
+		while (ncap < c->out_len + len)
+			ncap *= 2;
+		if (ncap != c->out_cap) {
+			n = realloc(c->out, ncap);
+			if (!n) {
+				c->dead = true;
+				return false;
+			}
+			c->out = n;
+			c->out_cap = ncap;
+		}
+	}
+	memcpy(c->out + c->out_len, buf, len);
+	c->out_len += len;
+	return true;
+}
+
+static void send_msg(struct client *c, char *msg, size_t len)
+{
+	if (!msg) {
+		c->dead = true;
+		return;
+	}
+	queue_out(c, msg, len);
+	free(msg);
+}
+
+static void reply(struct client *c, struct json_object *params)
+{
+	size_t len = 0;
+
+	send_msg(c, varlink_reply(params, &len), len);
+}
+
+static void reply_error(struct client *c, const char *error, const char *key, const char *value)
+{
+	struct json_object *p = json_object_new_object();
+	size_t len = 0;
+
+	if (p && key)
+		json_object_object_add(p, key, json_object_new_string(value));
+	send_msg(c, varlink_error(error, p, &len), len);
+}
+
+/* -------------------------------------------------------------- methods */
+
+#define J_ADD(o, k, v) json_object_object_add(o, k, v)
+
+static struct json_object *status(struct control *ctl)
+{
+	struct recorder *rec = ctl->rec;
+	struct json_object *o = json_object_new_object(), *cpus = json_object_new_array(),
+			   *events = json_object_new_array();
+	uint64_t samples = 0, lost = 0, bytes = 0;
+	double up = (double)(now_usec() - ctl->start_usec) / 1e6;
+	struct rusage ru;
+	long pages = 0;
+	FILE *f;
+
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		struct json_object *c = json_object_new_object();
+		const struct cpu_stats *s = &rec->total[i];
+
+		J_ADD(c, "cpu", json_object_new_int(perfrec_evlist__ring_cpu(rec->evlist, i)));
+		J_ADD(c, "samples", json_object_new_int64((int64_t)s->samples));
+		J_ADD(c, "lost", json_object_new_int64((int64_t)(s->lost + s->lost_samples)));
+		J_ADD(c, "bytes", json_object_new_int64((int64_t)s->bytes));
+		json_object_array_add(cpus, c);
+		samples += s->samples;
+		lost += s->lost + s->lost_samples;
+		bytes += s->bytes;
+	}
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+		struct json_object *e;
+
+		if (ev->is_sideband)
+			continue;
+		e = json_object_new_object();
+		J_ADD(e, "name", json_object_new_string(ev->name));
+		J_ADD(e, "frequency", json_object_new_int64(ev->attr.freq ? (int64_t)ev->attr.sample_freq : 0));
+		J_ADD(e, "period", json_object_new_int64(ev->attr.freq ? 0 : (int64_t)ev->attr.sample_period));
+		json_object_array_add(events, e);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		long size;
+
+		if (fscanf(f, "%ld %ld", &size, &pages) != 2)
+			pages = 0;
+		fclose(f);
+	}
+	J_ADD(o, "pid", json_object_new_int((int)getpid()));
+	J_ADD(o, "uptime_sec", json_object_new_double(up));
+	J_ADD(o, "paused", json_object_new_boolean(ctl->paused));
+	J_ADD(o, "mode", json_object_new_string(snapshot_flight_mode(ctl->cfg) ? "flight" : "continuous"));
+	J_ADD(o, "samples", json_object_new_int64((int64_t)samples));
+	J_ADD(o, "lost", json_object_new_int64((int64_t)lost));
+	J_ADD(o, "bytes", json_object_new_int64((int64_t)bytes));
+	J_ADD(o, "samples_per_sec", json_object_new_double(up > 0 ? (double)samples / up : 0));
+	J_ADD(o, "bytes_per_sec", json_object_new_double(up > 0 ? (double)bytes / up : 0));
+	J_ADD(o, "cpus", cpus);
+	J_ADD(o, "events", events);
+	J_ADD(o, "files_published", json_object_new_int64((int64_t)rec->files_published));
+	J_ADD(o, "current_file", rec->have_file && rec->cur.path ? json_object_new_string(rec->cur.path) : NULL);
+	J_ADD(o, "cpu_time_sec", json_object_new_double((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
+	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
+	J_ADD(o, "subscribers", json_object_new_int64((int64_t)ctl->nr_subscribers));
+	return o;
+}
+
+static int stream_sink(void *ctx, const struct iovec *iov, int iovcnt)
+{
+	struct client *c = ctx;
+
+	for (int i = 0; i < iovcnt; i++)
+		if (!queue_out(c, iov[i].iov_base, iov[i].iov_len))
+			return -ENOBUFS;
+	return 0;
+}
+
+/* recorder.c hands every drained byte here while anyone subscribes. */
+static void tap(void *ctx, const struct iovec *iov, int iovcnt)
+{
+	struct control *ctl = ctx;
+
+	for (struct client *c = ctl->clients; c; c = c->next) {
+		if (!c->sub || c->dead)
+			continue;
+		/* A lone FINISHED_ROUND written on its own flushes the stream. */
+		if ((iovcnt == 1 ? perfrec_pdwriter__write(c->sub, iov[0].iov_base, iov[0].iov_len)
+				 : perfrec_pdwriter__writev(c->sub, iov, iovcnt)) < 0)
+			c->dead = true;
+	}
+}
+
+static int emit_sub(void *ctx, const struct perf_event_header *h)
+{
+	return perfrec_pdwriter__write(ctx, h, h->size);
+}
+
+static int subscribe(struct control *ctl, struct client *c)
+{
+	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct recorder *rec = ctl->rec;
+	uint64_t t0;
+	int r;
+
+	/* Records drained before now went elsewhere; everything newer than t0 comes here. */
+	t0 = recorder_clock_ns(rec);
+	recorder_drain(rec);
+	r = perfrec_pdwriter__new_pipe(-1, &po, &c->sub);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist) && r >= 0; i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = perfrec_pdwriter__add_attr(c->sub, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+	}
+	ho.argc = rec->argc;
+	ho.argv = rec->argv;
+	ho.clockid = ctl->cfg->clockid;
+	ho.clock_ns = t0;
+	ho.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
+	if (r >= 0)
+		perfrec_hostinfo__add_features(c->sub, &ho);
+	so.sample_type = rec->sideband_sample_type;
+	so.id = rec->sideband_id;
+	so.time = t0;
+	so.build_ids = true;
+	if (r >= 0) {
+		r = perfrec_synth__kernel(&so, emit_sub, c->sub);
+		if (r == -EPERM)
+			r = 0;
+	}
+	if (r >= 0)
+		r = perfrec_synth__tasks(&so, emit_sub, c->sub);
+	if (r >= 0)
+		r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_sub, c->sub);
+	if (r < 0) {
+		perfrec_pdwriter__free(c->sub, false);
+		c->sub = NULL;
+		return r;
+	}
+	ctl->nr_subscribers++;
+	return 0;
+}
+
+static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
+{
+	struct recorder *rec = ctl->rec;
+	struct json_object *p;
+	char *path = NULL;
+	int r;
+
+	if (!c->privileged && !varlink_is_public(vc->name, ctl->cfg->control_public_methods)) {
+		log_notice("Refused %s to uid %u pid %d: not root and not in the control group",
+			   vc->name, (unsigned)c->cred.uid, (int)c->cred.pid);
+		reply_error(c, VL_ERR_PERMISSION_DENIED, "method", vc->name);
+		return;
+	}
+	switch (vc->id) {
+	case VL_GET_INFO:
+		p = json_object_new_object();
+		J_ADD(p, "vendor", json_object_new_string("perfrec"));
+		J_ADD(p, "product", json_object_new_string("perfrecd"));
+		J_ADD(p, "version", json_object_new_string(perfrec_hostinfo__version()));
+		J_ADD(p, "url", json_object_new_string("https://github.com/perfrec/perfrecd"));
+		J_ADD(p, "interfaces", json_object_new_array());
+		json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string("org.varlink.service"));
+		json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string(VARLINK_INTERFACE));
+		reply(c, p);
+		return;
+	case VL_GET_INTERFACE_DESCRIPTION:
+		p = json_object_new_object();
+		J_ADD(p, "description", json_object_new_string(
+			strcmp(json_object_get_string(json_object_object_get(vc->params, "interface")), VARLINK_INTERFACE)
+			? "interface org.varlink.service\n" : varlink_interface_description));
+		reply(c, p);
+		return;
+	case VL_PING:
+		p = json_object_new_object();
+		J_ADD(p, "pong", json_object_new_boolean(true));
+		reply(c, p);
+		return;
+	case VL_STATUS:
+		reply(c, status(ctl));
+		return;
+	case VL_ROTATE:
+		if (pipeout_enabled(ctl->cfg)) {
+			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a stream to stdout (-o -) does not rotate");
+			return;
+		}
+		r = snapshot_flight_mode(ctl->cfg) ? recorder_snapshot_publish(rec, &path)
+						   : recorder_rotate(rec, &path);
+		if (r < 0 || !path) {
+			reply_error(c, VL_ERR_FAILED, "reason", r < 0 ? strerror(-r) : "no file was published");
+		} else {
+			p = json_object_new_object();
+			J_ADD(p, "file", json_object_new_string(path));
+			reply(c, p);
+		}
+		free(path);
+		return;
+	case VL_SNAPSHOT:
+		if (c->passed_fd < 0) {
+			reply_error(c, VL_ERR_NO_FD, NULL, NULL);
+			return;
+		}
+		r = recorder_snapshot(rec, c->passed_fd);
+		close(c->passed_fd);
+		c->passed_fd = -1;
+		if (r < 0) {
+			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+			return;
+		}
+		log_info("Snapshot written for uid %u pid %d: %d samples", (unsigned)c->cred.uid, (int)c->cred.pid, r);
+		p = json_object_new_object();
+		J_ADD(p, "samples", json_object_new_int(r));
+		reply(c, p);
+		return;
+	case VL_PAUSE:
+	case VL_RESUME:
+		r = vc->id == VL_PAUSE ? recorder_disable(rec) : recorder_enable(rec);
+		if (r < 0) {
+			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+			return;
+		}
+		ctl->paused = vc->id == VL_PAUSE;
+		log_info("Sampling %s by uid %u pid %d", ctl->paused ? "paused" : "resumed",
+			 (unsigned)c->cred.uid, (int)c->cred.pid);
+		reply(c, NULL);
+		return;
+	case VL_SET_FREQUENCY: {
+		int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
+
+		r = perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
+		if (r == -EINVAL) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%" PRId64 " Hz refused: events sample by period, or above the limit of %d Hz",
+				 hz, perfrec_evlist__max_sample_rate());
+			reply_error(c, VL_ERR_INVALID_PARAMETER, "parameter", "frequency");
+			log_notice("SetFrequency: %s", why);
+			return;
+		}
+		if (r < 0) {
+			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+			return;
+		}
+		log_info("Sampling frequency set to %" PRId64 " Hz by uid %u pid %d", hz,
+			 (unsigned)c->cred.uid, (int)c->cred.pid);
+		p = json_object_new_object();
+		J_ADD(p, "frequency", json_object_new_int64(hz));
+		reply(c, p);
+		return;
+	}
+	case VL_SUBSCRIBE:
+		if (snapshot_flight_mode(ctl->cfg)) {
+			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "flight mode streams nothing; use Snapshot");
+			return;
+		}
+		reply(c, NULL);
+		r = subscribe(ctl, c);
+		if (r < 0) {
+			log_warning("Cannot start a stream for pid %d: %s", (int)c->cred.pid, strerror(-r));
+			c->dead = true;
+			return;
+		}
+		log_info("Streaming to uid %u pid %d", (unsigned)c->cred.uid, (int)c->cred.pid);
+		return;
+	}
+}
+
+/* Handle every whole message in the input buffer. */
+static void handle_input(struct control *ctl, struct client *c)
+{
+	size_t off = 0;
+
+	while (!c->dead && !c->sub && off < c->in_len) {
+		struct varlink_call vc;
+		const char *err, *param;
+		int n = varlink_frame(c->in + off, c->in_len - off);
+
+		if (n == 0)
+			break;
+		if (n < 0) {
+			/* We cannot find where the next message starts: say why and hang up. */
+			struct json_object *p = json_object_new_object();
+			size_t len = 0;
+
+			J_ADD(p, "limit", json_object_new_int(VARLINK_MAX_MESSAGE));
+			send_msg(c, varlink_error(VL_ERR_MESSAGE_TOO_LARGE, p, &len), len);
+			flush_out(c);
+			c->dead = true;
+			break;
+		}
+		if (varlink_parse(c->in + off, (size_t)n - 1, &vc, &err, &param) < 0) {
+			size_t len = 0;
+
+			send_msg(c, varlink_error_param(err, param, &len), len);
+		} else {
+			bool oneway = vc.oneway;
+			size_t before = c->out_len;
+
+			call(ctl, c, &vc);
+			if (oneway && vc.id != VL_SUBSCRIBE)
+				c->out_len = before;
+			varlink_call_done(&vc);
+		}
+		off += (size_t)n;
+	}
+	memmove(c->in, c->in + off, c->in_len - off);
+	c->in_len -= off;
+}
+
+static void read_client(struct control *ctl, struct client *c)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n;
+
+	if (!c->in) {
+		c->in = malloc(VARLINK_MAX_MESSAGE);
+		if (!c->in) {
+			c->dead = true;
+			return;
+		}
+	}
+	iov.iov_base = c->in + c->in_len;
+	iov.iov_len = VARLINK_MAX_MESSAGE - c->in_len;
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			c->dead = true;
+		return;
+	}
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			/* One fd per client at a time: the newest one is for the next Snapshot. */
+			if (c->passed_fd >= 0)
+				close(c->passed_fd);
+			c->passed_fd = fd;
+		}
+	}
+	if (n == 0) {
+		c->dead = true;
+		return;
+	}
+	c->in_len += (size_t)n;
+	handle_input(ctl, c);
+}
+
+void control_process(struct control *ctl)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	uint64_t now;
+	int n;
+
+	if (!ctl)
+		return;
+	n = epoll_wait(ctl->epfd, evs, MAX_EVENTS, 0);
+	for (int i = 0; i < n; i++) {
+		struct client *c;
+
+		if (evs[i].data.u64 == TAG_LISTEN) {
+			accept_clients(ctl);
+			continue;
+		}
+		c = evs[i].data.ptr;
+		if (c->dead)
+			continue;
+		if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			read_client(ctl, c);
+		if (c->sub && (evs[i].events & (EPOLLHUP | EPOLLERR)))
+			c->dead = true;
+	}
+	now = now_usec();
+	for (struct client *c = ctl->clients, *next; c; c = next) {
+		next = c->next;
+		if (!c->dead && c->out_len > c->out_off)
+			flush_out(c);
+		if (!c->dead && c->out_len > c->out_off && now - c->out_moved_usec > CONTROL_STALL_USEC) {
+			log_notice("Control client pid %d uid %u stalled; dropping it", (int)c->cred.pid, (unsigned)c->cred.uid);
+			c->dead = true;
+		}
+		if (c->dead)
+			client_drop(c, "closed");
+	}
+	/* Pay for the tap only while someone listens (reload replaces the recorder's fields). */
+	ctl->rec->tap = ctl->nr_subscribers ? tap : NULL;
+	ctl->rec->tap_ctx = ctl;
+}

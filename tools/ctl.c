@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * perfrecctl's control-socket commands: ping, status, rotate, snapshot,
+ * pause, resume, set-freq and stream talk varlink to a running perfrecd
+ * (daemon/io.perfrec.varlink).  Human output by default, the reply's JSON
+ * with --json.  Exit codes (perfrecctl.1): 0 done, 1 the daemon refused or
+ * failed the request, 2 usage, 3 no daemon at the socket, 4 permission
+ * denied.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "perfrecctl.h"
+
+#define EXIT_NO_DAEMON 3
+#define EXIT_DENIED 4
+#define DEFAULT_SOCKET "/run/perfrecd/io.perfrec"
+
+static const char *socket_path;
+static bool json_out;
+
+int perfrecctl_global_opts(int *argc, char ***argv)
+{
+	while (*argc > 1) {
+		char **a = *argv;
+
+		if (!strcmp(a[1], "--json")) {
+			json_out = true;
+		} else if (!strcmp(a[1], "--socket") && *argc > 2) {
+			socket_path = a[2];
+			a[2] = a[0];
+			(*argv)++;
+			(*argc)--;
+		} else if (!strncmp(a[1], "--socket=", 9)) {
+			socket_path = a[1] + 9;
+		} else {
+			break;
+		}
+		a[1] = a[0];
+		(*argv)++;
+		(*argc)--;
+	}
+	return 0;
+}
+
+static const char *sock(void)
+{
+	if (socket_path)
+		return socket_path;
+	return getenv("PERFRECD_SOCKET") ? getenv("PERFRECD_SOCKET") : DEFAULT_SOCKET;
+}
+
+static int connect_daemon(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = sock();
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "perfrecctl: socket path too long: %s\n", path);
+		return -EXIT_USAGE;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		if (e == ENOENT || e == ECONNREFUSED)
+			fprintf(stderr, "perfrecctl: perfrecd is not running (no socket at %s)\n", path);
+		else if (e == EACCES || e == EPERM)
+			fprintf(stderr, "perfrecctl: permission denied: cannot connect to %s (root or the control group only)\n", path);
+		else
+			fprintf(stderr, "perfrecctl: cannot connect to %s: %s\n", path, strerror(e));
+		return e == EACCES || e == EPERM ? -EXIT_DENIED : -EXIT_NO_DAEMON;
+	}
+	return fd;
+}
+
+/* Send one call, with @pass_fd (>= 0) alongside it via SCM_RIGHTS. */
+static int send_call(int fd, const char *method, struct json_object *params, int pass_fd)
+{
+	struct json_object *o = json_object_new_object();
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct msghdr mh = { 0 };
+	struct iovec iov;
+	const char *s;
+	size_t len, off = 0;
+	int r = 0;
+
+	json_object_object_add(o, "method", json_object_new_string(method));
+	if (params)
+		json_object_object_add(o, "parameters", params);
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	len = strlen(s) + 1;
+	while (off < len) {
+		ssize_t n;
+
+		iov.iov_base = (char *)s + off;
+		iov.iov_len = len - off;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (pass_fd >= 0 && off == 0) {
+			struct cmsghdr *cm;
+
+			mh.msg_control = cbuf;
+			mh.msg_controllen = sizeof(cbuf);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+		} else {
+			mh.msg_control = NULL;
+			mh.msg_controllen = 0;
+		}
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	json_object_put(o);
+	return r;
+}
+
+/* Read one NUL-terminated reply; any bytes after it stay in *ret_rest. */
+static struct json_object *read_reply(int fd, char **ret_rest, size_t *ret_rest_len)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap), *nul = NULL;
+	struct json_object *o = NULL;
+
+	while (buf && !nul) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *b = cap < (16U << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		nul = memchr(buf, 0, len);
+	}
+	if (nul) {
+		o = json_tokener_parse(buf);
+		if (ret_rest) {
+			*ret_rest_len = len - (size_t)(nul + 1 - buf);
+			*ret_rest = malloc(*ret_rest_len + 1);
+			if (*ret_rest)
+				memcpy(*ret_rest, nul + 1, *ret_rest_len);
+		}
+	}
+	if (!o)
+		fprintf(stderr, "perfrecctl: perfrecd at %s closed the connection without a valid reply\n", sock());
+	free(buf);
+	return o;
+}
+
+/* The reply's error as an exit code, with a message; 0 if none. */
+static int check_error(struct json_object *reply)
+{
+	struct json_object *e, *p;
+	const char *err;
+
+	if (!json_object_object_get_ex(reply, "error", &e))
+		return 0;
+	err = json_object_get_string(e);
+	if (json_out)
+		puts(json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
+	if (!strcmp(err, "io.perfrec.PermissionDenied")) {
+		fprintf(stderr, "perfrecctl: permission denied: only root and members of perfrecd's control group may do this\n");
+		return EXIT_DENIED;
+	}
+	json_object_object_get_ex(reply, "parameters", &p);
+	fprintf(stderr, "perfrecctl: perfrecd refused: %s%s%s\n", err, p && json_object_object_length(p) ? " " : "",
+		p && json_object_object_length(p) ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN) : "");
+	return EXIT_BAD;
+}
+
+/* One call; on success *ret_params gets the reply's parameters (owned). */
+static int do_call(const char *method, struct json_object *params, int pass_fd, struct json_object **ret_params)
+{
+	struct json_object *reply, *p;
+	int fd = connect_daemon(), r;
+
+	if (fd < 0) {
+		json_object_put(params);
+		return -fd;
+	}
+	if (send_call(fd, method, params, pass_fd) < 0) {
+		fprintf(stderr, "perfrecctl: cannot send to %s: %m\n", sock());
+		close(fd);
+		return EXIT_NO_DAEMON;
+	}
+	reply = read_reply(fd, NULL, NULL);
+	close(fd);
+	if (!reply)
+		return EXIT_NO_DAEMON;
+	r = check_error(reply);
+	if (r == 0) {
+		if (!json_object_object_get_ex(reply, "parameters", &p))
+			p = NULL;
+		if (json_out)
+			puts(json_object_to_json_string_ext(p ? p : reply, JSON_C_TO_STRING_PRETTY));
+		*ret_params = json_object_get(p);
+	}
+	json_object_put(reply);
+	return r;
+}
+
+static int64_t geti(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
+}
+
+static double getd(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_double(v) : 0;
+}
+
+static const char *gets_(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+static int no_args(int argc, char **argv)
+{
+	perfrecctl_global_opts(&argc, &argv);
+	if (argc != 1)
+		return perfrecctl_usage(argv[0]);
+	return 0;
+}
+
+static void print_status(struct json_object *p)
+{
+	struct json_object *a;
+
+	printf("perfrecd pid %" PRId64 ", up %.0f s, %s%s\n", geti(p, "pid"), getd(p, "uptime_sec"),
+	       gets_(p, "mode"), json_object_get_boolean(json_object_object_get(p, "paused")) ? ", PAUSED" : "");
+	printf("samples %" PRId64 " (%.1f/s), lost %" PRId64 ", bytes %" PRId64 " (%.0f/s)\n",
+	       geti(p, "samples"), getd(p, "samples_per_sec"), geti(p, "lost"), geti(p, "bytes"),
+	       getd(p, "bytes_per_sec"));
+	if (json_object_object_get_ex(p, "events", &a))
+		for (size_t i = 0; i < json_object_array_length(a); i++) {
+			struct json_object *e = json_object_array_get_idx(a, i);
+
+			if (geti(e, "frequency"))
+				printf("event %s at %" PRId64 " Hz\n", gets_(e, "name"), geti(e, "frequency"));
+			else
+				printf("event %s every %" PRId64 "\n", gets_(e, "name"), geti(e, "period"));
+		}
+	if (json_object_object_get_ex(p, "cpus", &a))
+		for (size_t i = 0; i < json_object_array_length(a); i++) {
+			struct json_object *c = json_object_array_get_idx(a, i);
+
+			printf("  cpu %-4" PRId64 " samples %-10" PRId64 " lost %-8" PRId64 " bytes %" PRId64 "\n",
+			       geti(c, "cpu"), geti(c, "samples"), geti(c, "lost"), geti(c, "bytes"));
+		}
+	printf("files published %" PRId64 ", current %s\n", geti(p, "files_published"),
+	       gets_(p, "current_file") ? gets_(p, "current_file") : "(none)");
+	printf("own CPU time %.2f s, RSS %.1f MiB, %" PRId64 " subscriber(s)\n", getd(p, "cpu_time_sec"),
+	       (double)geti(p, "rss_bytes") / (1 << 20), geti(p, "subscribers"));
+}
+
+/* ping, status, rotate, pause, resume: no arguments. */
+int cmd_ctl_simple(int argc, char **argv)
+{
+	static const struct { const char *cmd, *method, *done; } map[] = {
+		{ "ping", "io.perfrec.Ping", "pong" },
+		{ "status", "io.perfrec.Status", NULL },
+		{ "rotate", "io.perfrec.Rotate", NULL },
+		{ "pause", "io.perfrec.Pause", "sampling paused" },
+		{ "resume", "io.perfrec.Resume", "sampling resumed" },
+	};
+	struct json_object *p = NULL;
+	int r = no_args(argc, argv);
+
+	if (r)
+		return r;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (strcmp(map[i].cmd, argv[0]))
+			continue;
+		r = do_call(map[i].method, NULL, -1, &p);
+		if (r == 0 && !json_out) {
+			if (map[i].done)
+				puts(map[i].done);
+			else if (!strcmp(argv[0], "status"))
+				print_status(p);
+			else
+				printf("published %s\n", gets_(p, "file"));
+		}
+		json_object_put(p);
+		return r;
+	}
+	return perfrecctl_usage(argv[0]);
+}
+
+int cmd_ctl_set_freq(int argc, char **argv)
+{
+	struct json_object *params, *p = NULL;
+	char *end;
+	long long hz;
+	int r;
+
+	perfrecctl_global_opts(&argc, &argv);
+	if (argc != 2)
+		return perfrecctl_usage(argv[0]);
+	errno = 0;
+	hz = strtoll(argv[1], &end, 10);
+	if (errno || *end || hz <= 0) {
+		fprintf(stderr, "perfrecctl: set-freq: '%s' is not a frequency in Hz\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	params = json_object_new_object();
+	json_object_object_add(params, "frequency", json_object_new_int64(hz));
+	r = do_call("io.perfrec.SetFrequency", params, -1, &p);
+	if (r == 0 && !json_out)
+		printf("sampling at %" PRId64 " Hz\n", geti(p, "frequency"));
+	json_object_put(p);
+	return r;
+}
+
+int cmd_ctl_snapshot(int argc, char **argv)
+{
+	struct json_object *p = NULL;
+	int fd, r;
+
+	perfrecctl_global_opts(&argc, &argv);
+	if (argc != 2)
+		return perfrecctl_usage(argv[0]);
+	/* Opened by us, with our permissions: the daemon writes only where we may. */
+	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "perfrecctl: cannot open %s: %m\n", argv[1]);
+		return EXIT_BAD;
+	}
+	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
+	close(fd);
+	if (r == 0 && !json_out)
+		printf("snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"), argv[1]);
+	if (r)
+		unlink(argv[1]);
+	json_object_put(p);
+	return r;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int cmd_ctl_stream(int argc, char **argv)
+{
+	struct json_object *reply;
+	char *rest = NULL, buf[65536];
+	size_t rest_len = 0;
+	int fd, r;
+
+	perfrecctl_global_opts(&argc, &argv);
+	if (argc != 1)
+		return perfrecctl_usage(argv[0]);
+	if (isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "perfrecctl: stream writes binary perf data; pipe it (perfrecctl stream | perf script -i -)\n");
+		return EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	fd = connect_daemon();
+	if (fd < 0)
+		return -fd;
+	if (send_call(fd, "io.perfrec.Subscribe", NULL, -1) < 0) {
+		close(fd);
+		return EXIT_NO_DAEMON;
+	}
+	reply = read_reply(fd, &rest, &rest_len);
+	if (!reply) {
+		close(fd);
+		return EXIT_NO_DAEMON;
+	}
+	r = check_error(reply);
+	json_object_put(reply);
+	if (r == 0 && rest && write_all(STDOUT_FILENO, rest, rest_len) < 0)
+		r = -1;
+	free(rest);
+	while (r == 0) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		if (write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+			break; /* the reader went away: done */
+	}
+	close(fd);
+	return r < 0 ? 0 : r;
+}

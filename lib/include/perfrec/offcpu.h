@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Off-CPU profiling: a BPF program (lib/bpf/offcpu.bpf.c, loaded through its
+ * libbpf skeleton) sums, per thread and blocking callchain, the nanoseconds
+ * threads spend switched out in a sleeping state.  At each file end the
+ * owner drains the sums into "offcpu-time" samples (period = blocked ns,
+ * callchain = kernel then user stack at the block point), laid out like
+ * perf record --off-cpu so perf report shows blocked time by callchain.
+ */
+#ifndef PERFREC_OFFCPU_H
+#define PERFREC_OFFCPU_H
+
+#include <sys/types.h>
+#include <linux/perf_event.h>
+#include <perfrec/common.h>
+
+/* sample_type of the offcpu-time attr (perf 6.1 adds CGROUP; we do not). */
+#define PERFREC_OFFCPU_SAMPLE_TYPE                                          \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |        \
+	 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |          \
+	 PERF_SAMPLE_CALLCHAIN)
+#define PERFREC_OFFCPU_EVENT_NAME "offcpu-time"
+/* Most frames one stack (kernel or user) carries, as the BPF map stores. */
+#define PERFREC_OFFCPU_MAX_STACK 127
+
+struct perfrec_offcpu;
+
+struct perfrec_offcpu_opts {
+	size_t sz;
+	uint64_t min_ns;         /* shorter blocks are not counted */
+	const char *cgroup_path; /* only this cgroup (v2 path, absolute or under /sys/fs/cgroup); NULL: all */
+	pid_t self_pid;          /* process never counted (the profiler); 0: none */
+};
+
+/* One aggregated map entry, decoded. */
+struct perfrec_offcpu_entry {
+	uint32_t pid, tid, cpu;
+	uint64_t period;            /* blocked ns */
+	uint32_t nr_kernel, nr_user;
+	const uint64_t *kernel;     /* innermost first */
+	const uint64_t *user;
+};
+
+/* The attr perf uses for the event: software BPF_OUTPUT, sample_period 1. */
+PERFREC_API void perfrec_offcpu__attr(struct perf_event_attr *attr);
+
+/*
+ * Load and attach the program.  On failure returns negative errno and puts
+ * a one-line reason (no trailing newline) into @why.
+ */
+PERFREC_API int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts,
+				     struct perfrec_offcpu **ret,
+				     char *why, size_t why_len);
+PERFREC_API void perfrec_offcpu__close(struct perfrec_offcpu *oc);
+
+/*
+ * Size in bytes of the sample record for @e (0 if it cannot be encoded).
+ */
+PERFREC_API size_t perfrec_offcpu__sample_size(const struct perfrec_offcpu_entry *e);
+
+/*
+ * Encode @e as a PERF_RECORD_SAMPLE of sample_type PERFREC_OFFCPU_SAMPLE_TYPE
+ * with IDENTIFIER @id and TIME @time into @buf.  Returns the record size, or
+ * -ENOSPC when @size is too small, -EINVAL for an entry with no period.
+ */
+PERFREC_API int perfrec_offcpu__encode_sample(void *buf, size_t size,
+					      const struct perfrec_offcpu_entry *e,
+					      uint64_t id, uint64_t time);
+
+typedef int (*perfrec_offcpu_emit_fn)(const struct perf_event_header *rec, void *userdata);
+
+/*
+ * Read every aggregated entry, call @emit with its sample record (id @id,
+ * time @time), and delete the entries read, so the next file starts from
+ * zero.  Returns the number of samples emitted or the first negative error
+ * (from the map or from @emit).
+ */
+PERFREC_API int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id,
+				      uint64_t time, perfrec_offcpu_emit_fn emit,
+				      void *userdata);
+
+/* Entries the kernel side could not add because the map was full. */
+PERFREC_API uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc);
+
+#endif

@@ -102,6 +102,27 @@ $(PC_FILE): lib/libperfrec.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
+# --- BPF programs (lib/bpf/*.bpf.c -> build/*.skel.h) -----------------------
+# vmlinux.h comes from the build host's kernel BTF; without BTF the checked-in
+# lib/bpf/vmlinux-min.h (CO-RE definitions of only what the programs use).
+BPF_CLANG ?= clang
+BPFTOOL ?= bpftool
+build/vmlinux.h:
+	@mkdir -p build
+	$(Q)if [ -r /sys/kernel/btf/vmlinux ] && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp 2>/dev/null; \
+	then mv $@.tmp $@; else rm -f $@.tmp; cp lib/bpf/vmlinux-min.h $@; fi
+
+build/%.bpf.o: lib/bpf/%.bpf.c build/vmlinux.h
+	@$(if $(Q),echo "  BPF     $@")
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Ibuild -c -o $@ $<
+
+build/%.skel.h: build/%.bpf.o
+	@$(if $(Q),echo "  GENSKEL $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: build/offcpu.skel.h
+lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: PR_CFLAGS += -Ibuild
+
 # --- programs (linked statically against libperfrec) ----------------------
 daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
 	@$(if $(Q),echo "  CC      $@")
@@ -290,4 +311,4 @@ uninstall:
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
 	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload build-check.results
-	rm -rf build-asan build-fuzz
+	rm -rf build-asan build-fuzz build

@@ -28,9 +28,9 @@ DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
 	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
 	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
 	systemd util-linux procps psmisc python3 e2fsprogs \
-	man-db groff-base
+	man-db groff-base libssl-dev nodejs npm
 
-DEPS_PC := libzstd libcap libsystemd json-c inih libbpf
+DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
 DEPS_LIBS   = $(shell $(PKG_CONFIG) --libs $(DEPS_PC) 2>/dev/null)
 
@@ -214,8 +214,14 @@ tests/e2e/workload: tests/e2e/workload.c
 check-e2e: all tests/e2e/workload
 	$(Q)tests/e2e/run.sh
 
-bench: all
+# Benchmark helpers (tests/bench/README.md), linked with the library objects.
+BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads
+bench: all tests/e2e/workload $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
+tests/bench/bench-%: tests/bench/bench-%.c $(LIB_OBJS)
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(DEPS_LIBS) -lpthread
+tests/bench/spawn-threads: tests/bench/spawn-threads.c
+	$(Q)$(CC) $(PR_CFLAGS) $(CFLAGS) -pthread $(LDFLAGS) -o $@ $<
 
 # --- run --------------------------------------------------------------------
 run: deps

@@ -211,7 +211,11 @@ check-fuzz: $(FUZZ_BINS)
 tests/e2e/workload: tests/e2e/workload.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread $(LDFLAGS) -o $@ $<
 
-check-e2e: all tests/e2e/workload
+# Off-CPU e2e workload: blocks in wait_for_data(), frame pointers kept.
+tests/e2e/blocker: tests/e2e/blocker.c
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(LDFLAGS) -o $@ $<
+
+check-e2e: all tests/e2e/workload tests/e2e/blocker
 	$(Q)tests/e2e/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.

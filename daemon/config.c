@@ -45,6 +45,7 @@ void config_exit(struct config *c)
 {
 	config_clear_events(c);
 	free(c->cpus);
+	free(c->offcpu_cgroup);
 	free(c->directory);
 	free(c->prefix);
 	free(c->on_rotate);
@@ -53,15 +54,6 @@ void config_exit(struct config *c)
 	free(c->socket);
 	free(c->control_group);
 	free(c->control_public_methods);
-	free(c->upload_url);
-	free(c->upload_region);
-	free(c->upload_credentials);
-	free(c->upload_key);
-	for (size_t i = 0; i < c->nr_labels; i++)
-		free(c->labels[i]);
-	free(c->labels);
-	free(c->metrics_listen);
-	free(c->metrics_textfile);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -226,8 +218,6 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 	return r;
 }
 
-#include "config-fleet.h"
-
 int config_set(struct config *c, const char *section, const char *key, const char *v,
 	       char *err, size_t errlen)
 {
@@ -278,6 +268,27 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 			return -EINVAL;
 		}
 		return 0;
+	}
+	if (IS("record", "offcpu")) {
+		if (parse_bool(v, &c->offcpu) < 0)
+			goto bad_bool;
+		return 0;
+	}
+	if (IS("record", "offcpu-min")) {
+		if (parse_duration(v, &u) < 0) {
+			snprintf(err, errlen, "offcpu-min: '%s' is not a duration", v);
+			return -EINVAL;
+		}
+		c->offcpu_min_usec = u;
+		return 0;
+	}
+	if (IS("record", "offcpu-cgroup")) {
+		if (!*v) {
+			free(c->offcpu_cgroup);
+			c->offcpu_cgroup = NULL;
+			return 0;
+		}
+		return set_string(&c->offcpu_cgroup, v);
 	}
 	if (IS("record", "cpus")) {
 		if (strcmp(v, "all") == 0 || !*v) {
@@ -441,9 +452,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(&c->prefix, v);
 	}
-	r = config_set_fleet(c, section, key, v, err, errlen);
-	if (r != -ENOENT)
-		return r;
 #undef IS
 	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
 	return -EINVAL;

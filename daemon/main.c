@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"  -P, --period N         sample every N events instead\n"
 		"  -g, --call-graph       record callchains (frame pointers)\n"
 		"      --no-call-graph    do not record callchains\n"
+		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
 		"  -C, --cpus LIST        CPUs to record (default: all online)\n"
 		"  -k, --clockid CLOCK    monotonic (default), monotonic_raw, realtime, boottime, tai, perf\n"
 		"  -d, --duration TIME    stop after TIME (seconds, or 10min, 1h, ...)\n"
@@ -68,6 +69,9 @@ static void print_config(const struct config *c)
 	printf("flush-interval=%" PRIu64 "ms\n", c->flush_usec / 1000);
 	printf("checkpoint-interval=%" PRIu64 "ms\n", c->checkpoint_usec / 1000);
 	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
+	printf("offcpu=%s\n", c->offcpu ? "yes" : "no");
+	printf("offcpu-min=%" PRIu64 "us\n", c->offcpu_min_usec);
+	printf("offcpu-cgroup=%s\n", c->offcpu_cgroup ? c->offcpu_cgroup : "");
 	printf("duration=%" PRIu64 "s\n", c->duration_usec / 1000000);
 	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
 	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
@@ -154,7 +158,8 @@ static int reload_config(struct config *cfg, char *err, size_t errlen)
 }
 
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS,
-       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET };
+       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET,
+       OPT_OFFCPU };
 
 int main(int argc, char **argv)
 {
@@ -174,6 +179,7 @@ int main(int argc, char **argv)
 		{ "history", required_argument, NULL, OPT_HISTORY },
 		{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -207,6 +213,7 @@ int main(int argc, char **argv)
 		case OPT_HISTORY: section = "output"; key = "history"; break;
 		case OPT_HISTORY_MAX: section = "output"; key = "history-max"; break;
 		case OPT_SOCKET: section = "service"; key = "socket"; break;
+		case OPT_OFFCPU: key = "offcpu"; optarg = "yes"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;

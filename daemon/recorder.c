@@ -23,13 +23,12 @@
 #include <unistd.h>
 
 #include "hook.h"
+#include "offcpu-rec.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
 #include "retention.h"
 #include "snapshot.h"
-#include "manifest.h"
-#include "upload.h"
 
 uint64_t now_usec(void)
 {
@@ -160,6 +159,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
+	offcpu_rec_open(rec);
 	return snapshot_open(rec);
 }
 
@@ -274,6 +274,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		if (r < 0)
 			goto fail;
 	}
+	r = offcpu_rec_add_attr(rec);
+	if (r < 0)
+		goto fail;
 	rec->have_file = true;
 	perfrec_buildid_table__reset_samples(rec->buildids);
 
@@ -462,55 +465,7 @@ static void apply_retention(struct recorder *rec, const char *just_published)
 
 	if (!c->max_files && !c->max_bytes && !c->max_age_usec)
 		return;
-	if (rec->uploader) {
-		/* Not-yet-uploaded files survive count and age limits; only the
-		 * disk limit may take them (uploader_forget_missing counts that). */
-		char **pending = uploader_pending(rec->uploader);
-
-		ro.max_bytes = 0;
-		if (pending && (ro.max_files || ro.max_age_usec)) {
-			/* just_published is in the queue already. */
-			retention_apply(&ro, (const char *const *)pending);
-		}
-		for (size_t i = 0; pending && pending[i]; i++)
-			free(pending[i]);
-		free(pending);
-		ro.max_files = ro.max_age_usec = 0;
-		ro.max_bytes = c->max_bytes;
-		if (ro.max_bytes)
-			retention_apply(&ro, keep);
-		uploader_forget_missing(rec->uploader);
-		return;
-	}
 	retention_apply(&ro, keep);
-}
-
-/* The manifest beside the file; frequency is what the events run at now. */
-static void write_manifest(struct recorder *rec, const char *path, const struct outfile *o,
-			   bool recovered, uint64_t end_ns)
-{
-	struct manifest_info mi = {
-		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
-		.start_wall_ns = o ? o->start_wall_ns : 0, .end_wall_ns = o ? end_ns : 0,
-		.samples = o ? o->samples : 0, .lost = o ? o->lost : 0,
-		.freq = rec->cur_freq,
-	};
-	struct manifest_cpu *cpus = NULL;
-	int r;
-
-	if (o && o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
-			cpus[i].samples = o->cpu[i].samples;
-			cpus[i].lost = o->cpu[i].lost + o->cpu[i].lost_samples;
-		}
-		mi.cpus = cpus;
-		mi.nr_cpus = rec->nr_rings;
-	}
-	r = manifest_write(&mi);
-	if (r < 0)
-		log_error("Cannot write the manifest of %s: %s", path, strerror(-r));
-	free(cpus);
 }
 
 void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
@@ -521,8 +476,6 @@ void recorder_published(struct recorder *rec, const char *path, const struct out
 		.lost = o ? o->lost : 0, .recovered = recovered,
 	};
 
-	write_manifest(rec, path, o, recovered, hi.end_wall_ns);
-	uploader_enqueue(rec->uploader, path);
 	apply_retention(rec, path);
 	if (rec->cfg->on_rotate)
 		hook_run(rec->cfg->on_rotate, &hi);
@@ -552,6 +505,7 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
+	offcpu_rec_write(rec, clock_ns(rec->cfg->clockid));
 
 	ho.argc = rec->argc;
 	ho.argv = rec->argv;
@@ -685,6 +639,7 @@ void recorder_close(struct recorder *rec)
 		outfile_reset(&rec->cur);
 	}
 	snapshot_close(rec);
+	offcpu_rec_close(rec);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
 	perfrec_cpumap__free(rec->cpus);

@@ -70,12 +70,12 @@ struct recorder {
 	struct history *history;
 	uint64_t *history_last;  /* per ring: time of the last record kept */
 	uint64_t history_dropped;
-	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
-	struct uploader *uploader;
-	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
 	/* control.c: live subscribers get every drained byte (NULL: none) */
 	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
 	void *tap_ctx;
+	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */
+	struct perfrec_offcpu *offcpu;
+	uint64_t offcpu_lost_logged;
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */

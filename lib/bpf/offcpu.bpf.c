@@ -18,6 +18,8 @@
 #define TASK_UNINTERRUPTIBLE	0x2
 #define MAX_STACK_DEPTH		127
 #define MAX_ENTRIES		10240
+/* Kernel frames of our own making: this program and bpf_trace_run4. */
+#define SKIP_KERNEL_FRAMES	2
 
 /* Keep in step with struct perfrec_offcpu_key in lib/offcpu.c. */
 struct offcpu_key {
@@ -82,7 +84,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 		if (st) {
 			st->ts = now;
 			/* current is still prev here, so its stacks are ours. */
-			st->kstack_id = bpf_get_stackid(ctx, &stacks, 0);
+			st->kstack_id = bpf_get_stackid(ctx, &stacks,
+							SKIP_KERNEL_FRAMES);
 			st->ustack_id = bpf_get_stackid(ctx, &stacks,
 							BPF_F_USER_STACK);
 			st->state = prev_state;

@@ -54,6 +54,15 @@ void config_exit(struct config *c)
 	free(c->socket);
 	free(c->control_group);
 	free(c->control_public_methods);
+	free(c->upload_url);
+	free(c->upload_region);
+	free(c->upload_credentials);
+	free(c->upload_key);
+	for (size_t i = 0; i < c->nr_labels; i++)
+		free(c->labels[i]);
+	free(c->labels);
+	free(c->metrics_listen);
+	free(c->metrics_textfile);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -217,6 +226,8 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 	free(copy);
 	return r;
 }
+
+#include "config-fleet.h"
 
 int config_set(struct config *c, const char *section, const char *key, const char *v,
 	       char *err, size_t errlen)
@@ -452,6 +463,9 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(&c->prefix, v);
 	}
+	r = config_set_fleet(c, section, key, v, err, errlen);
+	if (r != -ENOENT)
+		return r;
 #undef IS
 	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
 	return -EINVAL;

@@ -53,6 +53,18 @@ struct config {
 	char *socket;             /* path; NULL or "": no control socket */
 	char *control_group;      /* may call everything; NULL: "perfrecd" if it exists; "": none */
 	char *control_public_methods; /* what anyone may call; NULL: VARLINK_DEFAULT_PUBLIC */
+	/* [upload] (upload.c): NULL url: no uploads */
+	char *upload_url;         /* http(s)://host[:port]/bucket */
+	char *upload_region;      /* SigV4 region; NULL: us-east-1 */
+	char *upload_credentials; /* file with the key id and secret; NULL: environment */
+	char *upload_key;         /* key template; NULL: {host}/{date}/{file} */
+	/* [output] label.NAME=VALUE (manifest.c), "NAME=VALUE" each */
+	char **labels;
+	size_t nr_labels;
+	/* [service] self-report (metrics.c) and [record] max-overhead (governor.c) */
+	char *metrics_listen;     /* 127.0.0.1:PORT; NULL: no endpoint */
+	char *metrics_textfile;   /* written atomically; NULL: none */
+	double max_overhead;      /* fraction of all CPUs; 0: no governor */
 };
 
 void config_init(struct config *c);

@@ -183,9 +183,9 @@ static int listen_create(struct control *ctl, const char *path)
 			goto fail;
 	}
 	ctl->created_path = strdup(path);
-	/* Group members connect; others need the group to be unset (0666). */
-	if (chmod(path, ctl->have_gid ? 0660 : 0666) < 0 ||
-	    (ctl->have_gid && chown(path, (uid_t)-1, ctl->gid) < 0))
+	/* Everyone may connect (Ping and Status are public); each call is
+	 * checked against the peer's credentials (SO_PEERCRED). */
+	if (chmod(path, 0666) < 0 || (ctl->have_gid && chown(path, (uid_t)-1, ctl->gid) < 0))
 		log_warning("Cannot set the owner/mode of %s: %m", path);
 	if (listen(fd, SOMAXCONN) < 0)
 		goto fail;
@@ -433,6 +433,7 @@ static bool queue_out(struct client *c, const void *buf, size_t len)
 	return true;
 }
 
+/* Takes @msg (from varlink_*(..., &len): call that first, then pass len). */
 static void send_msg(struct client *c, char *msg, size_t len)
 {
 	if (!msg) {
@@ -447,7 +448,8 @@ static void reply(struct client *c, struct json_object *params)
 {
 	size_t len = 0;
 
-	send_msg(c, varlink_reply(params, &len), len);
+	{ char *m = varlink_reply(params, &len);
+			send_msg(c, m, len); }
 }
 
 static void reply_error(struct client *c, const char *error, const char *key, const char *value)
@@ -457,7 +459,8 @@ static void reply_error(struct client *c, const char *error, const char *key, co
 
 	if (p && key)
 		json_object_object_add(p, key, json_object_new_string(value));
-	send_msg(c, varlink_error(error, p, &len), len);
+	{ char *m = varlink_error(error, p, &len);
+			send_msg(c, m, len); }
 }
 
 /* -------------------------------------------------------------- methods */
@@ -752,7 +755,8 @@ static void handle_input(struct control *ctl, struct client *c)
 			size_t len = 0;
 
 			J_ADD(p, "limit", json_object_new_int(VARLINK_MAX_MESSAGE));
-			send_msg(c, varlink_error(VL_ERR_MESSAGE_TOO_LARGE, p, &len), len);
+			{ char *m = varlink_error(VL_ERR_MESSAGE_TOO_LARGE, p, &len);
+			send_msg(c, m, len); }
 			flush_out(c);
 			c->dead = true;
 			break;
@@ -760,7 +764,8 @@ static void handle_input(struct control *ctl, struct client *c)
 		if (varlink_parse(c->in + off, (size_t)n - 1, &vc, &err, &param) < 0) {
 			size_t len = 0;
 
-			send_msg(c, varlink_error_param(err, param, &len), len);
+			{ char *m = varlink_error_param(err, param, &len);
+			send_msg(c, m, len); }
 		} else {
 			bool oneway = vc.oneway;
 			size_t before = c->out_len;

@@ -25,6 +25,7 @@
 #include "pipeout.h"
 #include "privs.h"
 #include "snapshot.h"
+#include "upload.h"
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2, TAG_CONTROL = -3 };
 
@@ -219,6 +220,7 @@ static void reload(struct manager *m)
 	*m->cfg = nc;
 	m->rec = nrec;
 	m->rec.cfg = m->cfg;
+	m->rec.uploader = m->uploader;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);
@@ -287,6 +289,12 @@ int manager_run(struct manager *m)
 	uint64_t t0;
 	int r;
 
+	if (m->cfg->upload_url && !pipeout_enabled(m->cfg)) {
+		r = uploader_new(m->cfg, m->rec.hostname, &m->uploader);
+		if (r < 0)
+			return r;
+		m->rec.uploader = m->uploader;
+	}
 	if (!pipeout_enabled(m->cfg))
 		recorder_recover_leftovers(&m->rec);
 
@@ -378,6 +386,8 @@ void manager_exit(struct manager *m)
 {
 	control_free(m->ctl);
 	recorder_close(&m->rec);
+	uploader_free(m->uploader);
+	m->uploader = NULL;
 	if (m->epfd >= 0)
 		close(m->epfd);
 	if (m->sigfd >= 0)

@@ -29,6 +29,8 @@
 #include "recorder.h"
 #include "retention.h"
 #include "snapshot.h"
+#include "manifest.h"
+#include "upload.h"
 
 uint64_t now_usec(void)
 {
@@ -465,7 +467,55 @@ static void apply_retention(struct recorder *rec, const char *just_published)
 
 	if (!c->max_files && !c->max_bytes && !c->max_age_usec)
 		return;
+	if (rec->uploader) {
+		/* Not-yet-uploaded files survive count and age limits; only the
+		 * disk limit may take them (uploader_forget_missing counts that). */
+		char **pending = uploader_pending(rec->uploader);
+
+		ro.max_bytes = 0;
+		if (pending && (ro.max_files || ro.max_age_usec)) {
+			/* just_published is in the queue already. */
+			retention_apply(&ro, (const char *const *)pending);
+		}
+		for (size_t i = 0; pending && pending[i]; i++)
+			free(pending[i]);
+		free(pending);
+		ro.max_files = ro.max_age_usec = 0;
+		ro.max_bytes = c->max_bytes;
+		if (ro.max_bytes)
+			retention_apply(&ro, keep);
+		uploader_forget_missing(rec->uploader);
+		return;
+	}
 	retention_apply(&ro, keep);
+}
+
+/* The manifest beside the file; frequency is what the events run at now. */
+static void write_manifest(struct recorder *rec, const char *path, const struct outfile *o,
+			   bool recovered, uint64_t end_ns)
+{
+	struct manifest_info mi = {
+		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
+		.start_wall_ns = o ? o->start_wall_ns : 0, .end_wall_ns = o ? end_ns : 0,
+		.samples = o ? o->samples : 0, .lost = o ? o->lost : 0,
+		.freq = rec->cur_freq,
+	};
+	struct manifest_cpu *cpus = NULL;
+	int r;
+
+	if (o && o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
+		for (size_t i = 0; i < rec->nr_rings; i++) {
+			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
+			cpus[i].samples = o->cpu[i].samples;
+			cpus[i].lost = o->cpu[i].lost + o->cpu[i].lost_samples;
+		}
+		mi.cpus = cpus;
+		mi.nr_cpus = rec->nr_rings;
+	}
+	r = manifest_write(&mi);
+	if (r < 0)
+		log_error("Cannot write the manifest of %s: %s", path, strerror(-r));
+	free(cpus);
 }
 
 void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
@@ -476,6 +526,8 @@ void recorder_published(struct recorder *rec, const char *path, const struct out
 		.lost = o ? o->lost : 0, .recovered = recovered,
 	};
 
+	write_manifest(rec, path, o, recovered, hi.end_wall_ns);
+	uploader_enqueue(rec->uploader, path);
 	apply_retention(rec, path);
 	if (rec->cfg->on_rotate)
 		hook_run(rec->cfg->on_rotate, &hi);

@@ -70,6 +70,9 @@ struct recorder {
 	struct history *history;
 	uint64_t *history_last;  /* per ring: time of the last record kept */
 	uint64_t history_dropped;
+	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
+	struct uploader *uploader;
+	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
 	/* control.c: live subscribers get every drained byte (NULL: none) */
 	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
 	void *tap_ctx;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,17 @@ static const char *base_name(const char *path)
 	const char *s = strrchr(path, '/');
 
 	return s ? s + 1 : path;
+}
+
+/* The manifest and upload marker (upload.c, manifest.c) go with their file. */
+static void remove_companions(int dfd, const char *name)
+{
+	static const char *const suffixes[] = { ".json", ".uploaded" };
+	char buf[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+		if ((size_t)snprintf(buf, sizeof(buf), "%s%s", name, suffixes[i]) < sizeof(buf))
+			(void)unlinkat(dfd, buf, 0);
 }
 
 static bool is_kept(const char *name, const char *const *keep)
@@ -151,6 +163,7 @@ int retention_apply(const struct retention_opts *o, const char *const *keep)
 			log_info("Removed %s/%s (retention: %s)", o->dir, c[i].name, why);
 			removed++;
 		}
+		remove_companions(dfd, c[i].name);
 		count--;
 		total_bytes -= c[i].size;
 	}

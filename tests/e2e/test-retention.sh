@@ -8,7 +8,15 @@ run_rotations() { # conf, count
 	"$PERFRECD" -c "$1" -F 499 -g 2>>"$T/err" &
 	DAEMON_PID=$!
 	sleep 0.7
-	for i in $(seq "$2"); do kill -USR2 $DAEMON_PID; sleep 0.3; done
+	# Each rotation is awaited (its start line logged) before the next: a
+	# SIGUSR2 sent during a rotation coalesces with the one being handled.
+	local before
+	for i in $(seq "$2"); do
+		before=$(grep -c '^perfrecd: Wrote' "$T/err")
+		kill -USR2 $DAEMON_PID
+		for w in $(seq 100); do [ "$(grep -c '^perfrecd: Wrote' "$T/err")" -gt "$before" ] && break; sleep 0.1; done
+		sleep 0.2
+	done
 	kill -INT $DAEMON_PID; wait $DAEMON_PID || fail "perfrecd failed"; DAEMON_PID=
 }
 
@@ -27,7 +35,9 @@ printf '[output]\ndirectory=%s\nmax-bytes=150K\n' "$T/b" >"$T/b.conf"
 run_rotations "$T/b.conf" 8
 total=$(du -cb "$T/b"/perfrecd-*.data | tail -1 | cut -f1)
 note "max-bytes=150K: $(ls "$T/b"/*.data | wc -l) files, $total bytes"
-[ "$total" -le $((150 * 1024)) ] || fail "max-bytes exceeded: $total"
+# The file just published is always kept, even alone above the limit.
+nb=$(ls "$T/b"/perfrecd-*.data | wc -l)
+[ "$total" -le $((150 * 1024)) ] || [ "$nb" = 1 ] || fail "max-bytes exceeded: $total in $nb files"
 ls "$T/b"/perfrecd-*-000009.data >/dev/null || fail "max-bytes removed the newest file"
 [ "$(ls "$T/b"/*.data | wc -l)" -lt 9 ] || fail "max-bytes removed nothing"
 

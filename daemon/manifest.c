@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Manifest writer.  The JSON is built with json-c and written to
+ * "<file>.json.tmp", fsynced and renamed, so a consumer (or the uploader)
+ * never sees half a manifest.  Host identity comes from /etc/machine-id and
+ * /proc/sys/kernel/random/boot_id; the kernel release from uname().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <openssl/evp.h>
+
+#include "manifest.h"
+
+int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size)
+{
+	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
+	unsigned int ml = 0;
+	uint64_t size = 0;
+	EVP_MD_CTX *ctx;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		EVP_DigestUpdate(ctx, buf, (size_t)n);
+		size += (uint64_t)n;
+	}
+	if (n < 0) {
+		r = -errno;
+		goto out;
+	}
+	EVP_DigestFinal_ex(ctx, md, &ml);
+	for (unsigned int i = 0; i < ml; i++)
+		sprintf(hex + 2 * i, "%02x", md[i]);
+	*ret_size = size;
+out:
+	EVP_MD_CTX_free(ctx);
+	close(fd);
+	return r;
+}
+
+/* First line of a small file, or NULL. */
+static json_object *first_line(const char *path)
+{
+	char buf[128];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return json_object_new_string(buf);
+}
+
+static json_object *utc(uint64_t ns)
+{
+	char buf[40], frac[16];
+	time_t t = (time_t)(ns / 1000000000ULL);
+	struct tm tm;
+
+	if (!ns)
+		return NULL;
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(frac, sizeof(frac), ".%06" PRIu64 "Z", (uint64_t)(ns % 1000000000ULL / 1000));
+	strncat(buf, frac, sizeof(buf) - strlen(buf) - 1);
+	return json_object_new_string(buf);
+}
+
+int manifest_write(const struct manifest_info *mi)
+{
+	json_object *root = json_object_new_object(), *evs, *cpus, *labels;
+	const struct config *c = mi->cfg;
+	char hex[65] = "", *tmp = NULL, *dst = NULL;
+	const char *text, *base = strrchr(mi->path, '/');
+	struct utsname un;
+	uint64_t size = 0;
+	int r, fd = -1;
+
+	if (!root)
+		return -ENOMEM;
+	r = manifest_sha256(mi->path, hex, &size);
+	if (r < 0)
+		goto out;
+	json_object_object_add(root, "file", json_object_new_string(base ? base + 1 : mi->path));
+	json_object_object_add(root, "host", json_object_new_string(mi->host));
+	json_object_object_add(root, "machine_id", first_line("/etc/machine-id"));
+	json_object_object_add(root, "boot_id", first_line("/proc/sys/kernel/random/boot_id"));
+	if (uname(&un) == 0)
+		json_object_object_add(root, "kernel", json_object_new_string(un.release));
+	json_object_object_add(root, "start", utc(mi->start_wall_ns));
+	json_object_object_add(root, "end", utc(mi->end_wall_ns));
+	json_object_object_add(root, "recovered", json_object_new_boolean(mi->recovered));
+
+	evs = json_object_new_array();
+	for (size_t i = 0; c && i < c->nr_events; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(c->events[i]));
+		if (c->freq) {
+			json_object_object_add(e, "frequency", json_object_new_uint64(mi->freq ? mi->freq : c->freq));
+			json_object_object_add(e, "configured_frequency", json_object_new_uint64(c->freq));
+		} else {
+			json_object_object_add(e, "period", json_object_new_uint64(c->period));
+		}
+		json_object_array_add(evs, e);
+	}
+	json_object_object_add(root, "events", evs);
+	json_object_object_add(root, "callchain", json_object_new_boolean(c && c->callchain));
+
+	cpus = json_object_new_array();
+	for (size_t i = 0; i < mi->nr_cpus; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "cpu", json_object_new_int(mi->cpus[i].cpu));
+		json_object_object_add(o, "samples", json_object_new_uint64(mi->cpus[i].samples));
+		json_object_object_add(o, "lost", json_object_new_uint64(mi->cpus[i].lost));
+		json_object_array_add(cpus, o);
+	}
+	json_object_object_add(root, "cpus", cpus);
+	json_object_object_add(root, "samples", json_object_new_uint64(mi->samples));
+	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));
+	json_object_object_add(root, "size", json_object_new_uint64(size));
+	json_object_object_add(root, "sha256", json_object_new_string(hex));
+
+	labels = json_object_new_object();
+	for (size_t i = 0; c && i < c->nr_labels; i++) {
+		const char *eq = strchr(c->labels[i], '=');
+		char *name = eq ? strndup(c->labels[i], (size_t)(eq - c->labels[i])) : NULL;
+
+		if (name)
+			json_object_object_add(labels, name, json_object_new_string(eq + 1));
+		free(name);
+	}
+	json_object_object_add(root, "labels", labels);
+
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (asprintf(&tmp, "%s.json.tmp", mi->path) < 0 || asprintf(&dst, "%s.json", mi->path) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text) || write(fd, "\n", 1) != 1 ||
+	    fsync(fd) < 0) {
+		r = errno ? -errno : -EIO;
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, dst) < 0) {
+		r = -errno;
+		unlink(tmp);
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(dst);
+	json_object_put(root);
+	return r;
+}

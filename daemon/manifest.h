@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The JSON manifest written beside each published file ("<file>.json") so a
+ * fleet's central store can find and trust files without opening them:
+ * which host and boot, when, what was recorded at what frequency, samples
+ * and lost per CPU, size and SHA-256 of the file, and the configured labels.
+ */
+#ifndef PERFRECD_MANIFEST_H
+#define PERFRECD_MANIFEST_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+struct manifest_cpu {
+	int cpu;
+	uint64_t samples, lost;
+};
+
+struct manifest_info {
+	const char *path;          /* the published file */
+	const char *host;
+	uint64_t start_wall_ns, end_wall_ns; /* 0: unknown (a recovered file) */
+	const struct config *cfg;  /* events, frequency, labels */
+	uint64_t freq;             /* frequency the file was recorded at (governor) */
+	const struct manifest_cpu *cpus;
+	size_t nr_cpus;
+	uint64_t samples, lost;
+	int recovered;
+};
+
+/* Write "<path>.json" atomically (tmp + rename).  0 or -errno. */
+int manifest_write(const struct manifest_info *mi);
+
+/* Hex SHA-256 of a file into @hex (65 bytes) and its size.  0 or -errno. */
+int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size);
+
+#endif

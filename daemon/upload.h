@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shipping published files to S3-compatible object storage.  One thread
+ * with its own curl handle PUTs each published file (and its JSON manifest)
+ * with libcurl's AWS SigV4 signing, Content-MD5 and the payload's SHA-256,
+ * retrying with exponential backoff and jitter.  The spool is the output
+ * directory itself: a published file without a "<file>.uploaded" marker is
+ * still to be shipped, so a restart finds the backlog again.
+ */
+#ifndef PERFRECD_UPLOAD_H
+#define PERFRECD_UPLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct uploader;
+
+struct upload_stats {
+	uint64_t successes;      /* objects stored (data files and manifests) */
+	uint64_t failures;       /* failed attempts (each retry counts) */
+	uint64_t backlog;        /* files waiting, including the one in flight */
+	uint64_t bytes;          /* payload bytes stored */
+	uint64_t removed_unsent; /* removed locally before upload (disk limit) */
+};
+
+/*
+ * Start the uploader for @cfg (upload-url set) and enqueue every published
+ * file in the output directory that has no ".uploaded" marker.  @host is
+ * copied.  Returns 0 and *ret, or -errno with the reason logged.
+ */
+int uploader_new(const struct config *cfg, const char *host, struct uploader **ret);
+/* Queue a published file (path is copied).  Never blocks on the network. */
+void uploader_enqueue(struct uploader *u, const char *path);
+/* NULL-terminated, heap-allocated copy of the paths not yet uploaded
+ * (free each and the array). */
+char **uploader_pending(struct uploader *u);
+/* Drop queued paths whose file is gone (removed by the disk limit before
+ * they were shipped): each is counted and logged. */
+void uploader_forget_missing(struct uploader *u);
+void uploader_get_stats(struct uploader *u, struct upload_stats *ret);
+/* Stop the thread (an upload in flight is aborted; it stays in the spool). */
+void uploader_free(struct uploader *u);
+
+/* Expand a key template: {host} {date} (UTC, YYYY-MM-DD) {file} {prefix}.
+ * Returns a heap string or NULL (ENOMEM, or EINVAL for an unknown {name}). */
+char *upload_expand_key(const char *tmpl, const char *host, const char *prefix,
+			const char *file, int64_t when_sec);
+
+/* "name=value" lines (aws_access_key_id/aws_secret_access_key or
+ * access-key/secret-key); 0 or -errno/-EINVAL. */
+int upload_read_credentials(const char *path, char **ret_key, char **ret_secret);
+
+#endif

@@ -28,7 +28,7 @@ DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
 	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
 	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
 	systemd util-linux procps psmisc python3 e2fsprogs \
-	man-db groff-base libssl-dev nodejs npm
+	man-db groff-base libssl-dev
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)

@@ -54,6 +54,12 @@ i=0
 for f in $(ls "$T"/out/*.data | sort); do
 	i=$((i + 1))
 	perf report -i "$f" --stats >"$T/stats$i" 2>"$T/stats$i.err"
+	# At -F 20000 -g an overloaded machine loses records; perf warns of the
+	# LOST records the snapshot faithfully carries.  Say so, then check the rest.
+	if grep -Eq "events and lost|samples and lost" "$T/stats$i.err"; then
+		note "snapshot $i: $(grep -E 'and lost' "$T/stats$i.err" | head -1) (overloaded machine)"
+		sed -i -E '/and lost|^ *Warning:? *$|Check IO\/CPU overload|^ *$/d' "$T/stats$i.err"
+	fi
 	check_perf_stderr "perf report (snapshot $i)" "$T/stats$i.err"
 	theirs=$(awk '/SAMPLE events:/ {print $3; exit}' "$T/stats$i")
 	"$PERFRECCTL" verify "$f" >"$T/verify$i" || { cat "$T/verify$i"; fail "perfrecctl verify rejected snapshot $i"; }

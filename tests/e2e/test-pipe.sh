@@ -60,7 +60,7 @@ perf report -i - --header-only <"$T/stream.data" 2>/dev/null | grep -q "# hostna
 note "saved stream: $ours samples (perf agrees)"
 
 # A reader that leaves ends the recording cleanly (no kill by SIGPIPE).
-timeout 30 bash -c '"$0" -o - -e cpu-clock --duration 25 2>"$1" | head -c 100 >/dev/null; exit ${PIPESTATUS[0]}' \
+timeout 90 bash -c '"$0" -o - -e cpu-clock --duration 120 2>"$1" | head -c 100 >/dev/null; exit ${PIPESTATUS[0]}' \
 	"$PERFRECD" "$T/head.log"
 rc=$?
 [ $rc = 0 ] || { cat "$T/head.log"; fail "perfrecd -o - | head: exit $rc (124: it did not notice the reader leaving)"; }

@@ -247,6 +247,11 @@ int control_fd(const struct control *ctl)
 	return ctl ? ctl->epfd : -EBADF;
 }
 
+bool control_paused(const struct control *ctl)
+{
+	return ctl && ctl->paused;
+}
+
 void control_free(struct control *ctl)
 {
 	if (!ctl)

@@ -33,6 +33,8 @@ struct control;
 int control_open(const struct config *cfg, struct recorder *rec, struct control **ret);
 /* The fd to poll for readability: the control epoll set. */
 int control_fd(const struct control *ctl);
+/* Whether a client paused sampling (Pause, until Resume); false for NULL. */
+bool control_paused(const struct control *ctl);
 /* Serve whatever is ready, bounded; call after the drain of each pass. */
 void control_process(struct control *ctl);
 /* Close every client, and remove the socket if we created it. */

@@ -22,12 +22,14 @@
 #include "hook.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "pipeout.h"
 #include "privs.h"
 #include "snapshot.h"
 #include "upload.h"
 
 enum { TAG_SIGNAL = -1, TAG_TIMER = -2, TAG_CONTROL = -3 };
+enum { TAG_METRICS = -16 };
 
 /* systemctl status shows STATUS=; refreshing it costs one datagram. */
 #define STATUS_INTERVAL_USEC (5 * 1000000ULL)
@@ -111,6 +113,13 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	ev.data.u64 = (uint64_t)(int64_t)TAG_CONTROL;
 	if (m->ctl && epoll_ctl(m->epfd, EPOLL_CTL_ADD, control_fd(m->ctl), &ev) < 0)
 		return log_error_errno(-errno, "Cannot watch the control socket: %m");
+	/* Also before dropping privileges: a port below 1024 needs them. */
+	r = metrics_open(m, &m->metrics);
+	if (r < 0)
+		return r;
+	ev.data.u64 = (uint64_t)(int64_t)TAG_METRICS;
+	if (metrics_fd(m->metrics) >= 0 && epoll_ctl(m->epfd, EPOLL_CTL_ADD, metrics_fd(m->metrics), &ev) < 0)
+		return log_error_errno(-errno, "Cannot watch the metrics socket: %m");
 
 	/* Events open, rings mapped: from here on only what rotation needs. */
 	r = privs_drop(cfg->user, cfg->group, pipeout_enabled(cfg) ? NULL : cfg->directory);
@@ -213,6 +222,7 @@ static void reload(struct manager *m)
 	recorder_disable(&m->rec);
 	recorder_finish_file(&m->rec, NULL);
 	nrec.files_published = m->rec.files_published;
+	metrics_carry(m->metrics, &m->rec);
 	nrec.seq = m->rec.seq;
 	watch_rings(m, EPOLL_CTL_DEL);
 	recorder_close(&m->rec);
@@ -318,7 +328,7 @@ int manager_run(struct manager *m)
 
 	while (!m->stop) {
 		int timeout = -1, n;
-		bool drain = false;
+		bool drain = false, metrics_ready = false;
 
 		if (m->deadline_usec) {
 			uint64_t now = now_usec();
@@ -343,6 +353,8 @@ int manager_run(struct manager *m)
 
 				(void)!read(m->timerfd, &ticks, sizeof(ticks));
 				drain = true;
+			} else if (tag == TAG_METRICS) {
+				metrics_ready = true;
 			} else {
 				drain = true;
 			}
@@ -351,6 +363,8 @@ int manager_run(struct manager *m)
 			recorder_drain(&m->rec);
 		/* Control I/O only after the drain, bounded per pass (control.c). */
 		control_process(m->ctl);
+		if (metrics_ready)
+			metrics_process(m->metrics);
 		if (pipeout_closed(&m->rec)) {
 			log_info("The reader of stdout went away; stopping");
 			break;
@@ -375,16 +389,20 @@ int manager_run(struct manager *m)
 			last_status = now_usec();
 			notify_status(m);
 		}
+		metrics_tick(m->metrics, now_usec());
 	}
 	sd_notify(0, "STOPPING=1");
 	recorder_disable(&m->rec);
 	r = recorder_finish_file(&m->rec, NULL);
+	metrics_write_textfile(m->metrics);
 	return r == -ENOENT ? 0 : r;
 }
 
 void manager_exit(struct manager *m)
 {
 	control_free(m->ctl);
+	metrics_free(m->metrics);
+	m->metrics = NULL;
 	recorder_close(&m->rec);
 	uploader_free(m->uploader);
 	m->uploader = NULL;

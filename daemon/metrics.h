@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * perfrecd's own health in the Prometheus text exposition format (0.0.4):
+ * what it recorded, lost, wrote, published and uploaded, its CPU time and
+ * memory.  Served by a tiny one-shot HTTP/1.0 responder on a loopback port
+ * (metrics-listen=) whose sockets live in an epoll set of their own,
+ * registered as one fd in the manager's loop and served after the drain
+ * with bounded work per pass, and/or written atomically to a file for
+ * node_exporter's textfile collector (metrics-textfile=).
+ */
+#ifndef PERFRECD_METRICS_H
+#define PERFRECD_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "upload.h"
+
+struct manager;
+struct recorder;
+struct metrics;
+
+/* Limits of the HTTP responder: nothing a client does costs more. */
+#define METRICS_MAX_CLIENTS 16
+#define METRICS_MAX_REQUEST 4096
+#define METRICS_CLIENT_TIMEOUT_USEC (2 * 1000000ULL)
+/* How often the textfile is rewritten (and at exit). */
+#define METRICS_TEXTFILE_INTERVAL_USEC (5 * 1000000ULL)
+
+struct metrics_event {
+	const char *name;
+	uint64_t freq;            /* Hz; 0: samples by period */
+};
+
+/* One snapshot of everything exported; strings are borrowed. */
+struct metrics_values {
+	const char *host;
+	const char *version;
+	char *const *labels;      /* "NAME=VALUE" from label.NAME= */
+	size_t nr_labels;
+	double start_time_sec;    /* wall clock, seconds since the epoch */
+	uint64_t samples;
+	uint64_t lost;            /* records the kernel dropped (LOST + LOST_SAMPLES) */
+	uint64_t bytes_written;   /* record bytes handed to the output */
+	uint64_t dropped_bytes;   /* drained but not written (disk full) */
+	uint64_t files_published;
+	size_t nr_cpus;
+	bool paused;
+	const struct metrics_event *events;
+	size_t nr_events;
+	bool have_upload;         /* upload-url set: upload.* below are meaningful */
+	struct upload_stats upload;
+	double cpu_sec;           /* CLOCK_PROCESS_CPUTIME_ID: all our threads */
+	uint64_t rss_bytes;
+};
+
+/*
+ * Set up what @m's configuration asks for: bind metrics-listen (before
+ * privileges are dropped, so a low port works too).  *ret is NULL when
+ * neither metrics-listen nor metrics-textfile is set.  0 or -errno, logged.
+ */
+int metrics_open(struct manager *m, struct metrics **ret);
+/* The fd the manager polls for readability; -1 when nothing listens. */
+int metrics_fd(const struct metrics *mx);
+/* Accept and serve what is ready, bounded; call after the drain of a pass. */
+void metrics_process(struct metrics *mx);
+/* Drop stalled clients; rewrite the textfile when its interval is up. */
+void metrics_tick(struct metrics *mx, uint64_t now_usec);
+/* Rewrite the textfile now (at exit, after the last file is finished). */
+int metrics_write_textfile(struct metrics *mx);
+/* The recorder @old is about to be replaced (reload): keep its totals so
+ * counters stay monotonic. */
+void metrics_carry(struct metrics *mx, const struct recorder *old);
+void metrics_free(struct metrics *mx);
+
+/* Pure parts, unit-tested. */
+
+/*
+ * Look at the bytes of a request received so far.  Returns 0 when more are
+ * needed, else the HTTP status to answer: 200 (GET or HEAD of /metrics,
+ * *ret_head telling which), 404 (another path), 405 (another method) or
+ * 400 (malformed, or no end of headers within METRICS_MAX_REQUEST bytes).
+ */
+int metrics_http_parse(const char *buf, size_t len, bool *ret_head);
+/* The exposition text for @v: heap string in *ret, length in *ret_len. */
+int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len);
+/* A whole HTTP/1.0 response (Connection: close); the body is left out for
+ * HEAD.  0 or -ENOMEM. */
+int metrics_http_response(int status, const char *body, size_t body_len, bool head,
+			  char **ret, size_t *ret_len);
+
+#endif

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "varlink.h"
@@ -130,13 +131,17 @@ static int check_params(const struct varlink_call *c, const char **ret_error, co
 {
 	struct json_object *v;
 
+	/* The name of an unknown parameter outlives the parameters (freed on failure). */
+	static char unknown[128];
+
 	json_object_object_foreach(c->params, key, val) {
 		(void)val;
 		if (c->id == VL_SET_FREQUENCY && !strcmp(key, "frequency"))
 			continue;
 		if (c->id == VL_GET_INTERFACE_DESCRIPTION && !strcmp(key, "interface"))
 			continue;
-		return fail(VL_ERR_INVALID_PARAMETER, key, ret_error, ret_param, -EINVAL);
+		snprintf(unknown, sizeof(unknown), "%s", key);
+		return fail(VL_ERR_INVALID_PARAMETER, unknown, ret_error, ret_param, -EINVAL);
 	}
 	switch (c->id) {
 	case VL_SET_FREQUENCY:

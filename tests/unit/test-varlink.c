@@ -78,6 +78,24 @@ Test(varlink, parses_calls_and_names_each_error)
 	}
 }
 
+/* The offending name must stay readable after the parameters are freed (the fuzzer found this). */
+Test(varlink, unknown_parameter_is_named_after_the_call_is_freed)
+{
+	static const char msg[] = "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+				  "\"parameters\":{\"intdrface\":\"io.perfrec\"}}";
+	struct varlink_call c;
+	const char *err, *param;
+	size_t len = 0;
+	char *reply;
+
+	cr_assert_eq(varlink_parse(msg, strlen(msg), &c, &err, &param), -EINVAL);
+	cr_assert_str_eq(err, VL_ERR_INVALID_PARAMETER);
+	cr_assert_str_eq(param, "intdrface");
+	reply = varlink_error_param(err, param, &len);
+	cr_assert_not_null(strstr(reply, "\"parameter\":\"intdrface\""), "%s", reply);
+	free(reply);
+}
+
 Test(varlink, embedded_nul_and_oversized_messages_are_refused)
 {
 	struct varlink_call c;

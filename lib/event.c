@@ -212,6 +212,25 @@ int perfrec_sample__parse(const struct perf_event_header *rec, uint64_t st, uint
 			s.raw = take_bytes(&c, s.raw_size);
 		}
 	}
+	/*
+	 * The kernel writes cgroup after phys_addr and before the page sizes
+	 * and AUX (perf_output_sample(); the UAPI comment leaves it out).
+	 * Between RAW and it only fixed-size fields can be stepped over here:
+	 * branch stacks and register sets need attr fields we are not given.
+	 */
+	if ((st & PERF_SAMPLE_CGROUP) &&
+	    !(st & (PERF_SAMPLE_BRANCH_STACK | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+		    PERF_SAMPLE_REGS_INTR))) {
+		if (st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT))
+			take64(&c);
+		if (st & PERF_SAMPLE_DATA_SRC)
+			take64(&c);
+		if (st & PERF_SAMPLE_TRANSACTION)
+			take64(&c);
+		if (st & PERF_SAMPLE_PHYS_ADDR)
+			take64(&c);
+		s.cgroup = take64(&c);
+	}
 	if (c.err)
 		return c.err;
 	*ret = s;

@@ -33,6 +33,11 @@ struct perfrec_sample {
 	const uint64_t *callchain;
 	uint32_t raw_size;
 	const void *raw;
+	/*
+	 * PERF_SAMPLE_CGROUP: the task's cgroup id (0 when absent, or when a
+	 * variable-size field this parser does not walk precedes it).
+	 */
+	uint64_t cgroup;
 };
 
 /* Bytes the sample_id trailer takes for @sample_type. */

@@ -47,6 +47,26 @@ PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
 PERFREC_API int perfrec_synth__tasks(const struct perfrec_synth_opts *opts,
 				     perfrec_synth_emit_fn emit, void *ctx);
 
+/*
+ * PERF_RECORD_CGROUP for every cgroup under @root (the root first as "/",
+ * each directory before its children, paths relative to @root), id = the
+ * 64-bit kernfs id from name_to_handle_at(), as samples with
+ * PERF_SAMPLE_CGROUP carry it.  @root NULL: the hierarchy perf_event
+ * reports ids of (see __cgroup_root).  Trailer pid/tid 0, cpu 0.  Returns
+ * 0, -ENOENT when no cgroup hierarchy is mounted, -EOPNOTSUPP when @root is
+ * not a cgroup fs, -errno when it cannot be opened, or the callback's error.
+ */
+PERFREC_API int perfrec_synth__cgroups(const struct perfrec_synth_opts *opts, const char *root,
+				       perfrec_synth_emit_fn emit, void *ctx);
+
+/*
+ * The mount point of the cgroup hierarchy whose ids perf_event samples
+ * carry, from @proc/self/mounts (@proc NULL: "/proc"): a v1 hierarchy with
+ * the perf_event controller, else the cgroup2 mount.  0 with the path in
+ * @buf, -ENOENT if neither is mounted, -ENAMETOOLONG, or -errno.
+ */
+PERFREC_API int perfrec_synth__cgroup_root(const char *proc, char *buf, size_t sz);
+
 /* A bare user record (FINISHED_INIT, FINISHED_ROUND): header only. */
 PERFREC_API int perfrec_synth__marker(uint32_t type, perfrec_synth_emit_fn emit, void *ctx);
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "governor.h"
 #include "log.h"
 #include "pipeout.h"
 #include "snapshot.h"
@@ -534,6 +535,7 @@ static struct json_object *status(struct control *ctl)
 						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
 	J_ADD(o, "subscribers", json_object_new_int64((int64_t)ctl->nr_subscribers));
+	governor_status_json(rec->governor, o);
 	return o;
 }
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "governor.h"
 #include "hook.h"
 #include "log.h"
 #include "manager.h"
@@ -95,9 +96,14 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	if (m->sigfd < 0 || m->epfd < 0 || m->timerfd < 0)
 		return log_error_errno(-errno, "Cannot set up the event loop: %m");
 
+	/* Calibrates on a busy loop of its own: before our events are open. */
+	r = governor_new(cfg, &m->gov);
+	if (r < 0)
+		return log_error_errno(r, "Cannot set up the overhead governor: %s", strerror(-r));
 	r = recorder_open(&m->rec, cfg, argc, argv);
 	if (r < 0)
 		return r;
+	m->rec.governor = m->gov;
 
 	ev.data.u64 = (uint64_t)(int64_t)TAG_SIGNAL;
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->sigfd, &ev);
@@ -231,6 +237,7 @@ static void reload(struct manager *m)
 	m->rec = nrec;
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
+	m->rec.governor = m->gov;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);
@@ -280,16 +287,17 @@ static void handle_signals(struct manager *m)
 static void notify_status(struct manager *m)
 {
 	uint64_t samples = 0, lost = 0;
-	char zs[96];
+	char zs[96], gs[128];
 
 	for (size_t i = 0; i < m->rec.nr_rings; i++) {
 		samples += m->rec.total[i].samples;
 		lost += m->rec.total[i].lost + m->rec.total[i].lost_samples;
 	}
 	pipeout_compress_status(&m->rec.compress, m->rec.have_file ? m->rec.cur.w : NULL, zs, sizeof(zs));
+	governor_status_line(m->gov, gs, sizeof(gs));
 	sd_notifyf(0, "STATUS=Recording %zu CPUs: %" PRIu64 " samples, %" PRIu64
-		   " lost, %" PRIu64 " files published%s", m->rec.nr_rings, samples, lost,
-		   m->rec.files_published, zs);
+		   " lost, %" PRIu64 " files published%s%s", m->rec.nr_rings, samples, lost,
+		   m->rec.files_published, zs, gs);
 }
 
 int manager_run(struct manager *m)
@@ -390,6 +398,7 @@ int manager_run(struct manager *m)
 			notify_status(m);
 		}
 		metrics_tick(m->metrics, now_usec());
+		governor_tick(m->gov, &m->rec, now_usec());
 	}
 	sd_notify(0, "STOPPING=1");
 	recorder_disable(&m->rec);
@@ -403,6 +412,8 @@ void manager_exit(struct manager *m)
 	control_free(m->ctl);
 	metrics_free(m->metrics);
 	m->metrics = NULL;
+	governor_free(m->gov);
+	m->gov = NULL;
 	recorder_close(&m->rec);
 	uploader_free(m->uploader);
 	m->uploader = NULL;

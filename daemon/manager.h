@@ -20,6 +20,7 @@ struct manager {
 	uint64_t deadline_usec; /* 0: none */
 	struct uploader *uploader; /* upload.c; NULL: no upload-url */
 	struct metrics *metrics;   /* metrics.c; NULL: no metrics-listen/-textfile */
+	struct governor *gov;      /* governor.c; NULL: no max-overhead */
 	/* Builds a fresh configuration for SIGHUP (file + command line); 0 or
 	 * -errno with a one-line reason in @err.  NULL: reload unsupported. */
 	int (*reload)(struct config *ret_cfg, char *err, size_t errlen);

@@ -119,6 +119,10 @@ int manifest_write(const struct manifest_info *mi)
 		if (c->freq) {
 			json_object_object_add(e, "frequency", json_object_new_uint64(mi->freq ? mi->freq : c->freq));
 			json_object_object_add(e, "configured_frequency", json_object_new_uint64(c->freq));
+			if (mi->freq_min)
+				json_object_object_add(e, "min_frequency", json_object_new_uint64(mi->freq_min));
+			if (mi->freq_max)
+				json_object_object_add(e, "max_frequency", json_object_new_uint64(mi->freq_max));
 		} else {
 			json_object_object_add(e, "period", json_object_new_uint64(c->period));
 		}

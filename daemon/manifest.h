@@ -23,6 +23,7 @@ struct manifest_info {
 	uint64_t start_wall_ns, end_wall_ns; /* 0: unknown (a recovered file) */
 	const struct config *cfg;  /* events, frequency, labels */
 	uint64_t freq;             /* frequency the file was recorded at (governor) */
+	uint64_t freq_min, freq_max; /* lowest and highest while it was recorded (governor; 0: none) */
 	const struct manifest_cpu *cpus;
 	size_t nr_cpus;
 	uint64_t samples, lost;

@@ -331,6 +331,8 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 		o->cpu[ring].samples++;
 		rec->total[ring].samples++;
 		o->samples++;
+		if (s.pid)
+			rec->busy_samples++;
 		if (!o->first_time || s.time < o->first_time)
 			o->first_time = s.time;
 		if (s.time > o->last_time)
@@ -499,6 +501,8 @@ static void write_manifest(struct recorder *rec, const char *path, const struct 
 		.start_wall_ns = o ? o->start_wall_ns : 0, .end_wall_ns = o ? end_ns : 0,
 		.samples = o ? o->samples : 0, .lost = o ? o->lost : 0,
 		.freq = rec->cur_freq,
+		.freq_min = !o ? 0 : o->freq_min ? o->freq_min : rec->cur_freq,
+		.freq_max = !o ? 0 : o->freq_max ? o->freq_max : rec->cur_freq,
 	};
 	struct manifest_cpu *cpus = NULL;
 	int r;

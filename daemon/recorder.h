@@ -33,6 +33,7 @@ struct outfile {
 	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
+	uint64_t freq_min, freq_max; /* governor.c: frequencies seen (0: not governed) */
 };
 
 struct id_format {
@@ -73,9 +74,13 @@ struct recorder {
 	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
 	struct uploader *uploader;
 	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
+	struct governor *governor; /* borrowed from the manager; NULL: no max-overhead */
+	uint64_t busy_samples;    /* samples not of the idle task (pid 0), for the governor */
 	/* control.c: live subscribers get every drained byte (NULL: none) */
 	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
 	void *tap_ctx;
+	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
+	struct perfrec_bpfmeta *bpfmeta;
 	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */
 	struct perfrec_offcpu *offcpu;
 	uint64_t offcpu_lost_logged;

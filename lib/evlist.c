@@ -624,6 +624,15 @@ int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t freq, uint64_t 
 		/* Tracepoints record every hit; their period stays 1. */
 		if (ev->tracepoint)
 			continue;
+		/*
+		 * cpu-clock and task-clock run on an hrtimer: at open the kernel
+		 * turns their frequency into a fixed period in ns and clears
+		 * attr.freq, so the ioctl then takes a period: a frequency given
+		 * as is would become a period of that many ns.
+		 */
+		if (freq && ev->want.type == PERF_TYPE_SOFTWARE &&
+		    (ev->want.config == PERF_COUNT_SW_CPU_CLOCK || ev->want.config == PERF_COUNT_SW_TASK_CLOCK))
+			v = freq < 1000000000ULL ? 1000000000ULL / freq : 1;
 		for (int i = 0; i < el->cpus->nr; i++)
 			if (ev->fds[i] >= 0 && ioctl(ev->fds[i], PERF_EVENT_IOC_PERIOD, &v) < 0)
 				return -errno;

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The overhead governor behind max-overhead=.  Once a second it measures
+ * what recording cost: perfrecd's own CPU time (getrusage, every thread)
+ * plus the samples that interrupted something times the per-sample cost in
+ * the kernel, which our own CPU time does not show.  Samples of the idle
+ * task cost no one anything and are not counted, so the overhead follows the
+ * load.  That cost is calibrated at start by sampling a busy loop of our own
+ * and seeing how much longer it takes; it varies a lot (a few microseconds
+ * on bare metal, tens in a VM where every timer costs an exit), so no
+ * constant fits everywhere.  Over budget, the frequency drops in proportion;
+ * well under, it rises back towards the configured frequency.  Every change
+ * is logged with its reason and numbers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "governor.h"
+#include "log.h"
+#include "recorder.h"
+
+/* Used when calibration cannot run (no self-sampling event): conservative,
+ * about what a sample with a callchain costs in a VM. */
+#define FALLBACK_SAMPLE_COST_SEC 20e-6
+#define PERIOD_USEC 1000000ULL
+
+struct governor {
+	struct governor_policy pol;
+	double max_overhead;     /* the configured fraction */
+	long nr_cpus;
+	double sample_cost_sec;
+	bool calibrated;
+	uint64_t cur;            /* frequency the events run at */
+	uint64_t lo, hi;         /* lowest and highest since start */
+	uint64_t changes;
+	bool settle;             /* the last period straddled a change: skip it */
+	/* the period being measured */
+	uint64_t t0_usec;
+	double cpu0;
+	uint64_t samples0;
+	/* last measurement, for status */
+	double overhead, own, sampling;
+	double sample_rate;
+};
+
+double governor_overhead(const struct governor_measure *m)
+{
+	if (!(m->wall_sec > 0))
+		return 0;
+	return (m->own_cpu_sec + (double)m->samples * m->sample_cost_sec) / m->wall_sec;
+}
+
+static uint64_t clamp_freq(const struct governor_policy *p, double f)
+{
+	uint64_t lo = p->min_freq < p->max_freq ? p->min_freq : p->max_freq;
+
+	if (!(f >= (double)lo))
+		return lo;
+	if (f >= (double)p->max_freq)
+		return p->max_freq;
+	return (uint64_t)f;
+}
+
+uint64_t governor_decide(const struct governor_policy *p, const struct governor_measure *m, uint64_t cur,
+			 enum governor_why *ret_why)
+{
+	double u = governor_overhead(m), f = (double)cur;
+	enum governor_why why = GOVERNOR_KEEP;
+	uint64_t next = cur;
+
+	if (m->wall_sec > 0 && p->budget > 0) {
+		if (u > p->budget) {
+			/* Overhead scales with the rate; aim inside, not at the edge. */
+			next = clamp_freq(p, f * GOVERNOR_TARGET * p->budget / u);
+			if (next < cur)
+				why = GOVERNOR_LOWER;
+		} else if (u < GOVERNOR_RAISE_BELOW * p->budget && cur < p->max_freq) {
+			double k = u > 0 ? GOVERNOR_TARGET * p->budget / u : GOVERNOR_MAX_RAISE;
+
+			if (k > GOVERNOR_MAX_RAISE)
+				k = GOVERNOR_MAX_RAISE;
+			next = clamp_freq(p, f * k + 0.999);
+			if (next > cur)
+				why = GOVERNOR_RAISE;
+		}
+	}
+	/* Outside the bounds (a smaller ceiling now): back inside, whatever u says. */
+	if (why == GOVERNOR_KEEP) {
+		next = clamp_freq(p, f);
+		why = next < cur ? GOVERNOR_LOWER : next > cur ? GOVERNOR_RAISE : GOVERNOR_KEEP;
+	}
+	if (ret_why)
+		*ret_why = why;
+	return next;
+}
+
+/* ------------------------------------------------------------ measuring */
+
+static double clock_sec(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double own_cpu_sec(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static volatile uint64_t spin_sink;
+
+/* A few frames deep, like the code being profiled, so callchains cost alike. */
+__attribute__((noinline)) static uint64_t spin_leaf(uint64_t x, unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	spin_sink = x;
+	return x;
+}
+
+__attribute__((noinline)) static uint64_t spin(unsigned long n)
+{
+	return spin_leaf(spin_sink, n) + 1;
+}
+
+/* Samples in the ring since the last call; the ring is emptied. */
+static uint64_t ring_samples(struct perf_event_mmap_page *pg, size_t data_size)
+{
+	const unsigned char *data = (const unsigned char *)pg + pg->data_offset;
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), tail = pg->data_tail, n = 0;
+
+	while (tail + sizeof(struct perf_event_header) <= head) {
+		struct perf_event_header h;
+		size_t off = tail % data_size;
+
+		/* A header never straddles the end: records are 8-byte aligned. */
+		memcpy(&h, data + off, sizeof(h));
+		if (h.size < sizeof(h))
+			break;
+		if (h.type == PERF_RECORD_SAMPLE)
+			n++;
+		else if (h.type == PERF_RECORD_LOST && off + 24 <= data_size) {
+			uint64_t lost;
+
+			memcpy(&lost, data + off + 16, 8);
+			n += lost;
+		}
+		tail += h.size;
+	}
+	/* Pairs with the kernel's read of data_tail before it writes. */
+	__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The cost of one sample: spin the same work with a cpu-clock sampling event
+ * on this thread off and on, in short alternating chunks.  The kernel's work
+ * per sample shows as longer chunks: in thread CPU time where interrupts are
+ * charged to the task, in wall time where they are not
+ * (CONFIG_IRQ_TIME_ACCOUNTING).  Wall time also grows when another task runs
+ * in between, so that estimate takes the fastest chunks (the lower quartile).
+ * The larger of the two estimates wins: an overestimate only lowers the
+ * frequency further than needed.
+ */
+static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
+{
+	enum { ROUNDS = 24, PAGES = 16 };
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = freq,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			       PERF_SAMPLE_PERIOD | (callchain ? PERF_SAMPLE_CALLCHAIN : 0),
+		.disabled = 1,
+	};
+	double w_off[ROUNDS], w_on[ROUNDS], cpu_off = 0, cpu_on = 0, t;
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE), len = (1 + PAGES) * psz;
+	uint64_t samples = 0;
+	unsigned long n = 1000;
+	void *map;
+	int fd, r = 0;
+
+	fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		r = -errno;
+		goto out_fd;
+	}
+	/* Work for about 4 ms per chunk, so a chunk holds some samples. */
+	for (;;) {
+		t = clock_sec(CLOCK_THREAD_CPUTIME_ID);
+		spin(n);
+		t = clock_sec(CLOCK_THREAD_CPUTIME_ID) - t;
+		if (t >= 0.004 || n > (1UL << 40))
+			break;
+		n = t > 0.0005 ? (unsigned long)((double)n * 0.004 / t) + 1 : n * 8;
+	}
+	/* Let the kernel settle the event's period before counting. */
+	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	spin(n);
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	ring_samples(map, PAGES * psz);
+	for (int i = 0; i < ROUNDS; i++) {
+		double w, c;
+
+		w = clock_sec(CLOCK_MONOTONIC);
+		c = clock_sec(CLOCK_THREAD_CPUTIME_ID);
+		spin(n);
+		cpu_off += clock_sec(CLOCK_THREAD_CPUTIME_ID) - c;
+		w_off[i] = clock_sec(CLOCK_MONOTONIC) - w;
+
+		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		w = clock_sec(CLOCK_MONOTONIC);
+		c = clock_sec(CLOCK_THREAD_CPUTIME_ID);
+		spin(n);
+		cpu_on += clock_sec(CLOCK_THREAD_CPUTIME_ID) - c;
+		w_on[i] = clock_sec(CLOCK_MONOTONIC) - w;
+		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+		samples += ring_samples(map, PAGES * psz);
+	}
+	if (samples < ROUNDS) {
+		r = -ENODATA;
+		goto out;
+	}
+	qsort(w_off, ROUNDS, sizeof(double), cmp_double);
+	qsort(w_on, ROUNDS, sizeof(double), cmp_double);
+	{
+		double per_chunk = (double)samples / ROUNDS;
+		double by_cpu = (cpu_on - cpu_off) / (double)samples;
+		double by_wall = (w_on[ROUNDS / 4] - w_off[ROUNDS / 4]) / per_chunk;
+		double cost = by_cpu > by_wall ? by_cpu : by_wall;
+
+		/* Below 100 ns is noise, not a measurement. */
+		*ret_cost = cost > 100e-9 ? cost : 100e-9;
+	}
+out:
+	munmap(map, len);
+out_fd:
+	close(fd);
+	return r;
+}
+
+static uint64_t events_freq(struct recorder *rec)
+{
+	for (size_t i = 0; rec->evlist && i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (!ev->is_sideband && ev->attr.freq && ev->attr.type != PERF_TYPE_TRACEPOINT)
+			return ev->attr.sample_freq;
+	}
+	return 0;
+}
+
+int governor_new(const struct config *cfg, struct governor **ret)
+{
+	struct governor *g;
+	uint64_t cal_freq;
+	int r;
+
+	*ret = NULL;
+	if (!(cfg->max_overhead > 0))
+		return 0;
+	if (!cfg->freq) {
+		log_notice("max-overhead= is ignored: the events sample by period, and only a frequency can be governed");
+		return 0;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (g->nr_cpus < 1)
+		g->nr_cpus = 1;
+	g->max_overhead = cfg->max_overhead;
+	g->pol.budget = cfg->max_overhead * (double)g->nr_cpus;
+	g->pol.max_freq = cfg->freq;
+	g->pol.min_freq = GOVERNOR_MIN_FREQ;
+	g->cur = g->lo = g->hi = cfg->freq;
+	/* Enough samples per chunk to see, no more than the kernel allows. */
+	cal_freq = cfg->freq > 1000 ? cfg->freq : 1000;
+	if (perfrec_evlist__max_sample_rate() > 0 && cal_freq > (uint64_t)perfrec_evlist__max_sample_rate())
+		cal_freq = (uint64_t)perfrec_evlist__max_sample_rate();
+	r = calibrate(cfg->callchain, cal_freq, &g->sample_cost_sec);
+	g->calibrated = r >= 0;
+	if (r < 0) {
+		g->sample_cost_sec = FALLBACK_SAMPLE_COST_SEC;
+		log_notice("Overhead governor: cannot calibrate the cost of a sample (%s); assuming %.1f us",
+			   strerror(-r), g->sample_cost_sec * 1e6);
+	}
+	log_info("Overhead governor: budget %.2f%% of %ld CPUs (%.4f CPU-s/s), %.1f us per sample (%s), between %u and %" PRIu64 " Hz",
+		 g->max_overhead * 100, g->nr_cpus, g->pol.budget, g->sample_cost_sec * 1e6,
+		 g->calibrated ? "calibrated" : "assumed", GOVERNOR_MIN_FREQ, g->pol.max_freq);
+	*ret = g;
+	return 0;
+}
+
+void governor_free(struct governor *g)
+{
+	free(g);
+}
+
+static void note_file(struct governor *g, struct recorder *rec)
+{
+	if (!rec->have_file)
+		return;
+	if (!rec->cur.freq_min || g->cur < rec->cur.freq_min)
+		rec->cur.freq_min = g->cur;
+	if (g->cur > rec->cur.freq_max)
+		rec->cur.freq_max = g->cur;
+}
+
+void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
+{
+	struct governor_measure m;
+	enum governor_why why;
+	uint64_t next, live;
+	double cpu;
+	int r;
+
+	if (!g)
+		return;
+	rec->cur_freq = g->cur;
+	note_file(g, rec);
+	if (!g->t0_usec) {
+		g->t0_usec = now;
+		g->cpu0 = own_cpu_sec();
+		g->samples0 = rec->busy_samples;
+		return;
+	}
+	if (now - g->t0_usec < PERIOD_USEC)
+		return;
+	cpu = own_cpu_sec();
+	m.wall_sec = (double)(now - g->t0_usec) / 1e6;
+	m.own_cpu_sec = cpu - g->cpu0;
+	m.samples = rec->busy_samples - g->samples0;
+	m.sample_cost_sec = g->sample_cost_sec;
+	g->t0_usec = now;
+	g->cpu0 = cpu;
+	g->samples0 = rec->busy_samples;
+
+	/* Someone else (SetFrequency, a reload) set the rate: that is the new ceiling. */
+	live = events_freq(rec);
+	if (live && live != g->cur) {
+		log_info("Overhead governor: the frequency was set to %" PRIu64 " Hz from outside; governing up to that",
+			 live);
+		g->pol.max_freq = live;
+		g->cur = live;
+		g->settle = true;
+		rec->cur_freq = live;
+		note_file(g, rec);
+		return;
+	}
+	g->overhead = governor_overhead(&m);
+	g->own = m.own_cpu_sec / m.wall_sec;
+	g->sampling = g->overhead - g->own;
+	g->sample_rate = (double)m.samples / m.wall_sec;
+	if (g->settle) {
+		/* Half of that period ran at the old rate. */
+		g->settle = false;
+		return;
+	}
+	next = governor_decide(&g->pol, &m, g->cur, &why);
+	if (why == GOVERNOR_KEEP)
+		return;
+	r = perfrec_evlist__set_freq(rec->evlist, next, 0);
+	if (r < 0) {
+		log_debug("Overhead governor: cannot set %" PRIu64 " Hz: %s", next, strerror(-r));
+		return;
+	}
+	log_info("Overhead governor: %" PRIu64 " -> %" PRIu64 " Hz: overhead %.2f%% of all CPUs is %s the budget of %.2f%% "
+		 "(own CPU %.2f%%, sampling %.2f%%: %.0f samples/s at %.1f us)",
+		 g->cur, next, g->overhead / (double)g->nr_cpus * 100,
+		 why == GOVERNOR_LOWER ? "over" : "well under", g->max_overhead * 100,
+		 g->own / (double)g->nr_cpus * 100, g->sampling / (double)g->nr_cpus * 100, g->sample_rate,
+		 g->sample_cost_sec * 1e6);
+	g->cur = next;
+	g->changes++;
+	g->settle = true;
+	if (next < g->lo)
+		g->lo = next;
+	if (next > g->hi)
+		g->hi = next;
+	rec->cur_freq = next;
+	note_file(g, rec);
+}
+
+void governor_status_line(const struct governor *g, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	buf[0] = 0;
+	if (g)
+		snprintf(buf, len, ", governor at %" PRIu64 " of %" PRIu64 " Hz, overhead %.2f%% of %.2f%%", g->cur,
+			 g->pol.max_freq, g->overhead / (double)g->nr_cpus * 100, g->max_overhead * 100);
+}
+
+void governor_status_json(const struct governor *g, struct json_object *o)
+{
+	struct json_object *j;
+
+	if (!g || !(j = json_object_new_object()))
+		return;
+	json_object_object_add(j, "frequency", json_object_new_int64((int64_t)g->cur));
+	json_object_object_add(j, "max_frequency", json_object_new_int64((int64_t)g->pol.max_freq));
+	json_object_object_add(j, "min_frequency_seen", json_object_new_int64((int64_t)g->lo));
+	json_object_object_add(j, "max_frequency_seen", json_object_new_int64((int64_t)g->hi));
+	json_object_object_add(j, "changes", json_object_new_int64((int64_t)g->changes));
+	json_object_object_add(j, "budget_percent", json_object_new_double(g->max_overhead * 100));
+	json_object_object_add(j, "overhead_percent", json_object_new_double(g->overhead / (double)g->nr_cpus * 100));
+	json_object_object_add(j, "own_cpu_percent", json_object_new_double(g->own / (double)g->nr_cpus * 100));
+	json_object_object_add(j, "sampling_percent", json_object_new_double(g->sampling / (double)g->nr_cpus * 100));
+	json_object_object_add(j, "samples_per_sec", json_object_new_double(g->sample_rate));
+	json_object_object_add(j, "sample_cost_usec", json_object_new_double(g->sample_cost_sec * 1e6));
+	json_object_object_add(j, "calibrated", json_object_new_boolean(g->calibrated));
+	json_object_object_add(o, "governor", j);
+}

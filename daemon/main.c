@@ -90,6 +90,8 @@ static void print_config(const struct config *c)
 	printf("socket=%s\n", c->socket ? c->socket : "");
 	printf("control-group=%s\n", c->control_group ? c->control_group : "(perfrecd if it exists)");
 	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
+	printf("metrics-listen=%s\nmetrics-textfile=%s\n", c->metrics_listen ? c->metrics_listen : "",
+	       c->metrics_textfile ? c->metrics_textfile : "");
 }
 
 /*

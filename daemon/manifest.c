@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "manifest.h"
+#include "manifest-cgroup.h"
 
 int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size)
 {
@@ -88,7 +89,7 @@ static json_object *utc(uint64_t ns)
 
 int manifest_write(const struct manifest_info *mi)
 {
-	json_object *root = json_object_new_object(), *evs, *cpus, *labels;
+	json_object *root = json_object_new_object(), *evs, *cpus, *labels, *cgroups = NULL;
 	const struct config *c = mi->cfg;
 	char hex[65] = "", *tmp = NULL, *dst = NULL;
 	const char *text, *base = strrchr(mi->path, '/');
@@ -145,6 +146,10 @@ int manifest_write(const struct manifest_info *mi)
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));
 	json_object_object_add(root, "size", json_object_new_uint64(size));
 	json_object_object_add(root, "sha256", json_object_new_string(hex));
+	/* null when the file cannot be read back: unknown, not "none". */
+	if (manifest_cgroups(mi->path, &cgroups) < 0)
+		cgroups = NULL;
+	json_object_object_add(root, "cgroups", cgroups);
 
 	labels = json_object_new_object();
 	for (size_t i = 0; c && i < c->nr_labels; i++) {

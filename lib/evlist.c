@@ -44,6 +44,7 @@
 /* Optional attr features, in the order they are given up (newest first). */
 enum feature {
 	F_BUILD_ID,      /* 5.12 */
+	F_SAMPLE_CGROUP, /* 5.7, and only with CONFIG_CGROUP_PERF */
 	F_CGROUP,        /* 5.7 */
 	F_KSYMBOL,       /* 5.1, with bpf_event */
 	F_NAMESPACES,    /* 4.12 */
@@ -237,7 +238,8 @@ static void common_attr(const struct perfrec_evlist *el, struct perf_event_attr 
 	a->size = sizeof(*a);
 	a->disabled = 1;
 	a->sample_id_all = 1;
-	a->sample_type = BASE_SAMPLE_TYPE;
+	/* Each sample names its task's cgroup (perf report --sort cgroup). */
+	a->sample_type = BASE_SAMPLE_TYPE | PERF_SAMPLE_CGROUP;
 	a->read_format = PERF_FORMAT_ID | PERF_FORMAT_LOST;
 	/* Wake the reader by bytes, not per sample: it drains in batches. */
 	a->watermark = 1;
@@ -295,6 +297,7 @@ static void sampler_attr(const struct perfrec_evlist *el, const struct perfrec_e
 static bool has_feature(const struct perf_event_attr *a, enum feature f)
 {
 	switch (f) {
+	case F_SAMPLE_CGROUP: return a->sample_type & PERF_SAMPLE_CGROUP;
 	case F_BUILD_ID: return a->build_id;
 	case F_CGROUP: return a->cgroup;
 	case F_KSYMBOL: return a->ksymbol || a->bpf_event;
@@ -313,6 +316,8 @@ static void apply_missing(struct perf_event_attr *a, const struct perf_event_att
 			  unsigned int missing)
 {
 	*a = *want;
+	if (missing & (1u << F_SAMPLE_CGROUP))
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_CGROUP;
 	if (missing & (1u << F_BUILD_ID))
 		a->build_id = 0;
 	if (missing & (1u << F_CGROUP))

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Per-cgroup sample counts for the manifest.  The published file is read
+ * once, sequentially, with libperfrec's reader: PERF_RECORD_CGROUP records
+ * (synthesized at the file's start, or written by the kernel when a cgroup
+ * appears) map ids to paths, and every sample whose attr carries
+ * PERF_SAMPLE_CGROUP is counted under its id, so the manifest agrees with
+ * what `perf report --sort cgroup` shows for the same file.  Ids are kept
+ * in a small open-addressing table because a file holds millions of samples
+ * but only as many distinct cgroups as the host has.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+
+#include "manifest-cgroup.h"
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len > n && !memcmp(s + len - n, suffix, n);
+}
+
+static bool all_hex(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* Container id named by one path component, or false. */
+static bool component_container(const char *c, size_t len, const char **ret_id, size_t *ret_len)
+{
+	/* Runtimes' systemd scopes: <prefix><64 hex>.scope */
+	static const char *const prefixes[] = { "docker-", "libpod-", "crio-", "cri-containerd-", "containerd-" };
+
+	if (ends_with(c, len, ".scope")) {
+		size_t body = len - strlen(".scope");
+
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+			size_t pl = strlen(prefixes[i]);
+
+			if (body == pl + 64 && !memcmp(c, prefixes[i], pl) && all_hex(c + pl, 64)) {
+				*ret_id = c + pl;
+				*ret_len = 64;
+				return true;
+			}
+		}
+		return false;
+	}
+	/* cgroupfs drivers (docker, kubelet): the bare id as a directory name. */
+	if (len == 64 && all_hex(c, 64)) {
+		*ret_id = c;
+		*ret_len = 64;
+		return true;
+	}
+	return false;
+}
+
+static void copy_name(char dst[CGROUP_NAME_MAX], const char *src, size_t len)
+{
+	if (len >= CGROUP_NAME_MAX)
+		len = CGROUP_NAME_MAX - 1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+void cgroup_classify(const char *path, char unit[CGROUP_NAME_MAX], char container[CGROUP_NAME_MAX])
+{
+	const char *p = path ? path : "";
+
+	unit[0] = container[0] = '\0';
+	/* Walk every component; the innermost match of each kind wins. */
+	while (*p) {
+		const char *c, *id;
+		size_t len, idlen;
+
+		while (*p == '/')
+			p++;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		if (!len)
+			continue;
+		if (ends_with(c, len, ".service") || ends_with(c, len, ".scope"))
+			copy_name(unit, c, len);
+		if (component_container(c, len, &id, &idlen))
+			copy_name(container, id, idlen);
+	}
+}
+
+struct slot {
+	uint64_t id;
+	uint64_t samples;
+	char *path;
+	bool used;
+};
+
+struct table {
+	struct slot *slots;
+	size_t cap, nr; /* cap: a power of 2 */
+};
+
+static size_t hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return (size_t)v;
+}
+
+static struct slot *lookup(struct table *t, uint64_t id)
+{
+	size_t i;
+
+	if ((t->nr + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct slot *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		for (size_t j = 0; j < t->cap; j++) {
+			if (!t->slots[j].used)
+				continue;
+			for (i = hash64(t->slots[j].id) & (ncap - 1); ns[i].used; i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = t->slots[j];
+		}
+		free(t->slots);
+		t->slots = ns;
+		t->cap = ncap;
+	}
+	for (i = hash64(id) & (t->cap - 1); t->slots[i].used; i = (i + 1) & (t->cap - 1))
+		if (t->slots[i].id == id)
+			return &t->slots[i];
+	t->slots[i].used = true;
+	t->slots[i].id = id;
+	t->nr++;
+	return &t->slots[i];
+}
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i].path);
+	free(t->slots);
+}
+
+/* CGROUP: header, u64 id, NUL-terminated path, sample_id trailer. */
+static int note_cgroup(struct table *t, const struct perf_event_header *h)
+{
+	const char *path = (const char *)h + sizeof(*h) + 8;
+	size_t room;
+	struct slot *s;
+	uint64_t id;
+
+	if (h->size <= sizeof(*h) + 8)
+		return 0;
+	room = h->size - sizeof(*h) - 8;
+	if (!memchr(path, '\0', room))
+		return 0;
+	memcpy(&id, (const char *)h + sizeof(*h), 8);
+	s = lookup(t, id);
+	if (!s)
+		return -ENOMEM;
+	free(s->path);
+	s->path = strdup(path);
+	return s->path ? 0 : -ENOMEM;
+}
+
+static int note_sample(struct table *t, struct perfrec_pdreader *r, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
+	struct perfrec_sample smp;
+	struct slot *s;
+	uint64_t id;
+
+	if (h->size >= sizeof(*h) + 8) {
+		memcpy(&id, h + 1, 8);
+		a = perfrec_pdreader__attr_by_id(r, id);
+	}
+	if (!a && perfrec_pdreader__nr_attrs(r) == 1)
+		a = perfrec_pdreader__attr(r, 0);
+	if (!a || !(a->attr.sample_type & PERF_SAMPLE_CGROUP))
+		return 0;
+	if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0)
+		return 0;
+	s = lookup(t, smp.cgroup);
+	if (!s)
+		return -ENOMEM;
+	s->samples++;
+	return 0;
+}
+
+static int by_samples(const void *pa, const void *pb)
+{
+	const struct slot *a = pa, *b = pb;
+
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static json_object *entry(const struct slot *s)
+{
+	char unit[CGROUP_NAME_MAX], container[CGROUP_NAME_MAX];
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "id", json_object_new_uint64(s->id));
+	if (s->path)
+		json_object_object_add(o, "path", json_object_new_string(s->path));
+	json_object_object_add(o, "samples", json_object_new_uint64(s->samples));
+	cgroup_classify(s->path, unit, container);
+	if (unit[0])
+		json_object_object_add(o, "unit", json_object_new_string(unit));
+	if (container[0])
+		json_object_object_add(o, "container", json_object_new_string(container));
+	return o;
+}
+
+int manifest_cgroups(const char *path, json_object **ret_array)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	const struct perf_event_header *h;
+	struct perfrec_pdreader *r = NULL;
+	struct table t = { 0 };
+	struct slot *seen = NULL;
+	json_object *arr = NULL;
+	size_t n = 0;
+	uint64_t off;
+	int ret;
+
+	ret = perfrec_pdreader__open(path, &ro, &r);
+	if (ret < 0)
+		return ret;
+	while ((ret = perfrec_pdreader__next(r, &h, &off)) > 0) {
+		if (h->type == PERF_RECORD_CGROUP)
+			ret = note_cgroup(&t, h);
+		else if (h->type == PERF_RECORD_SAMPLE)
+			ret = note_sample(&t, r, h);
+		if (ret < 0)
+			goto out;
+	}
+	if (ret < 0)
+		goto out;
+
+	seen = calloc(t.nr ? t.nr : 1, sizeof(*seen));
+	arr = json_object_new_array();
+	if (!seen || !arr) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < t.cap; i++)
+		if (t.slots[i].used && t.slots[i].samples)
+			seen[n++] = t.slots[i];
+	qsort(seen, n, sizeof(*seen), by_samples);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = entry(&seen[i]);
+
+		if (!o) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		json_object_array_add(arr, o);
+	}
+	*ret_array = arr;
+	arr = NULL;
+	ret = 0;
+out:
+	json_object_put(arr);
+	free(seen); /* shallow copies: the paths belong to the table */
+	table_free(&t);
+	perfrec_pdreader__free(r);
+	return ret;
+}

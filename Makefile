@@ -215,7 +215,11 @@ tests/e2e/workload: tests/e2e/workload.c
 tests/e2e/blocker: tests/e2e/blocker.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(LDFLAGS) -o $@ $<
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker
+# BPF-symbol e2e workload: a hot socket filter loaded with libbpf.
+tests/e2e/bpfhot: tests/e2e/bpfhot.c
+	$(Q)$(CC) -O1 -g $(LDFLAGS) -o $@ $< -lbpf
+
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
 	$(Q)tests/e2e/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.

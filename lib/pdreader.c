@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <perfrec/bpfmeta.h>
 #include <perfrec/compress.h>
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
@@ -1065,6 +1066,17 @@ static int check_features(struct perfrec_pdreader *r)
 		if (ret < 0)
 			return ret;
 	}
+	/* perf dereferences these arrays as they come: check them (lib/bpf-meta.c). */
+	if (r->has_feat[PERFREC_FEAT_BPF_PROG_INFO] &&
+	    perfrec_bpfmeta__parse_prog_info(r->buf + r->feats[PERFREC_FEAT_BPF_PROG_INFO].offset,
+					     r->feats[PERFREC_FEAT_BPF_PROG_INFO].size, NULL, NULL) < 0)
+		return fail(r, r->feats[PERFREC_FEAT_BPF_PROG_INFO].offset,
+			    "feature BPF_PROG_INFO: malformed (an entry or one of its arrays runs past the section, or its bpf_prog_info is longer than perf's)");
+	if (r->has_feat[PERFREC_FEAT_BPF_BTF] &&
+	    perfrec_bpfmeta__parse_btf(r->buf + r->feats[PERFREC_FEAT_BPF_BTF].offset,
+				       r->feats[PERFREC_FEAT_BPF_BTF].size, NULL, NULL) < 0)
+		return fail(r, r->feats[PERFREC_FEAT_BPF_BTF].offset,
+			    "feature BPF_BTF: malformed (a BTF object runs past the section)");
 	return 0;
 }
 
@@ -1343,6 +1355,11 @@ int perfrec_pdreader__feature_text(const struct perfrec_pdreader *r, int feat, c
 		n = (int)(used < sz ? used : sz - 1);
 		break;
 	}
+	case PERFREC_FEAT_BPF_PROG_INFO: case PERFREC_FEAT_BPF_BTF:
+		n = perfrec_bpfmeta__feature_text(feat, p, len, buf, sz);
+		if (n < 0)
+			return n;
+		break;
 	default:
 		n = snprintf(buf, sz, "%zu bytes", len);
 		break;

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfrec/bpfmeta.h>
+
 #include "hook.h"
 #include "offcpu-rec.h"
 #include "log.h"
@@ -162,6 +164,9 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
 	offcpu_rec_open(rec);
+	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */
+	if (perfrec_bpfmeta__new(&rec->bpfmeta) == 0)
+		perfrec_bpfmeta__collect(rec->bpfmeta);
 	return snapshot_open(rec);
 }
 
@@ -299,6 +304,13 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	r = perfrec_synth__tasks(&so, emit_synth, rec);
 	if (r < 0)
 		goto fail;
+	/* JITed BPF programs loaded now; later ones come as ring records. */
+	if (rec->bpfmeta) {
+		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit_synth, rec);
+		/* Not worth losing the file over: samples in BPF code stay unnamed. */
+		if (r < 0 && r != -EPERM && r != -EACCES && r != -ENOSYS)
+			log_debug("BPF programs not synthesized into %s: %s", o->path, strerror(-r));
+	}
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
 	if (r < 0)
 		goto fail;
@@ -342,6 +354,10 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 		break;
 	case PERF_RECORD_MMAP2:
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		break;
+	case PERF_RECORD_KSYMBOL:
+	case PERF_RECORD_BPF_EVENT:
+		perfrec_bpfmeta__note_record(rec->bpfmeta, h);
 		break;
 	case PERF_RECORD_LOST:
 		if (h->size >= 24) {
@@ -576,6 +592,9 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 	r = perfrec_buildid_table__add_feature(rec->buildids, o->w);
 	if (r < 0)
 		log_warning("Build-id table not written to %s: %s", o->path, strerror(-r));
+	r = perfrec_bpfmeta__add_features(rec->bpfmeta, o->w);
+	if (r < 0)
+		log_warning("BPF program info not written to %s: %s", o->path, strerror(-r));
 
 	r = perfrec_pdwriter__finish(o->w);
 	pipeout_note_compression(o->w, o->path, &rec->compress);
@@ -696,6 +715,7 @@ void recorder_close(struct recorder *rec)
 	}
 	snapshot_close(rec);
 	offcpu_rec_close(rec);
+	perfrec_bpfmeta__free(rec->bpfmeta);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
 	perfrec_cpumap__free(rec->cpus);

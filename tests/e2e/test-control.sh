@@ -84,7 +84,7 @@ ctl status | grep -q "event cpu-clock at 199 Hz" || fail "frequency not shown"
 ctl set-freq 0 2>/dev/null; [ $? = 2 ] || fail "set-freq 0 is a usage error"
 F=$(ctl rotate); F=$(ls -t "$T"/out/*.data | head -1)
 F=$(ctl rotate); F=${F#published }
-perf report -i "$F" --header-only 2>/dev/null | grep -q "sample_freq = 199" || { perf report -i "$F" --header-only | grep freq; fail "next file does not carry 199 Hz"; }
+perf report -i "$F" --header-only 2>/dev/null | grep -Eq "sample_freq( })? = 199" || { perf report -i "$F" --header-only | grep freq; fail "next file does not carry 199 Hz"; }
 
 note "Permission matrix"
 for m in ping status; do as_nobody "$PERFRECCTL" --socket "$S" $m >/dev/null || fail "nobody cannot $m"; done
@@ -96,8 +96,9 @@ as_member "$PERFRECCTL" --socket "$S" resume >/dev/null || fail "member cannot r
 
 note "Subscribe stream into perf script"
 "$WORKLOAD" 4 >/dev/null &
+WL=$!
 timeout 3 "$PERFRECCTL" --socket "$S" stream > "$T/stream.data"
-wait
+wait "$WL"   # not a bare wait: the daemon is a child too
 timeout 60 perf script -i - < "$T/stream.data" > "$T/script" 2>"$T/perr"
 grep -q hot_function "$T/script" || { head "$T/script"; cat "$T/perr"; fail "stream shows no hot_function samples"; }
 

@@ -146,7 +146,7 @@ wl=$!
 sleep 0.5
 timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs \
 	--inh-caps=-all,"$caps" --ambient-caps=-all,"$caps" --bounding-set=-all,"$caps" \
-	"$D/usr/sbin/perfrecd" -o "$O" -d 2 >"$T/daemon.log" 2>&1; rc=$?
+	"$D/usr/sbin/perfrecd" -o "$O" -d 2 --socket "" >"$T/daemon.log" 2>&1; rc=$?
 wait "$wl"
 [ "$rc" = 0 ] || { cat "$T/daemon.log"; fail "perfrecd with the unit's capabilities exited $rc"; }
 f=$(only_file "$O")

@@ -10,16 +10,22 @@
 # own CPU time (user+sys from GNU time), peak RSS, bytes written per sample,
 # samples and LOST/LOST_SAMPLES as `perf report --stats` counts them, and the
 # effective perf_event_max_sample_rate (the kernel lowers it when sampling
-# takes too long; it is restored after every run).  It prints a table of
-# medians with perfrecd/perf ratios pair by pair and writes the raw runs and
-# the summary as CSV under tests/bench/results/.  Then it runs the drain-path
-# micro-benchmark and the 10,000-thread synthesis benchmark.
+# takes too long; it is restored after every run).  CPU time and peak RSS
+# come from wait4(2) (tests/bench/rusage.py: microseconds, where GNU time
+# prints hundredths); samples and LOST records are counted by perf itself
+# (perf report --stats), the number of samples lost by perfrecctl dump, over
+# every file the recorder wrote.  It prints a table of medians with
+# perfrecd/perf ratios pair by pair and writes the raw runs and the summary as
+# CSV under tests/bench/results/.  Then it runs the drain-path
+# micro-benchmark and the start-up / 10,000-thread synthesis benchmark.
+# See tests/bench/README.md.
 #
-# Environment: BENCH_RATES ("99 1000 10000 50000"), BENCH_RUNS (3),
-# BENCH_SECS (3, workload seconds per run), BENCH_MMAP_PAGES (128 = 512 KiB),
-# BENCH_COMPRESS_RATES ("10000": rates also run as perf -z vs perfrecd -z;
-# "" for none), BENCH_THREADS (10000), BENCH_SKIP_RECORD=1 to run only the
-# micro-benchmarks.
+# Environment: BENCH_PARTS ("record drain synth"), BENCH_RATES
+# ("99 1000 10000 50000"), BENCH_RUNS (3), BENCH_SECS (3, workload seconds
+# per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
+# rates also run compressed; "" for none), BENCH_ZLEVEL (1: the zstd level
+# both recorders compress at; 1 is what perf -z uses), BENCH_THREADS (10000),
+# BENCH_SKIP_RECORD=1 (same as leaving "record" out of BENCH_PARTS).
 #
 # perf records with --buildid-mmap: build ids ride in MMAP2 records as
 # perfrecd writes them, instead of perf's post-processing pass over the data
@@ -33,6 +39,11 @@ SECS=${BENCH_SECS:-3}
 PAGES=${BENCH_MMAP_PAGES:-128}
 ZRATES=${BENCH_COMPRESS_RATES:-10000}
 THREADS=${BENCH_THREADS:-10000}
+ZLEVEL=${BENCH_ZLEVEL:-1}
+PARTS=${BENCH_PARTS:-record drain synth}
+[ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
+RUSAGE=$ROOT/tests/bench/rusage.py
+PERFRECCTL=$ROOT/tools/perfrecctl
 RESULTS=$ROOT/tests/bench/results
 PERFRECD=$ROOT/daemon/perfrecd
 WORKLOAD=$ROOT/tests/e2e/workload
@@ -44,7 +55,9 @@ die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (perf_event_open on all CPUs)"
 command -v perf >/dev/null || die "perf not installed (linux-perf)"
 [ -x /usr/bin/time ] || die "/usr/bin/time (GNU time) not installed"
+command -v python3 >/dev/null || die "python3 not installed"
 [ -x "$PERFRECD" ] || die "$PERFRECD not built (make all)"
+[ -x "$PERFRECCTL" ] || die "$PERFRECCTL not built (make all)"
 [ -x "$WORKLOAD" ] || make -s tests/e2e/workload || die "cannot build workload"
 make -s tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads \
 	|| die "cannot build the micro-benchmarks"
@@ -59,35 +72,40 @@ trap 'exit 130' INT TERM
 MMAP_BYTES=$((PAGES * PAGE_SIZE))
 RUNS_CSV=$RESULTS/record-runs.csv
 SUM_CSV=$RESULTS/record-summary.csv
-echo "tool,compress,rate,run,effective_max_rate,cpu_s,samples,cpu_us_per_msample,peak_rss_kib,bytes,bytes_per_sample,lost,lost_samples" > "$RUNS_CSV"
+RUNS_HDR="tool,compress,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_s_per_msample,peak_rss_kib,vol_csw,bytes,bytes_per_sample,lost_records,lost_samples,samples_lost"
 
-# stats FILE -> "samples lost lost_samples"
+# stats FILE -> "samples lost_records lost_samples_records samples_lost"
 stats() {
-	perf report --stats -i "$1" 2>/dev/null | awk '
+	local lost
+	lost=$("$PERFRECCTL" dump --json "$1" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(int(d.get("lost", 0)) + int(d.get("lost_samples", 0)))' 2>/dev/null)
+	perf report --stats -i "$1" 2>/dev/null | awk -v lost="${lost:-0}" '
 		/^ *SAMPLE events:/ { s = $3 }
 		/^ *LOST events:/ { l = $3 }
 		/^ *LOST_SAMPLES events:/ { ls = $3 }
-		END { printf "%d %d %d\n", s, l, ls }'
+		END { printf "%d %d %d %d\n", s, l, ls, lost }'
 }
 
 # one_run TOOL Z RATE RUN: record while the workload runs, append a CSV row.
 one_run() {
-	local tool=$1 z=$2 rate=$3 run=$4 dur out tf pid file
+	local tool=$1 z=$2 rate=$3 run=$4 dur out ru pid files
 	dur=$(awk -v s="$SECS" 'BEGIN { print s + 1 }')
 	out=$TMP/$tool-$z-$rate-$run
-	tf=$out.time
+	ru=$out.rusage
 	rm -rf "$out"; mkdir -p "$out"
 	echo "$ORIG_RATE" > $RATE_FILE
 	if [ "$tool" = perf ]; then
-		local zopt=(); [ "$z" = 1 ] && zopt=(-z)
-		/usr/bin/time -f "%U %S %M" -o "$tf" perf record -q -a -g -e cpu-clock -F "$rate" \
+		local zopt=(); [ "$z" = 1 ] && zopt=(--compression-level="$ZLEVEL")
+		python3 "$RUSAGE" "$ru" perf record -q -a -g -e cpu-clock -F "$rate" \
 			--buildid-mmap -m "$PAGES" "${zopt[@]}" -o "$out/perf.data" -- sleep "$dur" \
 			>/dev/null 2>"$out.err" &
 	else
-		local zopt=(); [ "$z" = 1 ] && zopt=(-z)
-		printf '[record]\nmmap-size=%s\n' "$MMAP_BYTES" > "$out.conf"
-		/usr/bin/time -f "%U %S %M" -o "$tf" "$PERFRECD" -c "$out.conf" --socket '' \
-			-o "$out" -e cpu-clock -F "$rate" -g "${zopt[@]}" -d "$dur" \
+		printf '[record]\nmmap-size=%s\n[output]\ncompress=%s\n' "$MMAP_BYTES" \
+			"$([ "$z" = 1 ] && echo "$ZLEVEL" || echo 0)" > "$out.conf"
+		python3 "$RUSAGE" "$ru" "$PERFRECD" -c "$out.conf" --socket '' \
+			-o "$out" -e cpu-clock -F "$rate" -g -d "$dur" \
 			>/dev/null 2>"$out.err" &
 	fi
 	pid=$!
@@ -96,22 +114,27 @@ one_run() {
 	wait $pid || { echo "bench: $tool run failed:" >&2; cat "$out.err" >&2; }
 	local eff; eff=$(cat $RATE_FILE)
 	echo "$ORIG_RATE" > $RATE_FILE
-	file=$(ls "$out"/*.data 2>/dev/null | head -1)
-	[ -n "$file" ] || { echo "bench: no output from $tool" >&2; return 1; }
-	local u s m bytes samples lost lsamp cpu
-	read -r u s m < <(tail -1 "$tf")
-	bytes=$(stat -c %s "$file")
-	read -r samples lost lsamp < <(stats "$file")
-	cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
-	awk -v t="$tool" -v z="$z" -v r="$rate" -v n="$run" -v e="$eff" -v c="$cpu" \
-	    -v sa="$samples" -v m="$m" -v b="$bytes" -v l="$lost" -v ls="$lsamp" 'BEGIN {
-		printf "%s,%s,%s,%s,%s,%s,%d,%.1f,%d,%d,%.1f,%d,%d\n", t, z, r, n, e, c, sa,
-			sa ? c * 1e12 / sa / 1e6 : 0, m, b, sa ? b / sa : 0, l, ls }' >> "$RUNS_CSV"
+	files=$(ls "$out"/*.data 2>/dev/null)
+	[ -n "$files" ] || { echo "bench: no output from $tool" >&2; return 1; }
+	local u s m v iv bytes=0 samples=0 lost=0 lsamp=0 slost=0 f a b c d cpu
+	read -r u s m v iv < "$ru"
+	# Every file the run wrote (perfrecd may have rotated).
+	for f in $files; do
+		bytes=$((bytes + $(stat -c %s "$f")))
+		read -r a b c d < <(stats "$f")
+		samples=$((samples + a)); lost=$((lost + b)); lsamp=$((lsamp + c)); slost=$((slost + d))
+	done
+	cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.4f", u + s }')
+	awk -v t="$tool" -v z="$z" -v r="$rate" -v n="$run" -v nc="$NCPU" -v e="$eff" -v c="$cpu" \
+	    -v sa="$samples" -v m="$m" -v cs="$v" -v b="$bytes" -v l="$lost" -v ls="$lsamp" -v sl="$slost" 'BEGIN {
+		printf "%s,%s,%s,%s,%s,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%d,%d,%d\n", t, z, r, n, nc, e, c, sa,
+			sa ? c * 1e6 / sa : 0, m, cs, b, sa ? b / sa : 0, l, ls, sl }' >> "$RUNS_CSV"
 	rm -rf "$out"
 }
 
-if [ "${BENCH_SKIP_RECORD:-0}" != 1 ]; then
-	echo "bench: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${SECS}s workload, $RUNS runs per config"
+case " $PARTS " in *" record "*)
+	echo "$RUNS_HDR" > "$RUNS_CSV"
+	echo "bench: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${SECS}s workload, $RUNS runs per config, zstd level $ZLEVEL for -z"
 	configs=()
 	for r in $RATES; do configs+=("0:$r"); done
 	for r in $ZRATES; do configs+=("1:$r"); done
@@ -127,27 +150,53 @@ if [ "${BENCH_SKIP_RECORD:-0}" != 1 ]; then
 		done
 	done
 	python3 "$ROOT/tests/bench/summarize.py" "$RUNS_CSV" "$SUM_CSV"
-fi
+	;;
+esac
 
-echo
-echo "== drain path (no kernel) =="
-tests/bench/bench-drain | tee "$RESULTS/drain.csv"
+case " $PARTS " in *" drain "*)
+	echo
+	echo "== drain path (no kernel) =="
+	tests/bench/bench-drain | tee "$RESULTS/drain.csv"
+	;;
+esac
 
-echo
-echo "== synthesis of a host with $THREADS extra threads =="
-ulimit -u unlimited 2>/dev/null
-tests/bench/spawn-threads "$THREADS" > "$TMP/spawn.out" &
-SPAWN=$!
-for _ in $(seq 100); do grep -q ready "$TMP/spawn.out" 2>/dev/null && break; sleep 0.1; done
-grep -q ready "$TMP/spawn.out" || { kill $SPAWN; die "spawn-threads did not start"; }
-echo "threads on the host: $(ls /proc/*/task 2>/dev/null | grep -c '^[0-9]')"
-{
-	echo "tool,run,seconds"
-	for run in 1 2 3; do
-		/usr/bin/time -f "perf,$run,%e" perf record -q -a -o "$TMP/startup.data" -- true 2>&1 >/dev/null | tail -1
-		echo "perfrecd_synth,$run,$(tests/bench/bench-synth)"
-	done
-} | tee "$RESULTS/synth.csv"
-kill $SPAWN; wait $SPAWN 2>/dev/null
-rm -f "$TMP"/*.data
+case " $PARTS " in *" synth "*)
+	echo
+	echo "== start-up: a host with $THREADS extra threads =="
+	ulimit -u unlimited 2>/dev/null
+	tests/bench/spawn-threads "$THREADS" > "$TMP/spawn.out" &
+	SPAWN=$!
+	for _ in $(seq 100); do grep -q ready "$TMP/spawn.out" 2>/dev/null && break; sleep 0.1; done
+	grep -q ready "$TMP/spawn.out" || { kill $SPAWN; die "spawn-threads did not start"; }
+	echo "threads on the host: $(ls /proc/*/task 2>/dev/null | grep -c '^[0-9]')"
+	# perf: the whole of `perf record -a -g -- true` (open, synthesize,
+	# finish).  perfrecd: the whole daemon recording for 1 ms (open,
+	# synthesize, finish, build ids, publish, manifest), and its synthesis
+	# alone (bench-synth: what every rotation repeats).  Wall seconds and
+	# the process's own CPU seconds.
+	{
+		echo "tool,run,wall_s,cpu_s"
+		for run in 1 2 3; do
+			t0=$(date +%s.%N)
+			python3 "$RUSAGE" "$TMP/ru" perf record -q -a -g -e cpu-clock --buildid-mmap \
+				-o "$TMP/startup.data" -- true >/dev/null 2>&1
+			t1=$(date +%s.%N)
+			read -r u s _ < "$TMP/ru"
+			awk -v a="$t0" -v b="$t1" -v u="$u" -v s="$s" -v n="$run" \
+				'BEGIN { printf "perf,%d,%.3f,%.3f\n", n, b - a, u + s }'
+			rm -rf "$TMP/startup"; mkdir -p "$TMP/startup"
+			t0=$(date +%s.%N)
+			python3 "$RUSAGE" "$TMP/ru" "$PERFRECD" --socket '' -o "$TMP/startup" \
+				-e cpu-clock -g -d 1ms >/dev/null 2>&1
+			t1=$(date +%s.%N)
+			read -r u s _ < "$TMP/ru"
+			awk -v a="$t0" -v b="$t1" -v u="$u" -v s="$s" -v n="$run" \
+				'BEGIN { printf "perfrecd,%d,%.3f,%.3f\n", n, b - a, u + s }'
+			echo "perfrecd_synth_only,$run,$(tests/bench/bench-synth 2>/dev/null),"
+		done
+	} | tee "$RESULTS/synth.csv"
+	kill $SPAWN; wait $SPAWN 2>/dev/null
+	rm -f "$TMP"/*.data
+	;;
+esac
 exit 0

@@ -3,22 +3,29 @@
 #
 # Summarizes tests/bench/run.sh's per-run CSV: for each (compress, rate) the
 # medians of perf's and perfrecd's runs, and the perfrecd/perf ratio of every
-# metric taken pair by pair (run N of perfrecd against run N of perf, then the
-# median of those ratios), since one run's timing alone is noise.  Prints the
-# table and writes it as CSV.
+# metric taken pair by pair (run N of perfrecd against run N of perf, the two
+# run back to back, then the median of those ratios), since one run's timing
+# alone is noise.  Prints the table and writes it as CSV.
+#
+# cpu_s_per_msample is the recorder's own CPU seconds (user+sys) per million
+# samples recorded; lost_records counts LOST/LOST_SAMPLES records,
+# samples_lost the samples they say were dropped.
 import csv
+import math
 import statistics
 import sys
 
 runs = list(csv.DictReader(open(sys.argv[1])))
-metrics = ["cpu_us_per_msample", "peak_rss_kib", "bytes_per_sample", "samples", "lost", "lost_samples"]
+metrics = ["cpu_s", "cpu_s_per_msample", "peak_rss_kib", "bytes_per_sample", "samples",
+           "lost_records", "samples_lost"]
 out = []
 keys = sorted({(r["compress"], int(r["rate"])) for r in runs})
 for z, rate in keys:
     by = {t: {int(r["run"]): r for r in runs if r["tool"] == t and r["compress"] == z and int(r["rate"]) == rate}
           for t in ("perf", "perfrecd")}
-    row = {"compress": z, "rate": rate,
-           "effective_max_rate": min(int(r["effective_max_rate"]) for t in by for r in by[t].values())}
+    allr = [r for t in by for r in by[t].values()]
+    row = {"compress": z, "rate": rate, "ncpu": allr[0].get("ncpu", ""), "runs": len(by["perfrecd"]),
+           "effective_max_rate": min(int(r["effective_max_rate"]) for r in allr)}
     for m in metrics:
         for t in by:
             vals = [float(r[m]) for r in by[t].values()]
@@ -26,21 +33,33 @@ for z, rate in keys:
         ratios = [float(by["perfrecd"][n][m]) / float(by["perf"][n][m])
                   for n in by["perf"] if n in by["perfrecd"] and float(by["perf"][n][m]) > 0]
         row[f"ratio_{m}"] = statistics.median(ratios) if ratios else float("nan")
+        if m == "samples_lost":
+            # Worst run too: one run that loses is a miss even if the median does not.
+            for t in by:
+                row[f"{t}_max_{m}"] = max((int(float(r[m])) for r in by[t].values()), default=0)
     out.append(row)
 
-hdr = ("z", "Hz", "maxrate", "samples perf/ours", "CPU us/Msample perf / ours (ratio)",
-       "RSS KiB perf / ours", "B/sample perf / ours", "LOST perf/ours", "LOST_S perf/ours")
-fmt = "{:>1} {:>6} {:>7}  {:>17}  {:>34}  {:>19}  {:>17}  {:>14}  {:>14}"
+
+def ratio(v):
+    return "-" if math.isnan(v) else "%.2f" % v
+
+
+hdr = ("z", "Hz", "CPUs", "samples perf/ours", "CPU s/Msample perf / ours = ratio",
+       "CPU s perf / ours", "RSS KiB perf / ours", "B/sample perf / ours", "lost (max) perf / ours")
+fmt = "{:>1} {:>6} {:>4}  {:>17}  {:>33}  {:>17}  {:>19}  {:>20}  {:>22}"
 print(fmt.format(*hdr))
 for r in out:
-    print(fmt.format(r["compress"], r["rate"], r["effective_max_rate"],
+    print(fmt.format(r["compress"], r["rate"], r["ncpu"],
                      "%d/%d" % (r["perf_samples"], r["perfrecd_samples"]),
-                     "%.0f / %.0f (%.2f)" % (r["perf_cpu_us_per_msample"], r["perfrecd_cpu_us_per_msample"],
-                                             r["ratio_cpu_us_per_msample"]),
+                     "%.2f / %.2f = %s" % (r["perf_cpu_s_per_msample"], r["perfrecd_cpu_s_per_msample"],
+                                           ratio(r["ratio_cpu_s_per_msample"])),
+                     "%.3f / %.3f" % (r["perf_cpu_s"], r["perfrecd_cpu_s"]),
                      "%d / %d" % (r["perf_peak_rss_kib"], r["perfrecd_peak_rss_kib"]),
                      "%.0f / %.0f" % (r["perf_bytes_per_sample"], r["perfrecd_bytes_per_sample"]),
-                     "%d/%d" % (r["perf_lost"], r["perfrecd_lost"]),
-                     "%d/%d" % (r["perf_lost_samples"], r["perfrecd_lost_samples"])))
+                     "%d (%d) / %d (%d)" % (r["perf_samples_lost"], r["perf_max_samples_lost"],
+                                            r["perfrecd_samples_lost"], r["perfrecd_max_samples_lost"])))
+print("medians of %s runs; ratio = median of perfrecd/perf taken run by run" %
+      (out[0]["runs"] if out else 0))
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(out[0].keys()) if out else ["rate"])
     w.writeheader()

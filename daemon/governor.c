@@ -35,6 +35,16 @@
  * about what a sample with a callchain costs in a VM. */
 #define FALLBACK_SAMPLE_COST_SEC 20e-6
 #define PERIOD_USEC 1000000ULL
+/*
+ * Decisions look at up to WINDOW periods since the last change, and wait for
+ * MIN_PERIODS of them: a rotation (synthesis, SHA-256 of the file) costs a
+ * burst of our own CPU that, judged on one second, would send the rate to the
+ * floor and back.  When sampling alone is far over budget (EMERGENCY times:
+ * the configured rate on a busy host) one period is enough.
+ */
+#define WINDOW 10
+#define MIN_PERIODS 5
+#define EMERGENCY 4.0
 
 struct governor {
 	struct governor_policy pol;
@@ -46,6 +56,8 @@ struct governor {
 	uint64_t lo, hi;         /* lowest and highest since start */
 	uint64_t changes;
 	bool settle;             /* the last period straddled a change: skip it */
+	struct governor_measure win[WINDOW]; /* periods since the last change, newest last */
+	size_t nr_win;
 	/* the period being measured */
 	uint64_t t0_usec;
 	double cpu0;
@@ -171,6 +183,24 @@ static uint64_t ring_samples(struct perf_event_mmap_page *pg, size_t data_size)
 	return n;
 }
 
+/*
+ * Whether hard interrupt time is accounted apart from tasks
+ * (CONFIG_IRQ_TIME_ACCOUNTING): then /proc/stat's irq column grows.  Without
+ * it, the time a sample's interrupt takes is charged to the task it hit.
+ */
+static bool irq_time_accounted(void)
+{
+	unsigned long long v[6] = { 0 };
+	FILE *f = fopen("/proc/stat", "re");
+	int n;
+
+	if (!f)
+		return true;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+	fclose(f);
+	return n != 6 || v[5] != 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -181,12 +211,13 @@ static int cmp_double(const void *a, const void *b)
 /*
  * The cost of one sample: spin the same work with a cpu-clock sampling event
  * on this thread off and on, in short alternating chunks.  The kernel's work
- * per sample shows as longer chunks: in thread CPU time where interrupts are
- * charged to the task, in wall time where they are not
- * (CONFIG_IRQ_TIME_ACCOUNTING).  Wall time also grows when another task runs
- * in between, so that estimate takes the fastest chunks (the lower quartile).
- * The larger of the two estimates wins: an overestimate only lowers the
- * frequency further than needed.
+ * per sample shows as longer chunks.  Where interrupts are charged to the
+ * task they hit, thread CPU time shows it and is all we use: it does not see
+ * other tasks.  Where interrupt time is accounted apart
+ * (CONFIG_IRQ_TIME_ACCOUNTING) only wall time shows it; that also grows when
+ * another task runs in between, so that estimate takes the fastest chunks
+ * (the lower quartile) and the larger of the two wins: an overestimate only
+ * lowers the frequency further than needed.
  */
 static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
 {
@@ -258,7 +289,10 @@ static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
 		double per_chunk = (double)samples / ROUNDS;
 		double by_cpu = (cpu_on - cpu_off) / (double)samples;
 		double by_wall = (w_on[ROUNDS / 4] - w_off[ROUNDS / 4]) / per_chunk;
-		double cost = by_cpu > by_wall ? by_cpu : by_wall;
+		double cost = by_cpu > by_wall || !irq_time_accounted() ? by_cpu : by_wall;
+
+		log_debug("Overhead governor: calibration: %.0f samples, %.1f us per sample by CPU time, %.1f by wall time",
+			  (double)samples, by_cpu * 1e6, by_wall * 1e6);
 
 		/* Below 100 ns is noise, not a measurement. */
 		*ret_cost = cost > 100e-9 ? cost : 100e-9;
@@ -375,19 +409,42 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->pol.max_freq = live;
 		g->cur = live;
 		g->settle = true;
+		g->nr_win = 0;
 		rec->cur_freq = live;
 		note_file(g, rec);
 		return;
+	}
+	if (g->settle) {
+		/* Part of that period ran at the old rate. */
+		g->settle = false;
+		return;
+	}
+	if (g->nr_win == WINDOW)
+		memmove(g->win, g->win + 1, (WINDOW - 1) * sizeof(g->win[0]));
+	else
+		g->nr_win++;
+	g->win[g->nr_win - 1] = m;
+	if (g->nr_win < MIN_PERIODS &&
+	    !((double)m.samples * m.sample_cost_sec / m.wall_sec > EMERGENCY * g->pol.budget)) {
+		g->overhead = governor_overhead(&m);
+		g->own = m.own_cpu_sec / m.wall_sec;
+		g->sampling = g->overhead - g->own;
+		g->sample_rate = (double)m.samples / m.wall_sec;
+		return;
+	}
+	if (g->nr_win >= MIN_PERIODS) {
+		m.wall_sec = m.own_cpu_sec = 0;
+		m.samples = 0;
+		for (size_t i = 0; i < g->nr_win; i++) {
+			m.wall_sec += g->win[i].wall_sec;
+			m.own_cpu_sec += g->win[i].own_cpu_sec;
+			m.samples += g->win[i].samples;
+		}
 	}
 	g->overhead = governor_overhead(&m);
 	g->own = m.own_cpu_sec / m.wall_sec;
 	g->sampling = g->overhead - g->own;
 	g->sample_rate = (double)m.samples / m.wall_sec;
-	if (g->settle) {
-		/* Half of that period ran at the old rate. */
-		g->settle = false;
-		return;
-	}
 	next = governor_decide(&g->pol, &m, g->cur, &why);
 	if (why == GOVERNOR_KEEP)
 		return;
@@ -405,6 +462,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 	g->cur = next;
 	g->changes++;
 	g->settle = true;
+	g->nr_win = 0;
 	if (next < g->lo)
 		g->lo = next;
 	if (next > g->hi)

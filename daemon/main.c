@@ -72,6 +72,10 @@ static void print_config(const struct config *c)
 	printf("offcpu=%s\n", c->offcpu ? "yes" : "no");
 	printf("offcpu-min=%" PRIu64 "us\n", c->offcpu_min_usec);
 	printf("offcpu-cgroup=%s\n", c->offcpu_cgroup ? c->offcpu_cgroup : "");
+	if (c->max_overhead > 0)
+		printf("max-overhead=%g%%\n", c->max_overhead * 100);
+	else
+		printf("max-overhead=\n");
 	printf("duration=%" PRIu64 "s\n", c->duration_usec / 1000000);
 	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
 	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);

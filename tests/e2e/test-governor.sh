@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# max-overhead= holds the budget on a load that exceeds it at the configured
+# frequency: -F 20000 -g on every CPU busy with the workload and a budget of
+# 0.5% of all CPUs.  Checks: the log shows the frequency lowered; over a
+# steady-state window the overhead -- perfrecd's own utime+stime from
+# /proc/PID/stat plus the samples perf counts in that window's file times
+# the per-sample cost the daemon calibrated -- is within the budget (with
+# margin); the file's sample rate (perf report --stats) dropped to what the
+# governed frequency gives, far below the configured rate; the manifests
+# show the change (min/max/now vs configured); Status over the control socket
+# reports the governor; and with the workload gone the frequency rises back.
+. "$(dirname "$0")/lib.sh"
+require_events; require_perf
+
+N=$(nproc); F=20000; BUDGET=0.5   # percent of all CPUs
+S=$T/sock
+mkdir -p "$T/out"
+printf '[record]\nmax-overhead=%s%%\n' "$BUDGET" >"$T/conf"
+ctl() { timeout 60 "$PERFRECCTL" --socket "$S" "$@"; }
+# wait_log PATTERN SECONDS: bounded wait for a log line.
+wait_log() {
+	local i
+	for ((i = 0; i < $2 * 5; i++)); do
+		grep -Eq "$1" "$T/log" && return 0
+		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$T/log"; fail "perfrecd exited"; }
+		sleep 0.2
+	done
+	cat "$T/log"; fail "no log line matching '$1' within $2 s"
+}
+# rotate: SIGUSR2 and wait (bounded) for one more published file.
+rotate() {
+	local n i
+	n=$(grep -c '^perfrecd: Wrote ' "$T/log")
+	kill -USR2 "$DAEMON_PID"
+	for ((i = 0; i < 300; i++)); do
+		[ "$(grep -c '^perfrecd: Wrote ' "$T/log")" -gt "$n" ] && return 0
+		sleep 0.2
+	done
+	cat "$T/log"; fail "no file published within 60 s of SIGUSR2"
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
+WL=
+trap 'cleanup; [ -n "$WL" ] && kill "$WL" 2>/dev/null' EXIT
+
+"$WORKLOAD" 900 >/dev/null &
+WL=$!
+"$PERFRECD" -c "$T/conf" -o "$T/out" --socket "$S" -e cpu-clock -F $F -g >"$T/log" 2>&1 &
+DAEMON_PID=$!
+
+wait_log 'Overhead governor: budget' 60
+cost=$(sed -nE 's/.*Overhead governor: budget .*, ([0-9.]+) us per sample.*/\1/p' "$T/log")
+note "$(grep 'Overhead governor: budget' "$T/log")"
+awk -v c="$cost" 'BEGIN { exit !(c >= 0.1 && c <= 5000) }' || fail "per-sample cost '$cost' us is not plausible"
+# The configured rate must clearly exceed the budget, or this test shows nothing.
+awk -v c="$cost" -v n="$N" -v f=$F -v b=$BUDGET 'BEGIN { exit !(n * f * c * 1e-6 > 2 * n * b / 100) }' \
+	|| skip "sampling at $F Hz costs only $cost us per sample here: not over a $BUDGET% budget"
+
+# 1. The log shows the frequency lowered.
+wait_log "Overhead governor: $F -> [0-9]+ Hz" 60
+note "$(grep -E "Overhead governor: $F -> " "$T/log")"
+# Let it settle (it skips the period after each change), then close the
+# file that saw the change.
+sleep 5
+rotate
+f1=$(ls "$T/out"/*.data | head -1)
+
+# 2. Steady state: a window of its own file, own CPU from /proc.
+c0=$(cpu_ticks); t0=$(date +%s.%N)
+sleep 12
+ctl --json status >"$T/status.json" || fail "perfrecctl status failed"
+c1=$(cpu_ticks); t1=$(date +%s.%N)
+rotate
+f2=$(ls "$T/out"/*.data | sed -n 2p)
+[ -n "$f2" ] && [ -e "$f2.json" ] || { ls -la "$T/out"; fail "no second file with a manifest"; }
+
+total2=$(perf_samples "$f2")
+busy2=$(perf script -i "$f2" -F pid 2>/dev/null | awk '$1 != 0' | wc -l)
+[ -n "$total2" ] && [ "$total2" -gt 0 ] || fail "perf found no samples in $f2"
+python3 - "$f1" "$f2" "$T/status.json" "$c0" "$c1" "$t0" "$t1" "$(getconf CLK_TCK)" "$cost" "$N" "$F" \
+	"$BUDGET" "$total2" "$busy2" <<'PY' || fail "the governor did not hold the budget"
+import json, sys, datetime
+f1, f2, st, c0, c1, t0, t1, hz, cost, n, F, budget, total2, busy2 = sys.argv[1:]
+c0, c1, t0, t1, hz, cost = float(c0), float(c1), float(t0), float(t1), float(hz), float(cost) * 1e-6
+n, F, budget, total2, busy2 = int(n), int(F), float(budget) / 100, int(total2), int(busy2)
+m1, m2, s = json.load(open(f1 + ".json")), json.load(open(f2 + ".json")), json.load(open(st))
+errs = []
+e1, e2 = m1["events"][0], m2["events"][0]
+ts = lambda x: datetime.datetime.strptime(x, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+wall2 = ts(m2["end"]) - ts(m2["start"])
+own = (c1 - c0) / hz / (t1 - t0)          # CPU-s/s of perfrecd itself
+sampling = busy2 / wall2 * cost           # CPU-s/s the kernel spent sampling non-idle tasks
+over = (own + sampling) / n
+print(f"# steady state: own {own / n * 100:.3f}% + sampling {sampling / n * 100:.3f}% "
+      f"({busy2 / wall2:.0f} samples/s of {total2 / wall2:.0f} at {cost * 1e6:.1f} us) = {over * 100:.3f}% "
+      f"of {n} CPUs, budget {budget * 100}%; at {F} Hz it would be {n * F * cost / n * 100:.1f}%")
+print(f"# first file: {e1}\n# second file: {e2}")
+# The budget holds with margin for what the noisy machine adds (1 tick of own CPU, scheduling).
+if over > budget * 1.5 + 0.01 / (t1 - t0) / n:
+    errs.append(f"overhead {over * 100:.3f}% exceeds the {budget * 100}% budget")
+# The file that saw the change says so.
+if e1.get("configured_frequency") != F or e1.get("max_frequency") != F or not e1.get("min_frequency", F) < F \
+   or not e1.get("frequency", F) < F:
+    errs.append(f"first manifest does not show the change from {F} Hz: {e1}")
+if not e2.get("frequency", F) < F or e2.get("max_frequency", F) >= F:
+    errs.append(f"second manifest not governed: {e2}")
+# Samples per second dropped accordingly: what the governed frequency gives on n busy CPUs, far below n*F.
+rate = total2 / wall2
+lo, hi = e2.get("min_frequency", 0), e2.get("max_frequency", F)
+if rate > 0.25 * n * F:
+    errs.append(f"{rate:.0f} samples/s is not far below the configured {n * F}/s")
+if not (0.4 * n * lo <= rate <= 1.5 * n * hi):
+    errs.append(f"{rate:.0f} samples/s does not match {n} CPUs at {lo}..{hi} Hz")
+g = s.get("governor")
+if not g or g.get("max_frequency") != F or not g.get("frequency", F) < F or g.get("changes", 0) < 1 \
+   or abs(g.get("budget_percent", 0) - budget * 100) > 1e-9:
+    errs.append(f"Status does not report the governor: {g}")
+ev = [e for e in s.get("events", []) if e.get("name") == "cpu-clock"]
+if g and (not ev or ev[0].get("frequency") != g.get("frequency")):
+    errs.append(f"Status events {s.get('events')} disagree with the governor {g}")
+for e in errs:
+    print("FAIL:", e)
+sys.exit(1 if errs else 0)
+PY
+
+# 3. Load gone: the frequency rises back.
+lowest=$(grep -cE 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log")
+kill "$WL"; wait "$WL" 2>/dev/null; WL=
+read -r _ u1 n1 s1 i1 w1 q1 sq1 _ </proc/stat
+for ((i = 0; i < 450; i++)); do
+	[ "$(grep -cE 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log")" -gt "$lowest" ] && break
+	sleep 0.2
+done
+if [ "$(grep -cE 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log")" -le "$lowest" ]; then
+	read -r _ u2 n2 s2 i2 w2 q2 sq2 _ </proc/stat
+	busy=$(( (u2 + n2 + s2 + q2 + sq2) - (u1 + n1 + s1 + q1 + sq1) ))
+	idle=$(( (i2 + w2) - (i1 + w1) ))
+	tail -5 "$T/log"
+	# Other tasks kept the CPUs busy: the governor is right not to raise.
+	[ $((busy * 100 / (busy + idle + 1))) -ge 60 ] && skip "the machine stayed $((busy * 100 / (busy + idle + 1)))% busy without the workload; no room to raise"
+	fail "the frequency did not rise within 90 s of the load going away"
+fi
+note "$(grep -E 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log" | tail -1)"
+kill -INT "$DAEMON_PID"
+wait "$DAEMON_PID" || { cat "$T/log"; fail "perfrecd exited with an error"; }
+DAEMON_PID=
+exit 0

@@ -324,5 +324,5 @@ uninstall:
 
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload build-check.results
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot build-check.results
 	rm -rf build-asan build-fuzz build

@@ -6,8 +6,8 @@
  * SO_ATTACH_BPF to a UDP socket on loopback that this program then floods
  * with datagrams.  The filter drops every packet (returns 0), so nothing
  * piles up.  Usage: bpfhot SECONDS [READY_FILE]; READY_FILE is created once
- * the program is loaded and attached, and the program id is printed as
- * "id=N".  Exit 77 when bpf() is not permitted or the JIT is off.
+ * the program is loaded and attached, and the program is printed as
+ * "id=N tag=HEX".  Exit 77 when bpf() is not permitted or the JIT is off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,7 +99,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bpfhot: the program is not JITed (net.core.bpf_jit_enable=0?)\n");
 		return 77;
 	}
-	printf("id=%u\n", info.id);
+	printf("id=%u tag=", info.id);
+	for (int i = 0; i < BPF_TAG_SIZE; i++)
+		printf("%02x", info.tag[i]);
+	printf("\n");
 	fflush(stdout);
 	if (argc > 2) {
 		int fd = open(argv[2], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

@@ -550,3 +550,34 @@ Test(bpfmeta, records_noted_during_synthesis_apply_after_it)
 	perfrec_bpfmeta__free(t->m);
 	free(t);
 }
+
+Test(bpfmeta, verify_refuses_a_malformed_prog_info_section)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
+		.sample_type = SAMPLE_TYPE, .sample_id_all = 1,
+	};
+	/* one entry claimed, its header says 64 bytes of data that are not there */
+	uint32_t body[8] = { 1, 64, 64, 0, 0, 0, 0, 0 };
+	uint64_t attr_id = 11;
+	struct perfrec_pdwriter *w;
+	struct perfrec_pdreader *r;
+	char path[64];
+	int fd;
+
+	strcpy(path, tmp_template);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &(struct perfrec_pdwriter_opts){
+		.sz = sizeof(struct perfrec_pdwriter_opts), .owns_fd = true }, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &attr, &attr_id, 1, "dummy"), 0);
+	cr_assert_eq(perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BPF_PROG_INFO, body, sizeof(body)), 0);
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	perfrec_pdwriter__free(w, false);
+	cr_assert_eq(perfrec_pdreader__open(path, NULL, &r), 0);
+	cr_expect_eq(perfrec_pdreader__verify(r), -EBADMSG);
+	cr_expect(strstr(perfrec_pdreader__error(r, NULL), "BPF_PROG_INFO") != NULL, "%s",
+		  perfrec_pdreader__error(r, NULL));
+	perfrec_pdreader__free(r);
+	unlink(path);
+}

@@ -14,6 +14,7 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
+#include "varlink.h"
 #include "log.h"
 #include "manager.h"
 
@@ -91,11 +92,19 @@ static void print_config(const struct config *c)
 	else
 		printf("history=%" PRIu64 "ms\n", c->history_usec / 1000);
 	printf("history-max=%" PRIu64 "\n", c->history_max);
+	for (size_t i = 0; i < c->nr_labels; i++)
+		printf("label.%s\n", c->labels[i]);
+	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
 	printf("socket=%s\n", c->socket ? c->socket : "");
 	printf("control-group=%s\n", c->control_group ? c->control_group : "(perfrecd if it exists)");
-	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
+	printf("control-public-methods=%s\n",
+	       c->control_public_methods ? c->control_public_methods : VARLINK_DEFAULT_PUBLIC);
 	printf("metrics-listen=%s\nmetrics-textfile=%s\n", c->metrics_listen ? c->metrics_listen : "",
 	       c->metrics_textfile ? c->metrics_textfile : "");
+	printf("\n[upload]\nupload-url=%s\nupload-region=%s\nupload-credentials=%s\nupload-key=%s\n",
+	       c->upload_url ? c->upload_url : "", c->upload_region ? c->upload_region : "us-east-1",
+	       c->upload_credentials ? c->upload_credentials : "",
+	       c->upload_key ? c->upload_key : "{host}/{date}/{file}");
 }
 
 /*

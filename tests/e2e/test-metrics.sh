@@ -8,7 +8,8 @@
 # others, and the daemon records on afterwards.  The textfile exists and
 # parses, and the one written at exit agrees with perf: its samples_total
 # equals perf's SAMPLE count summed over the published files, and its
-# files_published_total the number of files.
+# files_published_total the number of files.  With upload-url pointing at a
+# closed port, the upload counters show the failures and the backlog.
 . "$(dirname "$0")/lib.sh"
 require_events
 require_perf
@@ -149,7 +150,15 @@ kill -0 $DAEMON_PID || fail "perfrecd died"
 for _ in $(seq 60); do [ -s "$PROM" ] && break; sleep 0.5; done
 [ -s "$PROM" ] || fail "no textfile $PROM"
 python3 "$PROMPARSE" "$PROM" || fail "textfile does not parse"
-[ "$(value perfrecd_samples_total "$PROM")" -gt 0 ] || fail "textfile samples_total is 0"
+t1=$(value perfrecd_samples_total "$PROM")
+[ "$t1" -gt 0 ] || fail "textfile samples_total is 0"
+# rewritten while recording (every 5 s): bounded wait for a newer count
+for _ in $(seq 120); do
+	sleep 0.5
+	t2=$(python3 "$PROMPARSE" --value perfrecd_samples_total "$PROM") || fail "textfile did not parse on rewrite"
+	[ "$t2" -gt "$t1" ] && break
+done
+[ "$t2" -gt "$t1" ] || fail "textfile not rewritten during the recording (stays at $t1)"
 
 # a rotation, so the total spans more than one file
 kill -USR2 $DAEMON_PID
@@ -178,4 +187,32 @@ note "textfile: $final samples in $files files; perf: $perf_total samples in $nf
 [ "$files" = "$nfiles" ] || fail "files_published_total $files, but $nfiles files"
 [ "$final" = "$perf_total" ] || fail "samples_total $final, but perf counts $perf_total"
 grep -q 'Cannot write the metrics' "$T/log" && { cat "$T/log"; fail "textfile errors logged"; }
+
+# --- upload metrics: uploads to a closed port fail, the backlog holds the file
+PORT2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+DEAD=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$T/out2"
+printf '[output]\ndirectory=%s\n[upload]\nupload-url=http://127.0.0.1:%s/bucket\n[service]\nmetrics-listen=127.0.0.1:%s\n' \
+	"$T/out2" "$DEAD" "$PORT2" >"$T/conf2"
+AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test "$PERFRECD" -c "$T/conf2" -F 99 --socket '' >"$T/log2" 2>&1 &
+DAEMON_PID=$!
+URL=http://127.0.0.1:$PORT2/metrics
+for _ in $(seq 120); do
+	kill -0 $DAEMON_PID 2>/dev/null || { cat "$T/log2"; fail "perfrecd with upload-url exited"; }
+	curl -s --max-time 5 -o /dev/null "$URL" && break
+	sleep 0.5
+done
+kill -USR2 $DAEMON_PID
+for _ in $(seq 120); do
+	sleep 0.5
+	scrape "$T/u" || { cat "$T/log2"; fail "scrape with upload on failed"; }
+	[ "$(value perfrecd_upload_failures_total "$T/u")" -gt 0 ] && [ "$(value perfrecd_upload_backlog_files "$T/u")" -ge 1 ] && break
+done
+note "upload: $(grep '^perfrecd_upload' "$T/u" | tr '\n' ' ')"
+[ "$(value perfrecd_upload_failures_total "$T/u")" -gt 0 ] || { cat "$T/log2"; fail "no upload failures counted against a closed port"; }
+[ "$(value perfrecd_upload_backlog_files "$T/u")" -ge 1 ] || fail "the unsent file is not in the upload backlog"
+[ "$(value perfrecd_upload_successes_total "$T/u")" = 0 ] || fail "successes counted against a closed port"
+kill -INT $DAEMON_PID
+wait $DAEMON_PID
+DAEMON_PID=
 exit 0

@@ -55,6 +55,12 @@ fi
 "$PERFRECD" --check-config -c "$TOP/conf/perfrecd.conf" -F 777 >"$T/cc" 2>"$T/cc.err" || { cat "$T/cc.err"; fail "--check-config rejected the default config"; }
 grep -qx 'frequency=777' "$T/cc" || { cat "$T/cc"; fail "--check-config does not show the command line's frequency"; }
 grep -qx 'events=cpu-clock' "$T/cc" || fail "--check-config does not show the events"
+# Every key it shows is documented in conf/perfrecd.conf and perfrecd.conf(5).
+for k in $(grep -Eo '^[a-z-]+=' "$T/cc" | tr -d =); do
+	grep -Eq "^#?$k=" "$TOP/conf/perfrecd.conf" || fail "key $k is not documented in conf/perfrecd.conf"
+	grep -Eq "^\.B[IR]? $(echo "$k" | sed 's/-/\\\\-/g')=" "$TOP/conf/perfrecd.conf.5" ||
+		fail "key $k has no entry in perfrecd.conf(5)"
+done
 printf '[record]\nevents=cpu-clock\n\n[output]\nmax-files=many\n' >"$T/bad3.conf"
 "$PERFRECD" --check-config -c "$T/bad3.conf" >/dev/null 2>"$T/cc.err" && fail "--check-config accepted max-files=many"
 grep -q "bad3.conf:5: max-files" "$T/cc.err" || { cat "$T/cc.err"; fail "--check-config does not name file, line and key"; }

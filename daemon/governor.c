@@ -56,6 +56,7 @@ struct governor {
 	uint64_t lo, hi;         /* lowest and highest since start */
 	uint64_t changes;
 	bool settle;             /* the last period straddled a change: skip it */
+	bool off;                /* turned off by a reload; kept for its calibration */
 	struct governor_measure win[WINDOW]; /* periods since the last change, newest last */
 	size_t nr_win;
 	/* the period being measured */
@@ -362,6 +363,59 @@ void governor_free(struct governor *g)
 	free(g);
 }
 
+void governor_reload(struct governor **gp, const struct config *cfg, struct recorder *rec, bool enabled)
+{
+	struct governor *g = *gp;
+	uint64_t live = events_freq(rec);
+	bool want = cfg->max_overhead > 0 && cfg->freq;
+	int r;
+
+	if (g && !g->off && !want) {
+		if (live && live != cfg->freq) {
+			r = perfrec_evlist__set_freq(rec->evlist, cfg->freq, 0);
+			if (r < 0)
+				log_error("Overhead governor off, but the events stay at %" PRIu64 " Hz: %s", live, strerror(-r));
+			else
+				log_info("Overhead governor off: %" PRIu64 " -> %" PRIu64 " Hz", live, cfg->freq);
+		} else {
+			log_info("Overhead governor off");
+		}
+		g->off = true;
+		rec->cur_freq = 0;
+	}
+	if (!want) {
+		if (cfg->max_overhead > 0)
+			log_notice("max-overhead= is ignored: the events sample by period, and only a frequency can be governed");
+		rec->governor = g;
+		return;
+	}
+	if (!g) {
+		if (enabled)
+			recorder_disable(rec);
+		r = governor_new(cfg, gp);
+		if (enabled)
+			recorder_enable(rec);
+		if (r < 0 || !*gp) {
+			log_error("Cannot start the overhead governor: %s", strerror(r < 0 ? -r : EINVAL));
+			return;
+		}
+		g = *gp;
+	}
+	/* Events kept open (or reopened at frequency=): govern from where they run. */
+	g->off = false;
+	g->max_overhead = cfg->max_overhead;
+	g->pol.budget = cfg->max_overhead * (double)g->nr_cpus;
+	g->pol.max_freq = cfg->freq;
+	g->cur = live ? live : cfg->freq;
+	g->nr_win = 0;
+	g->settle = true;
+	g->t0_usec = 0;
+	rec->cur_freq = g->cur;
+	rec->governor = g;
+	log_info("Overhead governor: budget %.2f%% of %ld CPUs, up to %" PRIu64 " Hz, now %" PRIu64 " Hz",
+		 g->max_overhead * 100, g->nr_cpus, g->pol.max_freq, g->cur);
+}
+
 static void note_file(struct governor *g, struct recorder *rec)
 {
 	if (!rec->have_file)
@@ -380,7 +434,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 	double cpu;
 	int r;
 
-	if (!g)
+	if (!g || g->off)
 		return;
 	rec->cur_freq = g->cur;
 	note_file(g, rec);
@@ -476,7 +530,7 @@ void governor_status_line(const struct governor *g, char *buf, size_t len)
 	if (!len)
 		return;
 	buf[0] = 0;
-	if (g)
+	if (g && !g->off)
 		snprintf(buf, len, ", governor at %" PRIu64 " of %" PRIu64 " Hz, overhead %.2f%% of %.2f%%", g->cur,
 			 g->pol.max_freq, g->overhead / (double)g->nr_cpus * 100, g->max_overhead * 100);
 }
@@ -485,7 +539,7 @@ void governor_status_json(const struct governor *g, struct json_object *o)
 {
 	struct json_object *j;
 
-	if (!g || !(j = json_object_new_object()))
+	if (!g || g->off || !(j = json_object_new_object()))
 		return;
 	json_object_object_add(j, "frequency", json_object_new_int64((int64_t)g->cur));
 	json_object_object_add(j, "max_frequency", json_object_new_int64((int64_t)g->pol.max_freq));

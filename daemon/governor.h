@@ -66,6 +66,16 @@ struct governor;
 int governor_new(const struct config *cfg, struct governor **ret);
 void governor_free(struct governor *g);
 
+/*
+ * After a reload (SIGHUP), with @cfg the new configuration and @rec
+ * recording with it: starts, retunes or turns off the governor in *@g.  Off,
+ * the events go back to the configured frequency; the object stays, so that
+ * turning it on again reuses the calibration.  Calibrating for the first time
+ * pauses @rec's events for it (a fraction of a second) when @enabled says
+ * they run: our own sampling would skew it.
+ */
+void governor_reload(struct governor **g, const struct config *cfg, struct recorder *rec, bool enabled);
+
 /* Once per loop pass; measures and decides about once per second. */
 void governor_tick(struct governor *g, struct recorder *rec, uint64_t now_usec);
 

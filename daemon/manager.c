@@ -208,6 +208,7 @@ static void reload(struct manager *m)
 	if (!events_changed(m->cfg, &nc)) {
 		config_exit(m->cfg);
 		*m->cfg = nc;
+		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
 		set_flush_timer(m);
 		log_info("Configuration reloaded");
 		sd_notify(0, "READY=1");
@@ -237,7 +238,7 @@ static void reload(struct manager *m)
 	m->rec = nrec;
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
-	m->rec.governor = m->gov;
+	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);

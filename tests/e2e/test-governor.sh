@@ -8,7 +8,8 @@
 # margin); the file's sample rate (perf report --stats) dropped to what the
 # governed frequency gives, far below the configured rate; the manifests
 # show the change (min/max/now vs configured); Status over the control socket
-# reports the governor; and with the workload gone the frequency rises back.
+# reports the governor; with the workload gone the frequency rises back;
+# a reload without max-overhead= puts the configured frequency back.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 
@@ -64,7 +65,9 @@ sleep 5
 rotate
 f1=$(ls "$T/out"/*.data | head -1)
 
-# 2. Steady state: a window of its own file, own CPU from /proc.
+# 2. Steady state: a window of its own file, own CPU from /proc once the
+# new file's start (synthesis of /proc) is behind.
+sleep 2
 c0=$(cpu_ticks); t0=$(date +%s.%N)
 sleep 12
 ctl --json status >"$T/status.json" || fail "perfrecctl status failed"
@@ -140,6 +143,20 @@ if [ "$(grep -cE 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log")
 	fail "the frequency did not rise within 90 s of the load going away"
 fi
 note "$(grep -E 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log" | tail -1)"
+
+# 4. A reload without max-overhead= turns the governor off: back to -F.
+printf '[record]\n' >"$T/conf"
+kill -HUP "$DAEMON_PID"
+wait_log "Overhead governor off: [0-9]+ -> $F Hz" 60
+ctl --json status >"$T/status-off.json" || fail "perfrecctl status failed"
+python3 - "$T/status-off.json" "$F" <<'PY' || fail "Status after the reload is wrong"
+import json, sys
+s, F = json.load(open(sys.argv[1])), int(sys.argv[2])
+ev = [e for e in s["events"] if e["name"] == "cpu-clock"]
+ok = "governor" not in s and ev and ev[0]["frequency"] == F
+print(f"# after reload: events {s['events']}, governor {s.get('governor')}")
+sys.exit(0 if ok else 1)
+PY
 kill -INT "$DAEMON_PID"
 wait "$DAEMON_PID" || { cat "$T/log"; fail "perfrecd exited with an error"; }
 DAEMON_PID=

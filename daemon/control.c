@@ -607,6 +607,11 @@ static int subscribe(struct control *ctl, struct client *c)
 	}
 	if (r >= 0)
 		r = perfrec_synth__tasks(&so, emit_sub, c->sub);
+	if (r >= 0) {
+		r = perfrec_synth__cgroups(&so, NULL, emit_sub, c->sub);
+		if (r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -EPERM)
+			r = 0;
+	}
 	if (r >= 0)
 		r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_sub, c->sub);
 	if (r < 0) {

@@ -409,6 +409,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_synth__tasks(&so, emit, &s);
 	if (r < 0)
 		goto out;
+	r = perfrec_synth__cgroups(&so, NULL, emit, &s);
+	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
+		goto out;
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
 	if (r < 0)
 		goto out;

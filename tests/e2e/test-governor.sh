@@ -8,7 +8,7 @@
 # margin); the file's sample rate (perf report --stats) dropped to what the
 # governed frequency gives, far below the configured rate; the manifests
 # show the change (min/max/now vs configured); Status over the control socket
-# reports the governor; with the workload gone the frequency rises back;
+# and systemd's STATUS= report the governor; with the workload gone the frequency rises back;
 # a reload without max-overhead= puts the configured frequency back.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
@@ -41,11 +41,30 @@ rotate() {
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat"; }
 WL=
-trap 'cleanup; [ -n "$WL" ] && kill "$WL" 2>/dev/null' EXIT
+LISTENER=
+trap 'cleanup; [ -n "$WL" ] && kill "$WL" 2>/dev/null; [ -n "$LISTENER" ] && kill "$LISTENER" 2>/dev/null' EXIT
 
+# Plays systemd for the STATUS= line (sent every 5 s); ends with STOPPING=1 or after 600 s.
+python3 - "$T/notify" >"$T/msgs" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(5)
+start = time.monotonic()
+while time.monotonic() - start < 600:
+    try:
+        m = s.recv(4096).decode()
+    except socket.timeout:
+        continue
+    print(m.replace("\n", "|"), flush=True)
+    if "STOPPING=1" in m:
+        break
+PY
+LISTENER=$!
+for ((i = 0; i < 50; i++)); do [ -S "$T/notify" ] && break; sleep 0.1; done
 "$WORKLOAD" 900 >/dev/null &
 WL=$!
-"$PERFRECD" -c "$T/conf" -o "$T/out" --socket "$S" -e cpu-clock -F $F -g >"$T/log" 2>&1 &
+NOTIFY_SOCKET=$T/notify "$PERFRECD" -c "$T/conf" -o "$T/out" --socket "$S" -e cpu-clock -F $F -g >"$T/log" 2>&1 &
 DAEMON_PID=$!
 
 wait_log 'Overhead governor: budget' 60
@@ -144,6 +163,11 @@ if [ "$(grep -cE 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log")
 fi
 note "$(grep -E 'Overhead governor: [0-9]+ -> [0-9]+ Hz:.*well under' "$T/log" | tail -1)"
 
+# STATUS= for systemctl status showed the governed frequency.
+grep -Eq "STATUS=.*governor at [0-9]+ of $F Hz, overhead [0-9.]+% of $BUDGET" "$T/msgs" \
+	|| { cat "$T/msgs"; fail "no STATUS= line with the governor"; }
+note "$(grep -E 'STATUS=.*governor at' "$T/msgs" | tail -1)"
+
 # 4. A reload without max-overhead= turns the governor off: back to -F.
 printf '[record]\n' >"$T/conf"
 kill -HUP "$DAEMON_PID"
@@ -160,4 +184,5 @@ PY
 kill -INT "$DAEMON_PID"
 wait "$DAEMON_PID" || { cat "$T/log"; fail "perfrecd exited with an error"; }
 DAEMON_PID=
+wait "$LISTENER"; LISTENER=
 exit 0

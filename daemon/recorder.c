@@ -31,6 +31,7 @@
 #include "recorder.h"
 #include "retention.h"
 #include "snapshot.h"
+#include "kcache.h"
 #include "manifest.h"
 #include "upload.h"
 
@@ -172,7 +173,15 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 int recorder_enable(struct recorder *rec)
 {
-	int r = perfrec_evlist__enable(rec->evlist);
+	struct perfrec_synth_opts so = {
+		.sz = sizeof(so), .sample_type = rec->sideband_sample_type,
+		.id = rec->sideband_id, .build_ids = true,
+	};
+	int r;
+
+	/* Read the kernel maps while nothing samples us and no ring fills. */
+	kcache_fill(&so);
+	r = perfrec_evlist__enable(rec->evlist);
 
 	if (r < 0)
 		log_error("Cannot enable events: %s", strerror(-r));
@@ -208,13 +217,47 @@ static void write_ok(struct recorder *rec, const char *path)
 	}
 }
 
+static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written);
+
+/*
+ * The events are enabled before a file's state is synthesized (so nothing
+ * between the two is missed), and synthesis can take longer than a ring
+ * lasts at high rates on a loaded host: at 50 kHz with -g a 512 KiB ring
+ * fills in about a quarter of a second.  So the rings are drained into the
+ * file every few milliseconds while it is being synthesized.  No
+ * FINISHED_ROUND is written until synthesis is over: the synthesized
+ * records carry the file's start time, older than any ring record, so
+ * readers, which sort each round by time, still apply them first.
+ */
+#define SYNTH_DRAIN_USEC 5000
+
+static void drain_during_synth(struct recorder *rec, bool force)
+{
+	static unsigned calls;
+	static uint64_t last;
+	uint64_t now, written = 0;
+
+	if (!force && ++calls % 16)
+		return;
+	now = now_usec();
+	if (!force && now - last < SYNTH_DRAIN_USEC)
+		return;
+	last = now;
+	for (size_t i = 0; rec->have_file && i < rec->nr_rings; i++)
+		drain_ring(rec, i, &written);
+}
+
 static int emit_synth(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *rec = ctx;
+	int r;
 
 	if (h->type == PERF_RECORD_MMAP2)
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
-	return note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
+	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
+	if (r == 0)
+		drain_during_synth(rec, false);
+	return r;
 }
 
 static char *make_path(struct recorder *rec, uint64_t wall_ns)
@@ -296,14 +339,17 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	so.id = rec->sideband_id;
 	so.time = o->start_clock_ns;
 	so.build_ids = true;
-	r = perfrec_synth__kernel(&so, emit_synth, rec);
+	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
+	r = kcache_emit(&so, emit_synth, rec);
 	if (r < 0 && r != -EPERM)
 		goto fail;
 	if (r == -EPERM)
 		log_warning("Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve");
+	drain_during_synth(rec, true);
 	r = perfrec_synth__tasks(&so, emit_synth, rec);
 	if (r < 0)
 		goto fail;
+	drain_during_synth(rec, true);
 	/* JITed BPF programs loaded now; later ones come as ring records. */
 	if (rec->bpfmeta) {
 		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit_synth, rec);
@@ -311,6 +357,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		if (r < 0 && r != -EPERM && r != -EACCES && r != -ENOSYS)
 			log_debug("BPF programs not synthesized into %s: %s", o->path, strerror(-r));
 	}
+	drain_during_synth(rec, true);
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
 	if (r < 0)
 		goto fail;
@@ -320,11 +367,42 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 fail:
 	log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
 	rec->write_error_logged = true;
+	/* Ring records drained during synthesis went down with the file. */
+	rec->dropped_bytes += o->bytes;
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
 	outfile_reset(o);
 	rec->have_file = false;
 	return r;
+}
+
+/*
+ * The drain needs only pid and time of a sample.  IDENTIFIER, IP, TID and
+ * TIME are the first fields of every sample layout, at offsets fixed by
+ * sample_type, so they are read in place instead of parsing the whole
+ * sample (callchain, registers, ...) once per record on the hot path.
+ */
+static int sample_pid_time(const struct perf_event_header *h, uint64_t type, struct perfrec_sample *s)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t off = 0, need = 0;
+
+	if (type & PERF_SAMPLE_IDENTIFIER)
+		off += 8;
+	if (type & PERF_SAMPLE_IP)
+		off += 8;
+	need = off + (type & PERF_SAMPLE_TID ? 8 : 0) + (type & PERF_SAMPLE_TIME ? 8 : 0);
+	if (sizeof(*h) + need > h->size)
+		return -EBADMSG;
+	s->pid = 0;
+	s->time = 0;
+	if (type & PERF_SAMPLE_TID) {
+		memcpy(&s->pid, p + off, sizeof(s->pid));
+		off += 8;
+	}
+	if (type & PERF_SAMPLE_TIME)
+		memcpy(&s->time, p + off, sizeof(s->time));
+	return 0;
 }
 
 static void inspect(struct recorder *rec, size_t ring, const struct perf_event_header *h)
@@ -338,7 +416,7 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		f = find_id(rec, h);
-		if (!f || perfrec_sample__parse(h, f->sample_type, f->read_format, &s) < 0)
+		if (!f || sample_pid_time(h, f->sample_type, &s) < 0)
 			return;
 		o->cpu[ring].samples++;
 		rec->total[ring].samples++;

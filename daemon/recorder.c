@@ -458,39 +458,33 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 	}
 }
 
-static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
+const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
+						void *buf, size_t bufsz)
 {
-	struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, idx);
-	const struct perf_event_header *h;
-	struct perfrec_ring_batch b;
-	struct iovec iov[2];
-	int64_t avail;
-	int r, n;
-	uint64_t bytes = 0;
+	size_t len = perfrec_sample_id__size(rec->sideband_sample_type);
 
-	avail = perfrec_ring__begin(ring, &b);
-	if (avail <= 0)
-		return 0;
-	while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-		inspect(rec, idx, h);
-		snapshot_note(rec, idx, h);
-	}
-	if (r < 0) {
-		rec->cur.cpu[idx].corrupt++;
-		rec->total[idx].corrupt++;
-		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
-			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
-	}
-	n = perfrec_ring__iov(ring, &b, iov);
+	if ((h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT) ||
+	    !perfrec_event__repair_sideband(h, len, buf, bufsz))
+		return h;
+	if (!rec->repaired++)
+		log_notice("The kernel sized a %s record for more side-band events than wrote it "
+			   "(another profiler is running): such records are written as they should have been",
+			   h->type == PERF_RECORD_KSYMBOL ? "KSYMBOL" : "BPF_EVENT");
+	return buf;
+}
+
+/* Write the bytes @iov of ring @idx (the file, the stream tap) and count them. */
+static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov, int n, uint64_t *written)
+{
+	uint64_t bytes = 0;
+	int r = 0;
+
 	for (int i = 0; i < n; i++)
 		bytes += iov[i].iov_len;
-	r = 0;
 	if (n > 0 && rec->tap)
 		rec->tap(rec->tap_ctx, iov, n);
 	if (n > 0 && rec->have_file)
 		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
-	/* The bytes are in the writer (or deliberately dropped): give them back. */
-	perfrec_ring__commit(ring, &b);
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
 	} else {
@@ -500,6 +494,52 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 		*written += bytes;
 	}
 	return r;
+}
+
+static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
+{
+	struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, idx);
+	const struct perf_event_header *h, *fh;
+	struct perfrec_ring_batch b;
+	struct iovec iov[2];
+	unsigned char fixed[1024];
+	int64_t avail;
+	int r, rr = 0;
+
+	avail = perfrec_ring__begin(ring, &b);
+	if (avail <= 0)
+		return 0;
+	while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
+		fh = recorder_repair(rec, h, fixed, sizeof(fixed));
+		if (fh != h) {
+			/* The ring is read-only to us: write what precedes the record
+			 * from the ring, the record from the repaired copy, and go on
+			 * after it. */
+			struct perfrec_ring_batch before = b;
+			int n;
+
+			before.pos = b.pos - h->size;
+			n = perfrec_ring__iov(ring, &before, iov);
+			if (write_span(rec, idx, iov, n, written) < 0)
+				rr = -EIO;
+			iov[0] = (struct iovec){ fixed, fh->size };
+			if (write_span(rec, idx, iov, 1, written) < 0)
+				rr = -EIO;
+			b.start = b.pos;
+		}
+		inspect(rec, idx, fh);
+		snapshot_note(rec, idx, fh);
+	}
+	if (r < 0) {
+		rec->cur.cpu[idx].corrupt++;
+		rec->total[idx].corrupt++;
+		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
+			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
+	}
+	r = write_span(rec, idx, iov, perfrec_ring__iov(ring, &b, iov), written);
+	/* The bytes are in the writer (or deliberately dropped): give them back. */
+	perfrec_ring__commit(ring, &b);
+	return r < 0 ? r : rr;
 }
 
 int recorder_drain(struct recorder *rec)

@@ -56,6 +56,7 @@ struct recorder {
 	size_t nr_ids;
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
+	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
 	char hostname[256];
 	uint64_t seq;
 	struct outfile cur;
@@ -97,6 +98,15 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
 int recorder_enable(struct recorder *rec);
+
+/*
+ * A KSYMBOL or BPF_EVENT record @h whose size the kernel inflated (several
+ * side-band events on its CPU, e.g. another profiler's) repaired into @buf,
+ * which is returned; any other record is returned as it is.  Counted in
+ * rec->repaired, logged once.
+ */
+const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
+						void *buf, size_t bufsz);
 int recorder_disable(struct recorder *rec);
 /* One pass over every ring; FINISHED_ROUND if anything was written. */
 int recorder_drain(struct recorder *rec);

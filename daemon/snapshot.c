@@ -161,8 +161,11 @@ int snapshot_drain(struct recorder *rec)
 			continue;
 		}
 		while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-			const unsigned char *p = (const unsigned char *)h;
+			unsigned char fixed[1024];
+			const unsigned char *p;
 
+			h = recorder_repair(rec, h, fixed, sizeof(fixed));
+			p = (const unsigned char *)h;
 			if (h->type == PERF_RECORD_SAMPLE)
 				rec->total[i].samples++;
 			else if (h->type == PERF_RECORD_LOST && h->size >= 24 && (memcpy(&v, p + 16, 8), 1))

@@ -29,6 +29,36 @@ size_t perfrec_sample_id__size(uint64_t st)
 	return n;
 }
 
+size_t perfrec_event__repair_sideband(const struct perf_event_header *h, size_t trailer_len,
+				      void *buf, size_t bufsz)
+{
+	/* KSYMBOL: header, addr, len, ksym_type, flags, then the name padded to 8. */
+	const size_t fixed = sizeof(*h) + 8 + 4 + 2 + 2;
+	struct perf_event_header nh = *h;
+	size_t body;
+
+	switch (h->type) {
+	case PERF_RECORD_KSYMBOL:
+		if (h->size <= fixed)
+			return 0;
+		body = fixed + ((strnlen((const char *)h + fixed, h->size - fixed) + 1 + 7) & ~(size_t)7);
+		break;
+	case PERF_RECORD_BPF_EVENT:
+		/* header, type, flags, id, tag[8] */
+		body = sizeof(*h) + 2 + 2 + 4 + 8;
+		break;
+	default:
+		return 0;
+	}
+	/* Stale bytes follow only when the record is longer than body and trailer. */
+	if (body + trailer_len >= h->size || body + trailer_len > bufsz)
+		return 0;
+	nh.size = (uint16_t)(body + trailer_len);
+	memcpy(buf, h, nh.size);
+	memcpy(buf, &nh, sizeof(nh));
+	return nh.size;
+}
+
 static unsigned char *put32x2(unsigned char *p, uint32_t a, uint32_t b)
 {
 	memcpy(p, &a, 4);

@@ -43,6 +43,19 @@ struct perfrec_sample {
 /* Bytes the sample_id trailer takes for @sample_type. */
 PERFREC_API size_t perfrec_sample_id__size(uint64_t sample_type);
 
+/*
+ * Some kernels (seen on 6.18) size a KSYMBOL or BPF_EVENT record for the
+ * sample_id trailers of every side-band event open on the CPU (another
+ * profiler's too) but write only the one of the event it is for, right
+ * after the body; the record then ends in stale bytes where readers look
+ * for the trailer.  When @h is such a record (@trailer_len: its event's
+ * trailer size), copy it into @buf (@bufsz bytes) as a correct kernel would
+ * have written it, the trailer at its end, and return its new size; return
+ * 0 when @h needs no repair (or does not fit in @buf).
+ */
+PERFREC_API size_t perfrec_event__repair_sideband(const struct perf_event_header *h, size_t trailer_len,
+						  void *buf, size_t bufsz);
+
 /* Write the trailer for @sid into @buf (perfrec_sample_id__size() bytes). */
 PERFREC_API void perfrec_sample_id__write(void *buf, uint64_t sample_type,
 					  const struct perfrec_sample_id *sid);

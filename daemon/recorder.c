@@ -358,6 +358,11 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 			log_debug("BPF programs not synthesized into %s: %s", o->path, strerror(-r));
 	}
 	drain_during_synth(rec, true);
+	/* No cgroup hierarchy mounted/readable: samples' cgroups stay numbers. */
+	r = perfrec_synth__cgroups(&so, NULL, emit_synth, rec);
+	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
+		goto fail;
+	drain_during_synth(rec, true);
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
 	if (r < 0)
 		goto fail;

@@ -1172,6 +1172,7 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 {
 	bool kernel = rec->type > 0 && rec->type < PERF_RECORD_MAX;
 	bool user = rec->type >= PERFREC_RECORD_HEADER_ATTR && rec->type < PERFREC_RECORD_USER_MAX;
+	size_t trailer = 0;
 	int ret;
 
 	if (!kernel && !user)
@@ -1200,6 +1201,7 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 		if (ret < 0)
 			return fail(r, off, "%s too short for its sample_id trailer (size %u)",
 				    perfrec_event__type_name(rec->type), rec->size);
+		trailer = perfrec_sample_id__size(a->attr.sample_type);
 	}
 	if (rec->type == PERF_RECORD_LOST) {
 		uint64_t lost;
@@ -1215,6 +1217,11 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 			return fail(r, off, "LOST_SAMPLES record too short (size %u)", rec->size);
 		memcpy(&lost, (const unsigned char *)rec + 8, 8);
 		r->stats.lost_samples += lost;
+	} else if (rec->type == PERF_RECORD_CGROUP) {
+		/* u64 id, then the path readers take as a C string, then the trailer */
+		if (rec->size < 24 + trailer ||
+		    !memchr((const char *)rec + 16, '\0', rec->size - 16u - trailer))
+			return fail(r, off, "CGROUP record without a NUL-terminated path (size %u)", rec->size);
 	}
 	return 0;
 }

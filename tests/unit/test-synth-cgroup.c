@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Tests of PERF_RECORD_CGROUP synthesis: finding the hierarchy perf_event
- * reports from a mounts table, and walking a real cgroup fs with cgroups
- * made by the test, whose ids are checked against the directories' inode
- * numbers (on 64-bit kernels a kernfs node's id is its inode number, which
- * is also what the kernel puts in samples and in its own CGROUP records).
+ * reports from a mounts table, walking a real cgroup fs with cgroups made
+ * by the test, whose ids are checked against the directories' inode numbers
+ * (on 64-bit kernels a kernfs node's id is its inode number, which is also
+ * what the kernel puts in samples and in its own CGROUP records), and the
+ * records in a file through the reader's verifier.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
 #include <perfrec/synth.h>
 
 #define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
@@ -265,4 +269,83 @@ Test(synth_cgroup, the_callbacks_error_stops_the_walk)
 	cr_expect_eq(r, -EIO);
 	cr_expect_eq(g.nr, 1, "records after the error: %zu", g.nr);
 	got_free(&g);
+}
+
+/* --- the records in a file, through the verifier ------------------------ */
+
+struct raw {
+	unsigned char *buf;
+	size_t len, nr;
+};
+
+static int append(void *ctx, const struct perf_event_header *h)
+{
+	struct raw *r = ctx;
+
+	r->buf = realloc(r->buf, r->len + h->size);
+	cr_assert_not_null(r->buf);
+	memcpy(r->buf + r->len, h, h->size);
+	r->len += h->size;
+	r->nr++;
+	return 0;
+}
+
+/* A file with one attr (ST, id ID) whose data is @recs. */
+static unsigned char *file_of(const struct raw *recs, size_t *ret_len)
+{
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
+	struct perf_event_attr a = { .size = sizeof(a), .type = PERF_TYPE_SOFTWARE,
+				     .sample_type = ST, .sample_id_all = 1, .sample_period = 1 };
+	const uint64_t ids[] = { ID };
+	struct perfrec_pdwriter *w;
+	int fd = memfd_create("cg", MFD_CLOEXEC);
+	unsigned char *buf;
+	off_t len;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &wo, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a, ids, 1, "dummy"), 0);
+	cr_assert_eq(perfrec_pdwriter__write(w, recs->buf, recs->len), 0);
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	len = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)len);
+	cr_assert_not_null(buf);
+	cr_assert_eq(pread(fd, buf, (size_t)len, 0), len);
+	perfrec_pdwriter__free(w, false);
+	*ret_len = (size_t)len;
+	return buf;
+}
+
+Test(synth_cgroup, the_records_pass_the_verifier_and_a_path_without_nul_does_not)
+{
+	struct perfrec_synth_opts o = opts();
+	struct perfrec_pdreader *rd = NULL;
+	struct perfrec_file_header hdr;
+	struct raw recs = { 0 };
+	unsigned char *file;
+	size_t len, trailer = perfrec_sample_id__size(ST);
+	uint16_t size;
+	int r = perfrec_synth__cgroups(&o, NULL, append, &recs);
+
+	if (r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES)
+		cr_skip_test("no readable cgroup hierarchy: %s", strerror(-r));
+	cr_assert_eq(r, 0, "synthesis: %s", strerror(-r));
+	file = file_of(&recs, &len);
+
+	cr_assert_eq(perfrec_pdreader__open_mem(file, len, NULL, &rd), 0);
+	cr_expect_eq(perfrec_pdreader__verify(rd), 0, "%s", perfrec_pdreader__error(rd, NULL));
+	cr_expect_eq(perfrec_pdreader__stats(rd)->by_type[PERF_RECORD_CGROUP], recs.nr);
+	perfrec_pdreader__free(rd);
+
+	/* The first record is the root's: fill its path up to the trailer. */
+	memcpy(&hdr, file, sizeof(hdr));
+	memcpy(&size, file + hdr.data.offset + 6, 2);
+	memset(file + hdr.data.offset + 16, 'x', size - 16 - trailer);
+	cr_assert_eq(perfrec_pdreader__open_mem(file, len, NULL, &rd), 0);
+	cr_expect_eq(perfrec_pdreader__verify(rd), -EBADMSG);
+	cr_expect(strstr(perfrec_pdreader__error(rd, NULL), "CGROUP"), "error: %s",
+		  perfrec_pdreader__error(rd, NULL));
+	perfrec_pdreader__free(rd);
+	free(file);
+	free(recs.buf);
 }

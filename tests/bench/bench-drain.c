@@ -5,7 +5,11 @@
  * once with realistic sample records (IDENTIFIER|IP|TID|TIME|CPU|PERIOD|
  * CALLCHAIN, 4..40 frames, plus a few side-band records) that tile the ring
  * exactly, so publishing data_head one ring-size further presents a fresh lap
- * of whole records at no producer cost.  It then measures what perfrecd's
+ * of whole records at no producer cost.  For the drain cases the ring is
+ * refilled before each lap, untimed, from NR_LAPS different pre-generated
+ * laps: with one lap repeated, zstd would find the whole previous lap inside
+ * its window and compress at a speed no real recording sees.  It then
+ * measures what perfrecd's
  * drain does with a lap (perfrec_ring begin/next/iov/commit, then
  * perfrec_pdwriter__writev, optionally through zstd) against the physical
  * limits on the same machine: memcpy of the same bytes and write(2) of them.
@@ -36,7 +40,10 @@
 static unsigned char *mem;
 static struct perf_event_mmap_page *meta;
 static struct perfrec_ring ring;
-static uint64_t nr_recs; /* records per lap */
+static uint64_t nr_recs; /* records in the lap that fill() put in the ring */
+#define NR_LAPS 32
+static unsigned char *laps;    /* NR_LAPS different laps, RING bytes each */
+static uint64_t lap_recs[NR_LAPS];
 
 static double now(void)
 {
@@ -60,10 +67,11 @@ static void put(unsigned char *data, uint64_t pos, const void *src, size_t len)
 }
 
 /* Fill the data area with records whose sizes sum to exactly RING. */
-static void fill(void)
+static void fill(unsigned char *data, uint64_t base, uint64_t seed)
 {
-	unsigned char *data = mem + PAGE;
-	uint64_t seed = 42, off = 0, t = 1000000, base = meta->data_head;
+	uint64_t off = 0, t = 1000000 + seed * 100000000;
+
+	nr_recs = 0;
 
 	while (off < RING) {
 		struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_USER };
@@ -93,6 +101,17 @@ static void fill(void)
 		off += h.size;
 		nr_recs++;
 	}
+}
+
+/* Put pre-generated lap @k where the next lap goes, as the kernel would write it. */
+static void load_lap(unsigned k)
+{
+	uint64_t off = meta->data_head & (RING - 1);
+	const unsigned char *src = laps + (size_t)k * RING;
+
+	memcpy(mem + PAGE + off, src, RING - off);
+	memcpy(mem + PAGE, src + (RING - off), off);
+	nr_recs = lap_recs[k];
 }
 
 /* Publish one more lap, as the kernel would after writing it. */
@@ -180,11 +199,11 @@ static struct result bench_drain(const char *path, int level)
 	struct perfrec_pdwriter_opts o = { .sz = sizeof(o), .owns_fd = true, .compress_level = level };
 	struct perfrec_pdwriter *w = NULL;
 	struct result r = { 0 };
-	double t0;
+	double t0, wall0 = now();
+	unsigned lap = 0;
 	int rr;
 
-	t0 = now();
-	while ((r.secs = now() - t0) < SECONDS * (level ? 2 : 1)) {
+	while (r.secs < SECONDS * (level ? 2 : 1) && now() - wall0 < 10 * SECONDS) {
 		const struct perf_event_header *h;
 		struct perfrec_ring_batch b;
 		struct iovec iov[2];
@@ -198,6 +217,8 @@ static struct result bench_drain(const char *path, int level)
 				exit(1);
 			}
 		}
+		load_lap(lap++ % NR_LAPS);
+		t0 = now();
 		publish();
 		if (perfrec_ring__begin(&ring, &b) <= 0)
 			exit(1);
@@ -212,6 +233,7 @@ static struct result bench_drain(const char *path, int level)
 			exit(1);
 		}
 		perfrec_ring__commit(&ring, &b);
+		r.secs += now() - t0;
 		r.bytes += RING;
 	}
 	perfrec_pdwriter__free(w, true);
@@ -231,7 +253,15 @@ int main(int argc, char **argv)
 	meta = (struct perf_event_mmap_page *)mem;
 	/* Start mid-ring so every lap has one record straddling the end. */
 	meta->data_head = meta->data_tail = RING / 2 + 8 * 13;
-	fill();
+	laps = malloc((size_t)NR_LAPS * RING);
+	if (!laps)
+		return 1;
+	for (unsigned k = 0; k < NR_LAPS; k++) {
+		fill(laps + (size_t)k * RING, 0, 42 + k);
+		lap_recs[k] = nr_recs;
+	}
+	/* The memcpy and write cases use the first lap, in the ring. */
+	load_lap(0);
 	rr = perfrec_ring__init(&ring, mem, PAGE, RING, 0);
 	if (rr < 0) {
 		fprintf(stderr, "bench-drain: ring init: %s\n", strerror(-rr));
@@ -255,6 +285,7 @@ int main(int argc, char **argv)
 	report("ring_zstd3_pdwriter_file", &r, mc.bytes / mc.secs);
 	unlink(path);
 	perfrec_ring__exit(&ring);
+	free(laps);
 	free(mem);
 	return 0;
 }

@@ -71,9 +71,14 @@ static int append(void *ctx, const struct perf_event_header *h)
 
 void kcache_fill(const struct perfrec_synth_opts *so)
 {
+	uint64_t modules = modules_hash();
+
+	/* Resuming after a pause (control, governor) enables again: keep a good cache. */
+	if (kc.valid && kc.sample_type == so->sample_type && kc.id == so->id && kc.modules == modules)
+		return;
 	kc.valid = false;
 	kc.len = 0;
-	kc.modules = modules_hash();
+	kc.modules = modules;
 	kc.result = perfrec_synth__kernel(so, append, NULL);
 	if (kc.result < 0 && kc.result != -EPERM)
 		return; /* kcache_emit will synthesize directly and report it */

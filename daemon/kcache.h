@@ -9,7 +9,10 @@
 
 #include <perfrec/synth.h>
 
-/* Synthesize the kernel maps with @so into the cache (so->time is ignored). */
+/*
+ * Synthesize the kernel maps with @so into the cache (so->time is ignored),
+ * unless it already holds them for this sample_type/id and /proc/modules.
+ */
 void kcache_fill(const struct perfrec_synth_opts *so);
 
 /*

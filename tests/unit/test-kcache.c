@@ -128,3 +128,30 @@ Test(kcache, empty_cache_synthesizes_directly)
 	free(want.p);
 	free(got.p);
 }
+
+Test(kcache, filling_again_or_for_another_id_replays_what_fresh_synthesis_gives)
+{
+	struct perfrec_synth_opts so = opts(ST, 7, 1000), other = opts(ST, 8, 1000);
+	struct bytes a = { 0 }, b = { 0 }, want = { 0 };
+	int rf;
+
+	kcache_clear();
+	fresh(&other, &want, &rf);
+	kcache_fill(&so);
+	cr_assert_eq(kcache_emit(&so, collect, &a), rf);
+	kcache_fill(&so); /* a resume fills again (a no-op while modules are unchanged) */
+	cr_assert_eq(kcache_emit(&so, collect, &b), rf);
+	cr_assert_eq(a.len, b.len);
+	cr_assert(memcmp(a.p, b.p, a.len) == 0);
+	/* Another id: its records carry the new id. */
+	kcache_fill(&other);
+	free(b.p);
+	b = (struct bytes){ 0 };
+	cr_assert_eq(kcache_emit(&other, collect, &b), rf);
+	cr_assert_eq(b.len, want.len);
+	cr_assert(memcmp(b.p, want.p, want.len) == 0);
+	free(a.p);
+	free(b.p);
+	free(want.p);
+	kcache_clear();
+}

@@ -72,6 +72,15 @@ struct perfrec_bpfmeta {
 	bool busy;
 	struct perf_event_header **pending;
 	size_t nr_pending;
+	/*
+	 * The [bpf] lines of kallsyms as read by collect(), before the events
+	 * are enabled, and kept current by the ring's KSYMBOL records since:
+	 * reading all of kallsyms again for each file takes seconds on a host
+	 * sampled at high rates, while the rings fill.
+	 */
+	struct kentry *ks;
+	size_t nks;
+	bool have_ks;
 };
 
 /* Ring records held back during one synthesis, at most. */
@@ -165,6 +174,8 @@ int perfrec_bpfmeta__new(struct perfrec_bpfmeta **ret_meta)
 	return 0;
 }
 
+static void free_kentries(struct kentry *ks, size_t n);
+
 void perfrec_bpfmeta__reset(struct perfrec_bpfmeta *m)
 {
 	if (!m)
@@ -181,6 +192,10 @@ void perfrec_bpfmeta__reset(struct perfrec_bpfmeta *m)
 	m->nr_btfs = 0;
 	m->nr_syms = 0;
 	m->nr_pending = 0;
+	free_kentries(m->ks, m->nks);
+	m->ks = NULL;
+	m->nks = 0;
+	m->have_ks = false;
 }
 
 void perfrec_bpfmeta__free(struct perfrec_bpfmeta *m)
@@ -640,6 +655,8 @@ static int walk_ids(struct perfrec_bpfmeta *m)
 	}
 }
 
+static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_nr);
+
 int perfrec_bpfmeta__collect(struct perfrec_bpfmeta *m)
 {
 	int r;
@@ -647,6 +664,10 @@ int perfrec_bpfmeta__collect(struct perfrec_bpfmeta *m)
 	if (!m)
 		return -EINVAL;
 	r = walk_ids(m);
+	free_kentries(m->ks, m->nks);
+	m->ks = NULL;
+	m->nks = 0;
+	m->have_ks = read_bpf_kallsyms(NULL, &m->ks, &m->nks) == 0;
 	return r < 0 ? r : (int)m->nr_progs;
 }
 
@@ -808,15 +829,23 @@ static int synthesize(struct perfrec_bpfmeta *m, const struct perfrec_synth_opts
 	struct kentry *ks = NULL;
 	size_t nks = 0, k;
 	int nr = 0, r, walk, kr;
+	bool cached;
 
 	for (size_t i = 0; i < m->nr_progs; i++)
 		m->progs[i].live = false;
 	walk = walk_ids(m);
 	if (walk == -ENOMEM)
 		return walk;
-	kr = read_bpf_kallsyms(PERFREC_OPTS_GET(opts, proc, NULL), &ks, &nks);
-	if (kr == -ENOMEM)
-		return kr;
+	cached = m->have_ks && !PERFREC_OPTS_GET(opts, proc, NULL);
+	if (cached) {
+		ks = m->ks;
+		nks = m->nks;
+		kr = 0;
+	} else {
+		kr = read_bpf_kallsyms(PERFREC_OPTS_GET(opts, proc, NULL), &ks, &nks);
+		if (kr == -ENOMEM)
+			return kr;
+	}
 	if (walk < 0) {
 		/*
 		 * No bpf() walk (no CAP_SYS_ADMIN once privileges are dropped):
@@ -835,12 +864,16 @@ static int synthesize(struct perfrec_bpfmeta *m, const struct perfrec_synth_opts
 		}
 	}
 	prune(m);
-	/* Ring KSYMBOLs of earlier files stay only while kallsyms still shows them. */
+	/*
+	 * Ring KSYMBOLs of earlier files stay only while kallsyms still shows
+	 * them (the cache drops what the ring unregistered, and what it
+	 * registered: those are in m->syms).
+	 */
 	k = 0;
 	for (size_t i = 0; i < m->nr_syms; i++) {
-		const struct kentry *e = find_kentry(ks, nks, m->syms[i].addr);
+		const struct kentry *e = cached ? NULL : find_kentry(ks, nks, m->syms[i].addr);
 
-		if (e && !strcmp(e->name, m->syms[i].name) && !covered(m, m->syms[i].addr, false))
+		if ((cached || (e && !strcmp(e->name, m->syms[i].name))) && !covered(m, m->syms[i].addr, false))
 			m->syms[k++] = m->syms[i];
 		else
 			free(m->syms[i].name);
@@ -864,7 +897,8 @@ static int synthesize(struct perfrec_bpfmeta *m, const struct perfrec_synth_opts
 			len = ks[i + 1].addr - ks[i].addr;
 		r = emit_ksym(opts, ks[i].addr, (uint32_t)len, ks[i].name, emit, ctx);
 	}
-	free_kentries(ks, nks);
+	if (!cached)
+		free_kentries(ks, nks);
 	if (r < 0)
 		return r;
 	if (walk < 0 && kr < 0)
@@ -900,6 +934,14 @@ static int note_ksymbol(struct perfrec_bpfmeta *m, const struct perf_event_heade
 	memcpy(&k, rec, sizeof(k));
 	if (k.ksym_type != PERF_RECORD_KSYMBOL_TYPE_BPF)
 		return 0;
+	for (size_t i = 0; i < m->nks; i++) {
+		if (m->ks[i].addr != k.addr)
+			continue;
+		free(m->ks[i].name);
+		memmove(&m->ks[i], &m->ks[i + 1], (m->nks - i - 1) * sizeof(*m->ks));
+		m->nks--;
+		break;
+	}
 	for (size_t i = 0; i < m->nr_syms; i++) {
 		if (m->syms[i].addr != k.addr)
 			continue;

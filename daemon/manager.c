@@ -324,7 +324,8 @@ int manager_run(struct manager *m)
 		return r;
 	/* Flight mode writes nothing until a snapshot is asked for. */
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
-	if (r < 0)
+	/* A reader of stdout that left already ends the run cleanly in the loop. */
+	if (r < 0 && !pipeout_closed(&m->rec))
 		return r;
 	if (m->cfg->duration_usec)
 		m->deadline_usec = now_usec() + m->cfg->duration_usec;

@@ -40,8 +40,9 @@ int pipeout_check(const struct config *c)
 bool pipeout_closed(const struct recorder *rec)
 {
 	/* A cut stream fails every write, an empty one included, with its error. */
-	return pipeout_enabled(rec->cfg) && rec->have_file &&
-	       perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE;
+	/* The reader may leave before the stream's start is written (have_file false). */
+	return pipeout_enabled(rec->cfg) &&
+	       (rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE));
 }
 
 void pipeout_note_compression(const struct perfrec_pdwriter *w, const char *path,

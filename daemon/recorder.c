@@ -201,6 +201,11 @@ int recorder_disable(struct recorder *rec)
  */
 static int note_write(struct recorder *rec, int r)
 {
+	/* Only stdout can be a pipe: its reader left (pipeout_closed() ends the run). */
+	if (r == -EPIPE) {
+		rec->stdout_gone = true;
+		return r;
+	}
 	if (r < 0 && !rec->write_error_logged) {
 		log_error("Cannot write %s: %s; dropping data until writes succeed again",
 			  rec->cur.path, strerror(-r));
@@ -370,7 +375,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
-	log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
+	log_msg(rec->write_error_logged || r == -EPIPE ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
 	rec->write_error_logged = true;
 	/* Ring records drained during synthesis went down with the file. */
 	rec->dropped_bytes += o->bytes;

@@ -56,6 +56,7 @@ struct recorder {
 	size_t nr_ids;
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
+	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
 	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
 	char hostname[256];
 	uint64_t seq;

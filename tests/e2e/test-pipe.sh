@@ -65,6 +65,11 @@ timeout 90 bash -c '"$0" -o - -e cpu-clock --duration 120 2>"$1" | head -c 100 >
 rc=$?
 [ $rc = 0 ] || { cat "$T/head.log"; fail "perfrecd -o - | head: exit $rc (124: it did not notice the reader leaving)"; }
 grep -q "reader of stdout went away" "$T/head.log" || { cat "$T/head.log"; fail "no log line for the reader leaving"; }
+# A reader that leaves before the stream's start is written is the same.
+timeout 90 bash -c '"$0" -o - -e cpu-clock --duration 120 2>"$1" | true; exit ${PIPESTATUS[0]}' "$PERFRECD" "$T/true.log"
+rc=$?
+[ $rc = 0 ] || { cat "$T/true.log"; fail "perfrecd -o - | true: exit $rc"; }
+grep -q "reader of stdout went away" "$T/true.log" || { cat "$T/true.log"; fail "no log line for a reader that never read"; }
 
 # Refusals, each with a clear line.
 script -qec "$PERFRECD -o - --duration 1" /dev/null >"$T/tty.out" 2>&1 && fail "perfrecd -o - wrote to a terminal"

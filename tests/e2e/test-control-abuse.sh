@@ -15,6 +15,11 @@ ncpu=$(nproc)
 DAEMON_PID=$!
 for _ in $(seq 300); do timeout 10 "$PERFRECCTL" --socket "$S" ping >/dev/null 2>&1 && break; sleep 0.1; done
 [ -S "$S" ] || { cat "$T/log"; fail "no control socket"; }
+# Every CPU busy throughout: cpu-clock does not sample an idle CPU on every
+# kernel, and the rate is checked per CPU.
+"$WORKLOAD" 60 >/dev/null &
+WL=$!
+trap 'kill $WL 2>/dev/null; cleanup' EXIT
 # Everything recorded before the abuse goes to its own file.
 timeout 60 "$PERFRECCTL" --socket "$S" rotate >/dev/null || fail "rotate before the abuse"
 
@@ -121,21 +126,29 @@ EOP
 kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$T/log"; fail "perfrecd died"; }
 sleep 1   # the file spans at least a second of recording
 F=$(timeout 60 "$PERFRECCTL" --socket "$S" rotate) || fail "rotate after the abuse"
+kill "$WL"; wait "$WL" 2>/dev/null
 F=${F#published }
 [ -f "$F" ] || fail "rotate answered '$F', no such file"
 
-# The file that spans the abuse: no LOST, and every CPU sampled at close to
-# 499 Hz over the file's span (cpu-clock samples idle CPUs too).
+# The file that spans the abuse: no LOST, every (busy) CPU sampled all
+# along (no gap over 0.5 s) at about 499 Hz (a VM whose vCPUs the host
+# preempts delays some, hence the loose bound).
 perf report -i "$F" --stats 2>/dev/null >"$T/stats"
 grep -Eq "LOST(_SAMPLES)? events: *[1-9]" "$T/stats" && { cat "$T/stats"; fail "records lost during the abuse"; }
 perf script -i "$F" -F cpu,time 2>/dev/null | tr -d '[]:' | awk -v ncpu="$ncpu" '
-	{ n[$1 + 0]++; if (!f || $2 < f) f = $2; if ($2 > l) l = $2 }
+	{
+		c = $1 + 0; n[c]++
+		if (c in last && $2 - last[c] > gap[c]) gap[c] = $2 - last[c]
+		last[c] = $2
+		if (!f || $2 < f) f = $2; if ($2 > l) l = $2
+	}
 	END {
 		span = l - f; if (span < 1) { print "span too short: " span; exit 1 }
 		for (c = 0; c < ncpu; c++) {
 			hz = n[c] / span
-			printf "# cpu%d: %.0f Hz over %.1f s\n", c, hz, span
-			if (hz < 499 * 0.7) { print "cpu" c " sampled at " hz " Hz, not about 499"; exit 1 }
+			printf "# cpu%d: %.0f Hz over %.1f s, longest gap %.3f s\n", c, hz, span, gap[c]
+			if (hz < 499 * 0.5) { print "cpu" c " sampled at " hz " Hz, not about 499"; exit 1 }
+			if (gap[c] > 0.5) { print "cpu" c " has a gap of " gap[c] " s"; exit 1 }
 		}
 	}' || fail "recording did not keep its rate during the abuse"
 kill -INT "$DAEMON_PID"; wait "$DAEMON_PID" || fail "perfrecd exit status"

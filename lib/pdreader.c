@@ -39,6 +39,7 @@ struct perfrec_pdreader {
 	unsigned char *buf;
 	size_t len;
 	bool mapped;
+	uint64_t released;      /* mapped bytes below this were given back (MADV_DONTNEED) */
 	bool salvage;
 	bool raw_compressed;
 	bool pipe;
@@ -771,6 +772,19 @@ static int next_file_record(struct perfrec_pdreader *r, const struct perf_event_
 
 	if (r->pos >= r->data_end)
 		return 0;
+	/*
+	 * A sequential pass over a large file need not keep all of it
+	 * resident: give back the mapped pages already read, every 2 MiB (the
+	 * mapping is private and never written, so touching them again reads
+	 * the same bytes back from the file).
+	 */
+	if (r->mapped && r->pos - r->released >= (2u << 20)) {
+		uint64_t from = r->released & ~(uint64_t)4095, to = r->pos & ~(uint64_t)4095;
+
+		if (to > from)
+			madvise(r->buf + from, to - from, MADV_DONTNEED);
+		r->released = to;
+	}
 	left = r->data_end - r->pos;
 	if (left < sizeof(h)) {
 		if (r->salvage)

@@ -191,8 +191,14 @@ static int note_sample(struct table *t, struct perfrec_pdreader *r, const struct
 		a = perfrec_pdreader__attr(r, 0);
 	if (!a || !(a->attr.sample_type & PERF_SAMPLE_CGROUP))
 		return 0;
-	if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0)
+	if (!(a->attr.sample_type & (PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE | PERF_SAMPLE_AUX))) {
+		/* The kernel writes nothing after the cgroup then: it is the last 8 bytes. */
+		if (h->size < sizeof(*h) + 8)
+			return 0;
+		memcpy(&smp.cgroup, (const unsigned char *)h + h->size - 8, 8);
+	} else if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0) {
 		return 0;
+	}
 	s = lookup(t, smp.cgroup);
 	if (!s)
 		return -ENOMEM;

@@ -20,7 +20,7 @@
 # micro-benchmark and the start-up / 10,000-thread synthesis benchmark.
 # See tests/bench/README.md.
 #
-# Environment: BENCH_PARTS ("record drain synth"), BENCH_RATES
+# Environment: BENCH_PARTS ("record drain synth ratio"), BENCH_RATES
 # ("99 1000 10000 50000"), BENCH_RUNS (3), BENCH_SECS (3, workload seconds
 # per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
 # rates also run compressed; "" for none), BENCH_ZLEVEL (1: the zstd level
@@ -40,7 +40,7 @@ PAGES=${BENCH_MMAP_PAGES:-128}
 ZRATES=${BENCH_COMPRESS_RATES:-10000}
 THREADS=${BENCH_THREADS:-10000}
 ZLEVEL=${BENCH_ZLEVEL:-1}
-PARTS=${BENCH_PARTS:-record drain synth}
+PARTS=${BENCH_PARTS:-record drain synth ratio}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -197,6 +197,14 @@ case " $PARTS " in *" synth "*)
 	} | tee "$RESULTS/synth.csv"
 	kill $SPAWN; wait $SPAWN 2>/dev/null
 	rm -f "$TMP"/*.data
+	;;
+esac
+
+case " $PARTS " in *" ratio "*)
+	# zstd ratio by level on a callchain-heavy recording, and perf -z's.
+	echo
+	echo "== compression ratio (callchain-heavy, -g) =="
+	tests/bench/compress-ratio.sh 5 999 | tee "$RESULTS/compress-ratio.txt"
 	;;
 esac
 exit 0

@@ -96,6 +96,22 @@ static uint64_t align8(uint64_t v)
 	return (v + 7) & ~(uint64_t)7;
 }
 
+/* Step past @n bytes written from *@iov (a short write may end inside one). */
+static void iov_consume(struct iovec **iov, int *iovcnt, size_t n)
+{
+	while (n > 0 && *iovcnt > 0) {
+		if (n >= (*iov)->iov_len) {
+			n -= (*iov)->iov_len;
+			(*iov)++;
+			(*iovcnt)--;
+		} else {
+			(*iov)->iov_base = (char *)(*iov)->iov_base + n;
+			(*iov)->iov_len -= n;
+			n = 0;
+		}
+	}
+}
+
 /*
  * pwritev until everything is written; short writes resume where they
  * stopped and EINTR retries.  @iov is modified.  A write that returns 0 would
@@ -120,17 +136,7 @@ static int pwritev_all(int fd, struct iovec *iov, int iovcnt, uint64_t off)
 		if (n == 0)
 			return -EIO;
 		off += (uint64_t)n;
-		while (n > 0 && iovcnt > 0) {
-			if ((size_t)n >= iov->iov_len) {
-				n -= (ssize_t)iov->iov_len;
-				iov++;
-				iovcnt--;
-			} else {
-				iov->iov_base = (char *)iov->iov_base + n;
-				iov->iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
+		iov_consume(&iov, &iovcnt, (size_t)n);
 	}
 	return 0;
 }
@@ -197,17 +203,7 @@ static int stream_out(struct perfrec_pdwriter *w, struct iovec *iov, int iovcnt)
 			w->stream_err = -EIO;
 			return w->stream_err;
 		}
-		while (n > 0 && iovcnt > 0) {
-			if ((size_t)n >= iov->iov_len) {
-				n -= (ssize_t)iov->iov_len;
-				iov++;
-				iovcnt--;
-			} else {
-				iov->iov_base = (char *)iov->iov_base + n;
-				iov->iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
+		iov_consume(&iov, &iovcnt, (size_t)n);
 	}
 	return 0;
 }

@@ -526,15 +526,17 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 			 * from the ring, the record from the repaired copy, and go on
 			 * after it. */
 			struct perfrec_ring_batch before = b;
-			int n;
+			int n, w;
 
 			before.pos = b.pos - h->size;
 			n = perfrec_ring__iov(ring, &before, iov);
-			if (write_span(rec, idx, iov, n, written) < 0)
-				rr = -EIO;
+			w = write_span(rec, idx, iov, n, written);
+			if (w < 0)
+				rr = w;
 			iov[0] = (struct iovec){ fixed, fh->size };
-			if (write_span(rec, idx, iov, 1, written) < 0)
-				rr = -EIO;
+			w = write_span(rec, idx, iov, 1, written);
+			if (w < 0)
+				rr = w;
 			b.start = b.pos;
 		}
 		inspect(rec, idx, fh);

@@ -143,11 +143,16 @@ chown nobody "$O"
 cp "$WORKLOAD" "$P/workload-priv"
 "$P/workload-priv" 4 >/dev/null &
 wl=$!
+# Time in the kernel for certain: the workload spins in user space, and an
+# idle CPU is not sampled on every kernel.
+timeout 4 dd if=/dev/zero of=/dev/null bs=1 2>/dev/null &
+kl=$!
 sleep 0.5
 timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs \
 	--inh-caps=-all,"$caps" --ambient-caps=-all,"$caps" --bounding-set=-all,"$caps" \
 	"$D/usr/sbin/perfrecd" -o "$O" -d 2 --socket "" >"$T/daemon.log" 2>&1; rc=$?
 wait "$wl"
+wait "$kl"
 [ "$rc" = 0 ] || { cat "$T/daemon.log"; fail "perfrecd with the unit's capabilities exited $rc"; }
 f=$(only_file "$O")
 [ "$(stat -c %U "$f")" = nobody ] || fail "the file is not owned by the unprivileged user"

@@ -23,6 +23,7 @@
 
 #include "control.h"
 #include "governor.h"
+#include "kcache.h"
 #include "log.h"
 #include "pipeout.h"
 #include "snapshot.h"
@@ -600,8 +601,10 @@ static int subscribe(struct control *ctl, struct client *c)
 	so.id = rec->sideband_id;
 	so.time = t0;
 	so.build_ids = true;
+	so.kernel_text = rec->kernel_text;
+	so.kernel_etext = rec->kernel_etext;
 	if (r >= 0) {
-		r = perfrec_synth__kernel(&so, emit_sub, c->sub);
+		r = kcache_emit(&so, emit_sub, c->sub); /* as read at start (kcache.c) */
 		if (r == -EPERM)
 			r = 0;
 	}

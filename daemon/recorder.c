@@ -168,6 +168,18 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */
 	if (perfrec_bpfmeta__new(&rec->bpfmeta) == 0)
 		perfrec_bpfmeta__collect(rec->bpfmeta);
+	/*
+	 * The kernel's text bounds for its map in every file: from bpf-meta's
+	 * pass over kallsyms if it made one, else from /proc/iomem, which
+	 * shows them only with CAP_SYS_ADMIN, held now and not later.  Either
+	 * spares a pass over nearly all of kallsyms (lib/synth.c).
+	 */
+	if (!perfrec_bpfmeta__kernel_text(rec->bpfmeta, &rec->kernel_text, &rec->kernel_etext)) {
+		struct perfrec_synth_opts so = { .sz = sizeof(so) };
+
+		if (perfrec_synth__kernel_text(&so, &rec->kernel_text, &rec->kernel_etext) < 0)
+			rec->kernel_text = rec->kernel_etext = 0;
+	}
 	return snapshot_open(rec);
 }
 
@@ -180,6 +192,8 @@ int recorder_enable(struct recorder *rec)
 	int r;
 
 	/* Read the kernel maps while nothing samples us and no ring fills. */
+	so.kernel_text = rec->kernel_text;
+	so.kernel_etext = rec->kernel_etext;
 	kcache_fill(&so);
 	r = perfrec_evlist__enable(rec->evlist);
 
@@ -344,6 +358,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	so.id = rec->sideband_id;
 	so.time = o->start_clock_ns;
 	so.build_ids = true;
+	so.kernel_text = rec->kernel_text;
+	so.kernel_etext = rec->kernel_etext;
 	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
 	r = kcache_emit(&so, emit_synth, rec);
 	if (r < 0 && r != -EPERM)

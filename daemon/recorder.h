@@ -83,6 +83,8 @@ struct recorder {
 	void *tap_ctx;
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
+	/* _text and _etext, read once while privileged (0: synth reads them) */
+	uint64_t kernel_text, kernel_etext;
 	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */
 	struct perfrec_offcpu *offcpu;
 	uint64_t offcpu_lost_logged;

@@ -28,6 +28,7 @@
 #include <perfrec/pdreader.h>
 
 #include "history.h"
+#include "kcache.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
@@ -406,7 +407,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	so.id = rec->sideband_id;
 	so.time = oldest > 1 ? oldest - 1 : oldest;
 	so.build_ids = true;
-	r = perfrec_synth__kernel(&so, emit, &s);
+	so.kernel_text = rec->kernel_text;
+	so.kernel_etext = rec->kernel_etext;
+	r = kcache_emit(&so, emit, &s); /* as read at start (kcache.c) */
 	if (r < 0 && r != -EPERM)
 		goto out;
 	r = perfrec_synth__tasks(&so, emit, &s);

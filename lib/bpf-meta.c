@@ -81,6 +81,8 @@ struct perfrec_bpfmeta {
 	struct kentry *ks;
 	size_t nks;
 	bool have_ks;
+	/* _text and _etext, when collect()'s pass over kallsyms saw them. */
+	uint64_t text, etext;
 };
 
 /* Ring records held back during one synthesis, at most. */
@@ -196,6 +198,7 @@ void perfrec_bpfmeta__reset(struct perfrec_bpfmeta *m)
 	m->ks = NULL;
 	m->nks = 0;
 	m->have_ks = false;
+	m->text = m->etext = 0;
 }
 
 void perfrec_bpfmeta__free(struct perfrec_bpfmeta *m)
@@ -655,7 +658,77 @@ static int walk_ids(struct perfrec_bpfmeta *m)
 	}
 }
 
-static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_nr);
+static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_nr,
+			     uint64_t *ret_text, uint64_t *ret_etext);
+static void free_kentries(struct kentry *ks, size_t n);
+static int cmp_kentry(const void *a, const void *b);
+
+/*
+ * Can kallsyms show BPF symbols beyond the JITed functions of the programs
+ * the id walk found?  Trampolines (fentry/fexit/LSM/extension programs),
+ * struct_ops images and the XDP dispatcher exist only beside programs of
+ * those types, so a host with none of them (or none at all) needs no pass
+ * over kallsyms, whose [bpf] lines come last, after every kernel and module
+ * symbol: ~40 ms of kernel CPU at each start.
+ */
+static bool needs_kallsyms(const struct perfrec_bpfmeta *m)
+{
+	for (size_t i = 0; i < m->nr_progs; i++) {
+		const struct prog *p = &m->progs[i];
+
+		if (!(p->arrays & (1ull << PERFREC_BPF_JITED_KSYMS)))
+			return true;
+		switch (p->info.type) {
+		case BPF_PROG_TYPE_TRACING:
+		case BPF_PROG_TYPE_EXT:
+		case BPF_PROG_TYPE_LSM:
+		case BPF_PROG_TYPE_STRUCT_OPS:
+		case BPF_PROG_TYPE_XDP:
+			return true;
+		default:
+			break;
+		}
+	}
+	return false;
+}
+
+/*
+ * The [bpf] lines kallsyms would show when needs_kallsyms() is false: the
+ * main function of each program, under the name synthesize() compares
+ * (the kernel's "bpf_prog_<tag>" prefix), so that once privileges are gone
+ * a program is still known to be loaded by this list, which the ring's
+ * KSYMBOL records keep current.
+ */
+static int seed_kentries(struct perfrec_bpfmeta *m)
+{
+	struct kentry *ks;
+	size_t n = 0;
+
+	if (!m->nr_progs)
+		return 0;
+	ks = calloc(m->nr_progs, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_progs; i++) {
+		const struct prog *p = &m->progs[i];
+		char name[NAME_MAX_LEN];
+
+		if (!p->info.nr_jited_ksyms || !(p->arrays & (1ull << PERFREC_BPF_PROG_TAGS)))
+			continue;
+		perfrec_bpfmeta__prog_name(name, sizeof(name), p->data + p->info.prog_tags, "");
+		ks[n].addr = get64(p->data, p->info.jited_ksyms);
+		ks[n].name = strdup(name);
+		if (!ks[n].name) {
+			free_kentries(ks, n);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	qsort(ks, n, sizeof(*ks), cmp_kentry);
+	m->ks = ks;
+	m->nks = n;
+	return 0;
+}
 
 int perfrec_bpfmeta__collect(struct perfrec_bpfmeta *m)
 {
@@ -667,8 +740,21 @@ int perfrec_bpfmeta__collect(struct perfrec_bpfmeta *m)
 	free_kentries(m->ks, m->nks);
 	m->ks = NULL;
 	m->nks = 0;
-	m->have_ks = read_bpf_kallsyms(NULL, &m->ks, &m->nks) == 0;
+	m->text = m->etext = 0;
+	if (r >= 0 && !needs_kallsyms(m))
+		m->have_ks = seed_kentries(m) == 0;
+	else
+		m->have_ks = read_bpf_kallsyms(NULL, &m->ks, &m->nks, &m->text, &m->etext) == 0;
 	return r < 0 ? r : (int)m->nr_progs;
+}
+
+bool perfrec_bpfmeta__kernel_text(const struct perfrec_bpfmeta *m, uint64_t *ret_text, uint64_t *ret_etext)
+{
+	if (!m || !m->text || m->etext <= m->text)
+		return false;
+	*ret_text = m->text;
+	*ret_etext = m->etext;
+	return true;
 }
 
 static int cmp_kentry(const void *a, const void *b)
@@ -687,9 +773,12 @@ static void free_kentries(struct kentry *ks, size_t n)
 
 /*
  * The "[bpf]" lines of kallsyms (JITed programs, trampolines, dispatchers),
- * sorted by address.  -EPERM when addresses are hidden (all zero).
+ * sorted by address.  -EPERM when addresses are hidden (all zero).  On the
+ * way, the addresses of _text and _etext where @ret_text is given: the
+ * kernel map's bounds, which would otherwise take a second pass.
  */
-static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_nr)
+static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_nr,
+			     uint64_t *ret_text, uint64_t *ret_etext)
 {
 	char path[4096], *line = NULL;
 	struct kentry *ks = NULL;
@@ -706,6 +795,13 @@ static int read_bpf_kallsyms(const char *proc, struct kentry **ret, size_t *ret_
 		unsigned long long addr;
 		char type, name[NAME_MAX_LEN];
 
+		if (ret_text && len > 20 && line[len - 1] == '\n') {
+			/* "ffffffff81000000 T _text\n" */
+			if (!memcmp(line + len - 7, " _text\n", 7))
+				*ret_text = strtoull(line, NULL, 16);
+			else if (!memcmp(line + len - 8, " _etext\n", 8))
+				*ret_etext = strtoull(line, NULL, 16);
+		}
 		if (len < 7 || !strstr(line, "\t[bpf]"))
 			continue;
 		if (sscanf(line, "%llx %c %511s", &addr, &type, name) != 3)
@@ -842,7 +938,7 @@ static int synthesize(struct perfrec_bpfmeta *m, const struct perfrec_synth_opts
 		nks = m->nks;
 		kr = 0;
 	} else {
-		kr = read_bpf_kallsyms(PERFREC_OPTS_GET(opts, proc, NULL), &ks, &nks);
+		kr = read_bpf_kallsyms(PERFREC_OPTS_GET(opts, proc, NULL), &ks, &nks, NULL, NULL);
 		if (kr == -ENOMEM)
 			return kr;
 	}

@@ -19,6 +19,7 @@
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <sys/capability.h>
 
 #include <perfrec/bpfmeta.h>
 #include <perfrec/event.h>
@@ -488,6 +489,94 @@ Test(bpfmeta, loaded_program_is_synthesized_as_kallsyms_names_it)
 		event |= e->event_ids[k] == info.id;
 	cr_expect(event, "no BPF_EVENT for program id %u", info.id);
 	cr_expect_geq(perfrec_bpfmeta__nr_progs(m), 1);
+	close(fd);
+	perfrec_bpfmeta__free(m);
+	free(e);
+}
+
+/* First value of @name in kallsyms (0: not found). */
+static uint64_t kallsyms_addr(const char *name)
+{
+	char line[1024], sym[512];
+	unsigned long long a;
+	uint64_t addr = 0;
+	char type;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return 0;
+	while (!addr && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %511s", &a, &type, sym) == 3 && !strcmp(sym, name))
+			addr = a;
+	fclose(f);
+	return addr;
+}
+
+/*
+ * collect() reads kallsyms only where it can show more than the programs'
+ * own functions; either way a program collected while privileged is still
+ * known to be loaded once CAP_SYS_ADMIN is gone (no id walk): by kallsyms'
+ * line or by the line collect() put in its place.
+ */
+Test(bpfmeta, a_program_collected_while_privileged_is_known_after_the_drop)
+{
+	struct perfrec_synth_opts so = { .sz = sizeof(so), .sample_type = SAMPLE_TYPE, .id = 3, .time = 5 };
+	struct bpf_prog_info info;
+	uint32_t ilen = sizeof(info), next;
+	struct perfrec_bpfmeta *m;
+	struct emitted *e = calloc(1, sizeof(*e));
+	cap_value_t admin = CAP_SYS_ADMIN;
+	uint64_t text = 0, etext = 0;
+	char want[128];
+	bool found = false;
+	cap_t caps;
+	int fd, r;
+
+	cr_assert_not_null(e);
+	fd = load_filter();
+	if (fd < 0) {
+		free(e);
+		cr_skip_test("cannot load a BPF program here: %s", strerror(-fd));
+	}
+	memset(&info, 0, sizeof(info));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+	if (!info.jited_prog_len) {
+		close(fd);
+		free(e);
+		cr_skip_test("BPF JIT is off");
+	}
+	perfrec_bpfmeta__prog_name(want, sizeof(want), info.tag, "perfrec_unit");
+	cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
+	r = perfrec_bpfmeta__collect(m);
+	if (r < 0) {
+		close(fd);
+		perfrec_bpfmeta__free(m);
+		free(e);
+		cr_skip_test("listing BPF programs needs CAP_SYS_ADMIN: %s", strerror(-r));
+	}
+	/* Bounds from its pass over kallsyms, when it made one, are kallsyms' own. */
+	if (perfrec_bpfmeta__kernel_text(m, &text, &etext)) {
+		cr_assert_eq(text, kallsyms_addr("_text"));
+		cr_assert_eq(etext, kallsyms_addr("_etext"));
+	}
+	cr_assert_not(perfrec_bpfmeta__kernel_text(NULL, &text, &etext));
+
+	caps = cap_get_proc();
+	cr_assert_not_null(caps);
+	cr_assert_eq(cap_set_flag(caps, CAP_EFFECTIVE, 1, &admin, CAP_CLEAR), 0);
+	cr_assert_eq(cap_set_proc(caps), 0);
+	cap_free(caps);
+	if (bpf_prog_get_next_id(0, &next) == 0 || errno != EPERM) {
+		close(fd);
+		perfrec_bpfmeta__free(m);
+		free(e);
+		cr_skip_test("the id walk still works without CAP_SYS_ADMIN (CAP_BPF?)");
+	}
+	r = perfrec_bpfmeta__synthesize(m, &so, collect_emit, e);
+	cr_assert_gt(r, 0, "no program synthesized without the id walk: %d", r);
+	for (int k = 0; k < e->nr_ksym; k++)
+		found |= !strcmp(e->k[k].name, want);
+	cr_assert(found, "no KSYMBOL named %s after the privileges dropped", want);
 	close(fd);
 	perfrec_bpfmeta__free(m);
 	free(e);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -668,6 +669,109 @@ Test(synth, kernel_and_modules_from_fake_proc)
 	put_file(d, "kallsyms", "0000000000000000 T _text\n0000000000000000 T _etext\n");
 	c = (struct collect){0};
 	cr_assert_eq(perfrec_synth__kernel(&o, collect_cb, &c), -EPERM);
+	cr_assert_eq(c.nr, 0);
+	collect_free(&c);
+	rm_tree(d);
+	free(d);
+}
+
+/* _etext from a full scan of kallsyms, the way perf reads it. */
+static uint64_t kallsyms_etext(void)
+{
+	char line[512];
+	uint64_t addr = 0;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "_etext")) {
+			addr = a;
+			break;
+		}
+	}
+	fclose(f);
+	return addr;
+}
+
+Test(synth, kernel_text_of_the_real_kernel_is_what_kallsyms_says)
+{
+	struct perfrec_synth_opts o = make_opts(NULL, false);
+	uint64_t text = kallsyms_text(), etext = kallsyms_etext(), t = 0, e = 0;
+
+	if (!text || !etext)
+		cr_skip_test("/proc/kallsyms shows no _text/_etext address (kptr_restrict or not root)");
+	/* Root: on x86-64 this takes the /proc/iomem path, which must agree. */
+	cr_assert_eq(perfrec_synth__kernel_text(&o, &t, &e), 0);
+	cr_assert_eq(t, text, "_text %#" PRIx64 " != kallsyms' %#" PRIx64, t, text);
+	cr_assert_eq(e, etext, "_etext %#" PRIx64 " != kallsyms' %#" PRIx64, e, etext);
+}
+
+Test(synth, kernel_text_size_comes_from_iomem_else_from_kallsyms)
+{
+	char *d = make_tmp();
+	struct perfrec_synth_opts o = make_opts(d, false);
+	struct collect c = {0};
+	uint64_t t = 0, e = 0;
+
+	put_file(d, "kallsyms",
+		 "0000000000000000 A fixed_percpu_data\n"
+		 "ffffffff81000000 T _text\n"
+		 "ffffffff81234000 T _etext\n");
+	/* iomem hidden (no CAP_SYS_ADMIN: zeros): _etext from kallsyms. */
+	put_file(d, "iomem", "00000000-00000000 : Reserved\n  00000000-00000000 : Kernel code\n");
+	cr_assert_eq(perfrec_synth__kernel_text(&o, &t, &e), 0);
+	cr_assert_eq(t, 0xffffffff81000000ULL);
+	cr_assert_eq(e, 0xffffffff81234000ULL);
+#if defined(__x86_64__)
+	/* Shown: "Kernel code" is __pa(_text)..__pa(_etext)-1, kallsyms is not read for _etext. */
+	put_file(d, "iomem",
+		 "00000000-00000fff : Reserved\n"
+		 "01000000-7ffdffff : System RAM\n"
+		 "  01000000-01555fff : Kernel code\n"
+		 "  02400000-02e0cfff : Kernel rodata\n");
+	put_file(d, "kallsyms", "ffffffff81000000 T _text\n");
+	cr_assert_eq(perfrec_synth__kernel_text(&o, &t, &e), 0);
+	cr_assert_eq(t, 0xffffffff81000000ULL);
+	cr_assert_eq(e, 0xffffffff81556000ULL);
+	cr_assert_eq(perfrec_synth__kernel(&o, collect_cb, &c), 0);
+	cr_assert_eq(c.nr, 1);
+	cr_assert_eq(decode_mmap2(c.recs[0]).len, 0x556000);
+	collect_free(&c);
+#endif
+	/* Hidden addresses: -EPERM, as perfrec_synth__kernel(). */
+	put_file(d, "kallsyms", "0000000000000000 T _text\n0000000000000000 T _etext\n");
+	cr_assert_eq(perfrec_synth__kernel_text(&o, &t, &e), -EPERM);
+	cr_assert_eq(perfrec_synth__kernel_text(&o, NULL, &e), -EINVAL);
+	rm_tree(d);
+	free(d);
+}
+
+Test(synth, kernel_bounds_given_by_the_caller_spare_kallsyms)
+{
+	char *d = make_tmp();
+	struct perfrec_synth_opts o = make_opts(d, false);
+	struct collect c = {0};
+	struct mmap2 m;
+
+	/* No kallsyms at all: only the caller's bounds can make the map. */
+	o.kernel_text = 0xffffffff91000000ULL;
+	o.kernel_etext = 0xffffffff92000000ULL;
+	cr_assert_eq(perfrec_synth__kernel(&o, collect_cb, &c), 0);
+	cr_assert_eq(c.nr, 1);
+	m = decode_mmap2(c.recs[0]);
+	cr_assert_str_eq(m.name, "[kernel.kallsyms]_text");
+	cr_assert_eq(m.start, 0xffffffff91000000ULL);
+	cr_assert_eq(m.pgoff, 0xffffffff91000000ULL);
+	cr_assert_eq(m.len, 0x1000000);
+	collect_free(&c);
+	/* Bounds that make no range are not used: kallsyms is read (and is missing). */
+	o.kernel_etext = o.kernel_text;
+	c = (struct collect){0};
+	cr_assert_eq(perfrec_synth__kernel(&o, collect_cb, &c), -ENOENT);
 	cr_assert_eq(c.nr, 0);
 	collect_free(&c);
 	rm_tree(d);

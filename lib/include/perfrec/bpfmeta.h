@@ -56,6 +56,16 @@ PERFREC_API void perfrec_bpfmeta__reset(struct perfrec_bpfmeta *m);
 PERFREC_API int perfrec_bpfmeta__collect(struct perfrec_bpfmeta *m);
 
 /*
+ * The addresses of _text and _etext, where the last __collect() read
+ * kallsyms (it does when the id walk is refused or found programs with
+ * trampolines, dispatchers or struct_ops images) and saw both: for
+ * perfrec_synth_opts.kernel_text/kernel_etext, sparing the kernel map a
+ * second pass over kallsyms.  Returns false when not known.
+ */
+PERFREC_API bool perfrec_bpfmeta__kernel_text(const struct perfrec_bpfmeta *m,
+					      uint64_t *ret_text, uint64_t *ret_etext);
+
+/*
  * For every JITed BPF program loaded now: one KSYMBOL (type BPF, named as
  * kallsyms names it) per JITed function and then one BPF_EVENT PROG_LOAD,
  * with the sample_id trailer of opts (pid -1, tid 0, cpu 0, opts->time).

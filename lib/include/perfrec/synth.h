@@ -22,6 +22,13 @@ struct perfrec_synth_opts {
 	const char *proc;     /* procfs root; NULL: "/proc" */
 	const char *sysfs;    /* sysfs root; NULL: "/sys" */
 	bool build_ids;       /* put build ids in MMAP2 where readable */
+	/*
+	 * Addresses of _text and _etext where the caller already has them
+	 * (perfrec_bpfmeta__kernel_text() reads them in its own pass over
+	 * kallsyms): perfrec_synth__kernel() then does not read kallsyms.
+	 * 0: not known.
+	 */
+	uint64_t kernel_text, kernel_etext;
 };
 
 /*
@@ -29,8 +36,21 @@ struct perfrec_synth_opts {
  * _etext, pid -1 / tid 0, misc KERNEL) and one MMAP2 per module of
  * /proc/modules (filename from modules.dep, else "[name]").  Returns 0,
  * -EPERM when kallsyms hides addresses (kptr_restrict; nothing emitted),
- * -errno when kallsyms cannot be read, or the callback's error.
+ * -errno when kallsyms cannot be read, or the callback's error.  _etext
+ * comes from opts->kernel_etext, else on x86-64 from the size of "Kernel
+ * code" in /proc/iomem (readable with CAP_SYS_ADMIN), else from kallsyms,
+ * where it is near the end: a read of nearly all of it.
  */
+/*
+ * The addresses of _text and _etext as perfrec_synth__kernel() finds them
+ * (its opts->proc; kernel_text/kernel_etext are returned as given), for a
+ * caller to pass back in opts later: read while it still has CAP_SYS_ADMIN,
+ * /proc/iomem spares it the pass over kallsyms.  Returns 0, -EPERM when
+ * kallsyms hides addresses, or -errno.
+ */
+PERFREC_API int perfrec_synth__kernel_text(const struct perfrec_synth_opts *opts,
+					   uint64_t *ret_text, uint64_t *ret_etext);
+
 PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
 				      perfrec_synth_emit_fn emit, void *ctx);
 

@@ -32,7 +32,10 @@ DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
-DEPS_LIBS   = $(shell $(PKG_CONFIG) --libs $(DEPS_PC) 2>/dev/null)
+# libcurl is dlopen()ed by daemon/upload.c when uploads are configured (its
+# headers are needed, its ~25 libraries are not, at each start); --as-needed
+# keeps perfrecctl and libperfrec from loading what they never call.
+DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DEPS_PC)) 2>/dev/null)
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \

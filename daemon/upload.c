@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,6 +29,62 @@
 
 #include "log.h"
 #include "upload.h"
+
+/*
+ * libcurl is opened when uploads are configured, not linked: it and the
+ * ~25 libraries it pulls in (TLS, LDAP, Kerberos, SSH, IDN...) cost every
+ * start of the daemon ~12 ms of CPU to map and relocate, a third of what
+ * the rest of a start costs, on hosts most of which never upload.  It is
+ * never closed (libcurl cannot be unloaded safely).
+ */
+#define LIBCURL_SONAME "libcurl.so.4"
+
+static struct {
+	void *handle;
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *c);
+	void (*easy_reset)(CURL *c);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
+	const char *(*easy_strerror)(CURLcode cc);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} lc;
+
+static int load_libcurl(void)
+{
+	void *h;
+
+	if (lc.handle)
+		return 0;
+	h = dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		log_error("Uploads need libcurl (%s, Debian package libcurl4): %s", LIBCURL_SONAME, dlerror());
+		return -ENOENT;
+	}
+#define SYM(f) \
+	do { \
+		*(void **)&lc.f = dlsym(h, "curl_" #f); \
+		if (!lc.f) { \
+			log_error("%s has no curl_" #f ": too old for uploads", LIBCURL_SONAME); \
+			dlclose(h); \
+			return -ENOENT; \
+		} \
+	} while (0)
+	SYM(easy_init);
+	SYM(easy_cleanup);
+	SYM(easy_reset);
+	SYM(easy_setopt);
+	SYM(easy_perform);
+	SYM(easy_getinfo);
+	SYM(easy_strerror);
+	SYM(slist_append);
+	SYM(slist_free_all);
+#undef SYM
+	lc.handle = h;
+	return 0;
+}
 
 #define BACKOFF_MIN_MS 1000ULL
 #define BACKOFF_MAX_MS (300ULL * 1000)
@@ -225,44 +282,44 @@ static int put_file(struct uploader *u, const char *path, const char *key, const
 	snprintf(hdr[1], sizeof(hdr[1]), "x-amz-content-sha256: %s", sha);
 	snprintf(hdr[2], sizeof(hdr[2]), "Content-Type: %s", ctype);
 	for (int i = 0; i < 3; i++)
-		hl = curl_slist_append(hl, hdr[i]);
+		hl = lc.slist_append(hl, hdr[i]);
 	/* curl adds "Expect: 100-continue" to large PUTs; s3rver and some
 	 * proxies stall on it. */
-	hl = curl_slist_append(hl, "Expect:");
+	hl = lc.slist_append(hl, "Expect:");
 
-	curl_easy_reset(u->curl);
-	curl_easy_setopt(u->curl, CURLOPT_URL, url);
-	curl_easy_setopt(u->curl, CURLOPT_UPLOAD, 1L);
-	curl_easy_setopt(u->curl, CURLOPT_READFUNCTION, read_cb);
-	curl_easy_setopt(u->curl, CURLOPT_READDATA, f);
-	curl_easy_setopt(u->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
-	curl_easy_setopt(u->curl, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, discard_cb);
-	curl_easy_setopt(u->curl, CURLOPT_ERRORBUFFER, err);
-	curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	lc.easy_reset(u->curl);
+	lc.easy_setopt(u->curl, CURLOPT_URL, url);
+	lc.easy_setopt(u->curl, CURLOPT_UPLOAD, 1L);
+	lc.easy_setopt(u->curl, CURLOPT_READFUNCTION, read_cb);
+	lc.easy_setopt(u->curl, CURLOPT_READDATA, f);
+	lc.easy_setopt(u->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
+	lc.easy_setopt(u->curl, CURLOPT_HTTPHEADER, hl);
+	lc.easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, discard_cb);
+	lc.easy_setopt(u->curl, CURLOPT_ERRORBUFFER, err);
+	lc.easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L);
+	lc.easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	/* Abort a stalled transfer: under 1 KiB/s for a minute. */
-	curl_easy_setopt(u->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(u->curl, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(u->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(u->curl, CURLOPT_XFERINFOFUNCTION, abort_cb);
-	curl_easy_setopt(u->curl, CURLOPT_XFERINFODATA, u);
-	curl_easy_setopt(u->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	lc.easy_setopt(u->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	lc.easy_setopt(u->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	lc.easy_setopt(u->curl, CURLOPT_NOPROGRESS, 0L);
+	lc.easy_setopt(u->curl, CURLOPT_XFERINFOFUNCTION, abort_cb);
+	lc.easy_setopt(u->curl, CURLOPT_XFERINFODATA, u);
+	lc.easy_setopt(u->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (u->key_id) {
 		char sig[160];
 
 		snprintf(sig, sizeof(sig), "aws:amz:%s:s3", u->region);
-		curl_easy_setopt(u->curl, CURLOPT_AWS_SIGV4, sig);
-		curl_easy_setopt(u->curl, CURLOPT_USERNAME, u->key_id);
-		curl_easy_setopt(u->curl, CURLOPT_PASSWORD, u->secret);
+		lc.easy_setopt(u->curl, CURLOPT_AWS_SIGV4, sig);
+		lc.easy_setopt(u->curl, CURLOPT_USERNAME, u->key_id);
+		lc.easy_setopt(u->curl, CURLOPT_PASSWORD, u->secret);
 	}
-	cc = curl_easy_perform(u->curl);
+	cc = lc.easy_perform(u->curl);
 	if (cc != CURLE_OK) {
-		log_warning("Upload of %s to %s failed: %s", path, url, *err ? err : curl_easy_strerror(cc));
+		log_warning("Upload of %s to %s failed: %s", path, url, *err ? err : lc.easy_strerror(cc));
 		r = -EIO;
 		goto out;
 	}
-	curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
+	lc.easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code > 299) {
 		log_warning("Upload of %s to %s refused: HTTP %ld", path, url, code);
 		r = -EIO;
@@ -274,7 +331,7 @@ static int put_file(struct uploader *u, const char *path, const char *key, const
 	pthread_mutex_unlock(&u->lock);
 	r = 0;
 out:
-	curl_slist_free_all(hl);
+	lc.slist_free_all(hl);
 	free(url);
 	fclose(f);
 	return r;
@@ -525,7 +582,10 @@ int uploader_new(const struct config *cfg, const char *host, struct uploader **r
 		log_notice("No upload credentials (upload-credentials= or AWS_ACCESS_KEY_ID/"
 			   "AWS_SECRET_ACCESS_KEY): uploading unsigned");
 	}
-	u->curl = curl_easy_init();
+	r = load_libcurl();
+	if (r < 0)
+		goto fail;
+	u->curl = lc.easy_init();
 	if (!u->curl) {
 		log_error("Cannot initialize libcurl for uploads");
 		r = -ENOMEM;
@@ -611,7 +671,7 @@ void uploader_free(struct uploader *u)
 		pthread_join(u->thread, NULL);
 	}
 	if (u->curl)
-		curl_easy_cleanup(u->curl);
+		lc.easy_cleanup(u->curl);
 	for (size_t i = 0; i < u->nr; i++)
 		free(u->queue[i]);
 	free(u->queue);

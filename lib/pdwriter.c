@@ -35,8 +35,14 @@
 #include "featbuf.h"
 
 #define WBUF_SIZE (256u * 1024)
-/* Writes at least this large bypass the buffer (one copy fewer). */
-#define DIRECT_MIN (WBUF_SIZE / 2)
+/*
+ * Writes at least this large bypass the buffer: they go to the kernel
+ * straight from the caller's memory (the mapped ring), in one pwritev()
+ * behind whatever the buffer holds, so their bytes are copied once, into
+ * the page cache, and not first into the buffer.  Smaller ones are copied
+ * and gathered, saving system calls.
+ */
+#define DIRECT_MIN (16u * 1024)
 
 struct wattr {
 	struct perf_event_attr attr;
@@ -564,41 +570,42 @@ int perfrec_pdwriter__add_attr(struct perfrec_pdwriter *w, const struct perf_eve
 /* Buffered data write of @total bytes (data already begun). */
 static int data_out(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt, size_t total)
 {
-	struct iovec small[16], *copy;
+	struct iovec small[16], *v;
 	int r;
 
-	if (total <= WBUF_SIZE - w->buf_len) {
-		for (int i = 0; i < iovcnt; i++) {
-			memcpy(w->buf + w->buf_len, iov[i].iov_base, iov[i].iov_len);
-			w->buf_len += iov[i].iov_len;
-		}
-		return 0;
-	}
-	r = flush(w);
-	if (r < 0)
-		return r;
 	if (total < DIRECT_MIN) {
+		if (total > WBUF_SIZE - w->buf_len) {
+			r = flush(w);
+			if (r < 0)
+				return r;
+		}
 		for (int i = 0; i < iovcnt; i++) {
 			memcpy(w->buf + w->buf_len, iov[i].iov_base, iov[i].iov_len);
 			w->buf_len += iov[i].iov_len;
 		}
 		return 0;
 	}
-	/* Large: straight from the caller's memory (the mapped ring). */
-	if ((size_t)iovcnt <= sizeof(small) / sizeof(small[0])) {
-		copy = small;
+	/* Large: the buffered bytes, then the caller's, in one call. */
+	if ((size_t)iovcnt + 1 <= sizeof(small) / sizeof(small[0])) {
+		v = small;
 	} else {
-		copy = malloc((size_t)iovcnt * sizeof(*copy));
-		if (!copy)
+		v = malloc(((size_t)iovcnt + 1) * sizeof(*v));
+		if (!v)
 			return -ENOMEM;
 	}
-	memcpy(copy, iov, (size_t)iovcnt * sizeof(*copy));
-	r = put_data(w, copy, iovcnt);
-	if (copy != small)
-		free(copy);
+	v[0] = (struct iovec){ .iov_base = w->buf, .iov_len = w->buf_len };
+	memcpy(v + 1, iov, (size_t)iovcnt * sizeof(*v));
+	r = w->buf_len ? put_data(w, v, iovcnt + 1) : put_data(w, v + 1, iovcnt);
+	if (v != small)
+		free(v);
+	/*
+	 * On failure the buffer is kept, as flush() keeps it: a later write
+	 * puts it at the same place again.  The caller's bytes are refused.
+	 */
 	if (r < 0)
 		return r;
-	w->committed += total;
+	w->committed += w->buf_len + total;
+	w->buf_len = 0;
 	return 0;
 }
 

@@ -220,7 +220,7 @@ Test(pdwriter, large_writes_bypass_the_buffer_and_stay_in_order)
 		cr_assert_eq(make_sample(big + i * per, id, 0x1000 + i, 1, i, 0), per);
 	cr_assert_eq(perfrec_pdwriter__new(fd, &wo, &w), 0);
 	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a, &id, 1, "cpu-clock"), 0);
-	/* Small write, then one huge writev of two segments, then small ones. */
+	/* Small write, one huge writev of two segments, small ones, a medium one, small ones. */
 	cr_assert_eq(perfrec_pdwriter__write(w, big, per * 10), 0);
 	done = 10;
 	{
@@ -232,6 +232,11 @@ Test(pdwriter, large_writes_bypass_the_buffer_and_stay_in_order)
 		cr_assert_eq(perfrec_pdwriter__writev(w, iov, 2), 0);
 		done += 8000;
 	}
+	/* Buffered bytes, then a medium write (22400 bytes) that goes behind them. */
+	for (; done < 8100; done++)
+		cr_assert_eq(perfrec_pdwriter__write(w, big + done * per, per), 0);
+	cr_assert_eq(perfrec_pdwriter__write(w, big + done * per, per * 400), 0);
+	done += 400;
 	for (; done < nr; done++)
 		cr_assert_eq(perfrec_pdwriter__write(w, big + done * per, per), 0);
 	cr_assert_eq(perfrec_pdwriter__data_size(w), per * nr);

@@ -20,7 +20,7 @@ struct perfrec_evlist_opts {
 	int clockid;            /* use_clockid; -1: the kernel's perf clock;
 				   MONOTONIC, MONOTONIC_RAW, REALTIME, BOOTTIME, TAI */
 	size_t mmap_pages;      /* data pages per ring, a power of 2 (0: 128) */
-	uint32_t wakeup_bytes;  /* watermark; 0: a quarter of the ring */
+	uint32_t wakeup_bytes;  /* watermark; 0: half the ring */
 	bool context_switch;    /* PERF_RECORD_SWITCH on the side-band event */
 };
 

@@ -339,10 +339,10 @@ int manager_run(struct manager *m)
 	while (!m->stop) {
 		int timeout = -1, n;
 		bool drain = false, metrics_ready = false;
+		uint64_t now;
 
 		if (m->deadline_usec) {
-			uint64_t now = now_usec();
-
+			now = now_usec();
 			if (now >= m->deadline_usec)
 				break;
 			timeout = (int)((m->deadline_usec - now + 999) / 1000);
@@ -379,28 +379,31 @@ int manager_run(struct manager *m)
 			log_info("The reader of stdout went away; stopping");
 			break;
 		}
+		/* One clock read per pass: each is a system call on some VMs' clocksources. */
+		now = now_usec();
 		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg)) {
 			/* The last file could not be started (disk full?): try again. */
 			if (recorder_start_file(&m->rec, 0) == 0)
 				log_notice("Recording again into %s.tmp", m->rec.cur.path);
-		} else if (recorder_rotation_due(&m->rec, now_usec())) {
+		} else if (recorder_rotation_due(&m->rec, now)) {
 			char *path = NULL;
 
 			recorder_rotate(&m->rec, &path);
 			free(path);
+			now = now_usec();
 		}
-		recorder_maybe_checkpoint(&m->rec, now_usec());
+		recorder_maybe_checkpoint(&m->rec, now);
 		/* Ping at half the watchdog interval; the timer guarantees we wake. */
-		if (watchdog_usec && now_usec() - last_ping >= watchdog_usec / 2) {
-			last_ping = now_usec();
+		if (watchdog_usec && now - last_ping >= watchdog_usec / 2) {
+			last_ping = now;
 			sd_notify(0, "WATCHDOG=1");
 		}
-		if (now_usec() - last_status >= STATUS_INTERVAL_USEC) {
-			last_status = now_usec();
+		if (now - last_status >= STATUS_INTERVAL_USEC) {
+			last_status = now;
 			notify_status(m);
 		}
-		metrics_tick(m->metrics, now_usec());
-		governor_tick(m->gov, &m->rec, now_usec());
+		metrics_tick(m->metrics, now);
+		governor_tick(m->gov, &m->rec, now);
 	}
 	sd_notify(0, "STOPPING=1");
 	recorder_disable(&m->rec);

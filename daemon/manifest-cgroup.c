@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Per-cgroup sample counts for the manifest.  The published file is read
- * once, sequentially, with libperfrec's reader: PERF_RECORD_CGROUP records
+ * Per-cgroup sample counts for the manifest.  The recorder counts its
+ * files' records as it drains and writes them (cgroup_counts_*); a file it
+ * did not write itself (a snapshot, a recovered .tmp) is read once,
+ * sequentially, with libperfrec's reader.  PERF_RECORD_CGROUP records
  * (synthesized at the file's start, or written by the kernel when a cgroup
  * appears) map ids to paths, and every sample whose attr carries
  * PERF_SAMPLE_CGROUP is counted under its id, so the manifest agrees with
@@ -104,9 +106,10 @@ struct slot {
 	bool used;
 };
 
-struct table {
+struct cgroup_counts {
 	struct slot *slots;
 	size_t cap, nr; /* cap: a power of 2 */
+	bool failed;    /* out of memory once: the counts are incomplete */
 };
 
 static size_t hash64(uint64_t v)
@@ -117,7 +120,7 @@ static size_t hash64(uint64_t v)
 	return (size_t)v;
 }
 
-static struct slot *lookup(struct table *t, uint64_t id)
+static struct slot *lookup(struct cgroup_counts *t, uint64_t id)
 {
 	size_t i;
 
@@ -147,15 +150,29 @@ static struct slot *lookup(struct table *t, uint64_t id)
 	return &t->slots[i];
 }
 
-static void table_free(struct table *t)
+static void table_free(struct cgroup_counts *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
 		free(t->slots[i].path);
 	free(t->slots);
 }
 
+int cgroup_counts_new(struct cgroup_counts **ret)
+{
+	*ret = calloc(1, sizeof(**ret));
+	return *ret ? 0 : -ENOMEM;
+}
+
+void cgroup_counts_free(struct cgroup_counts *t)
+{
+	if (!t)
+		return;
+	table_free(t);
+	free(t);
+}
+
 /* CGROUP: header, u64 id, NUL-terminated path, sample_id trailer. */
-static int note_cgroup(struct table *t, const struct perf_event_header *h)
+int cgroup_counts_note_cgroup(struct cgroup_counts *t, const struct perf_event_header *h)
 {
 	const char *path = (const char *)h + sizeof(*h) + 8;
 	size_t room;
@@ -170,17 +187,46 @@ static int note_cgroup(struct table *t, const struct perf_event_header *h)
 	memcpy(&id, (const char *)h + sizeof(*h), 8);
 	s = lookup(t, id);
 	if (!s)
-		return -ENOMEM;
+		goto nomem;
 	free(s->path);
 	s->path = strdup(path);
-	return s->path ? 0 : -ENOMEM;
+	if (!s->path)
+		goto nomem;
+	return 0;
+nomem:
+	t->failed = true;
+	return -ENOMEM;
 }
 
-static int note_sample(struct table *t, struct perfrec_pdreader *r, const struct perf_event_header *h)
+int cgroup_counts_note_sample(struct cgroup_counts *t, const struct perf_event_header *h,
+			      uint64_t sample_type, uint64_t read_format)
 {
-	const struct perfrec_pdreader_attr *a = NULL;
 	struct perfrec_sample smp;
 	struct slot *s;
+
+	if (!(sample_type & PERF_SAMPLE_CGROUP))
+		return 0;
+	if (!(sample_type & (PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE | PERF_SAMPLE_AUX))) {
+		/* The kernel writes nothing after the cgroup then: it is the last 8 bytes. */
+		if (h->size < sizeof(*h) + 8)
+			return 0;
+		memcpy(&smp.cgroup, (const unsigned char *)h + h->size - 8, 8);
+	} else if (perfrec_sample__parse(h, sample_type, read_format, &smp) < 0) {
+		return 0;
+	}
+	s = lookup(t, smp.cgroup);
+	if (!s) {
+		t->failed = true;
+		return -ENOMEM;
+	}
+	s->samples++;
+	return 0;
+}
+
+/* A sample of the file @r: its attr by its id (or the only one). */
+static int note_sample(struct cgroup_counts *t, struct perfrec_pdreader *r, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
 	uint64_t id;
 
 	if (h->size >= sizeof(*h) + 8) {
@@ -189,21 +235,9 @@ static int note_sample(struct table *t, struct perfrec_pdreader *r, const struct
 	}
 	if (!a && perfrec_pdreader__nr_attrs(r) == 1)
 		a = perfrec_pdreader__attr(r, 0);
-	if (!a || !(a->attr.sample_type & PERF_SAMPLE_CGROUP))
+	if (!a)
 		return 0;
-	if (!(a->attr.sample_type & (PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE | PERF_SAMPLE_AUX))) {
-		/* The kernel writes nothing after the cgroup then: it is the last 8 bytes. */
-		if (h->size < sizeof(*h) + 8)
-			return 0;
-		memcpy(&smp.cgroup, (const unsigned char *)h + h->size - 8, 8);
-	} else if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0) {
-		return 0;
-	}
-	s = lookup(t, smp.cgroup);
-	if (!s)
-		return -ENOMEM;
-	s->samples++;
-	return 0;
+	return cgroup_counts_note_sample(t, h, a->attr.sample_type, a->attr.read_format);
 }
 
 static int by_samples(const void *pa, const void *pb)
@@ -234,15 +268,44 @@ static json_object *entry(const struct slot *s)
 	return o;
 }
 
+int cgroup_counts_json(const struct cgroup_counts *t, json_object **ret_array)
+{
+	struct slot *seen;
+	json_object *arr;
+	size_t n = 0;
+
+	if (t->failed)
+		return -ENOMEM;
+	seen = calloc(t->nr ? t->nr : 1, sizeof(*seen));
+	arr = json_object_new_array();
+	if (!seen || !arr)
+		goto nomem;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].used && t->slots[i].samples)
+			seen[n++] = t->slots[i];
+	qsort(seen, n, sizeof(*seen), by_samples);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = entry(&seen[i]);
+
+		if (!o)
+			goto nomem;
+		json_object_array_add(arr, o);
+	}
+	free(seen); /* shallow copies: the paths belong to the table */
+	*ret_array = arr;
+	return 0;
+nomem:
+	json_object_put(arr);
+	free(seen);
+	return -ENOMEM;
+}
+
 int manifest_cgroups(const char *path, json_object **ret_array)
 {
 	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
 	const struct perf_event_header *h;
 	struct perfrec_pdreader *r = NULL;
-	struct table t = { 0 };
-	struct slot *seen = NULL;
-	json_object *arr = NULL;
-	size_t n = 0;
+	struct cgroup_counts t = { 0 };
 	uint64_t off;
 	int ret;
 
@@ -251,40 +314,15 @@ int manifest_cgroups(const char *path, json_object **ret_array)
 		return ret;
 	while ((ret = perfrec_pdreader__next(r, &h, &off)) > 0) {
 		if (h->type == PERF_RECORD_CGROUP)
-			ret = note_cgroup(&t, h);
+			ret = cgroup_counts_note_cgroup(&t, h);
 		else if (h->type == PERF_RECORD_SAMPLE)
 			ret = note_sample(&t, r, h);
 		if (ret < 0)
 			goto out;
 	}
-	if (ret < 0)
-		goto out;
-
-	seen = calloc(t.nr ? t.nr : 1, sizeof(*seen));
-	arr = json_object_new_array();
-	if (!seen || !arr) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < t.cap; i++)
-		if (t.slots[i].used && t.slots[i].samples)
-			seen[n++] = t.slots[i];
-	qsort(seen, n, sizeof(*seen), by_samples);
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = entry(&seen[i]);
-
-		if (!o) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		json_object_array_add(arr, o);
-	}
-	*ret_array = arr;
-	arr = NULL;
-	ret = 0;
+	if (ret == 0)
+		ret = cgroup_counts_json(&t, ret_array);
 out:
-	json_object_put(arr);
-	free(seen); /* shallow copies: the paths belong to the table */
 	table_free(&t);
 	perfrec_pdreader__free(r);
 	return ret;

@@ -3,7 +3,7 @@
  * The "cgroups" part of a file's manifest: which cgroups its samples came
  * from and how many each, with the systemd unit or container each cgroup
  * path names, so a fleet can find "the files where service X was busy"
- * without opening them.  Counted from the published file itself.
+ * without opening them.  Counted as the file is written, or from the file.
  */
 #ifndef PERFRECD_MANIFEST_CGROUP_H
 #define PERFRECD_MANIFEST_CGROUP_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <json-c/json.h>
+#include <linux/perf_event.h>
 
 /* Longest unit name / container id the classifier returns (plus NUL). */
 #define CGROUP_NAME_MAX 256
@@ -25,6 +26,22 @@
  * drivers name them), else "".  Both buffers CGROUP_NAME_MAX bytes.
  */
 void cgroup_classify(const char *path, char unit[CGROUP_NAME_MAX], char container[CGROUP_NAME_MAX]);
+
+/*
+ * Counts kept while a file is written: every CGROUP record and every sample
+ * that goes into it, as a reader of the file would count them.  A note
+ * fails only for memory, and then cgroup_counts_json() refuses (the caller
+ * reads the file instead).
+ */
+struct cgroup_counts;
+
+int cgroup_counts_new(struct cgroup_counts **ret);
+void cgroup_counts_free(struct cgroup_counts *t);
+int cgroup_counts_note_cgroup(struct cgroup_counts *t, const struct perf_event_header *h);
+int cgroup_counts_note_sample(struct cgroup_counts *t, const struct perf_event_header *h,
+			      uint64_t sample_type, uint64_t read_format);
+/* The JSON array manifest_cgroups() returns, from the counts.  0 or -ENOMEM. */
+int cgroup_counts_json(const struct cgroup_counts *t, json_object **ret_array);
 
 /*
  * Read the perf.data file at @path and return a new JSON array of

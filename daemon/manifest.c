@@ -146,8 +146,12 @@ int manifest_write(const struct manifest_info *mi)
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));
 	json_object_object_add(root, "size", json_object_new_uint64(size));
 	json_object_object_add(root, "sha256", json_object_new_string(hex));
-	/* null when the file cannot be read back: unknown, not "none". */
-	if (manifest_cgroups(mi->path, &cgroups) < 0)
+	/*
+	 * As counted while the file was written, else from the file; null
+	 * when neither works: unknown, not "none".
+	 */
+	if ((!mi->cgroups || cgroup_counts_json(mi->cgroups, &cgroups) < 0) &&
+	    manifest_cgroups(mi->path, &cgroups) < 0)
 		cgroups = NULL;
 	json_object_object_add(root, "cgroups", cgroups);
 

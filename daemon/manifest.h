@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "manifest-cgroup.h"
 
 struct manifest_cpu {
 	int cpu;
@@ -28,6 +29,8 @@ struct manifest_info {
 	size_t nr_cpus;
 	uint64_t samples, lost;
 	int recovered;
+	/* counted while the file was written (manifest-cgroup.h); NULL: read the file */
+	const struct cgroup_counts *cgroups;
 };
 
 /* Write "<path>.json" atomically (tmp + rename).  0 or -errno. */

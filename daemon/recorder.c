@@ -273,6 +273,8 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 
 	if (h->type == PERF_RECORD_MMAP2)
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+	else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
+		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
 	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);
@@ -302,6 +304,7 @@ static void outfile_reset(struct outfile *o)
 	perfrec_pdwriter__free(o->w, false);
 	free(o->path);
 	free(o->cpu);
+	cgroup_counts_free(o->cgroups);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -322,6 +325,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	o->start_clock_ns = synth_time ? synth_time : clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
 	o->path = make_path(rec, o->start_wall_ns);
+	/* Without it (no memory) the manifest reads the published file instead. */
+	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
+		o->cgroups = NULL;
 	if (!o->cpu || !o->path) {
 		outfile_reset(o);
 		return -ENOMEM;
@@ -455,6 +461,12 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 			o->last_time = s.time;
 		perfrec_buildid_table__note_sample_pid(rec->buildids, s.pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		if (o->cgroups)
+			cgroup_counts_note_sample(o->cgroups, h, f->sample_type, f->read_format);
+		break;
+	case PERF_RECORD_CGROUP:
+		if (o->cgroups)
+			cgroup_counts_note_cgroup(o->cgroups, h);
 		break;
 	case PERF_RECORD_MMAP2:
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
@@ -487,10 +499,9 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
 						void *buf, size_t bufsz)
 {
-	size_t len = perfrec_sample_id__size(rec->sideband_sample_type);
-
-	if ((h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT) ||
-	    !perfrec_event__repair_sideband(h, len, buf, bufsz))
+	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
+		return h; /* the drain's common case: checked before anything else */
+	if (!perfrec_event__repair_sideband(h, perfrec_sample_id__size(rec->sideband_sample_type), buf, bufsz))
 		return h;
 	if (!rec->repaired++)
 		log_notice("The kernel sized a %s record for more side-band events than wrote it "
@@ -556,7 +567,8 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 			b.start = b.pos;
 		}
 		inspect(rec, idx, fh);
-		snapshot_note(rec, idx, fh);
+		if (rec->history)
+			snapshot_note(rec, idx, fh);
 	}
 	if (r < 0) {
 		rec->cur.cpu[idx].corrupt++;
@@ -665,6 +677,7 @@ static void write_manifest(struct recorder *rec, const char *path, const struct 
 		.freq = rec->cur_freq,
 		.freq_min = !o ? 0 : o->freq_min ? o->freq_min : rec->cur_freq,
 		.freq_max = !o ? 0 : o->freq_max ? o->freq_max : rec->cur_freq,
+		.cgroups = o ? o->cgroups : NULL,
 	};
 	struct manifest_cpu *cpus = NULL;
 	int r;

@@ -34,6 +34,7 @@ struct outfile {
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
 	uint64_t freq_min, freq_max; /* governor.c: frequencies seen (0: not governed) */
+	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
 };
 
 struct id_format {

@@ -80,6 +80,9 @@ Test(manifest_cgroup, an_overlong_component_is_cut_to_the_buffer)
 #define CG_ST (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CGROUP)
 #define OTHER_ST (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME)
 
+/* When set, every record written is also counted here, as the recorder does. */
+static struct cgroup_counts *counts;
+
 static void put_cgroup(struct perfrec_pdwriter *w, uint64_t cgid, const char *path)
 {
 	uint64_t rec[64] = { 0 };
@@ -93,6 +96,8 @@ static void put_cgroup(struct perfrec_pdwriter *w, uint64_t cgid, const char *pa
 	perfrec_sample_id__write((char *)rec + body, CG_ST, &sid);
 	h->size = (uint16_t)(body + perfrec_sample_id__size(CG_ST));
 	cr_assert_eq(perfrec_pdwriter__write(w, rec, h->size), 0);
+	if (counts)
+		cr_assert_eq(cgroup_counts_note_cgroup(counts, h), 0);
 }
 
 static void put_sample(struct perfrec_pdwriter *w, uint64_t id, bool with_cgroup, uint64_t cgid)
@@ -107,6 +112,8 @@ static void put_sample(struct perfrec_pdwriter *w, uint64_t id, bool with_cgroup
 	rec[4] = cgid;
 	h->size = (uint16_t)(with_cgroup ? 40 : 32);
 	cr_assert_eq(perfrec_pdwriter__write(w, rec, h->size), 0);
+	if (counts)
+		cr_assert_eq(cgroup_counts_note_sample(counts, h, with_cgroup ? CG_ST : OTHER_ST, 0), 0);
 }
 
 static char *write_file(void)
@@ -184,6 +191,27 @@ Test(manifest_cgroup, samples_are_counted_per_cgroup_most_first)
 	cr_expect_null(field(e, "path"), "an id without a CGROUP record has no path");
 	cr_expect_eq(json_object_get_uint64(field(e, "samples")), 2);
 	json_object_put(arr);
+}
+
+Test(manifest_cgroup, counts_kept_while_writing_equal_the_files_own)
+{
+	json_object *from_file = NULL, *kept = NULL;
+	char *path;
+	int r;
+
+	cr_assert_eq(cgroup_counts_new(&counts), 0);
+	path = write_file();
+	r = manifest_cgroups(path, &from_file);
+	unlink(path);
+	free(path);
+	cr_assert_eq(r, 0, "manifest_cgroups: %s", strerror(-r));
+	cr_assert_eq(cgroup_counts_json(counts, &kept), 0);
+	cr_assert_eq(json_object_array_length(kept), 3);
+	cr_expect_str_eq(json_object_to_json_string(kept), json_object_to_json_string(from_file));
+	json_object_put(kept);
+	json_object_put(from_file);
+	cgroup_counts_free(counts);
+	counts = NULL;
 }
 
 Test(manifest_cgroup, an_unreadable_file_is_an_error_not_an_empty_list)

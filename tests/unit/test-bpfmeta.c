@@ -445,31 +445,40 @@ static bool in_kallsyms(const char *name)
 	return found;
 }
 
+/*
+ * Load the socket filter, JITed, with its info and the name kallsyms gives
+ * it; skips the test where that cannot be done here.
+ */
+static int load_jited_filter(struct bpf_prog_info *info, char want[128])
+{
+	uint32_t ilen = sizeof(*info);
+	int fd = load_filter();
+
+	if (fd < 0)
+		cr_skip_test("cannot load a BPF program here: %s", strerror(-fd));
+	memset(info, 0, sizeof(*info));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, info, &ilen), 0);
+	if (!info->jited_prog_len) {
+		close(fd);
+		cr_skip_test("BPF JIT is off");
+	}
+	perfrec_bpfmeta__prog_name(want, 128, info->tag, "perfrec_unit");
+	return fd;
+}
+
 Test(bpfmeta, loaded_program_is_synthesized_as_kallsyms_names_it)
 {
 	struct perfrec_synth_opts so = { .sz = sizeof(so), .sample_type = SAMPLE_TYPE, .id = 3, .time = 5 };
 	struct bpf_prog_info info;
-	uint32_t ilen = sizeof(info);
 	struct perfrec_bpfmeta *m;
-	struct emitted *e = calloc(1, sizeof(*e));
+	struct emitted *e;
 	char want[128];
 	int fd, i = -1, r;
 	bool event = false;
 
+	fd = load_jited_filter(&info, want);
+	e = calloc(1, sizeof(*e));
 	cr_assert_not_null(e);
-	fd = load_filter();
-	if (fd < 0) {
-		free(e);
-		cr_skip_test("cannot load a BPF program here: %s", strerror(-fd));
-	}
-	memset(&info, 0, sizeof(info));
-	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
-	if (!info.jited_prog_len) {
-		close(fd);
-		free(e);
-		cr_skip_test("BPF JIT is off");
-	}
-	perfrec_bpfmeta__prog_name(want, sizeof(want), info.tag, "perfrec_unit");
 	cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
 	r = perfrec_bpfmeta__synthesize(m, &so, collect_emit, e);
 	if (r == -EPERM || r == -EACCES) {
@@ -522,9 +531,9 @@ Test(bpfmeta, a_program_collected_while_privileged_is_known_after_the_drop)
 {
 	struct perfrec_synth_opts so = { .sz = sizeof(so), .sample_type = SAMPLE_TYPE, .id = 3, .time = 5 };
 	struct bpf_prog_info info;
-	uint32_t ilen = sizeof(info), next;
+	uint32_t next;
 	struct perfrec_bpfmeta *m;
-	struct emitted *e = calloc(1, sizeof(*e));
+	struct emitted *e;
 	cap_value_t admin = CAP_SYS_ADMIN;
 	uint64_t text = 0, etext = 0;
 	char want[128];
@@ -532,20 +541,9 @@ Test(bpfmeta, a_program_collected_while_privileged_is_known_after_the_drop)
 	cap_t caps;
 	int fd, r;
 
+	fd = load_jited_filter(&info, want);
+	e = calloc(1, sizeof(*e));
 	cr_assert_not_null(e);
-	fd = load_filter();
-	if (fd < 0) {
-		free(e);
-		cr_skip_test("cannot load a BPF program here: %s", strerror(-fd));
-	}
-	memset(&info, 0, sizeof(info));
-	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
-	if (!info.jited_prog_len) {
-		close(fd);
-		free(e);
-		cr_skip_test("BPF JIT is off");
-	}
-	perfrec_bpfmeta__prog_name(want, sizeof(want), info.tag, "perfrec_unit");
 	cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
 	r = perfrec_bpfmeta__collect(m);
 	if (r < 0) {

@@ -560,7 +560,8 @@ Test(synth, marker_is_a_bare_header)
 
 /* --- kernel --------------------------------------------------------------- */
 
-static uint64_t kallsyms_text(void)
+/* The address of @name in the real kallsyms, by a full scan as perf does it (0: none). */
+static uint64_t kallsyms_addr(const char *want)
 {
 	char line[512];
 	uint64_t addr = 0;
@@ -572,7 +573,7 @@ static uint64_t kallsyms_text(void)
 		unsigned long long a;
 		char type, name[256];
 
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "_text")) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, want)) {
 			addr = a;
 			break;
 		}
@@ -585,7 +586,7 @@ Test(synth, kernel_map_from_real_kallsyms_starts_at_text)
 {
 	struct perfrec_synth_opts o = make_opts(NULL, true);
 	struct collect c = {0};
-	uint64_t text = kallsyms_text();
+	uint64_t text = kallsyms_addr("_text");
 	struct mmap2 m;
 
 	if (!text)
@@ -675,32 +676,10 @@ Test(synth, kernel_and_modules_from_fake_proc)
 	free(d);
 }
 
-/* _etext from a full scan of kallsyms, the way perf reads it. */
-static uint64_t kallsyms_etext(void)
-{
-	char line[512];
-	uint64_t addr = 0;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char type, name[256];
-
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "_etext")) {
-			addr = a;
-			break;
-		}
-	}
-	fclose(f);
-	return addr;
-}
-
 Test(synth, kernel_text_of_the_real_kernel_is_what_kallsyms_says)
 {
 	struct perfrec_synth_opts o = make_opts(NULL, false);
-	uint64_t text = kallsyms_text(), etext = kallsyms_etext(), t = 0, e = 0;
+	uint64_t text = kallsyms_addr("_text"), etext = kallsyms_addr("_etext"), t = 0, e = 0;
 
 	if (!text || !etext)
 		cr_skip_test("/proc/kallsyms shows no _text/_etext address (kptr_restrict or not root)");

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,88 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 	return r;
 }
 
+/*
+ * Keys whose value is one plain thing, checked and stored the same way; the
+ * rest, with rules of their own, are config_set()'s if-blocks.  Errors read
+ * "KEY: 'VALUE' is not WHAT".
+ */
+enum key_kind {
+	KEY_BOOL,
+	KEY_DURATION,    /* usec, at least min */
+	KEY_SIZE,        /* bytes, at least min */
+	KEY_STRING,
+	KEY_STRING_OPT,  /* "" unsets it (NULL) */
+};
+
+static const struct simple_key {
+	const char *section, *name;
+	enum key_kind kind;
+	size_t off;
+	uint64_t min;
+	const char *what;
+} simple_keys[] = {
+#define K(sec, name, kind, field, min, what) { sec, name, kind, offsetof(struct config, field), min, what }
+	K("record", "callchain", KEY_BOOL, callchain, 0, NULL),
+	K("record", "context-switch", KEY_BOOL, context_switch, 0, NULL),
+	K("record", "offcpu", KEY_BOOL, offcpu, 0, NULL),
+	K("record", "offcpu-min", KEY_DURATION, offcpu_min_usec, 0, "a duration"),
+	K("record", "offcpu-cgroup", KEY_STRING_OPT, offcpu_cgroup, 0, NULL),
+	K("record", "flush-interval", KEY_DURATION, flush_usec, 1000, "a duration of at least 1ms"),
+	K("record", "checkpoint-interval", KEY_DURATION, checkpoint_usec, 100000,
+	  "a duration of at least 100ms"),
+	K("record", "duration", KEY_DURATION, duration_usec, 0, "a duration"),
+	K("output", "history", KEY_DURATION, history_usec, 0, "a duration (like 5min; 0: none)"),
+	K("output", "history-max", KEY_SIZE, history_max, 1ULL << 20, "a size of at least 1M (like 256M)"),
+	K("output", "on-rotate", KEY_STRING_OPT, on_rotate, 0, NULL),
+	K("service", "user", KEY_STRING_OPT, user, 0, NULL),
+	K("service", "group", KEY_STRING_OPT, group, 0, NULL),
+	K("service", "control-group", KEY_STRING, control_group, 0, NULL),
+	K("service", "control-public-methods", KEY_STRING, control_public_methods, 0, NULL),
+#undef K
+};
+
+/* 1: not a simple key; else 0 or -errno as config_set(). */
+static int set_simple(struct config *c, const char *section, const char *key, const char *v,
+		      char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(simple_keys) / sizeof(simple_keys[0]); i++) {
+		const struct simple_key *k = &simple_keys[i];
+		void *field = (char *)c + k->off;
+		uint64_t u;
+		int r;
+
+		if (strcmp(k->name, key) || strcmp(k->section, section))
+			continue;
+		switch (k->kind) {
+		case KEY_BOOL:
+			if (parse_bool(v, field) < 0) {
+				snprintf(err, errlen, "%s: '%s' is not a boolean (yes/no)", key, v);
+				return -EINVAL;
+			}
+			return 0;
+		case KEY_DURATION:
+		case KEY_SIZE:
+			r = k->kind == KEY_DURATION ? parse_duration(v, &u) : parse_size(v, &u);
+			if (r < 0 || u < k->min) {
+				snprintf(err, errlen, "%s: '%s' is not %s", key, v, k->what);
+				return -EINVAL;
+			}
+			*(uint64_t *)field = u;
+			return 0;
+		case KEY_STRING_OPT:
+			if (!*v) {
+				free(*(char **)field);
+				*(char **)field = NULL;
+				return 0;
+			}
+			return set_string(field, v);
+		case KEY_STRING:
+			return set_string(field, v);
+		}
+	}
+	return 1;
+}
+
 #include "config-fleet.h"
 
 int config_set(struct config *c, const char *section, const char *key, const char *v,
@@ -235,6 +318,9 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	uint64_t u;
 	int r;
 
+	r = set_simple(c, section, key, v, err, errlen);
+	if (r <= 0)
+		return r;
 #define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
 	if (IS("record", "events")) {
 		config_clear_events(c);
@@ -263,43 +349,12 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		c->freq = 0;
 		return 0;
 	}
-	if (IS("record", "callchain")) {
-		if (parse_bool(v, &c->callchain) < 0)
-			goto bad_bool;
-		return 0;
-	}
-	if (IS("record", "context-switch")) {
-		if (parse_bool(v, &c->context_switch) < 0)
-			goto bad_bool;
-		return 0;
-	}
 	if (IS("record", "clockid")) {
 		if (parse_clockid(v, &c->clockid) < 0) {
 			snprintf(err, errlen, "clockid: unknown clock '%s' (monotonic, monotonic_raw, realtime, boottime, tai, perf)", v);
 			return -EINVAL;
 		}
 		return 0;
-	}
-	if (IS("record", "offcpu")) {
-		if (parse_bool(v, &c->offcpu) < 0)
-			goto bad_bool;
-		return 0;
-	}
-	if (IS("record", "offcpu-min")) {
-		if (parse_duration(v, &u) < 0) {
-			snprintf(err, errlen, "offcpu-min: '%s' is not a duration", v);
-			return -EINVAL;
-		}
-		c->offcpu_min_usec = u;
-		return 0;
-	}
-	if (IS("record", "offcpu-cgroup")) {
-		if (!*v) {
-			free(c->offcpu_cgroup);
-			c->offcpu_cgroup = NULL;
-			return 0;
-		}
-		return set_string(&c->offcpu_cgroup, v);
 	}
 	if (IS("record", "cpus")) {
 		if (strcmp(v, "all") == 0 || !*v) {
@@ -315,30 +370,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 			return -EINVAL;
 		}
 		c->mmap_bytes = u;
-		return 0;
-	}
-	if (IS("record", "flush-interval")) {
-		if (parse_duration(v, &u) < 0 || u < 1000) {
-			snprintf(err, errlen, "flush-interval: '%s' is not a duration of at least 1ms", v);
-			return -EINVAL;
-		}
-		c->flush_usec = u;
-		return 0;
-	}
-	if (IS("record", "checkpoint-interval")) {
-		if (parse_duration(v, &u) < 0 || u < 100000) {
-			snprintf(err, errlen, "checkpoint-interval: '%s' is not a duration of at least 100ms", v);
-			return -EINVAL;
-		}
-		c->checkpoint_usec = u;
-		return 0;
-	}
-	if (IS("record", "duration")) {
-		if (parse_duration(v, &u) < 0) {
-			snprintf(err, errlen, "duration: '%s' is not a duration", v);
-			return -EINVAL;
-		}
-		c->duration_usec = u;
 		return 0;
 	}
 	if (IS("output", "directory")) {
@@ -411,40 +442,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		c->mode = strcmp(v, "flight") == 0 ? CONFIG_MODE_FLIGHT : CONFIG_MODE_CONTINUOUS;
 		return 0;
 	}
-	if (IS("output", "history")) {
-		if (parse_duration(v, &u) < 0) {
-			snprintf(err, errlen, "history: '%s' is not a duration (like 5min; 0: none)", v);
-			return -EINVAL;
-		}
-		c->history_usec = u;
-		return 0;
-	}
-	if (IS("output", "history-max")) {
-		if (parse_size(v, &u) < 0 || u < (1ULL << 20)) {
-			snprintf(err, errlen, "history-max: '%s' is not a size of at least 1M (like 256M)", v);
-			return -EINVAL;
-		}
-		c->history_max = u;
-		return 0;
-	}
-	if (IS("output", "on-rotate")) {
-		if (!*v) {
-			free(c->on_rotate);
-			c->on_rotate = NULL;
-			return 0;
-		}
-		return set_string(&c->on_rotate, v);
-	}
-	if (IS("service", "user") || IS("service", "group")) {
-		char **dst = strcmp(key, "user") == 0 ? &c->user : &c->group;
-
-		if (!*v) {
-			free(*dst);
-			*dst = NULL;
-			return 0;
-		}
-		return set_string(dst, v);
-	}
 	if (IS("service", "socket")) {
 		if (*v && v[0] != '/') {
 			snprintf(err, errlen, "socket: '%s' must be an absolute path (or empty for none)", v);
@@ -452,10 +449,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(&c->socket, v);
 	}
-	if (IS("service", "control-group"))
-		return set_string(&c->control_group, v);
-	if (IS("service", "control-public-methods"))
-		return set_string(&c->control_public_methods, v);
 	if (IS("output", "prefix")) {
 		if (!*v || strchr(v, '/')) {
 			snprintf(err, errlen, "prefix: '%s' must be a non-empty name without '/'", v);
@@ -468,9 +461,6 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		return r;
 #undef IS
 	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
-	return -EINVAL;
-bad_bool:
-	snprintf(err, errlen, "%s: '%s' is not a boolean (yes/no)", key, v);
 	return -EINVAL;
 }
 

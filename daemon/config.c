@@ -364,6 +364,19 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(&c->cpus, v);
 	}
+	if (IS("record", "drain-priority")) {
+		char *end;
+		long l;
+
+		errno = 0;
+		l = strtol(v, &end, 10);
+		if (errno || end == v || *end || l < 0 || l > 99) {
+			snprintf(err, errlen, "drain-priority: '%s' is not a real-time priority from 1 to 99 (0: none)", v);
+			return -EINVAL;
+		}
+		c->drain_priority = (int)l;
+		return 0;
+	}
 	if (IS("record", "mmap-size")) {
 		if (parse_size(v, &u) < 0 || u < 4096 || (u & (u - 1))) {
 			snprintf(err, errlen, "mmap-size: '%s' is not a power of two of at least 4K", v);

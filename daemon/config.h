@@ -26,6 +26,7 @@ struct config {
 	int clockid;
 	char *cpus;               /* NULL: all online */
 	uint64_t mmap_bytes;      /* per-CPU ring data size */
+	int drain_priority;       /* SCHED_FIFO priority of the draining thread; 0: normal */
 	uint64_t flush_usec;      /* drain at least this often */
 	uint64_t checkpoint_usec; /* header data-size refresh */
 	bool context_switch;

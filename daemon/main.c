@@ -67,6 +67,7 @@ static void print_config(const struct config *c)
 	printf("clockid=%s\n", clockid_name(c->clockid));
 	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
 	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
+	printf("drain-priority=%d\n", c->drain_priority);
 	printf("flush-interval=%" PRIu64 "ms\n", c->flush_usec / 1000);
 	printf("checkpoint-interval=%" PRIu64 "ms\n", c->checkpoint_usec / 1000);
 	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");

@@ -6,6 +6,7 @@
  * signalfd so that handlers never run in the middle of a drain.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ enum { TAG_METRICS = -16 };
 #define STATUS_INTERVAL_USEC (5 * 1000000ULL)
 
 static int watch_rings(struct manager *m, int op);
+static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 
 static int ensure_directory(const char *dir)
@@ -127,12 +129,36 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	if (metrics_fd(m->metrics) >= 0 && epoll_ctl(m->epfd, EPOLL_CTL_ADD, metrics_fd(m->metrics), &ev) < 0)
 		return log_error_errno(-errno, "Cannot watch the metrics socket: %m");
 
+	set_drain_priority(cfg->drain_priority);
 	/* Events open, rings mapped: from here on only what rotation needs. */
 	r = privs_drop(cfg->user, cfg->group, pipeout_enabled(cfg) ? NULL : cfg->directory);
 	if (r < 0)
 		return r;
 	set_flush_timer(m);
 	return 0;
+}
+
+/*
+ * drain-priority=: the main thread, which drains the rings, runs SCHED_FIFO
+ * so it drains the moment the kernel wakes it, ahead of the busy tasks it
+ * records: on a saturated host a wake-up can otherwise wait milliseconds
+ * for a CPU, longer than a small ring lasts at high rates.  Threads and
+ * hooks started later (the uploader, on-rotate) get the normal scheduler
+ * back (SCHED_RESET_ON_FORK), and the kernel's real-time throttling still
+ * leaves other tasks their share.  Needs CAP_SYS_NICE: without it perfrecd
+ * says so and drains at normal priority.
+ */
+static void set_drain_priority(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+
+	if (!prio)
+		return;
+	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
+		log_warning("Cannot drain at real-time priority %d (drain-priority=): %m; "
+			    "draining at normal priority (under systemd, set CPUSchedulingPolicy=fifo instead)", prio);
+	else
+		log_info("Draining at SCHED_FIFO priority %d", prio);
 }
 
 static int watch_rings(struct manager *m, int op)
@@ -205,6 +231,8 @@ static void reload(struct manager *m)
 		sd_notify(0, "READY=1");
 		return;
 	}
+	if (nc.drain_priority != m->cfg->drain_priority)
+		log_notice("drain-priority= takes effect at the next start (privileges are dropped)");
 	if (!events_changed(m->cfg, &nc)) {
 		config_exit(m->cfg);
 		*m->cfg = nc;

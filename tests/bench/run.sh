@@ -25,7 +25,8 @@
 # per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
 # rates also run compressed; "" for none), BENCH_ZLEVEL (1: the zstd level
 # both recorders compress at; 1 is what perf -z uses), BENCH_THREADS (10000),
-# BENCH_SKIP_RECORD=1 (same as leaving "record" out of BENCH_PARTS).
+# BENCH_SKIP_RECORD=1 (same as leaving "record" out of BENCH_PARTS),
+# BENCH_DRAIN_PRIORITY (0: perfrecd's drain-priority=, SCHED_FIFO when > 0).
 #
 # perf records with --buildid-mmap: build ids ride in MMAP2 records as
 # perfrecd writes them, instead of perf's post-processing pass over the data
@@ -37,9 +38,10 @@ RATES=${BENCH_RATES:-99 1000 10000 50000}
 RUNS=${BENCH_RUNS:-3}
 SECS=${BENCH_SECS:-3}
 PAGES=${BENCH_MMAP_PAGES:-128}
-ZRATES=${BENCH_COMPRESS_RATES:-10000}
+ZRATES=${BENCH_COMPRESS_RATES-10000}
 THREADS=${BENCH_THREADS:-10000}
 ZLEVEL=${BENCH_ZLEVEL:-1}
+DRAINPRIO=${BENCH_DRAIN_PRIORITY:-0}
 PARTS=${BENCH_PARTS:-record drain synth ratio}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
@@ -102,7 +104,7 @@ one_run() {
 			--buildid-mmap -m "$PAGES" "${zopt[@]}" -o "$out/perf.data" -- sleep "$dur" \
 			>/dev/null 2>"$out.err" &
 	else
-		printf '[record]\nmmap-size=%s\n[output]\ncompress=%s\n' "$MMAP_BYTES" \
+		printf '[record]\nmmap-size=%s\ndrain-priority=%s\n[output]\ncompress=%s\n' "$MMAP_BYTES" "$DRAINPRIO" \
 			"$([ "$z" = 1 ] && echo "$ZLEVEL" || echo 0)" > "$out.conf"
 		python3 "$RUSAGE" "$ru" "$PERFRECD" -c "$out.conf" --socket '' \
 			-o "$out" -e cpu-clock -F "$rate" -g -d "$dur" \
@@ -134,7 +136,7 @@ one_run() {
 
 case " $PARTS " in *" record "*)
 	echo "$RUNS_HDR" > "$RUNS_CSV"
-	echo "bench: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${SECS}s workload, $RUNS runs per config, zstd level $ZLEVEL for -z"
+	echo "bench: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${SECS}s workload, $RUNS runs per config, zstd level $ZLEVEL for -z, perfrecd drain-priority=$DRAINPRIO"
 	configs=()
 	for r in $RATES; do configs+=("0:$r"); done
 	for r in $ZRATES; do configs+=("1:$r"); done

@@ -74,7 +74,8 @@ Test(config, defaults_then_file_values)
 	cr_expect_str_eq(c.events[0], "cpu-clock");
 	r = config_load_string(&c,
 		"# comment\n[record]\nevents=cpu-clock, page-faults:u\nperiod=10000\n"
-		"callchain=no\nmmap-size=1M\nflush-interval=250ms\n[output]\ndirectory=/tmp/x\n",
+		"callchain=no\nmmap-size=1M\nflush-interval=250ms\ndrain-priority=5\noffcpu-min=2ms\n"
+		"[output]\ndirectory=/tmp/x\nhistory-max=64M\non-rotate=/bin/true\n[service]\nuser=nobody\n",
 		"t.conf", err, sizeof(err));
 	cr_assert_eq(r, 0, "%s", err);
 	cr_expect_eq(c.nr_events, 2);
@@ -84,7 +85,12 @@ Test(config, defaults_then_file_values)
 	cr_expect(!c.callchain);
 	cr_expect_eq(c.mmap_bytes, 1 << 20);
 	cr_expect_eq(c.flush_usec, 250000);
+	cr_expect_eq(c.drain_priority, 5);
+	cr_expect_eq(c.offcpu_min_usec, 2000);
 	cr_expect_str_eq(c.directory, "/tmp/x");
+	cr_expect_eq(c.history_max, 64ULL << 20);
+	cr_expect_str_eq(c.on_rotate, "/bin/true");
+	cr_expect_str_eq(c.user, "nobody");
 	config_exit(&c);
 }
 
@@ -99,6 +105,11 @@ Test(config, errors_name_file_line_and_key)
 		{ "[record]\nclockid=sundial\n", "t.conf:2: clockid" },
 		{ "[output]\nprefix=a/b\n", "t.conf:2: prefix" },
 		{ "[record]\nevents=\n", "t.conf:2: events" },
+		{ "[record]\ndrain-priority=100\n", "t.conf:2: drain-priority: '100' is not a real-time priority" },
+		{ "[record]\ndrain-priority=-1\n", "t.conf:2: drain-priority" },
+		{ "[record]\ncallchain=maybe\n", "t.conf:2: callchain: 'maybe' is not a boolean" },
+		{ "[record]\ncheckpoint-interval=50ms\n", "is not a duration of at least 100ms" },
+		{ "[output]\nhistory-max=1K\n", "t.conf:2: history-max: '1K' is not a size of at least 1M" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

@@ -676,7 +676,8 @@ static bool needs_kallsyms(const struct perfrec_bpfmeta *m)
 	for (size_t i = 0; i < m->nr_progs; i++) {
 		const struct prog *p = &m->progs[i];
 
-		if (!(p->arrays & (1ull << PERFREC_BPF_JITED_KSYMS)))
+		/* Without these the list seed_kentries() makes would miss it. */
+		if (!(p->arrays & (1ull << PERFREC_BPF_JITED_KSYMS)) || !(p->arrays & (1ull << PERFREC_BPF_PROG_TAGS)))
 			return true;
 		switch (p->info.type) {
 		case BPF_PROG_TYPE_TRACING:

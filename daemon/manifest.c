@@ -21,8 +21,13 @@
 #include "manifest.h"
 #include "manifest-cgroup.h"
 
-int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size)
+/* 64 chunks of 64 KiB: ~3 ms of hashing between two calls of the progress callback. */
+#define PROGRESS_CHUNKS 64
+
+int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
+		    void (*progress)(void *ctx), void *progress_ctx)
 {
+	unsigned int chunks = 0;
 	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
 	unsigned int ml = 0;
 	uint64_t size = 0;
@@ -40,6 +45,8 @@ int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size)
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		EVP_DigestUpdate(ctx, buf, (size_t)n);
 		size += (uint64_t)n;
+		if (progress && ++chunks % PROGRESS_CHUNKS == 0)
+			progress(progress_ctx);
 	}
 	if (n < 0) {
 		r = -errno;
@@ -99,7 +106,7 @@ int manifest_write(const struct manifest_info *mi)
 
 	if (!root)
 		return -ENOMEM;
-	r = manifest_sha256(mi->path, hex, &size);
+	r = manifest_sha256(mi->path, hex, &size, mi->progress, mi->progress_ctx);
 	if (r < 0)
 		goto out;
 	json_object_object_add(root, "file", json_object_new_string(base ? base + 1 : mi->path));

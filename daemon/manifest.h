@@ -31,12 +31,22 @@ struct manifest_info {
 	int recovered;
 	/* counted while the file was written (manifest-cgroup.h); NULL: read the file */
 	const struct cgroup_counts *cgroups;
+	/*
+	 * Called every few MiB while the file is read back for its hash, so
+	 * the caller can keep draining its rings (NULL: none).
+	 */
+	void (*progress)(void *ctx);
+	void *progress_ctx;
 };
 
 /* Write "<path>.json" atomically (tmp + rename).  0 or -errno. */
 int manifest_write(const struct manifest_info *mi);
 
-/* Hex SHA-256 of a file into @hex (65 bytes) and its size.  0 or -errno. */
-int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size);
+/*
+ * Hex SHA-256 of a file into @hex (65 bytes) and its size, calling
+ * @progress (if not NULL) every few MiB.  0 or -errno.
+ */
+int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
+		    void (*progress)(void *ctx), void *progress_ctx);
 
 #endif

@@ -667,6 +667,21 @@ static void apply_retention(struct recorder *rec, const char *just_published)
 }
 
 /* The manifest beside the file; frequency is what the events run at now. */
+/*
+ * The manifest reads a published file back for its hash: ~0.7 s for a
+ * 1 GiB file, longer than a ring lasts at high rates.  The rings keep
+ * going into the file being recorded meanwhile (rotation publishes the old
+ * file after the new one starts); with none (shutdown, recovery at start)
+ * there is nothing to drain into and the rings wait.
+ */
+static void drain_while_hashing(void *ctx)
+{
+	struct recorder *rec = ctx;
+
+	if (rec->have_file)
+		recorder_drain(rec);
+}
+
 static void write_manifest(struct recorder *rec, const char *path, const struct outfile *o,
 			   bool recovered, uint64_t end_ns)
 {
@@ -682,6 +697,8 @@ static void write_manifest(struct recorder *rec, const char *path, const struct 
 	struct manifest_cpu *cpus = NULL;
 	int r;
 
+	mi.progress = drain_while_hashing;
+	mi.progress_ctx = rec;
 	if (o && o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
 			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
@@ -780,7 +797,6 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 	}
 	rec->files_published++;
 	write_ok(rec, o->path);
-	recorder_published(rec, o->path, o, false);
 	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
 		 o->path, o->samples, o->lost, o->bytes);
 	for (size_t i = 0; i < rec->nr_rings; i++)
@@ -788,12 +804,30 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 			  perfrec_evlist__ring_cpu(rec->evlist, i), o->cpu[i].samples,
 			  o->cpu[i].lost + o->cpu[i].lost_samples);
 	if (ret_path) {
-		*ret_path = o->path;
-		o->path = NULL;
+		*ret_path = strdup(o->path);
+		if (!*ret_path)
+			log_warning("Out of memory for the name of %s", o->path);
 	}
-	outfile_reset(o);
+	if (rec->defer_published) {
+		rec->pending = *o;
+		rec->have_pending = true;
+		memset(o, 0, sizeof(*o));
+	} else {
+		recorder_published(rec, o->path, o, false);
+		outfile_reset(o);
+	}
 	rec->have_file = false;
 	return 0;
+}
+
+/* The deferred part of publishing the file rotation finished (see recorder_rotate()). */
+static void publish_pending(struct recorder *rec)
+{
+	if (!rec->have_pending)
+		return;
+	rec->have_pending = false;
+	recorder_published(rec, rec->pending.path, &rec->pending, false);
+	outfile_reset(&rec->pending);
 }
 
 int recorder_rotate(struct recorder *rec, char **ret_path)
@@ -806,11 +840,22 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * written twice.
 	 */
 	uint64_t t = recorder_clock_ns(rec);
-	int r = recorder_finish_file(rec, ret_path);
+	int r;
 
+	/*
+	 * Between the old file's last drain and the new file's first the
+	 * rings only fill, so what can wait does: the old file's manifest
+	 * (which reads all of it back for its hash, draining into the new
+	 * file meanwhile), its upload, retention and on-rotate hook follow
+	 * once the new file records.
+	 */
+	rec->defer_published = true;
+	r = recorder_finish_file(rec, ret_path);
+	rec->defer_published = false;
 	if (r < 0 && r != -ENOENT)
 		log_warning("Rotation: the previous file was not published cleanly");
 	r = recorder_start_file(rec, t);
+	publish_pending(rec);
 	return r;
 }
 
@@ -872,6 +917,7 @@ void recorder_close(struct recorder *rec)
 		rec->cur.w = NULL;
 		outfile_reset(&rec->cur);
 	}
+	outfile_reset(&rec->pending);
 	snapshot_close(rec);
 	offcpu_rec_close(rec);
 	perfrec_bpfmeta__free(rec->bpfmeta);

@@ -2,14 +2,23 @@
 # 20 rotations under load: the files together are one continuous recording
 # (no sample twice, no gap per CPU, total at the configured rate), and each
 # file alone is valid for perf, perfparser and perfrecctl and resolves the
-# workload's hot function.  Then a hook sees every published file.
+# workload's hot function.  Then a hook sees every published file, with its
+# manifest, and (for a rotation) the next file already recording: what
+# publishing can put off waits until the rings drain into a file again.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 
 F=499
 cat >"$T/hook.sh" <<'HOOK'
 #!/bin/sh
-echo "$1|$PERFREC_FILE|$PERFREC_HOST|$PERFREC_START|$PERFREC_END|$PERFREC_SAMPLES|$PERFREC_LOST|$PERFREC_RECOVERED" >>"$(dirname "$0")/hook.log"
+# last: whether the manifest exists, and whether the file being recorded
+# now was created before it was written ("json-after")
+man=$([ -s "$1.json" ] && echo json)
+for t in "$(dirname "$1")"/*.data.tmp; do
+	[ -e "$t" ] || continue
+	[ "$(stat -c %.9W "$t")" \< "$(stat -c %.9Y "$1.json")" ] && man="$man-after"
+done
+echo "$1|$PERFREC_FILE|$PERFREC_HOST|$PERFREC_START|$PERFREC_END|$PERFREC_SAMPLES|$PERFREC_LOST|$PERFREC_RECOVERED|$man" >>"$(dirname "$0")/hook.log"
 HOOK
 chmod +x "$T/hook.sh"
 printf '[output]\non-rotate=%s\n' "$T/hook.sh" >"$T/conf"
@@ -75,10 +84,16 @@ awk -v f=$F '{
 sleep 0.5
 [ -f "$T/hook.log" ] || fail "the on-rotate hook never ran"
 [ "$(wc -l <"$T/hook.log")" = 21 ] || { cat "$T/hook.log"; fail "hook ran $(wc -l <"$T/hook.log") times, expected 21"; }
-IFS='|' read -r arg file host start end samples lost recovered <"$T/hook.log"
+IFS='|' read -r arg file host start end samples lost recovered after <"$T/hook.log"
 [ "$arg" = "$file" ] && [ -f "$file" ] || fail "hook got '$arg' / '$file'"
 [ "$host" = "$(hostname)" ] || fail "PERFREC_HOST=$host"
 [[ "$start" =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T.*Z$ ]] || fail "PERFREC_START=$start"
 [ "$samples" = "$(perf_samples "$file")" ] || fail "PERFREC_SAMPLES=$samples but perf counts $(perf_samples "$file")"
 [ "$recovered" = 0 ] || fail "PERFREC_RECOVERED=$recovered"
+# 20 rotations: each manifest was written after the next file began (its
+# hash reads the whole file back: the rings drain into the new file
+# meanwhile); the last file (at exit) has no next one.
+[ "$(head -20 "$T/hook.log" | grep -c '|json-after$')" = 20 ] ||
+	{ cat "$T/hook.log"; fail "a rotated file's manifest was written before the next file began"; }
+tail -1 "$T/hook.log" | grep -q '|json$' || { tail -1 "$T/hook.log"; fail "the last file's hook: no manifest, or a file still recording"; }
 exit 0

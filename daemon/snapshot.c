@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfrec/bpfmeta.h>
 #include <perfrec/pdreader.h>
 
 #include "history.h"
@@ -173,6 +174,8 @@ int snapshot_drain(struct recorder *rec)
 				rec->total[i].lost += v;
 			else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= 16 && (memcpy(&v, p + 8, 8), 1))
 				rec->total[i].lost_samples += v;
+			else if (h->type == PERF_RECORD_KSYMBOL || h->type == PERF_RECORD_BPF_EVENT)
+				perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
 			rec->total[i].bytes += h->size;
 			snapshot_note(rec, i, h);
 		}
@@ -418,6 +421,18 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_synth__cgroups(&so, NULL, emit, &s);
 	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
 		goto out;
+	/*
+	 * Flight mode: no file named the BPF programs loaded before the
+	 * history's oldest records, so the history holds no KSYMBOL for them:
+	 * synthesize them, and describe them in the features, as each
+	 * continuous file does.  In continuous mode the collection describes
+	 * the file being written and is left to it.
+	 */
+	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
+		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit, &s);
+		if (r < 0 && r != -EPERM && r != -EACCES)
+			goto out;
+	}
 	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
 	if (r < 0)
 		goto out;
@@ -441,6 +456,11 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_buildid_table__add_feature(s.buildids, w);
 	if (r < 0)
 		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
+	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
+		r = perfrec_bpfmeta__add_features(rec->bpfmeta, w);
+		if (r < 0)
+			log_warning("BPF program info not written to the snapshot: %s", strerror(-r));
+	}
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
 		goto out;

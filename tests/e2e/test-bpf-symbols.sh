@@ -12,6 +12,9 @@
 #   C: loaded during one file and still running after a rotation: the next
 #      file synthesizes it from what the ring reported (perfrecd has dropped
 #      the privilege to list programs by then).
+#   D: a flight-mode snapshot of a program loaded before perfrecd started:
+#      its history holds no KSYMBOL for it, so the snapshot synthesizes it,
+#      with HEADER_BPF_PROG_INFO.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 BPFHOT=$TOP/tests/e2e/bpfhot
@@ -106,4 +109,22 @@ cat "$T/c.err"
 f=$(ls "$T/c"/*.data | sort | tail -1)
 [ "$(ls "$T/c"/*.data | wc -l)" = 2 ] || { ls -la "$T/c"; fail "C: expected two files"; }
 check_file "$f" C
+
+# --- D: flight mode, loaded before perfrecd starts -------------------------
+start_hot 60 d
+printf '[output]\nmode=flight\nhistory=30s\n' >"$T/d.conf"
+"$PERFRECD" -c "$T/d.conf" --socket '' -o "$T/d" -e cpu-clock -F 999 2>"$T/d.err" &
+DAEMON_PID=$!
+wait_recording "$T/d.err"
+sleep 3
+kill -USR2 "$DAEMON_PID"
+for _ in $(seq 300); do [ "$(ls "$T/d"/*.data 2>/dev/null | wc -l)" -ge 1 ] && break; sleep 0.1; done
+stop_hot
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID"; rc=$?; DAEMON_PID=
+cat "$T/d.err"
+[ $rc = 0 ] || fail "perfrecd exited $rc"
+f=$(only_file "$T/d") || exit 1
+check_file "$f" D
+grep -q "^# bpf_prog_info [0-9]*: bpf_prog_${TAG}_perfrec_hot addr 0x" "$T/header.D" \
+	|| { grep -i bpf "$T/header.D"; fail "D: perf finds no HEADER_BPF_PROG_INFO entry in the snapshot"; }
 exit 0

@@ -405,7 +405,14 @@ int metrics_write_textfile(struct metrics *mx)
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	/*
+	 * No fsync: this runs on the thread that drains the rings, every few
+	 * seconds, and a flush can wait on a busy disk far longer than a ring
+	 * lasts.  The file is rewritten from live counters each time; after a
+	 * crash it may be short or stale until the next write, which a scraper
+	 * of a restarting host already expects.
+	 */
+	if (close(fd) < 0) {
 		r = -errno;
 		fd = -1;
 		goto out;

@@ -110,6 +110,7 @@ struct cgroup_counts {
 	struct slot *slots;
 	size_t cap, nr; /* cap: a power of 2 */
 	bool failed;    /* out of memory once: the counts are incomplete */
+	struct slot *last; /* the slot of the last sample: a CPU's samples come in runs of one cgroup */
 };
 
 static size_t hash64(uint64_t v)
@@ -140,6 +141,7 @@ static struct slot *lookup(struct cgroup_counts *t, uint64_t id)
 		free(t->slots);
 		t->slots = ns;
 		t->cap = ncap;
+		t->last = NULL;
 	}
 	for (i = hash64(id) & (t->cap - 1); t->slots[i].used; i = (i + 1) & (t->cap - 1))
 		if (t->slots[i].id == id)
@@ -214,12 +216,13 @@ int cgroup_counts_note_sample(struct cgroup_counts *t, const struct perf_event_h
 	} else if (perfrec_sample__parse(h, sample_type, read_format, &smp) < 0) {
 		return 0;
 	}
-	s = lookup(t, smp.cgroup);
+	s = t->last && t->last->id == smp.cgroup ? t->last : lookup(t, smp.cgroup);
 	if (!s) {
 		t->failed = true;
 		return -ENOMEM;
 	}
 	s->samples++;
+	t->last = s;
 	return 0;
 }
 

@@ -574,7 +574,7 @@ static int subscribe(struct control *ctl, struct client *c)
 {
 	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct perfrec_synth_opts so;
 	struct recorder *rec = ctl->rec;
 	uint64_t t0;
 	int r;
@@ -597,12 +597,7 @@ static int subscribe(struct control *ctl, struct client *c)
 	ho.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
 	if (r >= 0)
 		perfrec_hostinfo__add_features(c->sub, &ho);
-	so.sample_type = rec->sideband_sample_type;
-	so.id = rec->sideband_id;
-	so.time = t0;
-	so.build_ids = true;
-	so.kernel_text = rec->kernel_text;
-	so.kernel_etext = rec->kernel_etext;
+	so = recorder_synth_opts(rec, t0);
 	if (r >= 0) {
 		r = kcache_emit(&so, emit_sub, c->sub); /* as read at start (kcache.c) */
 		if (r == -EPERM)

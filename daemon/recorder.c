@@ -185,15 +185,10 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 int recorder_enable(struct recorder *rec)
 {
-	struct perfrec_synth_opts so = {
-		.sz = sizeof(so), .sample_type = rec->sideband_sample_type,
-		.id = rec->sideband_id, .build_ids = true,
-	};
+	struct perfrec_synth_opts so = recorder_synth_opts(rec, 0);
 	int r;
 
 	/* Read the kernel maps while nothing samples us and no ring fills. */
-	so.kernel_text = rec->kernel_text;
-	so.kernel_etext = rec->kernel_etext;
 	kcache_fill(&so);
 	r = perfrec_evlist__enable(rec->evlist);
 
@@ -313,9 +308,18 @@ uint64_t recorder_clock_ns(const struct recorder *rec)
 	return clock_ns(rec->cfg->clockid);
 }
 
+struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time)
+{
+	return (struct perfrec_synth_opts){
+		.sz = sizeof(struct perfrec_synth_opts),
+		.sample_type = rec->sideband_sample_type, .id = rec->sideband_id, .time = time,
+		.build_ids = true, .kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+	};
+}
+
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
-	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct perfrec_synth_opts so;
 	struct outfile *o = &rec->cur;
 	int r;
 
@@ -360,12 +364,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	 * file began), stamped with the file's start time: every ring record
 	 * that follows is newer, so readers apply it first.
 	 */
-	so.sample_type = rec->sideband_sample_type;
-	so.id = rec->sideband_id;
-	so.time = o->start_clock_ns;
-	so.build_ids = true;
-	so.kernel_text = rec->kernel_text;
-	so.kernel_etext = rec->kernel_etext;
+	so = recorder_synth_opts(rec, o->start_clock_ns);
 	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
 	r = kcache_emit(&so, emit_synth, rec);
 	if (r < 0 && r != -EPERM)

@@ -107,6 +107,13 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 int recorder_start_file(struct recorder *rec, uint64_t synth_time);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
+
+/*
+ * Options for synthesizing state into a file, stream or snapshot of this
+ * recorder: the side-band attr's sample_type and id, build ids, the
+ * kernel's text bounds read at start, every record stamped @time.
+ */
+struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time);
 int recorder_enable(struct recorder *rec);
 
 /*

@@ -356,7 +356,7 @@ out:
 
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct perfrec_synth_opts so = { .sz = sizeof(so) };
+	struct perfrec_synth_opts so;
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct snap s = { .rec = rec, .w = w };
 	struct perfrec_spans_feature *sf = NULL;
@@ -406,12 +406,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 		oldest = now;
 
 	history_freeze(rec->history, true);
-	so.sample_type = rec->sideband_sample_type;
-	so.id = rec->sideband_id;
-	so.time = oldest > 1 ? oldest - 1 : oldest;
-	so.build_ids = true;
-	so.kernel_text = rec->kernel_text;
-	so.kernel_etext = rec->kernel_etext;
+	so = recorder_synth_opts(rec, oldest > 1 ? oldest - 1 : oldest);
 	r = kcache_emit(&so, emit, &s); /* as read at start (kcache.c) */
 	if (r < 0 && r != -EPERM)
 		goto out;

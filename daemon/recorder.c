@@ -665,7 +665,6 @@ static void apply_retention(struct recorder *rec, const char *just_published)
 	retention_apply(&ro, keep);
 }
 
-/* The manifest beside the file; frequency is what the events run at now. */
 /*
  * The manifest reads a published file back for its hash: ~0.7 s for a
  * 1 GiB file, longer than a ring lasts at high rates.  The rings keep
@@ -681,6 +680,7 @@ static void drain_while_hashing(void *ctx)
 		recorder_drain(rec);
 }
 
+/* The manifest beside the file; frequency is what the events run at now. */
 static void write_manifest(struct recorder *rec, const char *path, const struct outfile *o,
 			   bool recovered, uint64_t end_ns)
 {
@@ -743,7 +743,13 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	return r;
 }
 
-int recorder_finish_file(struct recorder *rec, char **ret_path)
+/*
+ * Finish and publish the current file.  What follows publishing (manifest,
+ * upload, retention, hook) is done here, or, given @ret_published, left to
+ * the caller with the file's outfile moved there (path NULL if nothing was
+ * published).
+ */
+static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_published)
 {
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct outfile *o = &rec->cur;
@@ -807,9 +813,8 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 		if (!*ret_path)
 			log_warning("Out of memory for the name of %s", o->path);
 	}
-	if (rec->defer_published) {
-		rec->pending = *o;
-		rec->have_pending = true;
+	if (ret_published) {
+		*ret_published = *o;
 		memset(o, 0, sizeof(*o));
 	} else {
 		recorder_published(rec, o->path, o, false);
@@ -819,14 +824,9 @@ int recorder_finish_file(struct recorder *rec, char **ret_path)
 	return 0;
 }
 
-/* The deferred part of publishing the file rotation finished (see recorder_rotate()). */
-static void publish_pending(struct recorder *rec)
+int recorder_finish_file(struct recorder *rec, char **ret_path)
 {
-	if (!rec->have_pending)
-		return;
-	rec->have_pending = false;
-	recorder_published(rec, rec->pending.path, &rec->pending, false);
-	outfile_reset(&rec->pending);
+	return finish_file(rec, ret_path, NULL);
 }
 
 int recorder_rotate(struct recorder *rec, char **ret_path)
@@ -839,6 +839,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * written twice.
 	 */
 	uint64_t t = recorder_clock_ns(rec);
+	struct outfile published = { 0 };
 	int r;
 
 	/*
@@ -848,13 +849,13 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * file meanwhile), its upload, retention and on-rotate hook follow
 	 * once the new file records.
 	 */
-	rec->defer_published = true;
-	r = recorder_finish_file(rec, ret_path);
-	rec->defer_published = false;
+	r = finish_file(rec, ret_path, &published);
 	if (r < 0 && r != -ENOENT)
 		log_warning("Rotation: the previous file was not published cleanly");
 	r = recorder_start_file(rec, t);
-	publish_pending(rec);
+	if (published.path)
+		recorder_published(rec, published.path, &published, false);
+	outfile_reset(&published);
 	return r;
 }
 
@@ -916,7 +917,6 @@ void recorder_close(struct recorder *rec)
 		rec->cur.w = NULL;
 		outfile_reset(&rec->cur);
 	}
-	outfile_reset(&rec->pending);
 	snapshot_close(rec);
 	offcpu_rec_close(rec);
 	perfrec_bpfmeta__free(rec->bpfmeta);

@@ -84,12 +84,6 @@ struct recorder {
 	void *tap_ctx;
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
-	/*
-	 * Rotation: the file just published, whose manifest, upload, retention
-	 * and hook wait until the next file records (recorder_rotate()).
-	 */
-	bool defer_published, have_pending;
-	struct outfile pending;
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
 	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */

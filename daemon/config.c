@@ -192,6 +192,20 @@ const char *clockid_name(int id)
 	return "unknown";
 }
 
+/* A whole decimal number from @min to @max.  0 or -EINVAL. */
+static int parse_long_in(const char *v, long min, long max, long *ret)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno || end == v || *end || l < min || l > max)
+		return -EINVAL;
+	*ret = l;
+	return 0;
+}
+
 static int set_string(char **dst, const char *v)
 {
 	char *s = strdup(v);
@@ -365,12 +379,9 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		return set_string(&c->cpus, v);
 	}
 	if (IS("record", "drain-priority")) {
-		char *end;
 		long l;
 
-		errno = 0;
-		l = strtol(v, &end, 10);
-		if (errno || end == v || *end || l < 0 || l > 99) {
+		if (parse_long_in(v, 0, 99, &l) < 0) {
 			snprintf(err, errlen, "drain-priority: '%s' is not a real-time priority from 1 to 99 (0: none)", v);
 			return -EINVAL;
 		}
@@ -430,22 +441,19 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	}
 	if (IS("output", "compress")) {
 		bool b;
-		char *end;
 		long l;
 
 		/* A zstd level, or yes/no ("yes": level 3, perfrecd -z). */
-		errno = 0;
-		l = strtol(v, &end, 10);
-		if (end == v && parse_bool(v, &b) == 0) {
+		if (parse_long_in(v, 0, 19, &l) == 0) {
+			c->compress_level = (int)l;
+			return 0;
+		}
+		if (parse_bool(v, &b) == 0) {
 			c->compress_level = b ? 3 : 0;
 			return 0;
 		}
-		if (errno || end == v || *end || l < 0 || l > 19) {
-			snprintf(err, errlen, "compress: '%s' is not a zstd level from 1 to 19 (0 or no: off)", v);
-			return -EINVAL;
-		}
-		c->compress_level = (int)l;
-		return 0;
+		snprintf(err, errlen, "compress: '%s' is not a zstd level from 1 to 19 (0 or no: off)", v);
+		return -EINVAL;
 	}
 	if (IS("output", "mode")) {
 		if (strcmp(v, "continuous") && strcmp(v, "flight")) {

@@ -26,6 +26,8 @@
 #include <perfrec/pdreader.h>
 #include <perfrec/pdwriter.h>
 
+#include "kallsyms.h"
+
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
 
 static const uint8_t TAG[8] = { 0x3f, 0x3f, 0xc3, 0x76, 0x6c, 0x8e, 0xe4, 0xdf };
@@ -355,6 +357,19 @@ static int find_ksym(const struct emitted *e, uint64_t addr)
 	return -1;
 }
 
+/* A fake procfs in a new directory @dir (a mkdtemp template) whose kallsyms is @text; its path in @path. */
+static void fake_kallsyms(char *dir, char path[128], const char *text)
+{
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, 128, "%s/kallsyms", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 Test(bpfmeta, synthesis_uses_ring_ksymbols_that_kallsyms_still_shows)
 {
 	struct perfrec_synth_opts so = { .sz = sizeof(so), .sample_type = SAMPLE_TYPE, .id = 3, .time = 5 };
@@ -363,20 +378,14 @@ Test(bpfmeta, synthesis_uses_ring_ksymbols_that_kallsyms_still_shows)
 	struct perfrec_bpfmeta *m;
 	struct emitted *e = calloc(1, sizeof(*e));
 	unsigned char rec[256];
-	FILE *f;
 	int i;
 
 	cr_assert_not_null(e);
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/kallsyms", dir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
 	/* Addresses far from any real program, so the real walk cannot collide. */
-	fprintf(f, "ffffffff81000000 T _text\n"
-		   "0000000000000010 t bpf_prog_aaaaaaaaaaaaaaaa_ring\t[bpf]\n"
-		   "0000000000002000 t bpf_trampoline_6442\t[bpf]\n"
-		   "0000000000002400 t bpf_prog_bbbbbbbbbbbbbbbb_lonely\t[bpf]\n");
-	fclose(f);
+	fake_kallsyms(dir, path, "ffffffff81000000 T _text\n"
+		      "0000000000000010 t bpf_prog_aaaaaaaaaaaaaaaa_ring\t[bpf]\n"
+		      "0000000000002000 t bpf_trampoline_6442\t[bpf]\n"
+		      "0000000000002400 t bpf_prog_bbbbbbbbbbbbbbbb_lonely\t[bpf]\n");
 	so.proc = dir;
 	cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
 	/* The ring reported two symbols; one has gone from kallsyms since. */
@@ -431,19 +440,6 @@ static int load_filter(void)
 	return fd < 0 && fd == -1 ? -errno : fd;
 }
 
-static bool in_kallsyms(const char *name)
-{
-	char line[1024];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, name) != NULL;
-	fclose(f);
-	return found;
-}
 
 /*
  * Load the socket filter, JITed, with its info and the name kallsyms gives
@@ -493,7 +489,7 @@ Test(bpfmeta, loaded_program_is_synthesized_as_kallsyms_names_it)
 			i = k;
 	cr_assert_geq(i, 0, "no KSYMBOL named %s", want);
 	cr_expect_eq(e->k[i].len, info.jited_prog_len);
-	cr_expect(in_kallsyms(want), "kallsyms has no %s: the names differ", want);
+	cr_expect(test_kallsyms_find(want, NULL), "kallsyms has no %s: the names differ", want);
 	for (int k = 0; k < e->nr_event; k++)
 		event |= e->event_ids[k] == info.id;
 	cr_expect(event, "no BPF_EVENT for program id %u", info.id);
@@ -503,23 +499,6 @@ Test(bpfmeta, loaded_program_is_synthesized_as_kallsyms_names_it)
 	free(e);
 }
 
-/* First value of @name in kallsyms (0: not found). */
-static uint64_t kallsyms_addr(const char *name)
-{
-	char line[1024], sym[512];
-	unsigned long long a;
-	uint64_t addr = 0;
-	char type;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return 0;
-	while (!addr && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %c %511s", &a, &type, sym) == 3 && !strcmp(sym, name))
-			addr = a;
-	fclose(f);
-	return addr;
-}
 
 /*
  * collect() reads kallsyms only where it can show more than the programs'
@@ -554,8 +533,8 @@ Test(bpfmeta, a_program_collected_while_privileged_is_known_after_the_drop)
 	}
 	/* Bounds from its pass over kallsyms, when it made one, are kallsyms' own. */
 	if (perfrec_bpfmeta__kernel_text(m, &text, &etext)) {
-		cr_assert_eq(text, kallsyms_addr("_text"));
-		cr_assert_eq(etext, kallsyms_addr("_etext"));
+		cr_assert_eq(text, test_kallsyms_addr("_text"));
+		cr_assert_eq(etext, test_kallsyms_addr("_etext"));
 	}
 	cr_assert_not(perfrec_bpfmeta__kernel_text(NULL, &text, &etext));
 
@@ -607,17 +586,11 @@ Test(bpfmeta, records_noted_during_synthesis_apply_after_it)
 	struct perfrec_synth_opts so = { .sz = sizeof(so), .sample_type = SAMPLE_TYPE };
 	char dir[] = "/tmp/test-bpfmeta-proc-XXXXXX", path[128];
 	struct reentrant *t = calloc(1, sizeof(*t));
-	FILE *f;
 	int i;
 
 	cr_assert_not_null(t);
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/kallsyms", dir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "0000000000002000 t bpf_trampoline_1\t[bpf]\n"
-		   "0000000000003000 t bpf_prog_dddddddddddddddd_new\t[bpf]\n");
-	fclose(f);
+	fake_kallsyms(dir, path, "0000000000002000 t bpf_trampoline_1\t[bpf]\n"
+		      "0000000000003000 t bpf_prog_dddddddddddddddd_new\t[bpf]\n");
 	so.proc = dir;
 	cr_assert_eq(perfrec_bpfmeta__new(&t->m), 0);
 	cr_assert_geq(perfrec_bpfmeta__synthesize(t->m, &so, reentrant_emit, t), 0);

@@ -24,6 +24,8 @@
 #include <perfrec/event.h>
 #include <perfrec/synth.h>
 
+#include "kallsyms.h"
+
 #define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
 #define TIME 123456789012ULL
 #define ID 0xabcdef42ULL
@@ -560,33 +562,12 @@ Test(synth, marker_is_a_bare_header)
 
 /* --- kernel --------------------------------------------------------------- */
 
-/* The address of @name in the real kallsyms, by a full scan as perf does it (0: none). */
-static uint64_t kallsyms_addr(const char *want)
-{
-	char line[512];
-	uint64_t addr = 0;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char type, name[256];
-
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, want)) {
-			addr = a;
-			break;
-		}
-	}
-	fclose(f);
-	return addr;
-}
 
 Test(synth, kernel_map_from_real_kallsyms_starts_at_text)
 {
 	struct perfrec_synth_opts o = make_opts(NULL, true);
 	struct collect c = {0};
-	uint64_t text = kallsyms_addr("_text");
+	uint64_t text = test_kallsyms_addr("_text");
 	struct mmap2 m;
 
 	if (!text)
@@ -679,7 +660,7 @@ Test(synth, kernel_and_modules_from_fake_proc)
 Test(synth, kernel_text_of_the_real_kernel_is_what_kallsyms_says)
 {
 	struct perfrec_synth_opts o = make_opts(NULL, false);
-	uint64_t text = kallsyms_addr("_text"), etext = kallsyms_addr("_etext"), t = 0, e = 0;
+	uint64_t text = test_kallsyms_addr("_text"), etext = test_kallsyms_addr("_etext"), t = 0, e = 0;
 
 	if (!text || !etext)
 		cr_skip_test("/proc/kallsyms shows no _text/_etext address (kptr_restrict or not root)");

@@ -202,6 +202,16 @@ static bool irq_time_accounted(void)
 	return n != 6 || v[5] != 0;
 }
 
+/* spin(@n): its wall time in *@wall, its thread CPU time added to *@cpu. */
+static void timed_spin(unsigned long n, double *wall, double *cpu)
+{
+	double w = clock_sec(CLOCK_MONOTONIC), c = clock_sec(CLOCK_THREAD_CPUTIME_ID);
+
+	spin(n);
+	*cpu += clock_sec(CLOCK_THREAD_CPUTIME_ID) - c;
+	*wall = clock_sec(CLOCK_MONOTONIC) - w;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -263,20 +273,9 @@ static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	ring_samples(map, PAGES * psz);
 	for (int i = 0; i < ROUNDS; i++) {
-		double w, c;
-
-		w = clock_sec(CLOCK_MONOTONIC);
-		c = clock_sec(CLOCK_THREAD_CPUTIME_ID);
-		spin(n);
-		cpu_off += clock_sec(CLOCK_THREAD_CPUTIME_ID) - c;
-		w_off[i] = clock_sec(CLOCK_MONOTONIC) - w;
-
+		timed_spin(n, &w_off[i], &cpu_off);
 		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-		w = clock_sec(CLOCK_MONOTONIC);
-		c = clock_sec(CLOCK_THREAD_CPUTIME_ID);
-		spin(n);
-		cpu_on += clock_sec(CLOCK_THREAD_CPUTIME_ID) - c;
-		w_on[i] = clock_sec(CLOCK_MONOTONIC) - w;
+		timed_spin(n, &w_on[i], &cpu_on);
 		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 		samples += ring_samples(map, PAGES * psz);
 	}

@@ -24,7 +24,7 @@ VERSION := 0.1.0
 SOVERSION := 0
 
 # Debian packages the build, the tests and the oracles need.
-DEB_PKGS := make gcc clang pkg-config libbpf-dev libzstd-dev libcap-dev \
+DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
 	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
 	systemd util-linux procps psmisc python3 e2fsprogs \

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,28 @@
 #include "manager.h"
 
 #define DEFAULT_CONFIG "/etc/perfrecd/perfrecd.conf"
+
+/*
+ * The signals the event loop takes through its signalfd (manager.c) are
+ * blocked before main() runs: a SIGUSR2 (rotate) or SIGHUP sent in the
+ * first milliseconds would otherwise meet their default action and kill
+ * the daemon before it has an event loop.  Blocked, they wait in the
+ * signalfd and are handled once recording runs.  SIGPIPE is ignored: a
+ * reader that goes away is an EPIPE to handle, never a reason to die.
+ */
+__attribute__((constructor)) static void block_signals_early(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
 
 static void usage(FILE *f)
 {

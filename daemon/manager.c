@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "dirlock.h"
 #include "governor.h"
 #include "hook.h"
 #include "log.h"
@@ -37,8 +38,26 @@ enum { TAG_METRICS = -16 };
 #define STATUS_INTERVAL_USEC (5 * 1000000ULL)
 
 static int watch_rings(struct manager *m, int op);
+
+/* The output directory's lock, or a refusal that names who holds it. */
+static int lock_directory(const char *dir, int *ret_fd)
+{
+	pid_t holder;
+	int r = dirlock_take(dir, ret_fd, &holder);
+
+	if (r == -EBUSY && holder > 0)
+		return log_error_errno(r, "Output directory %s is in use by another perfrecd (PID %d); "
+				       "one recorder per directory", dir, (int)holder);
+	if (r == -EBUSY)
+		return log_error_errno(r, "Output directory %s is in use by another perfrecd; "
+				       "one recorder per directory", dir);
+	if (r < 0)
+		return log_error_errno(r, "Cannot lock output directory %s: %s", dir, strerror(-r));
+	return 0;
+}
 static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
+static bool streq(const char *a, const char *b);
 
 static int ensure_directory(const char *dir)
 {
@@ -78,12 +97,17 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	m->cfg = cfg;
 	m->argc = argc;
 	m->argv = argv;
-	m->epfd = m->sigfd = m->timerfd = -1;
+	m->epfd = m->sigfd = m->timerfd = m->dirfd = -1;
 
 	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : ensure_directory(cfg->directory);
 	if (r < 0)
 		return pipeout_enabled(cfg) ? r : log_error_errno(r, "Output directory %s is not usable: %s",
 								  cfg->directory, strerror(-r));
+	if (!pipeout_enabled(cfg)) {
+		r = lock_directory(cfg->directory, &m->dirfd);
+		if (r < 0)
+			return r;
+	}
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -230,6 +254,24 @@ static void reload(struct manager *m)
 		log_error("Reload refused: %s; still recording with the previous configuration", err);
 		sd_notify(0, "READY=1");
 		return;
+	}
+	if (!pipeout_enabled(&nc) && !streq(nc.directory, m->cfg->directory)) {
+		int fd = -1;
+
+		r = ensure_directory(nc.directory);
+		if (r < 0)
+			log_error("Reload refused: output directory %s is not usable: %s; "
+				  "still recording with the previous configuration", nc.directory, strerror(-r));
+		else if ((r = lock_directory(nc.directory, &fd)) < 0)
+			log_error("Reload refused: still recording into %s", m->cfg->directory);
+		if (r < 0) {
+			config_exit(&nc);
+			sd_notify(0, "READY=1");
+			return;
+		}
+		if (m->dirfd >= 0)
+			close(m->dirfd);
+		m->dirfd = fd;
 	}
 	if (nc.drain_priority != m->cfg->drain_priority)
 		log_notice("drain-priority= takes effect at the next start (privileges are dropped)");
@@ -456,4 +498,6 @@ void manager_exit(struct manager *m)
 		close(m->sigfd);
 	if (m->timerfd >= 0)
 		close(m->timerfd);
+	if (m->dirfd >= 0)
+		close(m->dirfd);
 }

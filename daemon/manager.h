@@ -16,6 +16,7 @@ struct manager {
 	struct recorder rec;
 	struct control *ctl;      /* control socket; NULL: none */
 	int epfd, sigfd, timerfd;
+	int dirfd;                /* holds the output directory's lock (dirlock.h); -1: none */
 	bool stop;
 	uint64_t deadline_usec; /* 0: none */
 	struct uploader *uploader; /* upload.c; NULL: no upload-url */

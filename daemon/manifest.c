@@ -18,6 +18,8 @@
 #include <json-c/json.h>
 #include <openssl/evp.h>
 
+#include <perfrec/pdreader.h>
+
 #include "manifest.h"
 #include "manifest-cgroup.h"
 
@@ -58,6 +60,24 @@ int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
 	*ret_size = size;
 out:
 	EVP_MD_CTX_free(ctx);
+	close(fd);
+	return r;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	int fd, r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
 	close(fd);
 	return r;
 }
@@ -106,7 +126,8 @@ int manifest_write(const struct manifest_info *mi)
 
 	if (!root)
 		return -ENOMEM;
-	r = manifest_sha256(mi->path, hex, &size, mi->progress, mi->progress_ctx);
+	r = manifest_sha256(mi->data_path ? mi->data_path : mi->path, hex, &size, mi->progress,
+			    mi->progress_ctx);
 	if (r < 0)
 		goto out;
 	json_object_object_add(root, "file", json_object_new_string(base ? base + 1 : mi->path));
@@ -158,7 +179,7 @@ int manifest_write(const struct manifest_info *mi)
 	 * when neither works: unknown, not "none".
 	 */
 	if ((!mi->cgroups || cgroup_counts_json(mi->cgroups, &cgroups) < 0) &&
-	    manifest_cgroups(mi->path, &cgroups) < 0)
+	    manifest_cgroups(mi->data_path ? mi->data_path : mi->path, &cgroups) < 0)
 		cgroups = NULL;
 	json_object_object_add(root, "cgroups", cgroups);
 
@@ -194,12 +215,95 @@ int manifest_write(const struct manifest_info *mi)
 		unlink(tmp);
 		goto out;
 	}
-	r = 0;
+	/* The data file is renamed next: its manifest's name must be durable first. */
+	r = fsync_dir_of(dst);
 out:
 	if (fd >= 0)
 		close(fd);
 	free(tmp);
 	free(dst);
+	json_object_put(root);
+	return r;
+}
+
+int manifest_write_from_file(const struct manifest_info *mi)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	const struct perfrec_pdreader_stats *st;
+	struct manifest_info m = *mi;
+	struct manifest_cpu *cpus = NULL;
+	struct perfrec_pdreader *rd = NULL;
+	const void *cd;
+	size_t cdlen;
+	int r;
+
+	r = perfrec_pdreader__open(mi->data_path ? mi->data_path : mi->path, &ro, &rd);
+	if (r < 0)
+		return r;
+	r = perfrec_pdreader__verify(rd);
+	if (r < 0)
+		goto out;
+	st = perfrec_pdreader__stats(rd);
+	m.samples = st->nr_samples;
+	m.lost = st->lost + st->lost_samples;
+	m.freq = m.freq_min = m.freq_max = 0;
+	m.cgroups = NULL;
+	m.start_wall_ns = m.end_wall_ns = 0;
+	/* HEADER_CLOCK_DATA: version, clockid, wall ns, clock ns at the file's start. */
+	if (perfrec_pdreader__feature(rd, PERFREC_FEAT_CLOCK_DATA, &cd, &cdlen) == 0 && cdlen >= 24) {
+		uint64_t wall, clk;
+
+		memcpy(&wall, (const char *)cd + 8, 8);
+		memcpy(&clk, (const char *)cd + 16, 8);
+		m.start_wall_ns = wall;
+		if (st->has_time && st->last_time >= clk)
+			m.end_wall_ns = wall + (st->last_time - clk);
+		else
+			m.end_wall_ns = wall;
+	}
+	if (st->nr_cpus) {
+		size_t n = 0;
+
+		cpus = calloc(st->nr_cpus, sizeof(*cpus));
+		if (!cpus) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < st->nr_cpus; i++)
+			if (st->samples_per_cpu[i])
+				cpus[n++] = (struct manifest_cpu){ .cpu = (int)i, .samples = st->samples_per_cpu[i] };
+		m.cpus = cpus;
+		m.nr_cpus = n;
+	} else {
+		m.cpus = NULL;
+		m.nr_cpus = 0;
+	}
+	perfrec_pdreader__free(rd);
+	rd = NULL;
+	r = manifest_write(&m);
+out:
+	perfrec_pdreader__free(rd);
+	free(cpus);
+	return r;
+}
+
+int manifest_read_sha256(const char *path, char hex[65])
+{
+	json_object *root, *v;
+	char *jp;
+	int r = -EBADMSG;
+
+	if (asprintf(&jp, "%s.json", path) < 0)
+		return -ENOMEM;
+	root = json_object_from_file(jp);
+	free(jp);
+	if (!root)
+		return errno == ENOENT ? -ENOENT : -EBADMSG;
+	if (json_object_object_get_ex(root, "sha256", &v) && json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) == 64) {
+		memcpy(hex, json_object_get_string(v), 65);
+		r = 0;
+	}
 	json_object_put(root);
 	return r;
 }

@@ -19,7 +19,8 @@ struct manifest_cpu {
 };
 
 struct manifest_info {
-	const char *path;          /* the published file */
+	const char *path;          /* the published file (its final name) */
+	const char *data_path;     /* where its bytes are now, to hash (NULL: @path) */
 	const char *host;
 	uint64_t start_wall_ns, end_wall_ns; /* 0: unknown (a recovered file) */
 	const struct config *cfg;  /* events, frequency, labels */
@@ -39,8 +40,25 @@ struct manifest_info {
 	void *progress_ctx;
 };
 
-/* Write "<path>.json" atomically (tmp + rename).  0 or -errno. */
+/*
+ * Write "<path>.json" atomically (tmp, fsync, rename, fsync of the
+ * directory), so that once it returns 0 the manifest survives a crash and
+ * the data file may take its final name.  0 or -errno.
+ */
 int manifest_write(const struct manifest_info *mi);
+
+/*
+ * The manifest of a file whose recording state is gone (recovered from a
+ * .tmp, or published by a run that died before its manifest): samples,
+ * lost and per-CPU counts and the time span are read from the file itself,
+ * so the manifest says what the file holds.  @mi supplies path, host, cfg,
+ * recovered; the counts in it are ignored.  0 or -errno (-EBADMSG: the file
+ * is not sound, no manifest written).
+ */
+int manifest_write_from_file(const struct manifest_info *mi);
+
+/* "<path>.json"'s "sha256" into @hex (65 bytes).  0 or -errno (-ENOENT: none). */
+int manifest_read_sha256(const char *path, char hex[65]);
 
 /*
  * Hex SHA-256 of a file into @hex (65 bytes) and its size, calling

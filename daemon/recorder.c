@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -680,25 +681,24 @@ static void drain_while_hashing(void *ctx)
 		recorder_drain(rec);
 }
 
-/* The manifest beside the file; frequency is what the events run at now. */
-static void write_manifest(struct recorder *rec, const char *path, const struct outfile *o,
-			   bool recovered, uint64_t end_ns)
+/* The manifest of @o, hashed from @data_path; frequency is what the events run at now. */
+static int write_manifest(struct recorder *rec, const char *path, const char *data_path,
+			  const struct outfile *o, uint64_t end_ns)
 {
 	struct manifest_info mi = {
-		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
-		.start_wall_ns = o ? o->start_wall_ns : 0, .end_wall_ns = o ? end_ns : 0,
-		.samples = o ? o->samples : 0, .lost = o ? o->lost : 0,
+		.path = path, .data_path = data_path, .host = rec->hostname, .cfg = rec->cfg,
+		.start_wall_ns = o->start_wall_ns, .end_wall_ns = end_ns,
+		.samples = o->samples, .lost = o->lost,
 		.freq = rec->cur_freq,
-		.freq_min = !o ? 0 : o->freq_min ? o->freq_min : rec->cur_freq,
-		.freq_max = !o ? 0 : o->freq_max ? o->freq_max : rec->cur_freq,
-		.cgroups = o ? o->cgroups : NULL,
+		.freq_min = o->freq_min ? o->freq_min : rec->cur_freq,
+		.freq_max = o->freq_max ? o->freq_max : rec->cur_freq,
+		.cgroups = o->cgroups,
+		.progress = drain_while_hashing, .progress_ctx = rec,
 	};
 	struct manifest_cpu *cpus = NULL;
 	int r;
 
-	mi.progress = drain_while_hashing;
-	mi.progress_ctx = rec;
-	if (o && o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
+	if (o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
 			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
 			cpus[i].samples = o->cpu[i].samples;
@@ -708,12 +708,12 @@ static void write_manifest(struct recorder *rec, const char *path, const struct 
 		mi.nr_cpus = rec->nr_rings;
 	}
 	r = manifest_write(&mi);
-	if (r < 0)
-		log_error("Cannot write the manifest of %s: %s", path, strerror(-r));
 	free(cpus);
+	return r;
 }
 
-void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
+/* What follows a publication: upload, retention, the on-rotate hook. */
+static void after_publish(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
@@ -721,11 +721,42 @@ void recorder_published(struct recorder *rec, const char *path, const struct out
 		.lost = o ? o->lost : 0, .recovered = recovered,
 	};
 
-	write_manifest(rec, path, o, recovered, hi.end_wall_ns);
+	rec->files_published++;
 	uploader_enqueue(rec->uploader, path);
 	apply_retention(rec, path);
 	if (rec->cfg->on_rotate)
 		hook_run(rec->cfg->on_rotate, &hi);
+}
+
+/*
+ * Publication is a small transaction, so that a file with its final name
+ * always has its manifest beside it: the manifest is written (durably) from
+ * the finished "NAME.tmp" first, then the data file is renamed to NAME.  A
+ * crash between the two leaves NAME.json beside a finished NAME.tmp, which
+ * the next start completes (complete_publication()).  If the manifest
+ * cannot be written (a full disk), the file stays NAME.tmp and is recovered
+ * by the next start: nothing is published without its manifest.
+ */
+int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
+		     const struct outfile *o)
+{
+	char *tmp = NULL;
+	int r;
+
+	if (asprintf(&tmp, "%s.tmp", path) < 0)
+		return -ENOMEM;
+	r = write_manifest(rec, path, tmp, o, clock_ns(CLOCK_REALTIME));
+	free(tmp);
+	if (r < 0)
+		return log_error_errno(r, "Cannot write the manifest of %s: %s; the file stays %s.tmp "
+				       "until it can be published", path, strerror(-r), path);
+	r = perfrec_pdwriter__publish(w);
+	if (r < 0) {
+		/* The manifest without its file is completed or undone at the next start. */
+		return log_error_errno(r, "Cannot publish %s: %s", path, strerror(-r));
+	}
+	after_publish(rec, path, o, false);
+	return 0;
 }
 
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
@@ -743,13 +774,28 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	return r;
 }
 
+/* Publish a finished file (recorder_publish()) and log it. */
+static int publish_finished(struct recorder *rec, struct outfile *o)
+{
+	int r = recorder_publish(rec, o->w, o->path, o);
+
+	if (r < 0)
+		return r;
+	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
+		 o->path, o->samples, o->lost, o->bytes);
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		log_debug("  CPU %d: %" PRIu64 " samples, %" PRIu64 " lost",
+			  perfrec_evlist__ring_cpu(rec->evlist, i), o->cpu[i].samples,
+			  o->cpu[i].lost + o->cpu[i].lost_samples);
+	return 0;
+}
+
 /*
- * Finish and publish the current file.  What follows publishing (manifest,
- * upload, retention, hook) is done here, or, given @ret_published, left to
- * the caller with the file's outfile moved there (path NULL if nothing was
- * published).
+ * Finish the current file and publish it, or, given @ret_finished, leave
+ * the publication to the caller with the finished file's outfile moved
+ * there (path NULL if nothing was finished).
  */
-static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_published)
+static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_finished)
 {
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct outfile *o = &rec->cur;
@@ -787,8 +833,6 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 		/* The reader leaving (EPIPE) ends a stream; it is not a recording failure. */
 		return r == -EPIPE ? 0 : r;
 	}
-	if (r >= 0)
-		r = perfrec_pdwriter__publish(o->w);
 	if (r < 0) {
 		/* The .tmp stays: it holds everything up to its last checkpoint,
 		 * and the next start recovers it. */
@@ -800,28 +844,21 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 		rec->have_file = false;
 		return r;
 	}
-	rec->files_published++;
 	write_ok(rec, o->path);
-	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
-		 o->path, o->samples, o->lost, o->bytes);
-	for (size_t i = 0; i < rec->nr_rings; i++)
-		log_debug("  CPU %d: %" PRIu64 " samples, %" PRIu64 " lost",
-			  perfrec_evlist__ring_cpu(rec->evlist, i), o->cpu[i].samples,
-			  o->cpu[i].lost + o->cpu[i].lost_samples);
+	rec->have_file = false;
 	if (ret_path) {
 		*ret_path = strdup(o->path);
 		if (!*ret_path)
 			log_warning("Out of memory for the name of %s", o->path);
 	}
-	if (ret_published) {
-		*ret_published = *o;
+	if (ret_finished) {
+		*ret_finished = *o;
 		memset(o, 0, sizeof(*o));
-	} else {
-		recorder_published(rec, o->path, o, false);
-		outfile_reset(o);
+		return 0;
 	}
-	rec->have_file = false;
-	return 0;
+	r = publish_finished(rec, o);
+	outfile_reset(o);
+	return r;
 }
 
 int recorder_finish_file(struct recorder *rec, char **ret_path)
@@ -839,74 +876,204 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * written twice.
 	 */
 	uint64_t t = recorder_clock_ns(rec);
-	struct outfile published = { 0 };
+	struct outfile finished = { 0 };
 	int r;
 
 	/*
 	 * Between the old file's last drain and the new file's first the
-	 * rings only fill, so what can wait does: the old file's manifest
-	 * (which reads all of it back for its hash, draining into the new
-	 * file meanwhile), its upload, retention and on-rotate hook follow
+	 * rings only fill, so what can wait does: the old file's publication
+	 * (its manifest reads all of it back for its hash, draining into the
+	 * new file meanwhile), upload, retention and on-rotate hook follow
 	 * once the new file records.
 	 */
-	r = finish_file(rec, ret_path, &published);
+	r = finish_file(rec, ret_path, &finished);
 	if (r < 0 && r != -ENOENT)
 		log_warning("Rotation: the previous file was not published cleanly");
 	r = recorder_start_file(rec, t);
-	if (published.path)
-		recorder_published(rec, published.path, &published, false);
-	outfile_reset(&published);
+	if (finished.path && publish_finished(rec, &finished) < 0)
+		log_warning("Rotation: the previous file was not published cleanly");
+	outfile_reset(&finished);
+	return r;
+}
+
+/* Whether @name is one of ours ending in @suffix: "PREFIX-...SUFFIX". */
+static bool our_file(const struct config *c, const char *name, const char *suffix)
+{
+	size_t plen = strlen(c->prefix), len = strlen(name), slen = strlen(suffix);
+
+	return len > plen + 1 + slen && strncmp(name, c->prefix, plen) == 0 && name[plen] == '-' &&
+	       strcmp(name + len - slen, suffix) == 0;
+}
+
+/*
+ * A "NAME.tmp" that a live writer holds (ours, or a recorder that still
+ * runs on this directory) is locked (pdwriter.c takes flock on it);
+ * recovery leaves those alone.
+ */
+static bool tmp_in_use(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), busy;
+
+	if (fd < 0)
+		return true;
+	busy = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
+/*
+ * Publication of @final stopped between its manifest and its rename: the
+ * finished "@final.tmp" is renamed when its hash is the manifest's.
+ * 1 when done, 0 when the manifest does not match (removed: the .tmp is
+ * recovered instead), -errno on failure.
+ */
+static int complete_publication(const char *final, const char *tmp)
+{
+	char want[65], have[65];
+	uint64_t size;
+	int r;
+
+	r = manifest_read_sha256(final, want);
+	if (r == -ENOENT)
+		return 0;
+	if (r == 0)
+		r = manifest_sha256(tmp, have, &size, NULL, NULL);
+	if (r == 0 && strcmp(want, have) == 0) {
+		if (rename(tmp, final) < 0)
+			return -errno;
+		return 1;
+	}
+	/* Not this file's manifest (or an unreadable one): it would lie. */
+	{
+		char *jp;
+
+		if (asprintf(&jp, "%s.json", final) < 0)
+			return -ENOMEM;
+		unlink(jp);
+		free(jp);
+	}
+	return 0;
+}
+
+/* A manifest read from the file itself, for files whose recording state is gone. */
+static int manifest_from_file(struct recorder *rec, const char *path, bool recovered)
+{
+	struct manifest_info mi = {
+		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
+	};
+	int r = manifest_write_from_file(&mi);
+
+	if (r < 0)
+		log_error("Cannot write the manifest of %s: %s", path, strerror(-r));
 	return r;
 }
 
 /*
- * Files a killed predecessor left as NAME.data.tmp hold everything up to
- * their last checkpoint: finish each into NAME-recovered.data and publish
- * it like any other file.
+ * Recover one "NAME.data.tmp" a killed run left: a .tmp with no record
+ * (killed right after it was created) holds nothing and is removed; any
+ * other is finished into NAME-recovered.data, its manifest read from the
+ * result.  The source goes only once the result is published.
+ */
+static int recover_one(struct recorder *rec, const char *src, const char *base, size_t baselen)
+{
+	struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
+	struct perfrec_recover_stats st = { 0 };
+	char *dst = NULL;
+	struct stat sb;
+	int r;
+
+	/* Shorter than a header: created, never written (a kill, or a full disk). */
+	if (stat(src, &sb) == 0 && (size_t)sb.st_size < sizeof(struct perfrec_file_header)) {
+		log_notice("Removed %s: it holds no record (%lld bytes)", src, (long long)sb.st_size);
+		unlink(src);
+		return 0;
+	}
+	if (asprintf(&dst, "%s/%.*s-recovered.data", rec->cfg->directory, (int)baselen, base) < 0)
+		return -ENOMEM;
+	r = perfrec_recover__file(src, dst, &ro, &st);
+	if (r == 0 && st.records == 0) {
+		/* An empty result is no file: undo it. */
+		unlink(dst);
+		r = -ENODATA;
+	}
+	if (r == -ENODATA) {
+		log_notice("Removed %s: it holds no record (its run stopped right after creating it)", src);
+		unlink(src);
+		free(dst);
+		return 0;
+	}
+	if (r < 0) {
+		log_error("Cannot recover %s: %s; leaving it in place", src, strerror(-r));
+		free(dst);
+		return r;
+	}
+	/* The manifest goes with the data; a crash here is finished by the orphan pass. */
+	manifest_from_file(rec, dst, true);
+	unlink(src);
+	log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
+		   " samples, %" PRIu64 " bytes after the last whole record dropped",
+		   dst, st.records, st.samples, st.dropped_bytes);
+	after_publish(rec, dst, NULL, true);
+	free(dst);
+	return 1;
+}
+
+/*
+ * What a killed run (or a full disk) left in the directory, put right:
+ * stale "*.json.tmp" manifests removed; a publication cut between manifest
+ * and rename completed; every other "NAME.data.tmp" not held by a live
+ * writer recovered into NAME-recovered.data (or removed when empty); and a
+ * published file without a manifest gets one read from the file.  Returns
+ * how many files were published.
  */
 int recorder_recover_leftovers(struct recorder *rec)
 {
 	const struct config *c = rec->cfg;
-	size_t plen = strlen(c->prefix);
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
 
-	d = opendir(c->directory);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
-		struct perfrec_recover_stats st = { 0 };
-		size_t len = strlen(de->d_name);
-		char *src = NULL, *dst = NULL;
-		int r;
+	for (int pass = 0; pass < 2; pass++) {
+		d = opendir(c->directory);
+		if (!d)
+			return -errno;
+		while ((de = readdir(d))) {
+			size_t len = strlen(de->d_name);
+			char *path = NULL, *final = NULL;
+			int r;
 
-		if (len < plen + 10 || strncmp(de->d_name, c->prefix, plen) != 0 ||
-		    de->d_name[plen] != '-' || strcmp(de->d_name + len - 9, ".data.tmp") != 0)
-			continue;
-		if (asprintf(&src, "%s/%s", c->directory, de->d_name) < 0 ||
-		    asprintf(&dst, "%s/%.*s-recovered.data", c->directory, (int)(len - 9), de->d_name) < 0) {
-			free(src);
-			closedir(d);
-			return -ENOMEM;
+			if (asprintf(&path, "%s/%s", c->directory, de->d_name) < 0) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			if (pass == 0 && our_file(c, de->d_name, ".json.tmp")) {
+				log_notice("Removed %s: a manifest an interrupted run did not finish", path);
+				unlink(path);
+			} else if (pass == 0 && our_file(c, de->d_name, "-recovered.data.tmp")) {
+				/* A recovery cut short; its source is still there. */
+				unlink(path);
+			} else if (pass == 0 && our_file(c, de->d_name, ".data.tmp") && !tmp_in_use(path)) {
+				final = strndup(path, strlen(path) - 4);
+				r = final ? complete_publication(final, path) : -ENOMEM;
+				if (r > 0) {
+					log_notice("Published %s, whose publication an interrupted run did not finish",
+						   final);
+					after_publish(rec, final, NULL, false);
+					n++;
+				} else if (r == 0 && recover_one(rec, path, de->d_name, len - 9) > 0) {
+					n++;
+				}
+			} else if (pass == 1 && our_file(c, de->d_name, ".data")) {
+				/* A file published without its manifest (a run that died in between). */
+				if (asprintf(&final, "%s.json", path) >= 0 && access(final, F_OK) < 0 &&
+				    errno == ENOENT && manifest_from_file(rec, path, false) == 0)
+					log_notice("Wrote the missing manifest of %s", path);
+			}
+			free(final);
+			free(path);
 		}
-		r = perfrec_recover__file(src, dst, &ro, &st);
-		if (r < 0) {
-			log_error("Cannot recover %s: %s; leaving it in place", src, strerror(-r));
-		} else {
-			unlink(src);
-			log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
-				   " samples, %" PRIu64 " bytes after the last whole record dropped",
-				   dst, st.records, st.samples, st.dropped_bytes);
-			rec->files_published++;
-			recorder_published(rec, dst, NULL, true);
-			n++;
-		}
-		free(src);
-		free(dst);
+		closedir(d);
 	}
-	closedir(d);
 	return n;
 }
 

@@ -129,10 +129,21 @@ int recorder_finish_file(struct recorder *rec, char **ret_path);
 bool recorder_rotation_due(const struct recorder *rec, uint64_t now_usec);
 /* Finish the current file and start the next with no record lost between. */
 int recorder_rotate(struct recorder *rec, char **ret_path);
-/* Recover NAME.data.tmp files left by a killed run.  Returns how many. */
+/*
+ * Put right what a killed run left in the directory: finish interrupted
+ * publications, recover NAME.data.tmp files no live writer holds (empty
+ * ones are removed), write missing manifests.  Returns how many files were
+ * published.
+ */
 int recorder_recover_leftovers(struct recorder *rec);
-/* After a file is published: retention, then the on-rotate hook. */
-void recorder_published(struct recorder *rec, const char *path, const struct outfile *o, bool recovered);
+/*
+ * Publish @w, finished and made by perfrec_pdwriter__create(@path): its
+ * manifest (counts from @o) first, then the rename; then upload, retention
+ * and the on-rotate hook.  A file is never published without its manifest.
+ * 0 or -errno (logged; the file then stays "@path.tmp").
+ */
+int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
+		     const struct outfile *o);
 void recorder_close(struct recorder *rec);
 
 uint64_t now_usec(void);

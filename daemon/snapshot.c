@@ -605,17 +605,16 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		r = write_snapshot(rec, w);
 	if (r >= 0) {
 		o.samples = (uint64_t)r;
-		r = perfrec_pdwriter__publish(w);
+		o.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+		r = recorder_publish(rec, w, path, &o);
+	} else {
+		log_error("Cannot write snapshot %s: %s", path, strerror(-r));
 	}
 	perfrec_pdwriter__free(w, true);
 	if (r < 0) {
-		log_error("Cannot write snapshot %s: %s", path, strerror(-r));
 		free(path);
 		return r;
 	}
-	rec->files_published++;
-	o.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-	recorder_published(rec, path, &o, false);
 	log_info("Wrote snapshot %s: %" PRIu64 " samples, history %" PRIu64 " KiB in memory",
 		 path, o.samples, history_memory(rec->history) / 1024);
 	if (ret_path)

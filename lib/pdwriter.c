@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -505,6 +506,17 @@ int perfrec_pdwriter__create(const char *path, struct perfrec_pdwriter **ret_wri
 	fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		r = -errno;
+		goto fail;
+	}
+	/*
+	 * Held while the file is written: recovery (perfrec_recover__file(),
+	 * a restarted daemon) never takes a .tmp that a live writer holds.
+	 * The lock goes with the fd, at free or when the process dies.
+	 */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		close(fd);
+		unlink(tmp);
 		goto fail;
 	}
 	r = perfrec_pdwriter__new(fd, &opts, &w);

@@ -80,7 +80,9 @@ PERFREC_API int perfrec_pdwriter__new_pipe(int fd, const struct perfrec_pdwriter
 
 /*
  * Create "@path.tmp" (mode 0640, O_CLOEXEC|O_EXCL) and start a file there;
- * the writer owns the fd and remembers @path for __publish().
+ * the writer owns the fd and remembers @path for __publish().  The fd holds
+ * an exclusive flock(2) for the writer's life, which tells recovery that
+ * the file is being written (perfrec_recover__file() refuses it).
  */
 PERFREC_API int perfrec_pdwriter__create(const char *path, struct perfrec_pdwriter **ret_writer);
 

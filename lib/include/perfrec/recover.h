@@ -32,7 +32,8 @@ struct perfrec_recover_stats {
  * times found, HEADER_BUILD_ID from the MMAP2 and sample records, and any
  * feature the source still carries.  No CLOCK_DATA unless the source has it:
  * the wall-clock reference of a .tmp is unknown.  @src is not modified.
- * Returns 0, or -errno: -EBADMSG when @src has no usable header or attrs.
+ * Returns 0, or -errno: -EBADMSG when @src has no usable header or attrs,
+ * -EBUSY when a live writer holds @src (a recording in progress).
  * @ret_stats (may be NULL) is filled on success.
  */
 PERFREC_API int perfrec_recover__file(const char *src, const char *dst,

@@ -115,7 +115,8 @@ int parse_duration(const char *s, uint64_t *ret)
 		char unit[16];
 		size_t n = 0;
 		unsigned long long v;
-		uint64_t mult = 0;
+		uint64_t mult = 0, frac, frac_den;
+		unsigned __int128 part;
 		char *end;
 
 		while (isspace((unsigned char)*s))
@@ -129,6 +130,23 @@ int parse_duration(const char *s, uint64_t *ret)
 		if (errno)
 			return -ERANGE;
 		s = end;
+		/*
+		 * A fraction, as systemd's time spans and perf take it ("1.5",
+		 * "0.25s", "1.5h"): kept to nanoseconds, truncated to the
+		 * microsecond once the unit is known.
+		 */
+		frac = 0;
+		frac_den = 1;
+		if (*s == '.') {
+			s++;
+			if (!isdigit((unsigned char)*s))
+				return -EINVAL;
+			for (; isdigit((unsigned char)*s); s++)
+				if (frac_den < 1000000000) {
+					frac = frac * 10 + (uint64_t)(*s - '0');
+					frac_den *= 10;
+				}
+		}
 		while (isspace((unsigned char)*s))
 			s++;
 		while (isalpha((unsigned char)*s) && n < sizeof(unit) - 1)
@@ -143,9 +161,10 @@ int parse_duration(const char *s, uint64_t *ret)
 				mult = units[i].usec;
 		if (!mult)
 			return -EINVAL;
-		if (v > (UINT64_MAX - total) / mult)
+		part = (unsigned __int128)v * mult + (unsigned __int128)frac * mult / frac_den;
+		if (part > UINT64_MAX - total)
 			return -ERANGE;
-		total += v * mult;
+		total += (uint64_t)part;
 		any = true;
 	}
 	if (!any)

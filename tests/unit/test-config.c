@@ -36,7 +36,13 @@ Test(config, durations_use_systemd_units)
 		{ "30", 0, 30000000ULL }, { "5s", 0, 5000000ULL }, { "10min", 0, 600000000ULL },
 		{ "1h 30min", 0, 5400000000ULL }, { "500ms", 0, 500000ULL }, { "2d", 0, 172800000000ULL },
 		{ "1w", 0, 604800000000ULL }, { "250us", 0, 250 }, { "0", 0, 0 },
+		/* fractions, as systemd and perf take them (issue 17) */
+		{ "1.5", 0, 1500000ULL }, { "0.25s", 0, 250000ULL }, { "1.5h", 0, 5400000000ULL },
+		{ "2.5ms", 0, 2500ULL }, { "1.0000005s", 0, 1000000ULL }, { "1.5min 0.5s", 0, 90500000ULL },
+		{ "0.1234567891234w", 0, 74666665987ULL },
 		{ "", -EINVAL, 0 }, { "fast", -EINVAL, 0 }, { "5 parsecs", -EINVAL, 0 }, { "min", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 }, { ".5", -EINVAL, 0 }, { "1.5.5", -EINVAL, 0 }, { "1,5", -EINVAL, 0 },
+		{ "30500569w", -ERANGE, 0 }, { "30500568.95w", -ERANGE, 0 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint64_t v = 0;

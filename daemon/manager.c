@@ -40,34 +40,6 @@ static int watch_rings(struct manager *m, int op);
 static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 
-static int ensure_directory(const char *dir)
-{
-	char *copy = strdup(dir), *p;
-	int r = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (p = copy + 1; ; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-		*p = 0;
-		if (mkdir(copy, 0750) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*p = c;
-		if (!c)
-			break;
-	}
-	free(copy);
-	if (r < 0)
-		return r;
-	if (access(dir, W_OK | X_OK) < 0)
-		return -errno;
-	return 0;
-}
-
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -80,10 +52,9 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	m->argv = argv;
 	m->epfd = m->sigfd = m->timerfd = -1;
 
-	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : ensure_directory(cfg->directory);
+	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : privs_prepare_directory(cfg->directory, cfg->user, cfg->group);
 	if (r < 0)
-		return pipeout_enabled(cfg) ? r : log_error_errno(r, "Output directory %s is not usable: %s",
-								  cfg->directory, strerror(-r));
+		return r;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);

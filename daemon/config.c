@@ -4,16 +4,26 @@
  * is systemd's INI dialect as inih reads it (sections, key=value, # and ;
  * comments); sizes and durations use systemd's suffixes so an operator's
  * habits from unit files carry over.  Errors name the file, line and key.
+ * A key set twice in one file, or two keys that contradict each other, is
+ * an error too: the command line (config_set() over the loaded file) is
+ * the one place where a later setting replaces an earlier one.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <perfrec/cpumap.h>
+#include <perfrec/evspec.h>
 
 #include "config.h"
 
@@ -115,7 +125,8 @@ int parse_duration(const char *s, uint64_t *ret)
 		char unit[16];
 		size_t n = 0;
 		unsigned long long v;
-		uint64_t mult = 0;
+		uint64_t mult = 0, frac, frac_den;
+		unsigned __int128 part;
 		char *end;
 
 		while (isspace((unsigned char)*s))
@@ -129,6 +140,23 @@ int parse_duration(const char *s, uint64_t *ret)
 		if (errno)
 			return -ERANGE;
 		s = end;
+		/*
+		 * A fraction, as systemd's time spans and perf take it ("1.5",
+		 * "0.25s", "1.5h"): kept to nanoseconds, truncated to the
+		 * microsecond once the unit is known.
+		 */
+		frac = 0;
+		frac_den = 1;
+		if (*s == '.') {
+			s++;
+			if (!isdigit((unsigned char)*s))
+				return -EINVAL;
+			for (; isdigit((unsigned char)*s); s++)
+				if (frac_den < 1000000000) {
+					frac = frac * 10 + (uint64_t)(*s - '0');
+					frac_den *= 10;
+				}
+		}
 		while (isspace((unsigned char)*s))
 			s++;
 		while (isalpha((unsigned char)*s) && n < sizeof(unit) - 1)
@@ -143,9 +171,10 @@ int parse_duration(const char *s, uint64_t *ret)
 				mult = units[i].usec;
 		if (!mult)
 			return -EINVAL;
-		if (v > (UINT64_MAX - total) / mult)
+		part = (unsigned __int128)v * mult + (unsigned __int128)frac * mult / frac_den;
+		if (part > UINT64_MAX - total)
 			return -ERANGE;
-		total += v * mult;
+		total += (uint64_t)part;
 		any = true;
 	}
 	if (!any)
@@ -226,9 +255,22 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 	if (!copy)
 		return -ENOMEM;
 	for (tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		struct perfrec_evspec spec;
+		char why[256] = "";
+
 		if (c->nr_events >= CONFIG_MAX_EVENTS) {
 			snprintf(err, errlen, "too many events (at most %d)", CONFIG_MAX_EVENTS);
 			r = -E2BIG;
+			break;
+		}
+		/* Checked here, so that a file's bad event is refused at its line. */
+		r = perfrec_evspec__parse(tok, NULL, &spec, why, sizeof(why));
+		if (r < 0) {
+			if (why[0])
+				snprintf(err, errlen, "events: %s", why);
+			else
+				snprintf(err, errlen, "events: '%s' is not an event", tok);
+			r = -EINVAL;
 			break;
 		}
 		c->events[c->nr_events] = strdup(tok);
@@ -255,14 +297,22 @@ enum key_kind {
 	KEY_STRING_OPT,  /* "" unsets it (NULL) */
 };
 
+/*
+ * A string naming a user or group must name one that exists, so that
+ * --check-config catches a typo instead of the start (or a reload) after it.
+ */
+enum key_names { NAMES_ANY, NAMES_USER, NAMES_GROUP };
+
 static const struct simple_key {
 	const char *section, *name;
 	enum key_kind kind;
 	size_t off;
 	uint64_t min;
 	const char *what;
+	enum key_names names;
 } simple_keys[] = {
-#define K(sec, name, kind, field, min, what) { sec, name, kind, offsetof(struct config, field), min, what }
+#define K(sec, name, kind, field, min, what) { sec, name, kind, offsetof(struct config, field), min, what, NAMES_ANY }
+#define KN(sec, name, kind, field, names) { sec, name, kind, offsetof(struct config, field), 0, NULL, names }
 	K("record", "callchain", KEY_BOOL, callchain, 0, NULL),
 	K("record", "context-switch", KEY_BOOL, context_switch, 0, NULL),
 	K("record", "offcpu", KEY_BOOL, offcpu, 0, NULL),
@@ -275,12 +325,25 @@ static const struct simple_key {
 	K("output", "history", KEY_DURATION, history_usec, 0, "a duration (like 5min; 0: none)"),
 	K("output", "history-max", KEY_SIZE, history_max, 1ULL << 20, "a size of at least 1M (like 256M)"),
 	K("output", "on-rotate", KEY_STRING_OPT, on_rotate, 0, NULL),
-	K("service", "user", KEY_STRING_OPT, user, 0, NULL),
-	K("service", "group", KEY_STRING_OPT, group, 0, NULL),
-	K("service", "control-group", KEY_STRING, control_group, 0, NULL),
+	KN("service", "user", KEY_STRING_OPT, user, NAMES_USER),
+	KN("service", "group", KEY_STRING_OPT, group, NAMES_GROUP),
+	KN("service", "control-group", KEY_STRING, control_group, NAMES_GROUP),
 	K("service", "control-public-methods", KEY_STRING, control_public_methods, 0, NULL),
+#undef KN
 #undef K
 };
+
+/* 0, or -ESRCH with @err naming the user or group that does not exist. */
+static int check_name(enum key_names names, const char *key, const char *v, char *err, size_t errlen)
+{
+	if (!*v || names == NAMES_ANY)
+		return 0;
+	if (names == NAMES_USER ? !!getpwnam(v) : !!getgrnam(v))
+		return 0;
+	snprintf(err, errlen, "%s: no %s named '%s' on this system", key,
+		 names == NAMES_USER ? "user" : "group", v);
+	return -ESRCH;
+}
 
 /* 1: not a simple key; else 0 or -errno as config_set(). */
 static int set_simple(struct config *c, const char *section, const char *key, const char *v,
@@ -294,6 +357,9 @@ static int set_simple(struct config *c, const char *section, const char *key, co
 
 		if (strcmp(k->name, key) || strcmp(k->section, section))
 			continue;
+		r = check_name(k->names, key, v, err, errlen);
+		if (r < 0)
+			return r;
 		switch (k->kind) {
 		case KEY_BOOL:
 			if (parse_bool(v, field) < 0) {
@@ -325,6 +391,53 @@ static int set_simple(struct config *c, const char *section, const char *key, co
 }
 
 #include "config-fleet.h"
+
+/*
+ * cpus=: a CPU list whose every CPU this host can have (the kernel's
+ * "possible" CPUs, which include the offline and hot-pluggable ones), so
+ * that 0-9999999 is refused at its line and not at the start.
+ */
+static int check_cpus(const char *v, char *err, size_t errlen)
+{
+	struct perfrec_cpumap *map = NULL, *possible = NULL;
+	unsigned long highest = 0;
+	int last = -1, r;
+
+	/* The highest number written, for a message naming it. */
+	for (const char *p = v; *p; ) {
+		if (isdigit((unsigned char)*p)) {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(p, &end, 10);
+			if (errno == ERANGE)
+				n = ULONG_MAX;
+			if (n > highest)
+				highest = n;
+			p = end;
+		} else {
+			p++;
+		}
+	}
+	if (perfrec_cpumap__read("/sys/devices/system/cpu/possible", &possible) == 0 && possible->nr > 0)
+		last = possible->cpus[possible->nr - 1];
+	perfrec_cpumap__free(possible);
+	if (last >= 0 && highest > (unsigned long)last) {
+		if (highest == ULONG_MAX)
+			snprintf(err, errlen, "cpus: '%s' names a CPU out of range: this host's CPUs are 0-%d", v, last);
+		else
+			snprintf(err, errlen, "cpus: CPU %lu is out of range: this host's CPUs are 0-%d", highest, last);
+		return -ERANGE;
+	}
+	r = perfrec_cpumap__parse(v, &map);
+	perfrec_cpumap__free(map);
+	if (r == -EINVAL) {
+		snprintf(err, errlen, "cpus: '%s' is not a CPU list (like 0-3,8, or all)", v);
+		return r;
+	}
+	return r;
+}
 
 int config_set(struct config *c, const char *section, const char *key, const char *v,
 	       char *err, size_t errlen)
@@ -376,6 +489,9 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 			c->cpus = NULL;
 			return 0;
 		}
+		r = check_cpus(v, err, errlen);
+		if (r < 0)
+			return r;
 		return set_string(&c->cpus, v);
 	}
 	if (IS("record", "drain-priority")) {
@@ -485,11 +601,181 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	return -EINVAL;
 }
 
+/*
+ * Reading the file.  inih parses each line, but the reader that hands it
+ * the lines is ours, because inih's own has these faults:
+ *   - it copies a line into a buffer of INI_MAX_LINE (200) bytes and takes
+ *     the rest of a longer line as more lines, so line numbers after it are
+ *     wrong and the tail of a value can parse as a key;
+ *   - fgets() stops at a NUL byte without a word, dropping the rest of the
+ *     line (frequency=9<NUL>9 was read as frequency=9);
+ *   - an indented line is the continuation of the previous key, passed to
+ *     the handler as the same key again (an indented event name after
+ *     events= replaced the list);
+ *   - after a syntax error it goes on, so an error in a later line was
+ *     reported with the line number of the first, and "[record" reported
+ *     the next key as unknown in section [].
+ * So: one call, one line (inih's line numbers stay ours); indentation is
+ * dropped; a line that is too long, holds a NUL, or does not parse ends the
+ * load with a message of its own; the first error of any kind ends it.
+ * Comments may be of any length (only their first byte reaches inih).
+ */
+#define LINE_MAX_CHARS (INI_MAX_LINE - 1)
+
+struct seen_key {
+	char *name;
+	unsigned line;
+};
+
 struct load_ctx {
 	struct config *c;
-	char msg[256];
-	int err;
+	/* the text: a FILE, or data/size */
+	FILE *f;
+	const char *data;
+	size_t size, pos;
+	unsigned line;            /* the line inih is parsing (1-based) */
+	int err;                  /* the first error, -errno */
+	unsigned err_line;        /* its line; 0: not about a line */
+	char msg[320];
+	struct seen_key *seen;    /* keys set so far, for duplicates */
+	size_t nr_seen;
 };
+
+static void load_error(struct load_ctx *l, int err, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void load_error(struct load_ctx *l, int err, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (l->err)
+		return;
+	l->err = err;
+	l->err_line = line;
+	va_start(ap, fmt);
+	vsnprintf(l->msg, sizeof(l->msg), fmt, ap);
+	va_end(ap);
+}
+
+static int next_char(struct load_ctx *l)
+{
+	if (l->f)
+		return getc(l->f);
+	return l->pos < l->size ? (unsigned char)l->data[l->pos++] : EOF;
+}
+
+/* What inih would refuse, said plainly.  0 or -EINVAL (recorded). */
+static int check_syntax(struct load_ctx *l, const char *line)
+{
+	const char *end;
+
+	if (!*line || *line == '#' || *line == ';')
+		return 0;
+	if (*line == '[') {
+		end = strchr(line, ']');
+		if (!end) {
+			load_error(l, -EINVAL, l->line, "unterminated section header '%.60s' (no ']')", line);
+			return -EINVAL;
+		}
+		for (end++; *end == ' ' || *end == '\t' || *end == '\r'; end++)
+			;
+		if (*end && *end != '#' && *end != ';') {
+			load_error(l, -EINVAL, l->line, "text after the section header: '%.60s'", line);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strpbrk(line, "=:")) {
+		load_error(l, -EINVAL, l->line, "syntax error: '%.60s' is neither [section] nor key=value", line);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* inih's reader: one line into @buf, without indentation; NULL ends the parse. */
+static char *read_line(char *buf, int size, void *user)
+{
+	struct load_ctx *l = user;
+	size_t n = 0, max = (size_t)size - 1;
+	bool got = false, comment = false;
+	int ch;
+
+	if (l->err)
+		return NULL;
+	l->line++;
+	while ((ch = next_char(l)) != EOF && ch != '\n') {
+		got = true;
+		if (ch == 0) {
+			load_error(l, -EINVAL, l->line, "NUL byte in the line (not a text file?)");
+			return NULL;
+		}
+		if (n == 0 && (ch == ' ' || ch == '\t'))
+			continue;
+		if (n == 0 && (ch == '#' || ch == ';'))
+			comment = true;
+		if (n == max) {
+			if (comment)
+				continue;
+			load_error(l, -EINVAL, l->line, "line longer than %zu characters", max);
+			return NULL;
+		}
+		buf[n++] = (char)ch;
+	}
+	if (l->f && ferror(l->f)) {
+		load_error(l, errno ? -errno : -EIO, 0, "cannot read the config file: %s",
+			   strerror(errno ? errno : EIO));
+		return NULL;
+	}
+	if (!got && ch == EOF)
+		return NULL;
+	buf[n] = 0;
+	/* A UTF-8 byte order mark, which inih would skip, must not hide a '['. */
+	if (l->line == 1 && strncmp(buf, "\xEF\xBB\xBF", 3) == 0)
+		memmove(buf, buf + 3, n - 3 + 1);
+	return check_syntax(l, buf) < 0 ? NULL : buf;
+}
+
+/*
+ * Keys set twice, and frequency= with period=, which replace each other in
+ * config_set(): in one file, either is a mistake that the order of the
+ * lines would otherwise settle in silence.  0 or -EINVAL (recorded).
+ */
+static int check_repeat(struct load_ctx *l, const char *name)
+{
+	static const char *const exclusive[][2] = { { "frequency", "period" } };
+	struct seen_key *ns;
+
+	for (size_t i = 0; i < l->nr_seen; i++) {
+		const char *other = NULL;
+
+		if (strcmp(l->seen[i].name, name) == 0) {
+			load_error(l, -EINVAL, l->line, "duplicate key '%s' (already set on line %u)",
+				   name, l->seen[i].line);
+			return -EINVAL;
+		}
+		for (size_t j = 0; j < sizeof(exclusive) / sizeof(exclusive[0]); j++)
+			for (int k = 0; k < 2; k++)
+				if (strcmp(exclusive[j][k], name) == 0 &&
+				    strcmp(exclusive[j][!k], l->seen[i].name) == 0)
+					other = exclusive[j][!k];
+		if (other) {
+			load_error(l, -EINVAL, l->line, "%s= contradicts %s= on line %u (set one of them)",
+				   name, other, l->seen[i].line);
+			return -EINVAL;
+		}
+	}
+	ns = realloc(l->seen, (l->nr_seen + 1) * sizeof(*ns));
+	if (!ns)
+		goto nomem;
+	l->seen = ns;
+	ns[l->nr_seen].name = strdup(name);
+	if (!ns[l->nr_seen].name)
+		goto nomem;
+	ns[l->nr_seen++].line = l->line;
+	return 0;
+nomem:
+	load_error(l, -ENOMEM, l->line, "%s", strerror(ENOMEM));
+	return -ENOMEM;
+}
 
 static int ini_cb(void *user, const char *section, const char *name, const char *value)
 {
@@ -497,20 +783,33 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 	char msg[256] = "";
 	int r;
 
+	r = check_repeat(l, name);
+	if (r < 0)
+		return 0;
 	r = config_set(l->c, section, name, value, msg, sizeof(msg));
-	if (r < 0 && !l->err) {
-		l->err = r;
-		snprintf(l->msg, sizeof(l->msg), "%s", msg[0] ? msg : strerror(-r));
+	if (r < 0) {
+		load_error(l, r, l->line, "%s", msg[0] ? msg : strerror(-r));
+		return 0;
 	}
-	return r < 0 ? 0 : 1;
+	return 1;
 }
 
-static int finish_load(struct load_ctx *l, int line, const char *path, char *err, size_t errlen)
+static int load(struct load_ctx *l, const char *path, char *err, size_t errlen)
 {
-	if (line > 0 && l->err) {
-		snprintf(err, errlen, "%s:%d: %s", path, line, l->msg);
+	int line = ini_parse_stream(read_line, l, ini_cb, l);
+
+	for (size_t i = 0; i < l->nr_seen; i++)
+		free(l->seen[i].name);
+	free(l->seen);
+	if (l->err && l->err_line) {
+		snprintf(err, errlen, "%s:%u: %s", path, l->err_line, l->msg);
 		return l->err;
 	}
+	if (l->err) {
+		snprintf(err, errlen, "%s: %s", path, l->msg);
+		return l->err;
+	}
+	/* What check_syntax() let through and inih did not take. */
 	if (line != 0) {
 		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key=value)", path, line);
 		return -EINVAL;
@@ -518,27 +817,32 @@ static int finish_load(struct load_ctx *l, int line, const char *path, char *err
 	return 0;
 }
 
+int config_load_data(struct config *c, const char *data, size_t size, const char *name,
+		     char *err, size_t errlen)
+{
+	struct load_ctx l = { .c = c, .data = data, .size = size };
+
+	return load(&l, name, err, errlen);
+}
+
 int config_load_string(struct config *c, const char *text, const char *name, char *err, size_t errlen)
 {
-	struct load_ctx l = { .c = c };
-
-	return finish_load(&l, ini_parse_string(text, ini_cb, &l), name, err, errlen);
+	return config_load_data(c, text, strlen(text), name, err, errlen);
 }
 
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
 	struct load_ctx l = { .c = c };
-	FILE *f;
-	int line;
+	int r;
 
-	f = fopen(path, "re");
-	if (!f) {
+	l.f = fopen(path, "re");
+	if (!l.f) {
 		int e = errno;
 
 		snprintf(err, errlen, "%s: cannot open config file: %s", path, strerror(e));
 		return -e;
 	}
-	line = ini_parse_file(f, ini_cb, &l);
-	fclose(f);
-	return finish_load(&l, line, path, err, errlen);
+	r = load(&l, path, err, errlen);
+	fclose(l.f);
+	return r;
 }

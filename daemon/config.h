@@ -80,11 +80,19 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen);
 /* The same from a string; @name stands for the file in messages. */
 int config_load_string(struct config *c, const char *text, const char *name, char *err, size_t errlen);
 
-/* Set one key (section.key=value) as if from a file; used for CLI overrides. */
+/* The same from @size bytes that may hold NULs (which are refused). */
+int config_load_data(struct config *c, const char *data, size_t size, const char *name,
+		     char *err, size_t errlen);
+
+/*
+ * Set one key (section.key=value) as if from a file, replacing what it was
+ * (frequency= also clears period= and the other way round); used for CLI
+ * overrides.  Only config_load() refuses a key set twice.
+ */
 int config_set(struct config *c, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);
 
-/* Append comma-separated event names. */
+/* Append comma-separated event names, each checked (perfrec_evspec__parse()). */
 int config_add_events(struct config *c, const char *v, char *err, size_t errlen);
 
 /* Clear the event list (the CLI's first -e replaces the file's events). */

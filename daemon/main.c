@@ -67,13 +67,24 @@ static void usage(FILE *f)
 		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
 		"  -C, --cpus LIST        CPUs to record (default: all online)\n"
 		"  -k, --clockid CLOCK    monotonic (default), monotonic_raw, realtime, boottime, tai, perf\n"
-		"  -d, --duration TIME    stop after TIME (seconds, or 10min, 1h, ...)\n"
+		"  -d, --duration TIME    stop after TIME (seconds, 1.5, 10min, 1h, ...)\n"
 		"      --check-config     validate the configuration, print it and exit\n"
 		"  -v, --verbose          more log output\n"
 		"  -h, --help             this text\n"
 		"      --version          print the version\n\n"
 		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates\n"
 		"(in flight mode: writes a snapshot).\n");
+}
+
+/* A duration exactly, in the largest unit that divides it (1.5s: 1500ms). */
+static void print_duration(const char *key, uint64_t usec)
+{
+	if (usec % 1000000 == 0)
+		printf("%s=%" PRIu64 "s\n", key, usec / 1000000);
+	else if (usec % 1000 == 0)
+		printf("%s=%" PRIu64 "ms\n", key, usec / 1000);
+	else
+		printf("%s=%" PRIu64 "us\n", key, usec);
 }
 
 static void print_config(const struct config *c)
@@ -91,30 +102,30 @@ static void print_config(const struct config *c)
 	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
 	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
 	printf("drain-priority=%d\n", c->drain_priority);
-	printf("flush-interval=%" PRIu64 "ms\n", c->flush_usec / 1000);
-	printf("checkpoint-interval=%" PRIu64 "ms\n", c->checkpoint_usec / 1000);
+	print_duration("flush-interval", c->flush_usec);
+	print_duration("checkpoint-interval", c->checkpoint_usec);
 	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
 	printf("offcpu=%s\n", c->offcpu ? "yes" : "no");
-	printf("offcpu-min=%" PRIu64 "us\n", c->offcpu_min_usec);
+	print_duration("offcpu-min", c->offcpu_min_usec);
 	printf("offcpu-cgroup=%s\n", c->offcpu_cgroup ? c->offcpu_cgroup : "");
 	if (c->max_overhead > 0)
 		printf("max-overhead=%g%%\n", c->max_overhead * 100);
 	else
 		printf("max-overhead=\n");
-	printf("duration=%" PRIu64 "s\n", c->duration_usec / 1000000);
+	print_duration("duration", c->duration_usec);
 	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
 	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
-	printf("rotate-interval=%" PRIu64 "ms\n", c->rotate_usec / 1000);
+	print_duration("rotate-interval", c->rotate_usec);
 	printf("max-files=%" PRIu64 "\n", c->max_files);
 	printf("max-bytes=%" PRIu64 "\n", c->max_bytes);
-	printf("max-age=%" PRIu64 "s\n", c->max_age_usec / 1000000);
+	print_duration("max-age", c->max_age_usec);
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
 	printf("compress=%d\n", c->compress_level);
 	printf("mode=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "flight" : "continuous");
 	if (c->history_usec == CONFIG_HISTORY_DEFAULT)
 		printf("history=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0");
 	else
-		printf("history=%" PRIu64 "ms\n", c->history_usec / 1000);
+		print_duration("history", c->history_usec);
 	printf("history-max=%" PRIu64 "\n", c->history_max);
 	for (size_t i = 0; i < c->nr_labels; i++)
 		printf("label.%s\n", c->labels[i]);
@@ -167,20 +178,10 @@ static int build_config(struct config *cfg, char *err, size_t errlen)
 			return 2;
 		}
 	}
+	/* Event names were checked as they were set (config_add_events()). */
 	if (cfg->nr_events == 0) {
 		snprintf(err, errlen, "No events to record: the event list is empty");
 		return 2;
-	}
-	/* Event names are checked here too, so --check-config catches them. */
-	for (size_t i = 0; i < cfg->nr_events; i++) {
-		struct perfrec_evspec spec;
-
-		msg[0] = 0;
-		if (perfrec_evspec__parse(cfg->events[i], NULL, &spec, msg, sizeof(msg)) < 0) {
-			snprintf(err, errlen, "%s%sInvalid event '%s': %s", config_path ? config_path : "",
-				 config_path ? ": " : "", cfg->events[i], msg[0] ? msg : "cannot parse");
-			return 2;
-		}
 	}
 	return 0;
 }
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ 0 }
 	};
-	bool check_only = false;
+	bool check_only = false, freq_given = false, period_given = false;
 	struct config cfg;
 	struct manager m;
 	char err[512];
@@ -239,8 +240,8 @@ int main(int argc, char **argv)
 		case 'c': config_path = optarg; continue;
 		case 'o': section = "output"; key = "directory"; break;
 		case 'e': key = "events"; break;
-		case 'F': key = "frequency"; break;
-		case 'P': key = "period"; break;
+		case 'F': key = "frequency"; freq_given = true; break;
+		case 'P': key = "period"; period_given = true; break;
 		case 'g': key = "callchain"; optarg = "yes"; break;
 		case OPT_NO_CALLCHAIN: key = "callchain"; optarg = "no"; break;
 		case 'C': key = "cpus"; break;
@@ -270,6 +271,15 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		log_error("Unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	/*
+	 * Each replaces the other (config_set()), so one of the two would be
+	 * dropped in silence.  One of them over the file's frequency= or
+	 * period= is fine: the command line wins.
+	 */
+	if (freq_given && period_given) {
+		log_error("-F/--freq and -P/--period contradict each other: sample by frequency or by period");
 		return 2;
 	}
 

@@ -59,34 +59,6 @@ static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 static bool streq(const char *a, const char *b);
 
-static int ensure_directory(const char *dir)
-{
-	char *copy = strdup(dir), *p;
-	int r = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (p = copy + 1; ; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-		*p = 0;
-		if (mkdir(copy, 0750) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*p = c;
-		if (!c)
-			break;
-	}
-	free(copy);
-	if (r < 0)
-		return r;
-	if (access(dir, W_OK | X_OK) < 0)
-		return -errno;
-	return 0;
-}
-
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -99,10 +71,9 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	m->argv = argv;
 	m->epfd = m->sigfd = m->timerfd = m->dirfd = -1;
 
-	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : ensure_directory(cfg->directory);
+	r = pipeout_enabled(cfg) ? pipeout_check(cfg) : privs_prepare_directory(cfg->directory, cfg->user, cfg->group);
 	if (r < 0)
-		return pipeout_enabled(cfg) ? r : log_error_errno(r, "Output directory %s is not usable: %s",
-								  cfg->directory, strerror(-r));
+		return r;
 	if (!pipeout_enabled(cfg)) {
 		r = lock_directory(cfg->directory, &m->dirfd);
 		if (r < 0)
@@ -258,10 +229,10 @@ static void reload(struct manager *m)
 	if (!pipeout_enabled(&nc) && !streq(nc.directory, m->cfg->directory)) {
 		int fd = -1;
 
-		r = ensure_directory(nc.directory);
+		r = privs_prepare_directory(nc.directory, nc.user, nc.group);
 		if (r < 0)
-			log_error("Reload refused: output directory %s is not usable: %s; "
-				  "still recording with the previous configuration", nc.directory, strerror(-r));
+			log_error("Reload refused: output directory %s is not usable; "
+				  "still recording with the previous configuration", nc.directory);
 		else if ((r = lock_directory(nc.directory, &fd)) < 0)
 			log_error("Reload refused: still recording into %s", m->cfg->directory);
 		if (r < 0) {

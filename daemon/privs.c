@@ -14,14 +14,24 @@
  *                       addresses only with it (kernel map synthesis)
  * Everything else leaves the bounding set too, so neither the daemon nor
  * an on-rotate hook it starts can get it back.
+ *
+ * The output directory is prepared here too, while perfrecd is still root:
+ * only a directory perfrecd creates is handed to its user.  An existing one
+ * (a shared 1777 /tmp, /var/tmp, a directory another service owns) keeps
+ * its owner, a symbolic link is not followed, and a world-writable one
+ * without the sticky bit is refused, since anyone could swap the
+ * recordings in it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -92,12 +102,11 @@ out:
 	return r;
 }
 
-int privs_drop(const char *user, const char *group, const char *dir)
+/* The ids that @user/@group (NULL or "": stay) stand for.  0 or -ESRCH, logged. */
+static int resolve_ids(const char *user, const char *group, uid_t *ret_uid, gid_t *ret_gid)
 {
-	bool perfmon = CAP_IS_SUPPORTED(CAP_PERFMON);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	int r;
 
 	if (user && *user) {
 		struct passwd *pw = getpwnam(user);
@@ -114,8 +123,113 @@ int privs_drop(const char *user, const char *group, const char *dir)
 			return log_error_errno(-ESRCH, "Cannot drop privileges: no group '%s'", group);
 		gid = gr->gr_gid;
 	}
-	if (dir && (uid != geteuid() || gid != getegid()) && chown(dir, uid, gid) < 0)
-		log_warning("Cannot hand %s to %s: %m", dir, user && *user ? user : "the daemon's group");
+	*ret_uid = uid;
+	*ret_gid = gid;
+	return 0;
+}
+
+/* mkdir -p of @path's parents (not of @path itself).  0 or -errno. */
+static int make_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0750) < 0 && errno != EEXIST) {
+			int r = -errno;
+
+			*p = '/';
+			return r;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+int privs_prepare_directory(const char *dir, const char *user, const char *group)
+{
+	bool created = false;
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	char *path;
+	size_t n;
+	int fd = -1, r;
+
+	r = resolve_ids(user, group, &uid, &gid);
+	if (r < 0)
+		return r;
+	/* "dir/" would follow a link named dir: O_NOFOLLOW sees the last name only. */
+	path = strdup(dir);
+	if (!path)
+		return log_error_errno(-ENOMEM, "Output directory %s is not usable: %s", dir, strerror(ENOMEM));
+	for (n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
+		path[n - 1] = 0;
+
+	r = make_parents(path);
+	if (r < 0)
+		goto fail;
+	if (mkdir(path, 0750) == 0)
+		created = true;
+	else if (errno != EEXIST) {
+		r = -errno;
+		goto fail;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_DIRECTORY makes a link fail with ENOTDIR before O_NOFOLLOW's ELOOP. */
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		r = log_error_errno(-ELOOP, "Output directory %s is a symbolic link: perfrecd does not follow it "
+				    "(give the directory it points to)", dir);
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+		r = log_error_errno(-EPERM, "Output directory %s is world-writable without the sticky bit "
+				    "(mode %04o): any user could replace or delete the recordings; "
+				    "chmod o-w or +t it, or use a directory of its own",
+				    dir, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (st.st_mode & S_IWOTH)
+		log_warning("Output directory %s is world-writable (mode %04o, sticky): other users can add "
+			    "files beside the recordings; a directory of its own is safer",
+			    dir, (unsigned)(st.st_mode & 07777));
+	/*
+	 * Ours to hand over only if we made it, and it is still the one we
+	 * made (owned by us: a directory swapped in since the mkdir is not).
+	 */
+	if (created && st.st_uid == geteuid() && (uid != st.st_uid || gid != st.st_gid) &&
+	    fchown(fd, uid, gid) < 0)
+		/* Not root: privs_drop() will say that it cannot switch either. */
+		log_warning("Cannot hand %s to uid %u gid %u: %m", dir, (unsigned)uid, (unsigned)gid);
+	if (access(path, W_OK | X_OK) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = 0;
+	goto out;
+fail:
+	log_error("Output directory %s is not usable: %s", dir, strerror(-r));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return r;
+}
+
+int privs_drop(const char *user, const char *group, const char *dir)
+{
+	bool perfmon = CAP_IS_SUPPORTED(CAP_PERFMON);
+	uid_t uid;
+	gid_t gid;
+	int r;
+
+	r = resolve_ids(user, group, &uid, &gid);
+	if (r < 0)
+		return r;
 
 	/* Without CAP_SETPCAP (an unprivileged start) this drops nothing: fine. */
 	r = drop_bound(perfmon);
@@ -135,6 +249,17 @@ int privs_drop(const char *user, const char *group, const char *dir)
 	r = set_caps(perfmon);
 	if (r < 0)
 		return log_error_errno(r, "Cannot reduce capabilities: %s", strerror(-r));
+	/*
+	 * An existing directory is not chowned (privs_prepare_directory()), so
+	 * say now, not at the first file, if the user cannot write there.
+	 */
+	/* AT_EACCESS: as the daemon will write, with CAP_DAC_READ_SEARCH to reach it. */
+	if (dir && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+		r = -errno;
+		return log_error_errno(r, "Output directory %s is not writable by uid %u: %s; perfrecd "
+				       "hands over only a directory it creates (chown this one, or name a new one)",
+				       dir, (unsigned)uid, strerror(-r));
+	}
 	/*
 	 * setuid made us non-dumpable, which makes /proc/self root-owned; the
 	 * daemon holds no secrets worth that, and monitoring wants to read it.

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,7 +37,13 @@ Test(config, durations_use_systemd_units)
 		{ "30", 0, 30000000ULL }, { "5s", 0, 5000000ULL }, { "10min", 0, 600000000ULL },
 		{ "1h 30min", 0, 5400000000ULL }, { "500ms", 0, 500000ULL }, { "2d", 0, 172800000000ULL },
 		{ "1w", 0, 604800000000ULL }, { "250us", 0, 250 }, { "0", 0, 0 },
+		/* fractions, as systemd and perf take them (issue 17) */
+		{ "1.5", 0, 1500000ULL }, { "0.25s", 0, 250000ULL }, { "1.5h", 0, 5400000000ULL },
+		{ "2.5ms", 0, 2500ULL }, { "1.0000005s", 0, 1000000ULL }, { "1.5min 0.5s", 0, 90500000ULL },
+		{ "0.1234567891234w", 0, 74666665987ULL },
 		{ "", -EINVAL, 0 }, { "fast", -EINVAL, 0 }, { "5 parsecs", -EINVAL, 0 }, { "min", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 }, { ".5", -EINVAL, 0 }, { "1.5.5", -EINVAL, 0 }, { "1,5", -EINVAL, 0 },
+		{ "30500569w", -ERANGE, 0 }, { "30500568.95w", -ERANGE, 0 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint64_t v = 0;
@@ -143,10 +150,157 @@ Test(config, clearing_string_keys_frees_only_their_own_value)
 
 	config_init(&c);
 	cr_assert_eq(config_load_string(&c,
-		"[service]\nuser=alice\ngroup=staff\n[output]\non-rotate=/bin/true\non-rotate=\n",
+		"[service]\nuser=root\ngroup=root\n[output]\non-rotate=/bin/true\n",
 		"t.conf", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_set(&c, "output", "on-rotate", "", err, sizeof(err)), 0, "%s", err);
 	cr_expect_null(c.on_rotate);
-	cr_expect_str_eq(c.user, "alice");
-	cr_expect_str_eq(c.group, "staff");
+	cr_expect_str_eq(c.user, "root");
+	cr_expect_str_eq(c.group, "root");
+	config_exit(&c);
+}
+
+/*
+ * Issue 17: what the file loader let through or reported at the wrong line.
+ * Each text has its length, so NUL bytes can be in it; @want is a substring
+ * of the message, which starts with the file and the line at fault.
+ */
+static char *long_line(const char *head, size_t n, const char *tail)
+{
+	size_t h = strlen(head), t = strlen(tail);
+	char *s = malloc(h + n + t + 1);
+
+	cr_assert_not_null(s);
+	memcpy(s, head, h);
+	memset(s + h, 'x', n);
+	memcpy(s + h + n, tail, t + 1);
+	return s;
+}
+
+#define TEXT(s) s, sizeof(s) - 1
+
+Test(config, refuses_repeats_contradictions_and_bad_bytes_at_their_line)
+{
+	static const struct { const char *text; size_t len; const char *want; } cases[] = {
+		{ TEXT("[record]\nfrequency=99\nfrequency=50\n"),
+		  "t.conf:3: duplicate key 'frequency' (already set on line 2)" },
+		/* the same key in a second [record] section is still a repeat */
+		{ TEXT("[record]\nfrequency=99\n[output]\nprefix=a\n[record]\nfrequency=50\n"),
+		  "t.conf:6: duplicate key 'frequency' (already set on line 2)" },
+		{ TEXT("[output]\nlabel.team=a\nlabel.team=b\n"),
+		  "t.conf:3: duplicate key 'label.team' (already set on line 2)" },
+		{ TEXT("[service]\nuser=\nuser=root\n"), "t.conf:3: duplicate key 'user'" },
+		{ TEXT("[record]\nfrequency=99\ncallchain=no\nperiod=1000\n"),
+		  "t.conf:4: period= contradicts frequency= on line 2" },
+		{ TEXT("[record]\nperiod=1000\nfrequency=99\n"),
+		  "t.conf:3: frequency= contradicts period= on line 2" },
+		{ TEXT("[record]\nfrequency=9\0 9\n"), "t.conf:2: NUL byte" },
+		{ TEXT("[record]\n# a comment\0\nfrequency=99\n"), "t.conf:2: NUL byte" },
+		{ TEXT("[record]\ncpus=0-9999999\n"), "t.conf:2: cpus: CPU 9999999 is out of range" },
+		{ TEXT("[record]\ncpus=60000\n"), "t.conf:2: cpus: CPU 60000 is out of range" },
+		{ TEXT("[record]\ncpus=0-99999999999999999999999\n"), "t.conf:2: cpus: '0-99999999999999999999999' names a CPU out of range" },
+		{ TEXT("[record]\ncpus=0,x\n"), "t.conf:2: cpus: '0,x' is not a CPU list" },
+		{ TEXT("[record]\ncpus=1-0\n"), "t.conf:2: cpus: '1-0' is not a CPU list" },
+		{ TEXT("[service]\nuser=perfrecd-no-such-user\n"),
+		  "t.conf:2: user: no user named 'perfrecd-no-such-user'" },
+		{ TEXT("[service]\ngroup=perfrecd-no-such-group\n"),
+		  "t.conf:2: group: no group named 'perfrecd-no-such-group'" },
+		{ TEXT("[service]\ncontrol-group=perfrecd-no-such-group\n"),
+		  "t.conf:2: control-group: no group named 'perfrecd-no-such-group'" },
+		{ TEXT("[record]\nevents=cpu-clock,cycels\n"), "t.conf:2: events: unknown event 'cycels'" },
+		{ TEXT("[record]\n\nevents=cpu-clock:x\n"), "t.conf:3: events: unknown modifier" },
+		/* "[record" used to report the next key as unknown in section [] */
+		{ TEXT("[record\nfrequency=99\n"), "t.conf:1: unterminated section header '[record' (no ']')" },
+		{ TEXT("[record] frequency=99\n"), "t.conf:1: text after the section header" },
+		/* the first error is the one reported, with its own message */
+		{ TEXT("[record]\nnot a key\nfrequency=fast\n"), "t.conf:2: syntax error: 'not a key'" },
+		/* an indented line was a continuation that replaced events= */
+		{ TEXT("[record]\nevents=cpu-clock\n  task-clock\n"), "t.conf:3: syntax error: 'task-clock'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		char err[512] = "";
+		int r;
+
+		config_init(&c);
+		r = config_load_data(&c, cases[i].text, cases[i].len, "t.conf", err, sizeof(err));
+		cr_expect_lt(r, 0, "case %zu accepted", i);
+		cr_expect(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+			  cases[i].want);
+		config_exit(&c);
+	}
+}
+
+Test(config, long_lines_are_refused_at_their_own_line)
+{
+	/* inih cut lines at 199 characters and counted each piece as a line. */
+	static const struct { const char *head; size_t n; const char *tail; int ok; const char *want; } cases[] = {
+		{ "[output]\non-rotate=", 1 << 20, "\nprefix=a/b\n", 0, "t.conf:2: line longer than 199 characters" },
+		{ "[output]\non-rotate=/", 300, "\nprefix=a/b\n", 0, "t.conf:2: line longer than 199" },
+		/* a long comment is fine, and the error after it has its own line */
+		{ "[output]\n# ", 1 << 20, "\n\n\nprefix=a/b\n", 0, "t.conf:5: prefix" },
+		{ "[output]\n  ;", 500, "\n\nprefix=a/b\n", 0, "t.conf:4: prefix" },
+		/* 199 characters, the most inih takes, still work */
+		{ "[output]\non-rotate=/", 199 - 11, "\n", 1, NULL },
+		{ "[output]\non-rotate=/", 199 - 10, "\n", 0, "t.conf:2: line longer than 199" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = long_line(cases[i].head, cases[i].n, cases[i].tail);
+		struct config c;
+		char err[512] = "";
+		int r;
+
+		config_init(&c);
+		r = config_load_string(&c, text, "t.conf", err, sizeof(err));
+		if (cases[i].ok) {
+			cr_expect_eq(r, 0, "case %zu: %s", i, err);
+			cr_expect_eq(c.on_rotate ? strlen(c.on_rotate) : 0, 199 - 10, "case %zu", i);
+		} else {
+			cr_expect_lt(r, 0, "case %zu accepted", i);
+			cr_expect(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+				  cases[i].want);
+		}
+		config_exit(&c);
+		free(text);
+	}
+}
+
+Test(config, what_the_new_checks_still_accept)
+{
+	struct config c;
+	char err[512] = "";
+
+	config_init(&c);
+	cr_assert_eq(config_load_string(&c,
+		"\xEF\xBB\xBF[record]  ; a comment\n"
+		"  frequency = 50\n"     /* indentation is not a continuation */
+		"cpus=0\n"
+		"[output]\nlabel.a=1\nlabel.b=2\n"
+		"[record]\ncallchain=no\n"  /* a section may come back, with other keys */
+		"[service]\nuser=root\ngroup=root\ncontrol-group=\n",
+		"t.conf", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.freq, 50);
+	cr_expect_str_eq(c.cpus, "0");
+	cr_expect_eq(c.nr_labels, 2);
+	cr_expect(!c.callchain);
+	cr_expect_str_eq(c.user, "root");
+	/* The command line replaces what the file set: no duplicate, no contradiction. */
+	cr_expect_eq(config_set(&c, "record", "period", "1000", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.period, 1000);
+	cr_expect_eq(c.freq, 0);
+	cr_expect_eq(config_set(&c, "record", "frequency", "77", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.freq, 77);
+	cr_expect_eq(c.period, 0);
+	config_exit(&c);
+}
+
+Test(config, an_unreadable_file_is_named)
+{
+	struct config c;
+	char err[512] = "";
+
+	/* A directory opens, then fails to read: said so, with no line. */
+	config_init(&c);
+	cr_expect_eq(config_load(&c, "/", err, sizeof(err)), -EISDIR);
+	cr_expect(strstr(err, "/: cannot read the config file: Is a directory") != NULL, "%s", err);
 	config_exit(&c);
 }

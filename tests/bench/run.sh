@@ -17,10 +17,11 @@
 # every file the recorder wrote.  It prints a table of medians with
 # perfrecd/perf ratios pair by pair and writes the raw runs and the summary as
 # CSV under tests/bench/results/.  Then it runs the drain-path
-# micro-benchmark and the start-up / 10,000-thread synthesis benchmark.
+# micro-benchmark, the start-up / 10,000-thread synthesis benchmark, the
+# compression ratios and the timings make check only bounds (timing.sh).
 # See tests/bench/README.md.
 #
-# Environment: BENCH_PARTS ("record drain synth ratio"), BENCH_RATES
+# Environment: BENCH_PARTS ("record drain synth ratio timing"), BENCH_RATES
 # ("99 1000 10000 50000"), BENCH_RUNS (3), BENCH_SECS (3, workload seconds
 # per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
 # rates also run compressed; "" for none), BENCH_ZLEVEL (1: the zstd level
@@ -42,7 +43,7 @@ ZRATES=${BENCH_COMPRESS_RATES-10000}
 THREADS=${BENCH_THREADS:-10000}
 ZLEVEL=${BENCH_ZLEVEL:-1}
 DRAINPRIO=${BENCH_DRAIN_PRIORITY:-0}
-PARTS=${BENCH_PARTS:-record drain synth ratio}
+PARTS=${BENCH_PARTS:-record drain synth ratio timing}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -207,6 +208,14 @@ case " $PARTS " in *" ratio "*)
 	echo
 	echo "== compression ratio (callchain-heavy, -g) =="
 	tests/bench/compress-ratio.sh 5 999 | tee "$RESULTS/compress-ratio.txt"
+	;;
+esac
+
+case " $PARTS " in *" timing "*)
+	# Rates, gaps and the governor's overhead, which make check only bounds.
+	echo
+	echo "== timing (rates, gaps, governor overhead) =="
+	tests/bench/timing.sh | tee "$RESULTS/timing.txt"
 	;;
 esac
 exit 0

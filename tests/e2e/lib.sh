@@ -58,3 +58,33 @@ only_file() {
 	[ "$n" = 1 ] || { ls -la "$1"; fail "expected exactly one .data file in $1, found $n"; }
 	ls "$1"/*.data
 }
+
+# wait_for SECONDS CMD [ARGS...]: run CMD every 0.1 s until it succeeds;
+# returns 1 if it never did within SECONDS.  Tests wait for the condition
+# they then check, never for a fixed time.
+wait_for() {
+	local secs=$1 i; shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+# The file's FINISHED_ROUND records, as perf sees them: perf script delivers
+# the samples queued before each round when it reads that round, so the
+# samples come out in groups between round lines.  Prints "ROUNDS GROUPS";
+# fails unless the samples were cut into at least two rounds (a file without
+# rounds, or with one at the very end, makes readers sort it whole).
+check_rounds() {
+	local f=$1 what=$2 out
+	out=$(perf script -i "$f" --show-round-events -F event 2>"$T/rounds.err" | awk '
+		/PERF_RECORD_FINISHED_ROUND/ { r++; if (s) { g++; s = 0 } next }
+		NF { s++; n++ }
+		END { printf "%d %d %d\n", r, g, n }') || fail "perf script failed on $what ($f)"
+	check_perf_stderr "perf script --show-round-events ($what)" "$T/rounds.err"
+	read -r rounds groups samples <<<"$out"
+	[ "$samples" -gt 0 ] || fail "$what: perf sees no samples in $f"
+	[ "$groups" -ge 2 ] || fail "$what: $samples samples in $groups round(s) ($rounds FINISHED_ROUND records in $f)"
+	echo "$rounds $groups"
+}

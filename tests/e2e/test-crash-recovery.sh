@@ -15,9 +15,18 @@ CONF
 
 "$WORKLOAD" 8 >/dev/null &
 wl=$!
+# checkpointed DIR: the recording's .tmp, as it is on disk now, shows perf
+# samples (a checkpoint made its header describe the data written so far).
+checkpointed() {
+	local tmp
+	tmp=$(ls "$1"/*.data.tmp 2>/dev/null | head -1)
+	[ -n "$tmp" ] && cp "$tmp" "$T/probe.data" 2>/dev/null || return 1
+	[ "$(perf_samples "$T/probe.data")" -gt 0 ] 2>/dev/null
+}
 "$PERFRECD" -c "$T/perfrecd.conf" -o "$out" -F 499 -g 2>"$T/daemon.err" &
 DAEMON_PID=$!
-sleep 4
+wait_for 60 checkpointed "$out" || { cat "$T/daemon.err"; fail "no checkpointed .tmp with samples within 60 s"; }
+sleep 1   # some records after the checkpoint, for recover to find
 kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$T/daemon.err"; fail "perfrecd exited before it was killed"; }
 kill -9 "$DAEMON_PID"
 { wait "$DAEMON_PID"; } 2>/dev/null
@@ -76,7 +85,11 @@ note "perfparser: $n samples"
 rm -f "$f"
 "$PERFRECD" -c "$T/perfrecd.conf" -o "$out" -F 499 2>"$T/d2.err" &
 DAEMON_PID=$!
-sleep 2.5
+# Once it records, the first run's .tmp is recovered and gone; then the
+# second run's file is checkpointed.
+started() { grep -q Recording "$T/d2.err"; }
+wait_for 30 started || { cat "$T/d2.err"; fail "the second run did not start recording"; }
+wait_for 60 checkpointed "$out" || { cat "$T/d2.err"; fail "the second run checkpointed no .tmp with samples within 60 s"; }
 kill -9 $DAEMON_PID; wait $DAEMON_PID 2>/dev/null; DAEMON_PID=
 tmp2=$(ls "$out"/*.data.tmp | head -1)
 [ -n "$tmp2" ] || fail "the second killed run left no .tmp"

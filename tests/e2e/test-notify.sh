@@ -11,10 +11,10 @@ python3 - "$sock" >"$T/msgs" <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
-s.settimeout(25)
+s.settimeout(60)
 start = time.monotonic()
 try:
-    while time.monotonic() - start < 25:
+    while time.monotonic() - start < 60:
         m = s.recv(4096).decode()
         print("%.3f %s" % (time.monotonic() - start, m.replace("\n", "|")), flush=True)
         if "STOPPING=1" in m:
@@ -30,10 +30,15 @@ NOTIFY_SOCKET=$sock WATCHDOG_USEC=2000000 sh -c 'export WATCHDOG_PID=$$; exec "$
 DAEMON_PID=$!
 for i in $(seq 50); do grep -q READY=1 "$T/msgs" && break; sleep 0.1; done
 grep -q 'READY=1' "$T/msgs" || { cat "$T/err"; fail "no READY=1"; }
-sleep 6
+# STATUS= is refreshed and WATCHDOG=1 sent every few seconds: wait for a
+# second STATUS= and a WATCHDOG=1.
+status_refreshed() { [ "$(grep -c 'STATUS=Recording' "$T/msgs")" -ge 2 ] && grep -q 'WATCHDOG=1' "$T/msgs"; }
+wait_for 20 status_refreshed || { cat "$T/msgs"; fail "no second STATUS= and WATCHDOG=1 within 20 s"; }
 printf '[record]\nfrequency=199\n[output]\ndirectory=%s\n' "$T/out" >"$T/conf"
 kill -HUP $DAEMON_PID
-sleep 1
+# The reload is over when READY=1 follows RELOADING=1.
+reloaded() { grep -oE 'READY=1|RELOADING=1' "$T/msgs" | tr '\n' ' ' | grep -q 'RELOADING=1 READY=1'; }
+wait_for 20 reloaded || { cat "$T/msgs"; fail "no RELOADING=1 then READY=1 within 20 s of SIGHUP"; }
 kill -TERM $DAEMON_PID; wait $DAEMON_PID; rc=$?; DAEMON_PID=
 wait $listener
 cat "$T/msgs"

@@ -17,7 +17,8 @@ printf '[service]\nuser=%s\ngroup=%s\n[output]\ndirectory=%s\n' "$u" "$u" "$T/ou
 wl=$!
 "$PERFRECD" -c "$T/conf" -F 499 -g 2>"$T/err" &
 DAEMON_PID=$!
-for i in $(seq 50); do grep -q "Recording" "$T/err" && break; sleep 0.1; done
+started() { grep -q "Recording" "$T/err"; }
+wait_for 30 started || { cat "$T/err"; fail "perfrecd did not start recording"; }
 st=/proc/$DAEMON_PID/status
 grep -E '^(Uid|Gid|Cap)' "$st"
 read -r _ ruid euid suid fsuid < <(grep '^Uid:' "$st")
@@ -36,9 +37,11 @@ for f in CapInh CapAmb; do
 done
 
 # Recording goes on across a rotation, with the reduced privileges.
-sleep 1.5
+sleep 1.5   # some recording in the first file
 kill -USR2 $DAEMON_PID
-sleep 2
+published() { [ -n "$(ls "$T/out"/*.data.json 2>/dev/null)" ]; }
+wait_for 30 published || { ls -la "$T/out"; cat "$T/err"; fail "no file published within 30 s of SIGUSR2"; }
+sleep 1.5   # some recording in the second file
 kill -INT $DAEMON_PID; wait $DAEMON_PID; rc=$?; DAEMON_PID=
 kill $wl 2>/dev/null
 [ $rc = 0 ] || { cat "$T/err"; fail "perfrecd exited $rc"; }

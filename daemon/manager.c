@@ -422,7 +422,8 @@ int manager_run(struct manager *m)
 		}
 		/* One clock read per pass: each is a system call on some VMs' clocksources. */
 		now = now_usec();
-		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg)) {
+		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg) &&
+		    now >= m->rec.retry_start_usec) {
 			/* The last file could not be started (disk full?): try again. */
 			if (recorder_start_file(&m->rec, 0) == 0)
 				log_notice("Recording again into %s.tmp", m->rec.cur.path);

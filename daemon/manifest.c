@@ -167,11 +167,14 @@ int manifest_write(const struct manifest_info *mi)
 		json_object_object_add(o, "cpu", json_object_new_int(mi->cpus[i].cpu));
 		json_object_object_add(o, "samples", json_object_new_uint64(mi->cpus[i].samples));
 		json_object_object_add(o, "lost", json_object_new_uint64(mi->cpus[i].lost));
+		json_object_object_add(o, "dropped", json_object_new_uint64(mi->cpus[i].dropped));
 		json_object_array_add(cpus, o);
 	}
 	json_object_object_add(root, "cpus", cpus);
 	json_object_object_add(root, "samples", json_object_new_uint64(mi->samples));
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));
+	/* Part of lost: samples recorded but refused by a full disk (LOST records in the file). */
+	json_object_object_add(root, "dropped", json_object_new_uint64(mi->dropped));
 	json_object_object_add(root, "size", json_object_new_uint64(size));
 	json_object_object_add(root, "sha256", json_object_new_string(hex));
 	/*

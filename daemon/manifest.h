@@ -16,6 +16,7 @@
 struct manifest_cpu {
 	int cpu;
 	uint64_t samples, lost;
+	uint64_t dropped; /* of lost: refused by the disk */
 };
 
 struct manifest_info {
@@ -29,6 +30,7 @@ struct manifest_info {
 	const struct manifest_cpu *cpus;
 	size_t nr_cpus;
 	uint64_t samples, lost;
+	uint64_t dropped;          /* of lost: samples the disk refused (full disk) */
 	int recovered;
 	/* counted while the file was written (manifest-cgroup.h); NULL: read the file */
 	const struct cgroup_counts *cgroups;

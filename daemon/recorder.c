@@ -149,6 +149,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 		if (ev->is_sideband) {
 			rec->sideband_sample_type = ev->attr.sample_type;
 			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
+			rec->sideband_ids = ev->nr_ids == perfrec_evlist__nr_rings(rec->evlist) ? ev->ids : NULL;
 		}
 		n = realloc(rec->ids, (rec->nr_ids + ev->nr_ids) * sizeof(*n));
 		if (!n)
@@ -160,7 +161,8 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	}
 	qsort(rec->ids, rec->nr_ids, sizeof(*rec->ids), cmp_id);
 	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
-	if (!rec->total)
+	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
+	if (!rec->total || !rec->pending_dropped)
 		return -ENOMEM;
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
@@ -207,8 +209,13 @@ int recorder_disable(struct recorder *rec)
  * Write errors (a full disk) cost data, not the daemon: log once per
  * episode.  A write into the writer's buffer can succeed while the disk is
  * still full, so the episode ends only when data is known to be on disk: a
- * checkpoint or a publish that succeeded (see write_ok()).
+ * checkpoint or a publish that succeeded (see write_ok()).  A disk with a
+ * few free pages lets small writes through and refuses large ones, so
+ * episodes can follow each other closely: one starting within
+ * WRITE_ERROR_QUIET_USEC of the last is logged at debug level only.
  */
+#define WRITE_ERROR_QUIET_USEC (60 * 1000000ULL)
+
 static int note_write(struct recorder *rec, int r)
 {
 	/* Only stdout can be a pipe: its reader left (pipeout_closed() ends the run). */
@@ -217,22 +224,32 @@ static int note_write(struct recorder *rec, int r)
 		return r;
 	}
 	if (r < 0 && !rec->write_error_logged) {
-		log_error("Cannot write %s: %s; dropping data until writes succeed again",
-			  rec->cur.path, strerror(-r));
+		uint64_t now = now_usec();
+		bool quiet = rec->write_error_usec && now - rec->write_error_usec < WRITE_ERROR_QUIET_USEC;
+
+		log_msg(quiet ? LOG_DEBUG : LOG_ERR,
+			"Cannot write %s: %s; dropping data until writes succeed again (counted as lost)",
+			rec->cur.path, strerror(-r));
 		rec->write_error_logged = true;
+		rec->write_error_usec = now;
 	}
 	return r;
 }
 
-static void write_ok(struct recorder *rec, const char *path)
+/* Data known to be on disk again: true when that ends a write-error episode. */
+static bool write_ok(struct recorder *rec, const char *path)
 {
-	if (rec->write_error_logged) {
-		log_notice("Writing %s again", path);
-		rec->write_error_logged = false;
-	}
+	if (!rec->write_error_logged)
+		return false;
+	log_msg(now_usec() - rec->write_error_usec < WRITE_ERROR_QUIET_USEC ? LOG_DEBUG : LOG_NOTICE,
+		"Writing %s again", path);
+	rec->write_error_logged = false;
+	return true;
 }
 
 static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written);
+static void note_dropped_in_file(struct recorder *rec);
+static int retry_stalled(struct recorder *rec);
 
 /*
  * The events are enabled before a file's state is synthesized (so nothing
@@ -245,6 +262,9 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written);
  * readers, which sort each round by time, still apply them first.
  */
 #define SYNTH_DRAIN_USEC 5000
+
+/* While no file can be started (a full disk), try again at most this often. */
+#define START_RETRY_USEC 1000000
 
 static void drain_during_synth(struct recorder *rec, bool force)
 {
@@ -277,7 +297,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	return r;
 }
 
-static char *make_path(struct recorder *rec, uint64_t wall_ns)
+static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
 {
 	time_t secs = wall_ns / 1000000000;
 	unsigned ms = (wall_ns / 1000000) % 1000;
@@ -290,7 +310,7 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns)
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 ".data", rec->cfg->directory,
-		     rec->cfg->prefix, rec->hostname, stamp, ms, rec->seq) < 0)
+		     rec->cfg->prefix, rec->hostname, stamp, ms, seq) < 0)
 		return NULL;
 	return path;
 }
@@ -325,11 +345,12 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	int r;
 
 	memset(o, 0, sizeof(*o));
-	o->seq = ++rec->seq;
+	/* Taken only by a file that starts: a full disk does not burn numbers. */
+	o->seq = rec->seq + 1;
 	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	o->start_clock_ns = synth_time ? synth_time : clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
-	o->path = make_path(rec, o->start_wall_ns);
+	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
 		o->cgroups = NULL;
@@ -344,6 +365,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot create %s.tmp: %s",
 			o->path, strerror(-r));
 		rec->write_error_logged = true;
+		rec->retry_start_usec = now_usec() + START_RETRY_USEC;
 		outfile_reset(o);
 		return r;
 	}
@@ -394,11 +416,16 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	if (r < 0)
 		goto fail;
 	o->last_checkpoint_usec = o->start_usec = now_usec();
+	rec->seq = o->seq;
+	/* Samples that found no file (the disk was full) are this one's loss. */
+	note_dropped_in_file(rec);
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
 	log_msg(rec->write_error_logged || r == -EPIPE ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
 	rec->write_error_logged = true;
+	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
+	rec->retry_start_usec = now_usec() + START_RETRY_USEC;
 	/* Ring records drained during synthesis went down with the file. */
 	rec->dropped_bytes += o->bytes;
 	perfrec_pdwriter__free(o->w, true);
@@ -510,8 +537,64 @@ const struct perf_event_header *recorder_repair(struct recorder *rec, const stru
 	return buf;
 }
 
-/* Write the bytes @iov of ring @idx (the file, the stream tap) and count them. */
-static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov, int n, uint64_t *written)
+/*
+ * @n samples of ring @idx (@counted: already counted as recorded into the
+ * current file) were refused by the output (a full disk) or had no file to
+ * go to: they become lost, in the file's counts and the totals, and wait in pending_dropped for a PERF_RECORD_LOST in
+ * the next file write that succeeds (note_dropped_in_file()).
+ */
+static void count_dropped(struct recorder *rec, size_t idx, uint64_t n, bool counted)
+{
+	if (!n)
+		return;
+	if (counted && rec->have_file) {
+		rec->cur.cpu[idx].samples -= n;
+		rec->cur.samples -= n;
+	}
+	if (counted)
+		rec->total[idx].samples -= n;
+	rec->total[idx].lost += n;
+	rec->total[idx].dropped += n;
+	rec->pending_dropped[idx] += n;
+}
+
+/* Counts of one ring as they stood where a span of its records began. */
+struct span_mark {
+	uint64_t samples, lost, lost_samples;
+};
+
+static struct span_mark span_mark(const struct recorder *rec, size_t idx)
+{
+	return (struct span_mark){ rec->total[idx].samples, rec->total[idx].lost, rec->total[idx].lost_samples };
+}
+
+/*
+ * The output refused a span of ring @idx's records that inspect() counted
+ * from @m on: its samples become lost (count_dropped()), and the kernel's
+ * LOST/LOST_SAMPLES in it, counted into the file, are not in the file
+ * after all: they too wait for the next PERF_RECORD_LOST (already in the
+ * totals).
+ */
+static void refuse_span(struct recorder *rec, size_t idx, const struct span_mark *m)
+{
+	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
+
+	count_dropped(rec, idx, rec->total[idx].samples - m->samples, true);
+	if (rec->have_file) {
+		rec->cur.cpu[idx].lost -= dl;
+		rec->cur.cpu[idx].lost_samples -= dls;
+		rec->cur.lost -= dl + dls;
+	}
+	rec->pending_dropped[idx] += dl + dls;
+}
+
+/*
+ * Write the bytes @iov of ring @idx (the file, the stream tap) and count
+ * them; inspect() counted what they hold from @m on, which a refused write
+ * takes back (refuse_span()).
+ */
+static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov, int n, uint64_t *written,
+		      const struct span_mark *m)
 {
 	uint64_t bytes = 0;
 	int r = 0;
@@ -524,6 +607,7 @@ static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov,
 		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
+		refuse_span(rec, idx, m);
 	} else {
 		rec->cur.cpu[idx].bytes += bytes;
 		rec->total[idx].bytes += bytes;
@@ -531,6 +615,50 @@ static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov,
 		*written += bytes;
 	}
 	return r;
+}
+
+/*
+ * Samples the disk refused, reported in the file once it takes writes
+ * again: one PERF_RECORD_LOST per ring, attributed to the ring's side-band
+ * event (so perf report's "lost" and --stats count them), stamped now.
+ */
+static void note_dropped_in_file(struct recorder *rec)
+{
+	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
+	unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
+	struct outfile *o = &rec->cur;
+	uint64_t total = 0;
+
+	if (!rec->have_file || tlen > 64)
+		return;
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		struct perf_event_header h = { .type = PERF_RECORD_LOST, .size = (uint16_t)(sizeof(h) + 16 + tlen) };
+		struct perfrec_sample_id sid = {
+			.pid = (uint32_t)-1, .tid = (uint32_t)-1, .time = recorder_clock_ns(rec),
+			.cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i),
+		};
+		uint64_t n = rec->pending_dropped[i];
+
+		if (!n)
+			continue;
+		sid.id = sid.stream_id = rec->sideband_ids ? rec->sideband_ids[i] : rec->sideband_id;
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), &sid.id, 8);
+		memcpy(buf + sizeof(h) + 8, &n, 8);
+		perfrec_sample_id__write(buf + sizeof(h) + 16, rec->sideband_sample_type, &sid);
+		if (perfrec_pdwriter__write(o->w, buf, h.size) < 0)
+			return;
+		o->cpu[i].lost += n;
+		o->cpu[i].dropped += n;
+		o->lost += n;
+		o->dropped += n;
+		rec->pending_dropped[i] = 0;
+		total += n;
+	}
+	if (total)
+		log_msg(rec->write_error_logged || now_usec() - rec->write_error_usec < WRITE_ERROR_QUIET_USEC ?
+			LOG_DEBUG : LOG_NOTICE,
+			"%s: %" PRIu64 " samples that the disk refused are recorded as lost", o->path, total);
 }
 
 static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
@@ -541,6 +669,8 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 	struct iovec iov[2];
 	unsigned char fixed[1024];
 	int64_t avail;
+	/* counts as they were where the span not yet handed to write_span() began */
+	struct span_mark m = span_mark(rec, idx), none = m;
 	int r, rr = 0;
 
 	avail = perfrec_ring__begin(ring, &b);
@@ -557,14 +687,16 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 
 			before.pos = b.pos - h->size;
 			n = perfrec_ring__iov(ring, &before, iov);
-			w = write_span(rec, idx, iov, n, written);
+			w = write_span(rec, idx, iov, n, written, &m);
 			if (w < 0)
 				rr = w;
 			iov[0] = (struct iovec){ fixed, fh->size };
-			w = write_span(rec, idx, iov, 1, written);
+			none = span_mark(rec, idx);
+			w = write_span(rec, idx, iov, 1, written, &none);
 			if (w < 0)
 				rr = w;
 			b.start = b.pos;
+			m = span_mark(rec, idx);
 		}
 		inspect(rec, idx, fh);
 		if (rec->history)
@@ -576,7 +708,7 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
 			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
 	}
-	r = write_span(rec, idx, iov, perfrec_ring__iov(ring, &b, iov), written);
+	r = write_span(rec, idx, iov, perfrec_ring__iov(ring, &b, iov), written, &m);
 	/* The bytes are in the writer (or deliberately dropped): give them back. */
 	perfrec_ring__commit(ring, &b);
 	return r < 0 ? r : rr;
@@ -599,11 +731,16 @@ int recorder_drain(struct recorder *rec)
 			struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
 			struct perfrec_ring_batch b;
 
-			if (perfrec_ring__begin(ring, &b) != 0) {
-				perfrec_ring__walk_all(ring, &b);
-				rec->dropped_bytes += b.pos - b.start;
-				perfrec_ring__commit(ring, &b);
-			}
+			const struct perf_event_header *h;
+			uint64_t n = 0;
+
+			if (perfrec_ring__begin(ring, &b) == 0)
+				continue;
+			while (perfrec_ring__next(ring, &b, &h) > 0)
+				n += h->type == PERF_RECORD_SAMPLE;
+			rec->dropped_bytes += b.pos - b.start;
+			count_dropped(rec, i, n, false);
+			perfrec_ring__commit(ring, &b);
 		}
 		return 0;
 	}
@@ -615,8 +752,9 @@ int recorder_drain(struct recorder *rec)
 	}
 	if (written && rec->tap)
 		rec->tap(rec->tap_ctx, &(struct iovec){ (void *)&round, sizeof(round) }, 1);
-	if (written)
-		note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round)));
+	if (written && note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
+	    r == 0)
+		note_dropped_in_file(rec);
 	return r;
 }
 
@@ -688,7 +826,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 	struct manifest_info mi = {
 		.path = path, .data_path = data_path, .host = rec->hostname, .cfg = rec->cfg,
 		.start_wall_ns = o->start_wall_ns, .end_wall_ns = end_ns,
-		.samples = o->samples, .lost = o->lost,
+		.samples = o->samples, .lost = o->lost, .dropped = o->dropped,
 		.freq = rec->cur_freq,
 		.freq_min = o->freq_min ? o->freq_min : rec->cur_freq,
 		.freq_max = o->freq_max ? o->freq_max : rec->cur_freq,
@@ -703,6 +841,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
 			cpus[i].samples = o->cpu[i].samples;
 			cpus[i].lost = o->cpu[i].lost + o->cpu[i].lost_samples;
+			cpus[i].dropped = o->cpu[i].dropped;
 		}
 		mi.cpus = cpus;
 		mi.nr_cpus = rec->nr_rings;
@@ -768,10 +907,59 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	rec->cur.last_checkpoint_usec = now;
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
-		note_write(rec, r);
-	else
-		write_ok(rec, rec->cur.path);
+		return note_write(rec, r);
+	/* Files the full disk left unfinished are published now, not at the next start. */
+	retry_stalled(rec);
+	if (write_ok(rec, rec->cur.path))
+		recorder_recover_leftovers(rec);
 	return r;
+}
+
+/*
+ * A file whose finish or publication failed (a full disk) is not given up:
+ * its writer stays open with the bytes the disk has not taken yet, and
+ * retry_stalled() finishes and publishes it once writes succeed again, so
+ * nothing it holds is lost.  One is kept; a second one while the first
+ * still waits, or one left at exit, is abandoned to recovery (its .tmp
+ * holds everything up to its last checkpoint).
+ */
+static void abandon_file(struct recorder *rec, struct outfile *o)
+{
+	log_error("Giving up on finishing %s: what was recorded into it after its last checkpoint "
+		  "(of %" PRIu64 " samples) may be lost; %s.tmp is recovered once writes succeed, "
+		  "or at the next start", o->path, o->samples, o->path);
+	outfile_reset(o);
+}
+
+static void stall_file(struct recorder *rec, struct outfile *o)
+{
+	if (rec->have_stalled) {
+		abandon_file(rec, o);
+		return;
+	}
+	rec->stalled = *o;
+	memset(o, 0, sizeof(*o));
+	rec->have_stalled = true;
+}
+
+static int publish_finished(struct recorder *rec, struct outfile *o);
+
+/* Finish and publish the stalled file; 0 when done (or none), else -errno. */
+static int retry_stalled(struct recorder *rec)
+{
+	struct outfile *o = &rec->stalled;
+	int r;
+
+	if (!rec->have_stalled)
+		return 0;
+	r = perfrec_pdwriter__finish(o->w);
+	if (r == 0)
+		r = publish_finished(rec, o);
+	if (r < 0)
+		return r;
+	rec->have_stalled = false;
+	outfile_reset(o);
+	return 0;
 }
 
 /* Publish a finished file (recorder_publish()) and log it. */
@@ -834,14 +1022,12 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 		return r == -EPIPE ? 0 : r;
 	}
 	if (r < 0) {
-		/* The .tmp stays: it holds everything up to its last checkpoint,
-		 * and the next start recovers it. */
 		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR,
-			"Cannot finish %s: %s; the partial file stays as %s.tmp", o->path,
-			strerror(-r), o->path);
+			"Cannot finish %s: %s; it stays %s.tmp and is finished once writes succeed again",
+			o->path, strerror(-r), o->path);
 		rec->write_error_logged = true;
-		outfile_reset(o);
 		rec->have_file = false;
+		stall_file(rec, o);
 		return r;
 	}
 	write_ok(rec, o->path);
@@ -857,13 +1043,18 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 		return 0;
 	}
 	r = publish_finished(rec, o);
+	if (r < 0)
+		stall_file(rec, o);
 	outfile_reset(o);
 	return r;
 }
 
 int recorder_finish_file(struct recorder *rec, char **ret_path)
 {
-	return finish_file(rec, ret_path, NULL);
+	int r = finish_file(rec, ret_path, NULL);
+
+	retry_stalled(rec);
+	return r;
 }
 
 int recorder_rotate(struct recorder *rec, char **ret_path)
@@ -891,7 +1082,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 		log_warning("Rotation: the previous file was not published cleanly");
 	r = recorder_start_file(rec, t);
 	if (finished.path && publish_finished(rec, &finished) < 0)
-		log_warning("Rotation: the previous file was not published cleanly");
+		stall_file(rec, &finished);
 	outfile_reset(&finished);
 	return r;
 }
@@ -1079,6 +1270,8 @@ int recorder_recover_leftovers(struct recorder *rec)
 
 void recorder_close(struct recorder *rec)
 {
+	if (rec->have_stalled)
+		abandon_file(rec, &rec->stalled);
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;
@@ -1092,6 +1285,7 @@ void recorder_close(struct recorder *rec)
 	perfrec_cpumap__free(rec->cpus);
 	free(rec->specs);
 	free(rec->total);
+	free(rec->pending_dropped);
 	free(rec->ids);
 	memset(rec, 0, sizeof(*rec));
 }

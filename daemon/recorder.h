@@ -20,6 +20,7 @@ struct cpu_stats {
 	uint64_t lost_samples;  /* PERF_RECORD_LOST_SAMPLES */
 	uint64_t bytes;
 	uint64_t corrupt;       /* ring passes cut short */
+	uint64_t dropped;       /* samples the output refused (disk full), counted in lost too */
 };
 
 struct outfile {
@@ -30,6 +31,7 @@ struct outfile {
 	uint64_t start_clock_ns;
 	uint64_t first_time, last_time;
 	uint64_t samples, lost, bytes;
+	uint64_t dropped;       /* of lost: samples the disk refused, in LOST records of this file */
 	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
@@ -63,11 +65,22 @@ struct recorder {
 	uint64_t seq;
 	struct outfile cur;
 	bool have_file;
+	/* a finished file the disk refused (recorder.c stall_file()); retried */
+	struct outfile stalled;
+	bool have_stalled;
 	struct cpu_stats *total; /* per ring, since start */
 	uint64_t files_published;
 	bool write_error_logged;
+	uint64_t write_error_usec; /* when the last write-error episode began (0: none) */
 	int nr_open_failures;
 	uint64_t dropped_bytes;  /* drained but not written (disk full) */
+	/*
+	 * Per ring: samples the output refused that no file has reported yet;
+	 * the next write that succeeds puts them in a PERF_RECORD_LOST.
+	 */
+	uint64_t *pending_dropped;
+	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
+	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
 	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */

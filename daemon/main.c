@@ -31,15 +31,7 @@
  */
 __attribute__((constructor)) static void block_signals_early(void)
 {
-	sigset_t mask;
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR2);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	manager_block_signals(NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -59,6 +59,21 @@ static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 static bool streq(const char *a, const char *b);
 
+void manager_block_signals(sigset_t *ret_mask)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (ret_mask)
+		*ret_mask = mask;
+}
+
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -80,13 +95,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 			return r;
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR2);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	manager_block_signals(&mask);
 	m->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

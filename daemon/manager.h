@@ -6,6 +6,8 @@
 #ifndef PERFRECD_MANAGER_H
 #define PERFRECD_MANAGER_H
 
+#include <signal.h>
+
 #include "config.h"
 #include "recorder.h"
 
@@ -29,6 +31,12 @@ struct manager {
 	char **argv;
 };
 
+/*
+ * Block the signals the event loop takes through its signalfd (INT, TERM,
+ * HUP, USR2, CHLD); their set into *ret_mask (may be NULL).  Called before
+ * main() too, so none of them can meet its default action at start.
+ */
+void manager_block_signals(sigset_t *ret_mask);
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv);
 int manager_run(struct manager *m);
 void manager_exit(struct manager *m);

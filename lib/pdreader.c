@@ -1139,6 +1139,26 @@ static size_t attr_index(const struct perfrec_pdreader *r, const struct perfrec_
 	return (size_t)(a - r->attrs);
 }
 
+/* HEADER_NRCPUS' count of available CPUs, 0 when the file has none. */
+static uint32_t nr_cpus_avail(const struct perfrec_pdreader *r)
+{
+	if (!r->has_feat[PERFREC_FEAT_NRCPUS] || r->feats[PERFREC_FEAT_NRCPUS].size < 4)
+		return 0;
+	return get32(r->buf + r->feats[PERFREC_FEAT_NRCPUS].offset);
+}
+
+/*
+ * perf indexes per-CPU state by a record's cpu: a garbage one (1 << 24 and
+ * up, found by fuzzing) makes perf script, report and perfparser crash.
+ * Refuse what no recording host has: at or past both the file's CPU count
+ * and 4096 (hosts beyond that are not worth a false alarm).  -1 is perf's
+ * "any CPU".
+ */
+static bool cpu_plausible(const struct perfrec_pdreader *r, uint32_t cpu)
+{
+	return cpu == UINT32_MAX || cpu < MAX_CPUS || cpu < nr_cpus_avail(r);
+}
+
 static int check_sample(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
 			enum id_mode mode)
 {
@@ -1172,6 +1192,10 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 	if (perfrec_sample__parse(rec, a->attr.sample_type, a->attr.read_format, &s) < 0)
 		return fail(r, off, "SAMPLE (size %u) does not parse for its attr's sample_type 0x%llx read_format 0x%llx",
 			    rec->size, (unsigned long long)a->attr.sample_type, (unsigned long long)a->attr.read_format);
+
+	if ((a->attr.sample_type & PERF_SAMPLE_CPU) && !cpu_plausible(r, s.cpu))
+		return fail(r, off, "SAMPLE on cpu %u, which no host has (the file's NRCPUS says %u)",
+			    s.cpu, nr_cpus_avail(r));
 
 	r->stats.nr_samples++;
 	r->per_attr[attr_index(r, a)]++;
@@ -1423,6 +1447,9 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 		if (ret < 0)
 			return fail(r, off, "%s too short for its sample_id trailer (size %u)",
 				    perfrec_event__type_name(rec->type), rec->size);
+		if ((a->attr.sample_type & PERF_SAMPLE_CPU) && !cpu_plausible(r, sid.cpu))
+			return fail(r, off, "%s on cpu %u, which no host has (the file's NRCPUS says %u)",
+				    perfrec_event__type_name(rec->type), sid.cpu, nr_cpus_avail(r));
 		trailer = perfrec_sample_id__size(a->attr.sample_type);
 	}
 	ret = check_kernel_body(r, rec, off, trailer);

@@ -62,6 +62,10 @@ for t, name in ((69, 'ID_INDEX'), (73, 'THREAD_MAP'), (77, 'STAT_ROUND')):
     b = bytearray(B)
     struct.pack_into('<I', b, round_[0], t)
     out('round-as-' + name, b)
+# A byte flipped in a sample's cpu (identifier, ip, tid, time, then cpu): perf script crashes.
+b = bytearray(B)
+struct.pack_into('<I', b, sample[0] + 8 + 32, 0xba0001)
+out('sample-cpu-garbage', b)
 
 # .tmp files as a kill leaves them: no features, data size as last checkpointed.
 tmp = bytearray(B[:table])
@@ -103,7 +107,7 @@ for f in "$T"/bad/*.data; do
 		[ -e "$T/rec.data" ] && fail "$name: recover failed but left $T/rec.data"
 	fi
 done
-[ $nbad = 15 ] || fail "expected 15 damaged files, found $nbad"
+[ $nbad = 16 ] || fail "expected 16 damaged files, found $nbad"
 
 # Killed before its first record (header and attrs, maybe half a record):
 # nothing to recover, and no file published.

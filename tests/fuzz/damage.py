@@ -61,6 +61,10 @@ if sample:
     struct.pack_into('<H', b, sample[0] + 6, sample[2] - 8)
     struct.pack_into('<IHH', b, sample[0] + sample[2] - 8, 68, 0, 8)
     out('sample-short.data', b)
+    # A byte flipped in its cpu (after identifier, ip, tid, time): perf script crashes.
+    b = bytearray(B)
+    struct.pack_into('<I', b, sample[0] + 8 + 32, 0xba0001)
+    out('sample-cpu-garbage.data', b)
 if round_:
     for t, name in ((69, 'ID_INDEX'), (73, 'THREAD_MAP'), (77, 'STAT_ROUND')):
         b = bytearray(B)

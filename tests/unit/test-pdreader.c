@@ -153,6 +153,8 @@ enum mut {
 	AS_STAT, AS_STAT_ROUND, AS_EVENT_UPDATE, AS_COMPRESSED2,
 	/* Records too short for their type's fields. */
 	COMM_AS_MMAP2, COMM_WITHOUT_NUL,
+	/* A cpu no host has: perf script crashes on it (a byte flipped in the cpu field). */
+	SAMPLE_CPU_GARBAGE,
 };
 
 /* Apply @m to a copy of the good file; returns its length and the offset expected. */
@@ -262,6 +264,10 @@ static size_t mutate(const struct good *g, unsigned char *b, enum mut m, uint64_
 		memset(b + g->first_rec + 16, 'x', 16);
 		*ret_off = g->first_rec;
 		break;
+	case SAMPLE_CPU_GARBAGE:
+		put32(b, g->first_sample + 8 + 32, 0xba0001);
+		*ret_off = g->first_sample;
+		break;
 	}
 	return len;
 }
@@ -301,6 +307,7 @@ Test(pdreader, damaged_files_are_rejected_with_problem_and_offset)
 		{ AS_COMPRESSED2, "COMPRESSED2 record: perf 6.1 does not read it" },
 		{ COMM_AS_MMAP2, "MMAP2 record too short for its fields" },
 		{ COMM_WITHOUT_NUL, "COMM record without a NUL-terminated comm" },
+		{ SAMPLE_CPU_GARBAGE, "SAMPLE on cpu 12189697, which no host has" },
 	};
 	struct good g;
 

@@ -1240,7 +1240,8 @@ int recorder_recover_leftovers(struct recorder *rec)
 			if (pass == 0 && our_file(c, de->d_name, ".json.tmp")) {
 				log_notice("Removed %s: a manifest an interrupted run did not finish", path);
 				unlink(path);
-			} else if (pass == 0 && our_file(c, de->d_name, "-recovered.data.tmp")) {
+			} else if (pass == 0 && (our_file(c, de->d_name, "-recovered.data.tmp") ||
+						 (strstr(de->d_name, ".data.recovering-") && our_file(c, de->d_name, "")))) {
 				/* A recovery cut short; its source is still there. */
 				unlink(path);
 			} else if (pass == 0 && our_file(c, de->d_name, ".data.tmp") && !tmp_in_use(path)) {

@@ -1044,8 +1044,23 @@ static int check_features(struct perfrec_pdreader *r)
 		PERFREC_FEAT_HOSTNAME, PERFREC_FEAT_OSRELEASE, PERFREC_FEAT_VERSION,
 		PERFREC_FEAT_ARCH, PERFREC_FEAT_CPUDESC, PERFREC_FEAT_CPUID,
 	};
+	uint64_t k = 0;
 	int ret;
 
+	/*
+	 * perf writes an empty section for a feature it failed to gather and
+	 * ignores it; hotspot's perfparser rejects one ("Feature announced in
+	 * header but not present"), so a sound file has none.
+	 */
+	for (int f = 0; f < PERFREC_FEAT_BITS; f++) {
+		if (!r->has_feat[f])
+			continue;
+		if (r->feats[f].size == 0)
+			return fail(r, r->pipe ? r->feats[f].offset : r->table_off + k * sizeof(struct perfrec_file_section),
+				    "feature %s announced in the header but its section is empty",
+				    perfrec_pdreader__feature_name(f));
+		k++;
+	}
 	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
 		const struct perfrec_file_section *s = &r->feats[strings[i]];
 		uint64_t n;
@@ -1124,6 +1139,26 @@ static size_t attr_index(const struct perfrec_pdreader *r, const struct perfrec_
 	return (size_t)(a - r->attrs);
 }
 
+/* HEADER_NRCPUS' count of available CPUs, 0 when the file has none. */
+static uint32_t nr_cpus_avail(const struct perfrec_pdreader *r)
+{
+	if (!r->has_feat[PERFREC_FEAT_NRCPUS] || r->feats[PERFREC_FEAT_NRCPUS].size < 4)
+		return 0;
+	return get32(r->buf + r->feats[PERFREC_FEAT_NRCPUS].offset);
+}
+
+/*
+ * perf indexes per-CPU state by a record's cpu: a garbage one (1 << 24 and
+ * up, found by fuzzing) makes perf script, report and perfparser crash.
+ * Refuse what no recording host has: at or past both the file's CPU count
+ * and 4096 (hosts beyond that are not worth a false alarm).  -1 is perf's
+ * "any CPU".
+ */
+static bool cpu_plausible(const struct perfrec_pdreader *r, uint32_t cpu)
+{
+	return cpu == UINT32_MAX || cpu < MAX_CPUS || cpu < nr_cpus_avail(r);
+}
+
 static int check_sample(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
 			enum id_mode mode)
 {
@@ -1158,6 +1193,10 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 		return fail(r, off, "SAMPLE (size %u) does not parse for its attr's sample_type 0x%llx read_format 0x%llx",
 			    rec->size, (unsigned long long)a->attr.sample_type, (unsigned long long)a->attr.read_format);
 
+	if ((a->attr.sample_type & PERF_SAMPLE_CPU) && !cpu_plausible(r, s.cpu))
+		return fail(r, off, "SAMPLE on cpu %u, which no host has (the file's NRCPUS says %u)",
+			    s.cpu, nr_cpus_avail(r));
+
 	r->stats.nr_samples++;
 	r->per_attr[attr_index(r, a)]++;
 	if (a->attr.sample_type & PERF_SAMPLE_CPU) {
@@ -1181,10 +1220,201 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 	return 0;
 }
 
+/*
+ * What a kernel record holds between its header and its sample_id trailer:
+ * the fixed fields' bytes and, where a C string follows them (a comm, a file
+ * or symbol name), its offset.  Readers take those strings as they come, so
+ * one without a NUL inside its record is damage.  perf 6.1 knows the types up
+ * to AUX_OUTPUT_HW_ID (21); NAMESPACES and TEXT_POKE also carry counts.
+ */
+static const struct { uint16_t fixed; uint16_t str; } kernel_body[] = {
+	[PERF_RECORD_MMAP] = { 32, 32 },            /* pid tid addr len pgoff filename */
+	[PERF_RECORD_LOST] = { 16, 0 },             /* id lost */
+	[PERF_RECORD_COMM] = { 8, 8 },              /* pid tid comm */
+	[PERF_RECORD_EXIT] = { 24, 0 },             /* pid ppid tid ptid time */
+	[PERF_RECORD_THROTTLE] = { 24, 0 },         /* time id stream_id */
+	[PERF_RECORD_UNTHROTTLE] = { 24, 0 },
+	[PERF_RECORD_FORK] = { 24, 0 },
+	[PERF_RECORD_READ] = { 16, 0 },             /* pid tid value */
+	[PERF_RECORD_MMAP2] = { 64, 64 },           /* ... maj min ino/build id, prot flags, filename */
+	[PERF_RECORD_AUX] = { 24, 0 },              /* aux_offset aux_size flags */
+	[PERF_RECORD_ITRACE_START] = { 8, 0 },      /* pid tid */
+	[PERF_RECORD_LOST_SAMPLES] = { 8, 0 },      /* lost */
+	[PERF_RECORD_SWITCH] = { 0, 0 },
+	[PERF_RECORD_SWITCH_CPU_WIDE] = { 8, 0 },   /* next_prev_pid next_prev_tid */
+	[PERF_RECORD_NAMESPACES] = { 16, 0 },       /* pid tid nr, then nr {dev, ino} */
+	[PERF_RECORD_KSYMBOL] = { 16, 16 },         /* addr len ksym_type flags name */
+	[PERF_RECORD_BPF_EVENT] = { 16, 0 },        /* type flags id tag */
+	[PERF_RECORD_CGROUP] = { 8, 8 },            /* id path */
+	[PERF_RECORD_TEXT_POKE] = { 12, 0 },        /* addr old_len new_len bytes */
+	[PERF_RECORD_AUX_OUTPUT_HW_ID] = { 8, 0 },  /* hw_id */
+};
+#define KERNEL_TYPES_KNOWN (sizeof(kernel_body) / sizeof(kernel_body[0]))
+
+static int check_kernel_body(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
+			     size_t trailer)
+{
+	const unsigned char *p = (const unsigned char *)(rec + 1);
+	const char *name = perfrec_event__type_name(rec->type);
+	size_t body = rec->size - sizeof(*rec), need;
+
+	if (trailer > body)
+		return fail(r, off, "%s too short for its sample_id trailer (size %u)", name, rec->size);
+	body -= trailer;
+	need = kernel_body[rec->type].fixed;
+	if (rec->type == PERF_RECORD_NAMESPACES && body >= need)
+		need += (size_t)(get64(p + 8) <= body / 16 ? get64(p + 8) * 16 : body + 1);
+	else if (rec->type == PERF_RECORD_TEXT_POKE && body >= need)
+		need += (size_t)(p[8] | p[9] << 8) + (size_t)(p[10] | p[11] << 8);
+	if (body < need)
+		return fail(r, off, "%s record too short for its fields (size %u, its fields need %zu bytes before the sample_id trailer)",
+			    name, rec->size, need + sizeof(*rec));
+	if (kernel_body[rec->type].str &&
+	    (body <= kernel_body[rec->type].str ||
+	     !memchr(p + kernel_body[rec->type].str, '\0', body - kernel_body[rec->type].str)))
+		return fail(r, off, "%s record without a NUL-terminated %s (size %u)", name,
+			    rec->type == PERF_RECORD_COMM ? "comm" : rec->type == PERF_RECORD_CGROUP ? "path" : "name",
+			    rec->size);
+	return 0;
+}
+
+/* perf_record_cpu_map_data (perf 6.1 layout, packed) in @len bytes at @p. */
+static bool cpu_map_data_ok(const unsigned char *p, size_t len)
+{
+	uint16_t type, nr, long_size;
+
+	if (len < 4)
+		return false;
+	type = (uint16_t)(p[0] | p[1] << 8);
+	nr = (uint16_t)(p[2] | p[3] << 8);
+	switch (type) {
+	case 0: /* PERF_CPU_MAP__CPUS: nr, cpu[nr] */
+		return 4 + (size_t)nr * 2 <= len;
+	case 1: /* PERF_CPU_MAP__MASK: nr, long_size, then u32 or (after 4 pad bytes) u64 masks */
+		if (len < 6)
+			return false;
+		long_size = (uint16_t)(p[4] | p[5] << 8);
+		if (long_size == 4)
+			return 6 + (size_t)nr * 4 <= len;
+		if (long_size == 8)
+			return 10 + (size_t)nr * 8 <= len;
+		return false;
+	case 2: /* PERF_CPU_MAP__RANGE_CPUS: any_cpu, pad, start_cpu, end_cpu */
+		return len >= 8;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The records perf writes beside the kernel's (types 64 and up): each must
+ * hold what perf 6.1 reads from it, or perf script stops at it (ID_INDEX
+ * naming an unknown id, a THREAD_MAP or CPU_MAP whose entries run past it)
+ * or even crashes (STAT_ROUND).  Types a profile has no business carrying,
+ * which perf cannot process here either, are refused outright.
+ */
+static int check_user_record(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+	const char *name = perfrec_event__type_name(rec->type);
+	size_t size = rec->size;
+
+	switch (rec->type) {
+	case PERFREC_RECORD_HEADER_ATTR:
+		/* Pipe data: checked and taken in load_pipe(). */
+		if (!r->pipe)
+			return fail(r, off, "HEADER_ATTR record in a file that has an attrs section (perf would take it as another event)");
+		return 0;
+	case PERFREC_RECORD_HEADER_TRACING_DATA:
+		return fail(r, off, "TRACING_DATA record: tracepoint data carried in records is not supported (perf reads it from the bytes that follow)");
+	case PERFREC_RECORD_HEADER_BUILD_ID:
+		/* pid, build_id[24], NUL-terminated file name */
+		if (size < 8 + 4 + 24 + 1 || !memchr(p + 36, '\0', size - 36))
+			return fail(r, off, "HEADER_BUILD_ID record too short or its file name not NUL-terminated (size %u)", rec->size);
+		return 0;
+	case PERFREC_RECORD_ID_INDEX: {
+		/* nr, then nr { id, idx, cpu, tid } */
+		uint64_t nr;
+
+		if (size < 16)
+			return fail(r, off, "ID_INDEX record too short (size %u)", rec->size);
+		nr = get64(p + 8);
+		if (nr > (size - 16) / 32)
+			return fail(r, off, "ID_INDEX record lists %llu entries but has room for %zu",
+				    (unsigned long long)nr, (size - 16) / 32);
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t id = get64(p + 16 + i * 32);
+
+			if (!perfrec_pdreader__attr_by_id(r, id))
+				return fail(r, off, "ID_INDEX record names unknown id %llu", (unsigned long long)id);
+		}
+		return 0;
+	}
+	case PERFREC_RECORD_AUXTRACE_INFO:
+	case PERFREC_RECORD_AUXTRACE:
+	case PERFREC_RECORD_AUXTRACE_ERROR:
+		return fail(r, off, "%s record: AUX area tracing data is not supported", name);
+	case PERFREC_RECORD_THREAD_MAP: {
+		/* nr, then nr { pid, comm[16] } */
+		uint64_t nr = size >= 16 ? get64(p + 8) : 0;
+
+		if (size < 16 || nr > (size - 16) / 24)
+			return fail(r, off, "THREAD_MAP record's entries run past it (size %u, %llu entries)",
+				    rec->size, (unsigned long long)nr);
+		return 0;
+	}
+	case PERFREC_RECORD_CPU_MAP:
+		if (!cpu_map_data_ok(p + 8, size - 8))
+			return fail(r, off, "CPU_MAP record of unknown kind or with cpus running past it (size %u)", rec->size);
+		return 0;
+	case PERFREC_RECORD_STAT_CONFIG: {
+		/* nr, then nr { tag, val } */
+		uint64_t nr = size >= 16 ? get64(p + 8) : 0;
+
+		if (size < 16 || nr > (size - 16) / 16)
+			return fail(r, off, "STAT_CONFIG record's entries run past it (size %u)", rec->size);
+		return 0;
+	}
+	case PERFREC_RECORD_STAT:
+	case PERFREC_RECORD_STAT_ROUND:
+		return fail(r, off, "%s record: perf stat counts are not profile data (perf script fails on them)", name);
+	case PERFREC_RECORD_EVENT_UPDATE: {
+		/* type, id, then a unit or name string, a double scale, or a cpu map */
+		uint64_t type, id;
+
+		if (size < 24)
+			return fail(r, off, "EVENT_UPDATE record too short (size %u)", rec->size);
+		type = get64(p + 8);
+		id = get64(p + 16);
+		if (!perfrec_pdreader__attr_by_id(r, id))
+			return fail(r, off, "EVENT_UPDATE record for unknown id %llu", (unsigned long long)id);
+		if ((type == 0 || type == 2) && !memchr(p + 24, '\0', size - 24))
+			return fail(r, off, "EVENT_UPDATE record's %s is not NUL-terminated", type ? "name" : "unit");
+		if (type == 1 && size < 32)
+			return fail(r, off, "EVENT_UPDATE record too short for its scale (size %u)", rec->size);
+		if (type == 3 && !cpu_map_data_ok(p + 24, size - 24))
+			return fail(r, off, "EVENT_UPDATE record's cpu map is of unknown kind or runs past it");
+		return 0;
+	}
+	case PERFREC_RECORD_TIME_CONV:
+		if (size < 32)
+			return fail(r, off, "TIME_CONV record too short (size %u)", rec->size);
+		return 0;
+	case PERFREC_RECORD_HEADER_FEATURE:
+		if (size < 16)
+			return fail(r, off, "HEADER_FEATURE record too short (size %u)", rec->size);
+		return 0;
+	case PERFREC_RECORD_COMPRESSED2:
+		return fail(r, off, "COMPRESSED2 record: perf 6.1 does not read it (only COMPRESSED, type 81)");
+	default: /* HEADER_EVENT_TYPE, FINISHED_ROUND, COMPRESSED (raw), FINISHED_INIT */
+		return 0;
+	}
+}
+
 static int check_record(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off,
 			enum id_mode mode, bool trailer_ids)
 {
-	bool kernel = rec->type > 0 && rec->type < PERF_RECORD_MAX;
+	bool kernel = rec->type > 0 && rec->type < KERNEL_TYPES_KNOWN;
 	bool user = rec->type >= PERFREC_RECORD_HEADER_ATTR && rec->type < PERFREC_RECORD_USER_MAX;
 	size_t trailer = 0;
 	int ret;
@@ -1194,7 +1424,9 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 	r->stats.by_type[rec->type]++;
 	if (rec->type == PERF_RECORD_SAMPLE)
 		return check_sample(r, rec, off, mode);
-	if (kernel && trailer_ids) {
+	if (user)
+		return check_user_record(r, rec, off);
+	if (trailer_ids) {
 		const struct perfrec_pdreader_attr *a;
 		struct perfrec_sample_id sid;
 		uint64_t id;
@@ -1215,27 +1447,24 @@ static int check_record(struct perfrec_pdreader *r, const struct perf_event_head
 		if (ret < 0)
 			return fail(r, off, "%s too short for its sample_id trailer (size %u)",
 				    perfrec_event__type_name(rec->type), rec->size);
+		if ((a->attr.sample_type & PERF_SAMPLE_CPU) && !cpu_plausible(r, sid.cpu))
+			return fail(r, off, "%s on cpu %u, which no host has (the file's NRCPUS says %u)",
+				    perfrec_event__type_name(rec->type), sid.cpu, nr_cpus_avail(r));
 		trailer = perfrec_sample_id__size(a->attr.sample_type);
 	}
+	ret = check_kernel_body(r, rec, off, trailer);
+	if (ret < 0)
+		return ret;
 	if (rec->type == PERF_RECORD_LOST) {
 		uint64_t lost;
 
-		if (rec->size < 24)
-			return fail(r, off, "LOST record too short (size %u)", rec->size);
 		memcpy(&lost, (const unsigned char *)rec + 16, 8);
 		r->stats.lost += lost;
 	} else if (rec->type == PERF_RECORD_LOST_SAMPLES) {
 		uint64_t lost;
 
-		if (rec->size < 16)
-			return fail(r, off, "LOST_SAMPLES record too short (size %u)", rec->size);
 		memcpy(&lost, (const unsigned char *)rec + 8, 8);
 		r->stats.lost_samples += lost;
-	} else if (rec->type == PERF_RECORD_CGROUP) {
-		/* u64 id, then the path readers take as a C string, then the trailer */
-		if (rec->size < 24 + trailer ||
-		    !memchr((const char *)rec + 16, '\0', rec->size - 16u - trailer))
-			return fail(r, off, "CGROUP record without a NUL-terminated path (size %u)", rec->size);
 	}
 	return 0;
 }
@@ -1251,6 +1480,37 @@ static void reset_stats(struct perfrec_pdreader *r)
 	r->stats.samples_per_cpu = r->per_cpu;
 }
 
+static int alloc_stats(struct perfrec_pdreader *r)
+{
+	if (!r->per_cpu) {
+		r->per_cpu = calloc(MAX_CPUS, sizeof(*r->per_cpu));
+		r->per_attr = calloc(r->nr_attrs ? r->nr_attrs : 1, sizeof(*r->per_attr));
+		if (!r->per_cpu || !r->per_attr)
+			return -ENOMEM;
+		r->stats.samples_per_attr = r->per_attr;
+		r->stats.samples_per_cpu = r->per_cpu;
+	}
+	return 0;
+}
+
+int perfrec_pdreader__check_record(struct perfrec_pdreader *r, const struct perf_event_header *rec,
+				   uint64_t offset)
+{
+	bool trailer_ids;
+	enum id_mode mode;
+	int ret;
+
+	if (!r || !rec || rec->size < sizeof(*rec))
+		return -EINVAL;
+	if (r->broken)
+		return fail(r, 0, "file structure unusable");
+	ret = alloc_stats(r);
+	if (ret < 0)
+		return ret;
+	mode = sample_id_mode(r, &trailer_ids);
+	return check_record(r, rec, offset, mode, trailer_ids);
+}
+
 int perfrec_pdreader__verify(struct perfrec_pdreader *r)
 {
 	const struct perf_event_header *rec;
@@ -1259,12 +1519,9 @@ int perfrec_pdreader__verify(struct perfrec_pdreader *r)
 	uint64_t off;
 	int ret;
 
-	if (!r->per_cpu) {
-		r->per_cpu = calloc(MAX_CPUS, sizeof(*r->per_cpu));
-		r->per_attr = calloc(r->nr_attrs ? r->nr_attrs : 1, sizeof(*r->per_attr));
-		if (!r->per_cpu || !r->per_attr)
-			return -ENOMEM;
-	}
+	ret = alloc_stats(r);
+	if (ret < 0)
+		return ret;
 	reset_stats(r);
 	if (r->err[0])
 		return -EBADMSG; /* found while opening */
@@ -1283,6 +1540,12 @@ int perfrec_pdreader__verify(struct perfrec_pdreader *r)
 	ret = check_features(r);
 	if (ret < 0)
 		return ret;
+	/*
+	 * perf: "data size field is 0 which is unexpected", and it reads
+	 * nothing.  (Salvage reads a .tmp's records to its end instead.)
+	 */
+	if (!r->pipe && r->data_end <= r->data_off)
+		return fail(r, 48, "data section is empty (data size 0): no records, and perf refuses the file");
 
 	mode = sample_id_mode(r, &trailer_ids);
 	perfrec_pdreader__rewind(r);

@@ -5,13 +5,16 @@
  * the records are walked here over our own mapping of the file, because a
  * checkpointed .tmp has more whole records after the data size its header
  * names, and those are exactly what a crash must not cost.  Each record is
- * checked the way the verifier would check it, so the file we write verifies;
- * the walk stops at the first record that is cut or not sound.  The copy is a
- * byte copy of the good prefix of the data section, then the feature sections
- * a finished file has.
+ * checked by the verifier's own per-record check (perfrec_pdreader__
+ * check_record); the walk stops at the first record that is cut or not sound.
+ * The copy is a byte copy of the good prefix of the data section, then the
+ * feature sections a finished file has.  A source without one whole record
+ * gives no file at all (perf refuses data size 0), and the output is verified
+ * before it takes its name, so recovery never publishes a file verify rejects.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +39,19 @@ struct walk {
 	uint64_t pos, end;
 	struct perfrec_pdreader *r;
 	bool ident;        /* every attr has PERF_SAMPLE_IDENTIFIER */
-	bool trailer_ids;  /* ... and sample_id_all: kernel records end in the id */
 	uint64_t first_time, last_time;
 	bool has_time;
 	struct perfrec_buildid_table *bt;
 	struct perfrec_recover_stats st;
+	/*
+	 * The last point where no record was left half-decompressed: a
+	 * COMPRESSED record whose last inner record continues in the next one
+	 * cannot end the copy.
+	 */
+	uint64_t whole_pos;
+	struct perfrec_recover_stats whole_st;
+	uint64_t whole_first_time, whole_last_time;
+	bool whole_has_time;
 	unsigned char scratch[65536]; /* a record at an unaligned offset */
 	/* COMPRESSED records (compress=): checked by what they hold */
 	struct perfrec_decompress *dz;
@@ -150,13 +161,10 @@ static const struct perfrec_pdreader_attr *sample_attr(const struct walk *wk, co
 /* Is @rec a record the verifier accepts?  Notes samples and MMAP2s. */
 static bool sound_record(struct walk *wk, const struct perf_event_header *rec)
 {
-	bool kernel = rec->type > 0 && rec->type < PERF_RECORD_MAX;
-	bool user = rec->type >= PERFREC_RECORD_HEADER_ATTR && rec->type < PERFREC_RECORD_USER_MAX;
-
-	if (!kernel && !user)
-		return false;
 	if (rec->type == PERFREC_RECORD_COMPRESSED)
 		return sound_compressed(wk, rec);
+	if (perfrec_pdreader__check_record(wk->r, rec, wk->pos) < 0)
+		return false;
 	if (rec->type == PERF_RECORD_SAMPLE) {
 		const struct perfrec_pdreader_attr *a = sample_attr(wk, rec);
 		struct perfrec_sample s;
@@ -174,19 +182,6 @@ static bool sound_record(struct walk *wk, const struct perf_event_header *rec)
 		perfrec_buildid_table__note_sample_pid(wk->bt, s.pid,
 			(rec->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 		return true;
-	}
-	if (kernel && wk->trailer_ids) {
-		const struct perfrec_pdreader_attr *a;
-		struct perfrec_sample_id sid;
-		uint64_t id;
-
-		if (rec->size < 16)
-			return false;
-		memcpy(&id, (const unsigned char *)rec + rec->size - 8, 8);
-		/* id 0: records perf (and synth) stamp with the first attr's layout. */
-		a = id == 0 ? perfrec_pdreader__attr(wk->r, 0) : perfrec_pdreader__attr_by_id(wk->r, id);
-		if (!a || perfrec_sample_id__parse(rec, a->attr.sample_type, &sid) < 0)
-			return false;
 	}
 	if (rec->type == PERF_RECORD_MMAP2)
 		perfrec_buildid_table__note_mmap2(wk->bt, rec);
@@ -218,7 +213,20 @@ static void walk_records(struct walk *wk)
 			break;
 		wk->st.records++;
 		wk->pos += h.size;
+		if (!wk->carry) {
+			wk->whole_pos = wk->pos;
+			wk->whole_st = wk->st;
+			wk->whole_first_time = wk->first_time;
+			wk->whole_last_time = wk->last_time;
+			wk->whole_has_time = wk->has_time;
+		}
 	}
+	/* Back to the last record that left nothing half-decompressed. */
+	wk->pos = wk->whole_pos;
+	wk->st = wk->whole_st;
+	wk->first_time = wk->whole_first_time;
+	wk->last_time = wk->whole_last_time;
+	wk->has_time = wk->whole_has_time;
 }
 
 /* A name for an event whose file lost its EVENT_DESC (every .tmp). */
@@ -292,21 +300,91 @@ out:
 	return r;
 }
 
+/*
+ * Start the output in a temporary file of its own beside @dst: not
+ * "@dst.tmp", which is the source itself in the obvious
+ * `perfrecctl recover X.data.tmp -o X.data` (and a live recorder's name).
+ */
+static int create_output(const char *dst, struct perfrec_pdwriter **ret_w, char **ret_tmp)
+{
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
+	char *tmp;
+	int fd, r = 0;
+
+	if (asprintf(&tmp, "%s.recovering-XXXXXX", dst) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		free(tmp);
+		return r;
+	}
+	/* The mode a published file has (perfrec_pdwriter__create). */
+	if (fchmod(fd, 0640) < 0 || (r = perfrec_pdwriter__new(fd, &wo, ret_w)) < 0) {
+		r = r < 0 ? r : -errno;
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return r;
+	}
+	*ret_tmp = tmp;
+	return 0;
+}
+
+/* The verifier's verdict on what we wrote: -EPROTO if it rejects it (a bug here). */
+static int output_verifies(const char *path)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_pdreader *r;
+	int ret;
+
+	ret = perfrec_pdreader__open(path, &ro, &r);
+	if (ret < 0)
+		return ret;
+	ret = perfrec_pdreader__verify(r);
+	perfrec_pdreader__free(r);
+	return ret == -EBADMSG ? -EPROTO : ret;
+}
+
+/* Rename @tmp to @dst and make the new name durable. */
+static int publish(const char *tmp, const char *dst)
+{
+	char *dir_copy;
+	int dfd, r = 0;
+
+	if (rename(tmp, dst) < 0)
+		return -errno;
+	dir_copy = strdup(dst);
+	if (!dir_copy)
+		return -ENOMEM;
+	dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+	} else {
+		if (fsync(dfd) < 0)
+			r = -errno;
+		close(dfd);
+	}
+	free(dir_copy);
+	return r;
+}
+
 static int write_file(struct walk *wk, const struct perfrec_file_header *h, const char *dst,
-		      const struct perfrec_recover_opts *opts)
+		      const struct perfrec_recover_opts *opts, bool source_features)
 {
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct perfrec_pdwriter *w = NULL;
 	size_t nr_attrs = perfrec_pdreader__nr_attrs(wk->r);
 	uint64_t attr_sz = h->attr_size - sizeof(struct perfrec_file_section);
 	int clockid = -1;
+	char *tmp = NULL;
 	int r;
 
 	/* Keep the file's attr size where our writer can write it. */
 	if (attr_sz < PERF_ATTR_SIZE_VER0 || attr_sz > sizeof(struct perf_event_attr) || attr_sz % 8)
 		attr_sz = sizeof(struct perf_event_attr);
 
-	r = perfrec_pdwriter__create(dst, &w);
+	r = create_output(dst, &w, &tmp);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < nr_attrs; i++) {
@@ -376,7 +454,7 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 	 * the host and run that recorded it, so they win over ours.  EVENT_DESC
 	 * the writer builds from the attrs; SAMPLE_TIME we measured.
 	 */
-	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
+	for (int f = 1; source_features && f < PERFREC_FEAT_BITS; f++) {
 		const void *body;
 		size_t len;
 
@@ -388,16 +466,23 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 		if (r < 0)
 			goto fail;
 	}
-	r = perfrec_pdwriter__finish(w);
-	if (r < 0)
-		goto fail;
-	r = perfrec_pdwriter__publish(w);
+	r = perfrec_pdwriter__finish(w); /* and fsync */
 	if (r < 0)
 		goto fail;
 	perfrec_pdwriter__free(w, false);
+	w = NULL;
+	r = output_verifies(tmp);
+	if (r < 0)
+		goto fail;
+	r = publish(tmp, dst);
+	if (r < 0)
+		goto fail;
+	free(tmp);
 	return 0;
 fail:
-	perfrec_pdwriter__free(w, true);
+	perfrec_pdwriter__free(w, false);
+	unlink(tmp);
+	free(tmp);
 	return r;
 }
 
@@ -463,23 +548,27 @@ int perfrec_recover__file(const char *src, const char *dst, const struct perfrec
 	else
 		wk->end = h->data.offset + h->data.size;
 
-	wk->ident = wk->trailer_ids = true;
-	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(wk->r); i++) {
-		const struct perf_event_attr *a = &perfrec_pdreader__attr(wk->r, i)->attr;
-
-		wk->ident &= !!(a->sample_type & PERF_SAMPLE_IDENTIFIER);
-		wk->trailer_ids &= !!a->sample_id_all;
-	}
-	wk->trailer_ids &= wk->ident;
+	wk->ident = true;
+	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(wk->r); i++)
+		wk->ident &= !!(perfrec_pdreader__attr(wk->r, i)->attr.sample_type & PERF_SAMPLE_IDENTIFIER);
 
 	r = perfrec_buildid_table__new(&wk->bt);
 	if (r < 0)
 		goto out;
+	wk->whole_pos = wk->pos;
 	walk_records(wk);
 	wk->st.bytes = wk->pos - h->data.offset;
 	wk->st.dropped_bytes = wk->end - wk->pos;
+	/* perf refuses data size 0: a .tmp killed before its first record has nothing to give. */
+	if (wk->st.records == 0) {
+		r = -ENODATA;
+		goto out;
+	}
 
-	r = write_file(wk, h, dst, opts);
+	r = write_file(wk, h, dst, opts, true);
+	/* A damaged source's own feature sections may be what fails: ours are sound. */
+	if (r == -EPROTO)
+		r = write_file(wk, h, dst, opts, false);
 	if (r == 0 && ret_stats)
 		*ret_stats = wk->st;
 out:

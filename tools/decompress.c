@@ -8,8 +8,10 @@
  * none at level 0; --pipe (or OUT "-", stdout) writes the pipe-mode stream
  * instead of a seekable file.  IN may be a file, a pipe-mode file or "-"
  * (stdin).  Attrs, ids, names and features are carried over; the writer makes
- * EVENT_DESC and HEADER_COMPRESSED itself.  Exit 0 done, 1 the input is not
- * sound perf data, 2 usage or I/O errors.
+ * EVENT_DESC and HEADER_COMPRESSED itself.  The input must pass verify
+ * (nothing is written otherwise) and so must a file written.  Exit 0 done, 1
+ * the input is not sound perf data (or the copy would not be), 2 usage or
+ * I/O errors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -120,6 +122,28 @@ static int transcode(const char *cmd, const char *in_path, struct perfrec_pdread
 	return 0;
 }
 
+/* What we wrote must pass verify like its input did; EXIT_BAD if not (a bug). */
+static int output_verifies(const char *cmd, const char *path)
+{
+	struct perfrec_pdreader_opts opts = { .sz = sizeof(opts) };
+	struct perfrec_pdreader *r;
+	uint64_t off;
+	int ret;
+
+	ret = perfrec_pdreader__open(path, &opts, &r);
+	if (ret < 0) {
+		fprintf(stderr, "perfrecctl %s: cannot read back %s: %s\n", cmd, path, strerror(-ret));
+		return EXIT_USAGE;
+	}
+	ret = perfrec_pdreader__verify(r);
+	if (ret < 0)
+		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path,
+			ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret),
+			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
+	perfrec_pdreader__free(r);
+	return ret < 0 ? EXIT_BAD : 0;
+}
+
 static int run(const char *cmd, const char *in_path, const char *out_path, bool pipe, int level)
 {
 	struct perfrec_pdreader *in = NULL;
@@ -141,6 +165,19 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 		perfrec_pdreader__free(in);
 		return EXIT_BAD;
 	}
+	/*
+	 * Only sound input: a copy of a file perf or perfparser refuse would
+	 * be refused too, or worse, pass for sound once re-encoded.
+	 */
+	if (perfrec_pdreader__verify(in) < 0) {
+		uint64_t off;
+		const char *msg = perfrec_pdreader__error(in, &off);
+
+		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu (perfrecctl verify rejects it)\n", cmd, in_path,
+			msg[0] ? msg : "cannot be verified", (unsigned long long)off);
+		perfrec_pdreader__free(in);
+		return EXIT_BAD;
+	}
 	r = open_output(out_path, pipe, level, &out);
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path,
@@ -151,6 +188,8 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 	rc = transcode(cmd, in_path, in, out_path, out);
 	perfrec_pdwriter__free(out, false);
 	perfrec_pdreader__free(in);
+	if (rc == 0 && strcmp(out_path, "-"))
+		rc = output_verifies(cmd, out_path);
 	if (rc && strcmp(out_path, "-"))
 		unlink(out_path); /* no half copy left looking like a result */
 	return rc;

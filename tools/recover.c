@@ -3,8 +3,10 @@
  * `perfrecctl recover FILE [-o OUT]`: turns the "X.data.tmp" a crashed
  * perfrecd left behind (or any damaged perf.data) into a complete file that
  * perf and hotspot read, keeping every whole record.  Default OUT for
- * "X.data.tmp" is "X-recovered.data", for anything else "FILE.recovered".
- * Exit 0 on success, 1 when the file cannot be recovered, 2 on usage errors.
+ * "X.data.tmp" is "X-recovered.data", for anything else "FILE.recovered";
+ * `-o X.data` finishes the file under the name it was being written for.
+ * Exit 0 on success, 1 when the file cannot be recovered or holds no whole
+ * record (no OUT is written then), 2 on usage errors.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -85,8 +87,15 @@ int cmd_recover(int argc, char **argv)
 	if (r < 0) {
 		if (r == -EBADMSG)
 			fprintf(stderr, "%s: cannot recover: no usable perf.data header or attrs\n", in);
-		else if (r == -EEXIST)
-			fprintf(stderr, "%s: cannot recover into %s: %s.tmp exists\n", in, out, out);
+		else if (r == -ENODATA)
+			fprintf(stderr, "%s: nothing to recover: no whole record after the header and attrs (%s not written)\n",
+				in, out);
+		else if (r == -EBUSY)
+			fprintf(stderr, "%s: a running perfrecd is still writing it; it is not a leftover (%s not written)\n",
+				in, out);
+		else if (r == -EPROTO)
+			fprintf(stderr, "%s: cannot recover: the file written would not pass verify (%s not written)\n",
+				in, out);
 		else
 			fprintf(stderr, "%s: cannot recover into %s: %s\n", in, out, strerror(-r));
 		free(def);
@@ -95,6 +104,10 @@ int cmd_recover(int argc, char **argv)
 	printf("Recovered %llu records (%llu samples) into %s; %llu bytes after the last whole record dropped\n",
 	       (unsigned long long)st.records, (unsigned long long)st.samples, out,
 	       (unsigned long long)st.dropped_bytes);
+	/* The source stays (recovery never destroys its input), but perfrecd would redo it. */
+	if (ends_with(in, ".data.tmp"))
+		printf("%s is left in place: remove it once %s is checked, or perfrecd recovers it again at its next start\n",
+		       in, out);
 	free(def);
 	return 0;
 }

@@ -148,6 +148,13 @@ enum mut {
 	CUT_HEADER, BAD_MAGIC, SWAPPED_MAGIC, HEADER_SIZE, ATTRS_PAST_EOF, IDS_PAST_EOF,
 	DATA_PAST_EOF, REC_SIZE_0, REC_PAST_DATA, REC_TYPE, FEAT_TABLE_PAST_EOF,
 	FEAT_PAST_EOF, FEAT_STRING, DUP_IDS, SAMPLE_UNKNOWN_ID, SAMPLE_SHORT, TRAILER_UNKNOWN_ID,
+	/* Records perf script stops at (perf 6.1 exits non-zero), retyped from the first sample. */
+	AS_TRACING_DATA, AS_ID_INDEX, AS_AUXTRACE_INFO, AS_AUXTRACE, AS_THREAD_MAP, AS_CPU_MAP,
+	AS_STAT, AS_STAT_ROUND, AS_EVENT_UPDATE, AS_COMPRESSED2,
+	/* Records too short for their type's fields. */
+	COMM_AS_MMAP2, COMM_WITHOUT_NUL,
+	/* A cpu no host has: perf script crashes on it (a byte flipped in the cpu field). */
+	SAMPLE_CPU_GARBAGE,
 };
 
 /* Apply @m to a copy of the good file; returns its length and the offset expected. */
@@ -227,6 +234,40 @@ static size_t mutate(const struct good *g, unsigned char *b, enum mut m, uint64_
 		put64(b, g->first_sample - 8, 777); /* the COMM's identifier */
 		*ret_off = g->first_rec;
 		break;
+	case AS_TRACING_DATA: case AS_ID_INDEX: case AS_AUXTRACE_INFO: case AS_AUXTRACE:
+	case AS_THREAD_MAP: case AS_CPU_MAP: case AS_STAT: case AS_STAT_ROUND:
+	case AS_EVENT_UPDATE: case AS_COMPRESSED2: {
+		static const uint32_t type[] = {
+			[AS_TRACING_DATA] = PERFREC_RECORD_HEADER_TRACING_DATA,
+			[AS_ID_INDEX] = PERFREC_RECORD_ID_INDEX,
+			[AS_AUXTRACE_INFO] = PERFREC_RECORD_AUXTRACE_INFO,
+			[AS_AUXTRACE] = PERFREC_RECORD_AUXTRACE,
+			[AS_THREAD_MAP] = PERFREC_RECORD_THREAD_MAP,
+			[AS_CPU_MAP] = PERFREC_RECORD_CPU_MAP,
+			[AS_STAT] = PERFREC_RECORD_STAT,
+			[AS_STAT_ROUND] = PERFREC_RECORD_STAT_ROUND,
+			[AS_EVENT_UPDATE] = PERFREC_RECORD_EVENT_UPDATE,
+			[AS_COMPRESSED2] = PERFREC_RECORD_COMPRESSED2,
+		};
+
+		/* 56 bytes: id 21, ip, pid/tid, time, cpu, period read as the new type's fields */
+		put32(b, g->first_sample, type[m]);
+		*ret_off = g->first_sample;
+		break;
+	}
+	case COMM_AS_MMAP2:
+		/* 24 bytes before the trailer; an MMAP2 needs 64 and a file name. */
+		put32(b, g->first_rec, PERF_RECORD_MMAP2);
+		*ret_off = g->first_rec;
+		break;
+	case COMM_WITHOUT_NUL:
+		memset(b + g->first_rec + 16, 'x', 16);
+		*ret_off = g->first_rec;
+		break;
+	case SAMPLE_CPU_GARBAGE:
+		put32(b, g->first_sample + 8 + 32, 0xba0001);
+		*ret_off = g->first_sample;
+		break;
 	}
 	return len;
 }
@@ -254,6 +295,19 @@ Test(pdreader, damaged_files_are_rejected_with_problem_and_offset)
 		{ SAMPLE_UNKNOWN_ID, "SAMPLE with unknown id 999" },
 		{ SAMPLE_SHORT, "does not parse" },
 		{ TRAILER_UNKNOWN_ID, "COMM with unknown id 777" },
+		{ AS_TRACING_DATA, "TRACING_DATA record" },
+		{ AS_ID_INDEX, "ID_INDEX record lists 21 entries but has room for 1" },
+		{ AS_AUXTRACE_INFO, "AUXTRACE_INFO record: AUX area tracing" },
+		{ AS_AUXTRACE, "AUXTRACE record: AUX area tracing" },
+		{ AS_THREAD_MAP, "THREAD_MAP record's entries run past it" },
+		{ AS_CPU_MAP, "CPU_MAP record of unknown kind" },
+		{ AS_STAT, "STAT record: perf stat counts" },
+		{ AS_STAT_ROUND, "STAT_ROUND record: perf stat counts" },
+		{ AS_EVENT_UPDATE, "EVENT_UPDATE record for unknown id 4198400" },
+		{ AS_COMPRESSED2, "COMPRESSED2 record: perf 6.1 does not read it" },
+		{ COMM_AS_MMAP2, "MMAP2 record too short for its fields" },
+		{ COMM_WITHOUT_NUL, "COMM record without a NUL-terminated comm" },
+		{ SAMPLE_CPU_GARBAGE, "SAMPLE on cpu 12189697, which no host has" },
 	};
 	struct good g;
 
@@ -369,5 +423,93 @@ Test(pdreader, larger_attrs_need_zero_tail)
 		  perfrec_pdreader__error(r, NULL));
 	perfrec_pdreader__free(r);
 	free(b);
+	free(g.buf);
+}
+
+/*
+ * A file perfrecd's writer could produce that perf or perfparser refuse: no
+ * records at all (data size 0, as a recovery of a header-only .tmp made), or
+ * a feature section left empty (perfparser: "Feature announced in header but
+ * not present").  @empty_feat 0: none empty.
+ */
+static void build_writer_file(bool records, int empty_feat, unsigned char **ret_buf, size_t *ret_len)
+{
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .sample_period = 1000,
+		.sample_type = SAMPLE_TYPE, .sample_id_all = 1,
+	};
+	const uint64_t id = 21;
+	struct perfrec_pdwriter *w;
+	unsigned char rec[128];
+	struct featbuf fb;
+	int fd = memfd_create("writer", MFD_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &wo, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a, &id, 1, "cpu-clock"), 0);
+	if (records)
+		cr_assert_eq(perfrec_pdwriter__write(w, rec, make_sample(rec, id, 100)), 0);
+	featbuf_init(&fb);
+	featbuf_string(&fb, "host");
+	cr_assert_eq(perfrec_pdwriter__set_feature(w, PERFREC_FEAT_HOSTNAME, fb.buf, fb.len), 0);
+	featbuf_exit(&fb);
+	if (empty_feat)
+		cr_assert_eq(perfrec_pdwriter__set_feature(w, empty_feat, NULL, 0), 0);
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	*ret_len = (size_t)lseek(fd, 0, SEEK_END);
+	*ret_buf = malloc(*ret_len);
+	cr_assert(*ret_buf);
+	cr_assert_eq(pread(fd, *ret_buf, *ret_len, 0), (ssize_t)*ret_len);
+	perfrec_pdwriter__free(w, false);
+}
+
+Test(pdreader, files_perf_or_perfparser_refuse_do_not_verify)
+{
+	static const struct {
+		bool records;
+		int empty_feat;
+		const char *want; /* NULL: sound */
+	} cases[] = {
+		{ true, 0, NULL },
+		{ false, 0, "data section is empty (data size 0)" },
+		{ true, PERFREC_FEAT_BUILD_ID, "feature BUILD_ID announced in the header but its section is empty" },
+		{ true, PERFREC_FEAT_CPU_TOPOLOGY, "feature CPU_TOPOLOGY announced in the header but its section is empty" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct perfrec_pdreader *r;
+		unsigned char *b;
+		size_t len;
+
+		build_writer_file(cases[i].records, cases[i].empty_feat, &b, &len);
+		cr_assert_eq(perfrec_pdreader__open_mem(b, len, NULL, &r), 0);
+		if (!cases[i].want) {
+			cr_expect_eq(perfrec_pdreader__verify(r), 0, "case %zu: %s", i, perfrec_pdreader__error(r, NULL));
+		} else {
+			cr_expect_eq(perfrec_pdreader__verify(r), -EBADMSG, "case %zu (%s) was not rejected", i, cases[i].want);
+			cr_expect(strstr(perfrec_pdreader__error(r, NULL), cases[i].want), "case %zu: want \"%s\", got \"%s\"",
+				  i, cases[i].want, perfrec_pdreader__error(r, NULL));
+		}
+		perfrec_pdreader__free(r);
+		free(b);
+	}
+}
+
+Test(pdreader, check_record_judges_one_record_as_verify_does)
+{
+	struct perfrec_pdreader *r;
+	unsigned char rec[128];
+	struct good g;
+
+	build_good(&g);
+	cr_assert_eq(perfrec_pdreader__open_mem(g.buf, g.len, NULL, &r), 0);
+	make_sample(rec, 22, 7);
+	cr_expect_eq(perfrec_pdreader__check_record(r, (const void *)rec, 0), 0, "%s", perfrec_pdreader__error(r, NULL));
+	make_sample(rec, 999, 7);
+	cr_expect_eq(perfrec_pdreader__check_record(r, (const void *)rec, 4096), -EBADMSG);
+	cr_expect(strstr(perfrec_pdreader__error(r, NULL), "SAMPLE with unknown id 999"), "%s",
+		  perfrec_pdreader__error(r, NULL));
+	perfrec_pdreader__free(r);
 	free(g.buf);
 }

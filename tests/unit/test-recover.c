@@ -444,3 +444,174 @@ Test(recover, unusable_sources_fail_cleanly_and_write_nothing)
 		rm_dir(dir);
 	}
 }
+
+/* No "@dst.recovering-*" (or other stray file) beside the output: only @keep. */
+static void expect_dir_holds(const char *dir, const char *const *keep, size_t nr_keep)
+{
+	char cmd[512], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s'", dir);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		bool known = false;
+
+		line[strcspn(line, "\n")] = 0;
+		for (size_t i = 0; i < nr_keep; i++)
+			known |= !strcmp(line, keep[i]);
+		cr_expect(known, "unexpected file %s/%s", dir, line);
+		n++;
+	}
+	pclose(f);
+	cr_expect_eq(n, nr_keep, "%zu files in %s, want %zu", n, dir, nr_keep);
+}
+
+Test(recover, a_tmp_killed_before_its_first_record_gives_enodata_and_no_file)
+{
+	/*
+	 * A kill within the first second leaves header and attrs (424 bytes
+	 * for perfrecd's two events) and maybe a cut record: recovering that
+	 * published a file with data size 0, which perf refuses.
+	 */
+	struct perf_event_attr a0 = make_attr(PERF_COUNT_SW_CPU_CLOCK), a1 = make_attr(PERF_COUNT_SW_DUMMY);
+	const uint64_t ids0[] = { 11, 12 }, ids1[] = { 13, 14 };
+	static const char *const only_tmp[] = { "x.data.tmp" };
+	struct perfrec_recover_stats st = { .records = 12345 };
+	struct perfrec_pdwriter *w;
+	unsigned char one[128];
+	char *dir = tmp_dir(), final[256], tmp[300], out[300];
+	off_t attrs_end;
+
+	snprintf(final, sizeof(final), "%s/x.data", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+	cr_assert_eq(perfrec_pdwriter__create(final, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a0, ids0, 2, "cpu-clock"), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a1, ids1, 2, "dummy"), 0);
+	cr_assert_eq(perfrec_pdwriter__checkpoint(w), 0);
+	perfrec_pdwriter__free(w, false);
+	attrs_end = file_size(tmp);
+	cr_assert_gt(attrs_end, (off_t)sizeof(struct perfrec_file_header), "the .tmp holds its attrs");
+
+	for (int cut = 0; cut < 2; cut++) {
+		if (cut) {
+			/* Then half of a first record reached the disk. */
+			int fd = open(tmp, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+			cr_assert_geq(fd, 0);
+			cr_assert_eq(write(fd, one, make_sample(one, 11, 1, 5) / 2), 28);
+			close(fd);
+		}
+		/* Both the default name and the one the .tmp was heading for. */
+		for (int named = 0; named < 2; named++) {
+			snprintf(out, sizeof(out), named ? "%s/x.data" : "%s/x-recovered.data", dir);
+			cr_expect_eq(perfrec_recover__file(tmp, out, NULL, &st), -ENODATA, "cut %d, %s", cut, out);
+			cr_expect_eq(st.records, 12345, "stats only on success");
+			expect_dir_holds(dir, only_tmp, 1);
+		}
+	}
+	rm_dir(dir);
+}
+
+Test(recover, into_the_name_the_tmp_was_heading_for)
+{
+	/* `perfrecctl recover X.data.tmp -o X.data`: X.data.tmp is the source, not a temp file. */
+	struct perf_event_attr a0 = make_attr(PERF_COUNT_SW_CPU_CLOCK);
+	static const char *const both[] = { "z.data", "z.data.tmp" };
+	const uint64_t id = 5;
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_recover_stats st;
+	struct perfrec_pdwriter *w;
+	struct perfrec_pdreader *r;
+	unsigned char one[128];
+	char *dir = tmp_dir(), final[256], tmp[300];
+	off_t tmp_size;
+
+	snprintf(final, sizeof(final), "%s/z.data", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+	cr_assert_eq(perfrec_pdwriter__create(final, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a0, &id, 1, "cpu-clock"), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(perfrec_pdwriter__write(w, one, make_sample(one, id, 1 + i, 5 + i)), 0);
+	cr_assert_eq(perfrec_pdwriter__checkpoint(w), 0);
+	perfrec_pdwriter__free(w, false);
+	tmp_size = file_size(tmp);
+
+	cr_assert_eq(perfrec_recover__file(tmp, final, NULL, &st), 0);
+	cr_expect_eq(st.records, 3);
+	cr_expect_eq(file_size(tmp), tmp_size, "the source is left alone");
+	expect_dir_holds(dir, both, 2);
+	cr_assert_eq(perfrec_pdreader__open(final, &ro, &r), 0);
+	cr_expect_eq(perfrec_pdreader__verify(r), 0, "verify: %s", perfrec_pdreader__error(r, NULL));
+	cr_expect_eq(perfrec_pdreader__stats(r)->nr_samples, 3);
+	perfrec_pdreader__free(r);
+
+	/* Again, over the file it made: replaced, the same records. */
+	cr_assert_eq(perfrec_recover__file(tmp, final, NULL, &st), 0);
+	cr_expect_eq(st.records, 3);
+	expect_dir_holds(dir, both, 2);
+	rm_dir(dir);
+}
+
+/*
+ * Records the old walk let through because it checked only type and size
+ * class, on which perf script stops: the copy must end before each, so the
+ * output verifies and perf reads all of it.
+ */
+Test(recover, stops_before_records_perf_cannot_process)
+{
+	static const struct {
+		const char *what;
+		uint32_t type;     /* a whole sample retyped to this */
+		bool comm_no_nul;  /* or a COMM whose comm fills it without a NUL */
+	} cases[] = {
+		{ "ID_INDEX whose count runs past it", PERFREC_RECORD_ID_INDEX, false },
+		{ "THREAD_MAP whose entries run past it", PERFREC_RECORD_THREAD_MAP, false },
+		{ "STAT_ROUND (perf script crashes)", PERFREC_RECORD_STAT_ROUND, false },
+		{ "AUXTRACE without AUXTRACE_INFO", PERFREC_RECORD_AUXTRACE, false },
+		{ "COMPRESSED2, unknown to perf 6.1", PERFREC_RECORD_COMPRESSED2, false },
+		{ "COMM without a NUL-terminated comm", 0, true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct perf_event_attr a0 = make_attr(PERF_COUNT_SW_CPU_CLOCK);
+		const uint64_t id = 5;
+		struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+		struct perfrec_recover_stats st;
+		struct perfrec_pdwriter *w;
+		struct perfrec_pdreader *r;
+		unsigned char one[128];
+		char *dir = tmp_dir(), final[256], tmp[300], out[300];
+		size_t n;
+
+		snprintf(final, sizeof(final), "%s/y.data", dir);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+		snprintf(out, sizeof(out), "%s/y.out", dir);
+		cr_assert_eq(perfrec_pdwriter__create(final, &w), 0);
+		cr_assert_eq(perfrec_pdwriter__add_attr(w, &a0, &id, 1, "cpu-clock"), 0);
+		for (int k = 0; k < 2; k++) {
+			n = make_sample(one, id, 1, 5 + k);
+			cr_assert_eq(perfrec_pdwriter__write(w, one, n), 0);
+		}
+		if (cases[i].comm_no_nul) {
+			n = make_comm(one, id, "0123456789abcde", 8);
+			memset(one + 16, 'x', 16);
+		} else {
+			n = make_sample(one, id, 1, 8);
+			memcpy(one, &cases[i].type, 4);
+		}
+		cr_assert_eq(perfrec_pdwriter__write(w, one, n), 0);
+		n = make_sample(one, id, 1, 10);
+		cr_assert_eq(perfrec_pdwriter__write(w, one, n), 0);
+		cr_assert_eq(perfrec_pdwriter__checkpoint(w), 0);
+		perfrec_pdwriter__free(w, false);
+
+		cr_assert_eq(perfrec_recover__file(tmp, out, NULL, &st), 0, "%s", cases[i].what);
+		cr_expect_eq(st.records, 2, "%s: %llu records copied", cases[i].what, (unsigned long long)st.records);
+		cr_assert_eq(perfrec_pdreader__open(out, &ro, &r), 0);
+		cr_expect_eq(perfrec_pdreader__verify(r), 0, "%s: verify: %s", cases[i].what, perfrec_pdreader__error(r, NULL));
+		perfrec_pdreader__free(r);
+		rm_dir(dir);
+	}
+}

@@ -81,11 +81,26 @@ PERFREC_API void perfrec_pdreader__rewind(struct perfrec_pdreader *r);
 PERFREC_API const char *perfrec_pdreader__error(const struct perfrec_pdreader *r, uint64_t *ret_offset);
 
 /*
- * Check the whole file: header, sections, features (each body well formed),
- * attrs and ids (unique), every record's type and size, sample ids known.
+ * Check the whole file: header, sections, features (each body well formed,
+ * none empty), attrs and ids (unique), a data section that is not empty
+ * (perf refuses data size 0), every record as __check_record() does.  At
+ * least as strict as perf 6.1 (perf script) and hotspot's perfparser.
  * Returns 0 if sound, else -EBADMSG with __error() naming the first problem.
  */
 PERFREC_API int perfrec_pdreader__verify(struct perfrec_pdreader *r);
+
+/*
+ * Check one record the way __verify() checks each record of the file: a type
+ * perf 6.1 reads, fields that fit the record (a sample parsed against its
+ * attr, a sample_id trailer naming a known id, strings NUL-terminated, counts
+ * of entries that fit), ids known to @r.  @rec need not lie in @r's data (a
+ * salvage walks records beyond a .tmp's stated data size); @offset is only
+ * for the message.  Returns 0, -EBADMSG with __error() naming the problem (the
+ * first one found stays), -EINVAL for a record shorter than its header.
+ * Counts the record into __stats().
+ */
+PERFREC_API int perfrec_pdreader__check_record(struct perfrec_pdreader *r, const struct perf_event_header *rec,
+					       uint64_t offset);
 
 /* Counts gathered by the last __verify() over the records it walked. */
 struct perfrec_pdreader_stats {

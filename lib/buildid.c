@@ -618,10 +618,7 @@ static int pid_add_dso(struct perfrec_buildid_table *t, struct pident *p, uint32
 	return 0;
 }
 
-/*
- * Process @p is gone (or its pid now names another process): what it
- * mapped stays in this file's table if it was sampled, the rest goes.
- */
+/* Process @p is gone: what it mapped stays in this file's table if it was sampled. */
 static void pid_retire(struct perfrec_buildid_table *t, struct pident *p)
 {
 	if (p->sampled)
@@ -629,8 +626,6 @@ static void pid_retire(struct perfrec_buildid_table *t, struct pident *p)
 			t->dsos[p->dsos[k]].needed = true;
 	t->nr_pairs -= p->nr;
 	p->nr = 0;
-	p->sampled = false;
-	p->exit_batch = 0;
 }
 
 /*
@@ -673,39 +668,33 @@ static void forget_exited(struct perfrec_buildid_table *t)
 	t->nr_pids = keep;
 }
 
-/* Offsets in a PERF_RECORD_FORK / EXIT record (struct perf_record_fork). */
-#define TASK_PID 8
-#define TASK_TID 16
-#define TASK_SIZE 24
+/* Offsets in a PERF_RECORD_EXIT record (struct perf_record_fork). */
+#define EXIT_PID 8
+#define EXIT_TID 16
+#define EXIT_SIZE 24
 
-void perfrec_buildid_table__note_task(struct perfrec_buildid_table *t, const struct perf_event_header *rec)
+void perfrec_buildid_table__note_exit(struct perfrec_buildid_table *t, const struct perf_event_header *rec)
 {
 	uint32_t pid, tid;
 	struct pident *p;
 
-	if (!t || !rec || (rec->type != PERF_RECORD_FORK && rec->type != PERF_RECORD_EXIT) ||
-	    rec->size < TASK_SIZE)
+	if (!t || !rec || rec->type != PERF_RECORD_EXIT || rec->size < EXIT_SIZE)
 		return;
-	memcpy(&pid, (const unsigned char *)rec + TASK_PID, sizeof(pid));
-	memcpy(&tid, (const unsigned char *)rec + TASK_TID, sizeof(tid));
+	memcpy(&pid, (const unsigned char *)rec + EXIT_PID, sizeof(pid));
+	memcpy(&tid, (const unsigned char *)rec + EXIT_TID, sizeof(tid));
 	if (pid != tid)
-		return; /* a thread came or went: its process and its maps stay */
-	p = pid_find(t, pid, false);
-	if (!p)
-		return; /* nothing known about it: nothing to forget */
-	if (rec->type == PERF_RECORD_FORK) {
-		/* A new process has this pid: the one we knew is gone. */
-		pid_retire(t, p);
-		return;
-	}
-	if (p->exit_batch)
-		return;
+		return; /* a thread went: its process and its maps stay */
 	/*
-	 * Not dropped at once: a sample of it may still be in another CPU's
-	 * ring (EXIT_BATCH).  If the group leader exits while its threads run
-	 * on (pthread_exit() in main), their later samples name no binaries
-	 * here: perf's own post-pass would find them, a rare case we accept.
+	 * Not dropped at once: a sample of it, even its exec's MMAP2, may
+	 * still be in another CPU's ring (EXIT_BATCH).  So a pid not known yet
+	 * is noted too, already gone, for what may still come.  If the group
+	 * leader exits while its threads run on (pthread_exit() in main),
+	 * their later samples name no binaries here: perf's own post-pass
+	 * would find them, a rare case we accept.
 	 */
+	p = pid_find(t, pid, true);
+	if (!p || p->exit_batch)
+		return;
 	p->exit_batch = t->exit_batch;
 	if (++t->exits_in_batch < EXIT_BATCH)
 		return;

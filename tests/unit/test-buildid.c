@@ -551,36 +551,32 @@ Test(buildid, table_reset_forgets_the_last_files_processes)
 	perfrec_buildid_table__free(NULL);
 }
 
-/* A PERF_RECORD_FORK or EXIT (struct perf_record_fork) with a sample_id trailer. */
-static void make_task(unsigned char *buf, uint32_t type, uint32_t pid, uint32_t tid)
+/* A PERF_RECORD_EXIT (struct perf_record_fork) with a sample_id trailer. */
+static void note_exit(struct perfrec_buildid_table *t, uint32_t pid, uint32_t tid)
 {
-	struct perf_event_header h = { .type = type, .size = 8 + 24 + 16 };
+	struct perf_event_header h = { .type = PERF_RECORD_EXIT, .size = 8 + 24 + 16 };
+	unsigned char rec[64];
 	uint32_t ppid = 1;
 	uint64_t time = 12345;
 
-	memset(buf, 0xee, h.size);
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + 8, &pid, 4);
-	memcpy(buf + 12, &ppid, 4);
-	memcpy(buf + 16, &tid, 4);
-	memcpy(buf + 20, &ppid, 4);
-	memcpy(buf + 24, &time, 8);
-}
-
-static void note_task(struct perfrec_buildid_table *t, uint32_t type, uint32_t pid, uint32_t tid)
-{
-	unsigned char rec[64];
-
-	make_task(rec, type, pid, tid);
-	perfrec_buildid_table__note_task(t, (void *)rec);
+	memset(rec, 0xee, h.size);
+	memcpy(rec, &h, sizeof(h));
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &ppid, 4);
+	memcpy(rec + 16, &tid, 4);
+	memcpy(rec + 20, &ppid, 4);
+	memcpy(rec + 24, &time, 8);
+	perfrec_buildid_table__note_exit(t, (void *)rec);
 }
 
 /*
  * One long file while a host starts 100,000 short processes, each mapping
  * its own binary and libc: the table must follow the processes alive, not
  * all that ever ran (it grew by ~120 bytes per process, without bound, in
- * a soak).  A tenth of them is sampled, and their binaries must still be
- * written after they are gone; the others' must not.
+ * a soak).  The rings are read one after another, so for every other
+ * process the EXIT comes before its exec's MMAP2s.  A tenth of them is
+ * sampled, and their binaries must still be written after they are gone;
+ * the others' must not.
  */
 Test(buildid, table_forgets_processes_that_exit)
 {
@@ -598,19 +594,21 @@ Test(buildid, table_forgets_processes_that_exit)
 	perfrec_buildid_table__note_mmap2(t, (void *)rec);
 	for (uint32_t i = 0; i < 100000; i++) {
 		uint32_t pid = 1000 + i;
+		bool reordered = i % 2;
 
-		note_task(t, PERF_RECORD_FORK, pid, pid);
+		if (reordered)
+			note_exit(t, pid, pid);
 		snprintf(name, sizeof(name), "/opt/bin/tool-%u", i);
 		memcpy(id + 1, &i, sizeof(i));
 		make_mmap2(rec, PERF_RECORD_MISC_USER, pid, name, id, 20);
 		perfrec_buildid_table__note_mmap2(t, (void *)rec);
 		make_mmap2(rec, PERF_RECORD_MISC_USER, pid, "/lib/libc.so.6", ID_LIBC, 8);
 		perfrec_buildid_table__note_mmap2(t, (void *)rec);
-		note_task(t, PERF_RECORD_FORK, pid, pid + 500000); /* a thread */
-		note_task(t, PERF_RECORD_EXIT, pid, pid + 500000);
-		if (i % 10 == 0)
+		note_exit(t, pid, pid + 500000); /* a thread of it */
+		if (i % 10 == 0 || i % 10 == 5)
 			perfrec_buildid_table__note_sample_pid(t, pid, false);
-		note_task(t, PERF_RECORD_EXIT, pid, pid);
+		if (!reordered)
+			note_exit(t, pid, pid);
 		if (perfrec_buildid_table__nr_processes(t) > most)
 			most = perfrec_buildid_table__nr_processes(t);
 	}
@@ -618,8 +616,9 @@ Test(buildid, table_forgets_processes_that_exit)
 	/* the feature: init is not sampled; every sampled tool and libc, nothing else */
 	featbuf_init(&fb);
 	r = buildid_table_build_feature(t, &fb);
-	cr_assert_eq(r, 10000 + 1, "entries: %d", r);
+	cr_assert_eq(r, 20000 + 1, "entries: %d", r);
 	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-99990", 20));
+	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-99995", 20));
 	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-0", 16));
 	cr_assert_null(memmem(fb.buf, fb.len, "/opt/bin/tool-1", 16));
 	cr_assert_null(memmem(fb.buf, fb.len, "/sbin/init", 10));
@@ -628,56 +627,29 @@ Test(buildid, table_forgets_processes_that_exit)
 }
 
 /*
- * The rings are read one after another: a process's last samples can be
- * drained after its EXIT.  They still count, and a thread's EXIT forgets
- * nothing.
+ * A process's last samples, even its exec's MMAP2, can be drained after
+ * its EXIT: they still count.  A thread's EXIT forgets nothing.
  */
-Test(buildid, table_counts_samples_drained_after_the_exit)
-{
-	struct perfrec_buildid_table *t = fill_table();
-	struct entry e[16];
-	size_t n;
-
-	note_task(t, PERF_RECORD_EXIT, 10, 11);  /* a thread of pid 10 */
-	note_task(t, PERF_RECORD_EXIT, 20, 20);  /* pid 20 itself */
-	note_task(t, PERF_RECORD_EXIT, 99, 99);  /* never seen: nothing */
-	cr_assert_eq(perfrec_buildid_table__nr_processes(t), 2);
-	perfrec_buildid_table__note_sample_pid(t, 10, false);
-	perfrec_buildid_table__note_sample_pid(t, 20, false);
-	n = build_entries(t, e, 16);
-	cr_assert_eq(n, 3);
-	cr_assert_not_null(find_entry(e, n, "/usr/bin/ten"));
-	cr_assert_not_null(find_entry(e, n, "/usr/bin/twenty"));
-	perfrec_buildid_table__free(t);
-}
-
-/*
- * A FORK whose pid the table knows: the pid now names a new process (the
- * old one's EXIT was lost).  The old process's binaries go, unless it was
- * sampled in this file.
- */
-Test(buildid, table_fork_of_a_known_pid_replaces_the_old_process)
+Test(buildid, table_counts_what_is_drained_after_the_exit)
 {
 	struct perfrec_buildid_table *t = fill_table();
 	unsigned char rec[512];
 	struct entry e[16];
 	size_t n;
 
+	note_exit(t, 10, 11);  /* a thread of pid 10 */
+	note_exit(t, 20, 20);  /* pid 20 itself */
+	note_exit(t, 30, 30);  /* pid 30, whose MMAP2 is still in another ring */
 	perfrec_buildid_table__note_sample_pid(t, 10, false);
-	note_task(t, PERF_RECORD_FORK, 10, 10);
-	note_task(t, PERF_RECORD_FORK, 20, 20);
 	perfrec_buildid_table__note_sample_pid(t, 20, false);
-	/* pid 10 (old, sampled) keeps ten and libc; pid 20 (new) mapped nothing yet */
-	n = build_entries(t, e, 16);
-	cr_assert_eq(n, 2);
-	cr_assert_not_null(find_entry(e, n, "/usr/bin/ten"));
-	cr_assert_null(find_entry(e, n, "/usr/bin/twenty"));
-	make_mmap2(rec, PERF_RECORD_MISC_USER, 20, "/usr/bin/new", ID_TWENTY, 4);
+	perfrec_buildid_table__note_sample_pid(t, 30, false);
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 30, "/usr/bin/thirty", ID_TWENTY, 4);
 	perfrec_buildid_table__note_mmap2(t, (void *)rec);
 	n = build_entries(t, e, 16);
-	cr_assert_eq(n, 3);
-	cr_assert_not_null(find_entry(e, n, "/usr/bin/new"));
-	cr_assert_null(find_entry(e, n, "/usr/bin/twenty"));
+	cr_assert_eq(n, 4);
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/ten"));
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/twenty"));
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/thirty"));
 	perfrec_buildid_table__free(t);
 }
 

@@ -21,7 +21,7 @@ PERFREC_API int perfrec_buildid__kernel(const char *sysfs, uint8_t ret_id[PERFRE
 
 /*
  * Table of DSOs: fed every MMAP2 record (synthesized or from the kernel),
- * every FORK and EXIT, and every sample; __add_feature() writes
+ * every EXIT, and every sample; __add_feature() writes
  * HEADER_BUILD_ID with one entry per binary that has a build id and is
  * mapped by a process that has samples (plus the kernel), like perf's
  * post-pass but without rereading the file.  Its size follows the
@@ -39,12 +39,11 @@ PERFREC_API void perfrec_buildid_table__note_sample_pid(struct perfrec_buildid_t
 PERFREC_API int perfrec_buildid_table__add_feature(struct perfrec_buildid_table *t,
 						   struct perfrec_pdwriter *w);
 /*
- * Look at a PERF_RECORD_FORK or EXIT: a process that exited is forgotten
- * (its binaries kept for the file if it was sampled) once later exits show
- * that no sample of it can still be on its way; a new process whose pid a
- * known one had replaces it.  Threads are ignored; other records too.
+ * Look at a PERF_RECORD_EXIT: a process that exited is forgotten (its
+ * binaries kept for the file if it was sampled) once later exits show that
+ * no record of it can still be on its way.  Threads' exits are ignored.
  */
-PERFREC_API void perfrec_buildid_table__note_task(struct perfrec_buildid_table *t,
+PERFREC_API void perfrec_buildid_table__note_exit(struct perfrec_buildid_table *t,
 						  const struct perf_event_header *rec);
 /*
  * A new file starts: forget everything, processes and binaries alike; the

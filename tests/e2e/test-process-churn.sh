@@ -7,7 +7,8 @@
 # those alive: within one file, once their EXITs are drained (at most two
 # batches of 512 exited processes are kept, daemon-side, for late samples),
 # and after a rotation to those alive alone.  Short processes that were
-# sampled must still have their binary's build id in the file they ran in.
+# sampled must still have their binary's build id in the file they ran in,
+# and a process running across the rotation its build id in the next file.
 # Counts only: no timing is measured.
 . "$(dirname "$0")/lib.sh"
 require_events
@@ -63,7 +64,15 @@ done
 note "after $CHURN processes, one file: tracked $tracked (bound $bound)"
 [ "$tracked" -le "$bound" ] || fail "perfrecd still tracks $tracked processes after $CHURN came and went (bound $bound)"
 
-# a new file knows only the processes alive
+# a new file knows only the processes alive, and describes them again: a
+# process that runs across the rotation (perl: nothing else here runs it)
+# must have its binary's build id in the next file too
+PERL=$(readlink -f "$(command -v perl)")
+perl_id=$(readelf -n "$PERL" 2>/dev/null | awk '/Build ID:/ {print $3}')
+[ -n "$perl_id" ] || skip "perl has no build id"
+"$PERL" -e '1 while 1' &
+SPIN=$!
+trap 'kill $SPIN 2>/dev/null; cleanup' EXIT
 kill -USR2 $DAEMON_PID
 for _ in $(seq 60); do
 	kill -0 $DAEMON_PID 2>/dev/null || { cat "$T/log"; fail "perfrecd exited"; }
@@ -89,4 +98,9 @@ perf script -i "$f" -F tid,ip >/dev/null 2>"$T/script.err" || { cat "$T/script.e
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID || { cat "$T/log"; fail "perfrecd exited non-zero"; }
 DAEMON_PID=
+kill $SPIN
+last=$(ls "$T/out"/*.data | tail -1)
+[ "$last" != "$f" ] || fail "no second file"
+perf buildid-list -i "$last" >"$T/bids2" 2>"$T/bids2.err" || { cat "$T/bids2.err"; fail "perf buildid-list failed on $last"; }
+grep -q "^$perl_id " "$T/bids2" || { cat "$T/bids2"; fail "perl, running across the rotation, has no build id in $last"; }
 exit 0

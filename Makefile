@@ -64,7 +64,7 @@ PC_FILE := lib/libperfrec.pc
 
 .SECONDARY:
 
-.PHONY: all deps check check-unit check-asan check-fuzz check-e2e run bench \
+.PHONY: all deps check check-unit check-asan check-fuzz check-e2e run bench torture \
 	install uninstall clean
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE) daemon/perfrecd tools/perfrecctl
@@ -224,6 +224,11 @@ tests/e2e/bpfhot: tests/e2e/bpfhot.c
 
 check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
 	$(Q)tests/e2e/run.sh
+
+# The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
+# cycles, control abuse and a soak; minutes to an hour, so not in `check`.
+torture: all tests/e2e/workload
+	$(Q)tests/torture/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.
 BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads

@@ -230,6 +230,7 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 	family(f, "perfrecd_cpu_seconds_total", "counter", "CPU time perfrecd used (user and system, all threads), in seconds.");
 	fprintf(f, "perfrecd_cpu_seconds_total %.6f\n", v->cpu_sec);
 	gauge(f, "perfrecd_resident_memory_bytes", "Resident set size of perfrecd in bytes.", v->rss_bytes);
+	gauge(f, "perfrecd_tracked_processes", "Processes perfrecd keeps state for now: those alive and those sampled in the current file.", v->tracked_processes);
 
 	if (fclose(f) != 0 || !text) {
 		free(text);
@@ -345,6 +346,7 @@ static void collect(struct metrics *mx, struct metrics_values *v)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
 		v->cpu_sec = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	v->rss_bytes = rss_bytes();
+	v->tracked_processes = perfrec_buildid_table__nr_processes(rec->buildids);
 }
 
 static int render(struct metrics *mx, char **ret, size_t *ret_len)

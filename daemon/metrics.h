@@ -53,6 +53,7 @@ struct metrics_values {
 	struct upload_stats upload;
 	double cpu_sec;           /* CLOCK_PROCESS_CPUTIME_ID: all our threads */
 	uint64_t rss_bytes;
+	uint64_t tracked_processes; /* in the build-id table: bounded by the live ones */
 };
 
 /*

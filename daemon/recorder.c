@@ -498,6 +498,9 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 	case PERF_RECORD_MMAP2:
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
 		break;
+	case PERF_RECORD_EXIT:
+		perfrec_buildid_table__note_exit(rec->buildids, h);
+		break;
 	case PERF_RECORD_KSYMBOL:
 	case PERF_RECORD_BPF_EVENT:
 		perfrec_bpfmeta__note_record(rec->bpfmeta, h);

@@ -28,6 +28,14 @@
 /* Table bounds: distinct binaries, and (pid, binary) pairs. */
 #define TABLE_MAX_DSOS 65536u
 #define TABLE_MAX_PAIRS (1u << 20)
+/*
+ * Processes that exited are forgotten in batches: once this many exits
+ * were noted, those of the batch before are dropped.  The rings are read
+ * one after another, so a process's last sample on one CPU can be drained
+ * after its EXIT on another; a whole batch of later exits is ample time
+ * for it, and holds at most twice this many dead processes.
+ */
+#define EXIT_BATCH 512u
 
 #define KERNEL_NAME "[kernel.kallsyms]"
 
@@ -321,6 +329,7 @@ struct dso {
 	uint8_t id[PERFREC_BUILD_ID_MAX];
 	uint8_t id_len;
 	bool kernel;
+	bool needed; /* mapped by a sampled process of this file that is gone */
 	bool mark; /* scratch for __add_feature and compaction */
 };
 
@@ -328,6 +337,7 @@ struct pident {
 	uint32_t pid;
 	bool used;
 	bool sampled;
+	uint32_t exit_batch; /* 0: alive; else the batch its EXIT was noted in */
 	uint32_t nr, cap;
 	uint32_t *dsos; /* indexes into the table's dsos, distinct */
 };
@@ -341,6 +351,9 @@ struct perfrec_buildid_table {
 	struct pident *pids; /* open addressing on pid */
 	size_t nr_pid_slots, nr_pids;
 	size_t nr_pairs;
+
+	uint32_t exit_batch; /* current batch of exits, from 1 */
+	uint32_t exits_in_batch;
 
 	bool kernel_sampled;
 };
@@ -378,6 +391,7 @@ int perfrec_buildid_table__new(struct perfrec_buildid_table **ret_table)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->exit_batch = 1;
 	*ret_table = t;
 	return 0;
 }
@@ -389,15 +403,28 @@ static void pids_free(struct pident *pids, size_t nr_slots)
 	free(pids);
 }
 
-void perfrec_buildid_table__free(struct perfrec_buildid_table *t)
+/* Forget every process and binary; the arrays go too (a burst's slots). */
+static void table_clear(struct perfrec_buildid_table *t)
 {
-	if (!t)
-		return;
 	for (size_t i = 0; i < t->nr_dsos; i++)
 		free(t->dsos[i].name);
 	free(t->dsos);
 	free(t->dso_slots);
 	pids_free(t->pids, t->nr_pid_slots);
+	t->dsos = NULL;
+	t->dso_slots = NULL;
+	t->pids = NULL;
+	t->nr_dsos = t->cap_dsos = t->nr_dso_slots = 0;
+	t->nr_pid_slots = t->nr_pids = t->nr_pairs = 0;
+	t->exits_in_batch = 0;
+	t->kernel_sampled = false;
+}
+
+void perfrec_buildid_table__free(struct perfrec_buildid_table *t)
+{
+	if (!t)
+		return;
+	table_clear(t);
 	free(t);
 }
 
@@ -437,7 +464,7 @@ static int table_compact(struct perfrec_buildid_table *t)
 	t->pids = NULL;
 	t->nr_pid_slots = t->nr_pids = t->nr_pairs = 0;
 	for (size_t i = 0; i < t->nr_dsos; i++)
-		t->dsos[i].mark = t->dsos[i].kernel;
+		t->dsos[i].mark = t->dsos[i].kernel || t->dsos[i].needed;
 	for (size_t i = 0; i < old_slots; i++) {
 		struct pident *o = &old[i], *n;
 
@@ -449,6 +476,7 @@ static int table_compact(struct perfrec_buildid_table *t)
 			return -ENOMEM;
 		}
 		n->sampled = true;
+		n->exit_batch = o->exit_batch;
 		n->dsos = o->dsos;
 		n->nr = o->nr;
 		n->cap = o->cap;
@@ -590,6 +618,96 @@ static int pid_add_dso(struct perfrec_buildid_table *t, struct pident *p, uint32
 	return 0;
 }
 
+/* Process @p is gone: what it mapped stays in this file's table if it was sampled. */
+static void pid_retire(struct perfrec_buildid_table *t, struct pident *p)
+{
+	if (p->sampled)
+		for (uint32_t k = 0; k < p->nr; k++)
+			t->dsos[p->dsos[k]].needed = true;
+	t->nr_pairs -= p->nr;
+	p->nr = 0;
+}
+
+/*
+ * Drop the processes whose exit was noted in an earlier batch, rebuilding
+ * the pid index without them, sized for those left (a burst of short
+ * processes leaves no oversized index behind).  Under ENOMEM nothing is
+ * dropped now; the next batch tries again.
+ */
+static void forget_exited(struct perfrec_buildid_table *t)
+{
+	struct pident *old = t->pids, *n;
+	size_t old_slots = t->nr_pid_slots, keep = 0, slots = 64;
+
+	for (size_t i = 0; i < old_slots; i++)
+		if (old[i].used && !(old[i].exit_batch && old[i].exit_batch < t->exit_batch))
+			keep++;
+	while ((keep + 1) * 2 > slots)
+		slots *= 2;
+	n = calloc(slots, sizeof(*n));
+	if (!n)
+		return;
+	for (size_t i = 0; i < old_slots; i++) {
+		struct pident *o = &old[i];
+		size_t j;
+
+		if (!o->used)
+			continue;
+		if (o->exit_batch && o->exit_batch < t->exit_batch) {
+			pid_retire(t, o);
+			free(o->dsos);
+			continue;
+		}
+		for (j = pid_hash(o->pid) & (slots - 1); n[j].used; j = (j + 1) & (slots - 1))
+			;
+		n[j] = *o;
+	}
+	free(old);
+	t->pids = n;
+	t->nr_pid_slots = slots;
+	t->nr_pids = keep;
+}
+
+/* Offsets in a PERF_RECORD_EXIT record (struct perf_record_fork). */
+#define EXIT_PID 8
+#define EXIT_TID 16
+#define EXIT_SIZE 24
+
+void perfrec_buildid_table__note_exit(struct perfrec_buildid_table *t, const struct perf_event_header *rec)
+{
+	uint32_t pid, tid;
+	struct pident *p;
+
+	if (!t || !rec || rec->type != PERF_RECORD_EXIT || rec->size < EXIT_SIZE)
+		return;
+	memcpy(&pid, (const unsigned char *)rec + EXIT_PID, sizeof(pid));
+	memcpy(&tid, (const unsigned char *)rec + EXIT_TID, sizeof(tid));
+	if (pid != tid)
+		return; /* a thread went: its process and its maps stay */
+	/*
+	 * Not dropped at once: a sample of it, even its exec's MMAP2, may
+	 * still be in another CPU's ring (EXIT_BATCH).  So a pid not known yet
+	 * is noted too, already gone, for what may still come.  If the group
+	 * leader exits while its threads run on (pthread_exit() in main),
+	 * their later samples name no binaries here: perf's own post-pass
+	 * would find them, a rare case we accept.
+	 */
+	p = pid_find(t, pid, true);
+	if (!p || p->exit_batch)
+		return;
+	p->exit_batch = t->exit_batch;
+	if (++t->exits_in_batch < EXIT_BATCH)
+		return;
+	forget_exited(t);
+	t->exit_batch++;
+	t->exits_in_batch = 0;
+}
+
+size_t perfrec_buildid_table__nr_processes(const struct perfrec_buildid_table *t)
+{
+	return t ? t->nr_pids : 0;
+}
+
 /* Offsets in a PERF_RECORD_MMAP2 record (struct perf_record_mmap2). */
 #define MMAP2_PID 8
 #define MMAP2_BUILD_ID_SIZE 40
@@ -654,13 +772,17 @@ void perfrec_buildid_table__note_sample_pid(struct perfrec_buildid_table *t, uin
 	/* A pid we know no build-id'd mapping of has nothing to add. */
 }
 
+/*
+ * A new file describes itself: its synthesized state maps every live
+ * process and the kernel again, and ring records the rest.  So nothing of
+ * the last file is kept; keeping the processes that exited meanwhile is
+ * what made the table grow with every process the host ever started.
+ */
 void perfrec_buildid_table__reset_samples(struct perfrec_buildid_table *t)
 {
 	if (!t)
 		return;
-	t->kernel_sampled = false;
-	for (size_t i = 0; i < t->nr_pid_slots; i++)
-		t->pids[i].sampled = false;
+	table_clear(t);
 }
 
 /*
@@ -715,7 +837,7 @@ int buildid_table_build_feature(struct perfrec_buildid_table *t, struct featbuf 
 
 		if (d->kernel && t->kernel_sampled && !strcmp(d->name, KERNEL_NAME))
 			have_kernel = true;
-		if (d->mark || (d->kernel && t->kernel_sampled)) {
+		if (d->mark || d->needed || (d->kernel && t->kernel_sampled)) {
 			put_entry(fb, d);
 			nr++;
 		}

@@ -516,28 +516,141 @@ Test(buildid, table_writes_sampled_pids_binaries_and_kernel_only)
 	perfrec_buildid_table__free(t);
 }
 
-Test(buildid, table_reset_forgets_samples_but_keeps_mappings)
+/*
+ * A new file describes its processes again (synthesized MMAP2s, then the
+ * rings'): the last file's processes and binaries are forgotten, so none
+ * of it lingers in a long run.
+ */
+Test(buildid, table_reset_forgets_the_last_files_processes)
 {
 	struct perfrec_buildid_table *t = fill_table();
+	unsigned char rec[512];
 	struct entry e[16];
 	size_t n;
 
 	perfrec_buildid_table__note_sample_pid(t, 10, false);
 	perfrec_buildid_table__note_sample_pid(t, 0, true);
+	cr_assert_eq(perfrec_buildid_table__nr_processes(t), 2);
 	perfrec_buildid_table__reset_samples(t);
+	cr_assert_eq(perfrec_buildid_table__nr_processes(t), 0);
 	cr_assert_eq(build_entries(t, e, 16), 0);
-	/* next file: only pid 20 and no kernel samples */
+	/* next file: samples of pid 20 name nothing until it is described again */
+	perfrec_buildid_table__note_sample_pid(t, 20, false);
+	cr_assert_eq(build_entries(t, e, 16), 0);
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 20, "/usr/bin/twenty", ID_TWENTY, 20);
+	perfrec_buildid_table__note_mmap2(t, (void *)rec);
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 20, "/lib/libc.so.6", ID_LIBC, 8);
+	perfrec_buildid_table__note_mmap2(t, (void *)rec);
 	perfrec_buildid_table__note_sample_pid(t, 20, false);
 	n = build_entries(t, e, 16);
 	cr_assert_eq(n, 2);
 	cr_assert_not_null(find_entry(e, n, "/usr/bin/twenty"));
 	cr_assert_not_null(find_entry(e, n, "/lib/libc.so.6"));
 	cr_assert_null(find_entry(e, n, "[kernel.kallsyms]"));
-	/* both sampled: libc, shared, once */
-	perfrec_buildid_table__note_sample_pid(t, 10, false);
-	cr_assert_eq(build_entries(t, e, 16), 3);
 	perfrec_buildid_table__free(t);
 	perfrec_buildid_table__free(NULL);
+}
+
+/* A PERF_RECORD_EXIT (struct perf_record_fork) with a sample_id trailer. */
+static void note_exit(struct perfrec_buildid_table *t, uint32_t pid, uint32_t tid)
+{
+	struct perf_event_header h = { .type = PERF_RECORD_EXIT, .size = 8 + 24 + 16 };
+	unsigned char rec[64];
+	uint32_t ppid = 1;
+	uint64_t time = 12345;
+
+	memset(rec, 0xee, h.size);
+	memcpy(rec, &h, sizeof(h));
+	memcpy(rec + 8, &pid, 4);
+	memcpy(rec + 12, &ppid, 4);
+	memcpy(rec + 16, &tid, 4);
+	memcpy(rec + 20, &ppid, 4);
+	memcpy(rec + 24, &time, 8);
+	perfrec_buildid_table__note_exit(t, (void *)rec);
+}
+
+/*
+ * One long file while a host starts 100,000 short processes, each mapping
+ * its own binary and libc: the table must follow the processes alive, not
+ * all that ever ran (it grew by ~120 bytes per process, without bound, in
+ * a soak).  The rings are read one after another, so for every other
+ * process the EXIT comes before its exec's MMAP2s.  A tenth of them is
+ * sampled, and their binaries must still be written after they are gone;
+ * the others' must not.
+ */
+Test(buildid, table_forgets_processes_that_exit)
+{
+	struct perfrec_buildid_table *t;
+	unsigned char rec[512];
+	uint8_t id[20] = { 0xab };
+	char name[64];
+	struct featbuf fb;
+	size_t most = 0;
+	int r;
+
+	cr_assert_eq(perfrec_buildid_table__new(&t), 0);
+	/* a long-lived process throughout */
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 1, "/sbin/init", ID_TEN, 20);
+	perfrec_buildid_table__note_mmap2(t, (void *)rec);
+	for (uint32_t i = 0; i < 100000; i++) {
+		uint32_t pid = 1000 + i;
+		bool reordered = i % 2;
+
+		if (reordered)
+			note_exit(t, pid, pid);
+		snprintf(name, sizeof(name), "/opt/bin/tool-%u", i);
+		memcpy(id + 1, &i, sizeof(i));
+		make_mmap2(rec, PERF_RECORD_MISC_USER, pid, name, id, 20);
+		perfrec_buildid_table__note_mmap2(t, (void *)rec);
+		make_mmap2(rec, PERF_RECORD_MISC_USER, pid, "/lib/libc.so.6", ID_LIBC, 8);
+		perfrec_buildid_table__note_mmap2(t, (void *)rec);
+		note_exit(t, pid, pid + 500000); /* a thread of it */
+		if (i % 10 == 0 || i % 10 == 5)
+			perfrec_buildid_table__note_sample_pid(t, pid, false);
+		if (!reordered)
+			note_exit(t, pid, pid);
+		if (perfrec_buildid_table__nr_processes(t) > most)
+			most = perfrec_buildid_table__nr_processes(t);
+	}
+	cr_assert(most <= 2048, "the table held %zu processes at once, 2 alive at most", most);
+	/* the feature: init is not sampled; every sampled tool and libc, nothing else */
+	featbuf_init(&fb);
+	r = buildid_table_build_feature(t, &fb);
+	cr_assert_eq(r, 20000 + 1, "entries: %d", r);
+	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-99990", 20));
+	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-99995", 20));
+	cr_assert_not_null(memmem(fb.buf, fb.len, "/opt/bin/tool-0", 16));
+	cr_assert_null(memmem(fb.buf, fb.len, "/opt/bin/tool-1", 16));
+	cr_assert_null(memmem(fb.buf, fb.len, "/sbin/init", 10));
+	featbuf_exit(&fb);
+	perfrec_buildid_table__free(t);
+}
+
+/*
+ * A process's last samples, even its exec's MMAP2, can be drained after
+ * its EXIT: they still count.  A thread's EXIT forgets nothing.
+ */
+Test(buildid, table_counts_what_is_drained_after_the_exit)
+{
+	struct perfrec_buildid_table *t = fill_table();
+	unsigned char rec[512];
+	struct entry e[16];
+	size_t n;
+
+	note_exit(t, 10, 11);  /* a thread of pid 10 */
+	note_exit(t, 20, 20);  /* pid 20 itself */
+	note_exit(t, 30, 30);  /* pid 30, whose MMAP2 is still in another ring */
+	perfrec_buildid_table__note_sample_pid(t, 10, false);
+	perfrec_buildid_table__note_sample_pid(t, 20, false);
+	perfrec_buildid_table__note_sample_pid(t, 30, false);
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 30, "/usr/bin/thirty", ID_TWENTY, 4);
+	perfrec_buildid_table__note_mmap2(t, (void *)rec);
+	n = build_entries(t, e, 16);
+	cr_assert_eq(n, 4);
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/ten"));
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/twenty"));
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/thirty"));
+	perfrec_buildid_table__free(t);
 }
 
 Test(buildid, table_ignores_malformed_mmap2)

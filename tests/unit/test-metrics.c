@@ -105,7 +105,7 @@ static struct metrics_values sample_values(void)
 		.samples = 12345, .lost = 7, .bytes_written = 987654, .dropped_bytes = 3,
 		.files_published = 4, .nr_cpus = 2, .paused = true,
 		.events = events, .nr_events = 2,
-		.cpu_sec = 1.5, .rss_bytes = 8 << 20,
+		.cpu_sec = 1.5, .rss_bytes = 8 << 20, .tracked_processes = 321,
 	};
 	return v;
 }
@@ -151,6 +151,7 @@ Test(metrics, formats_every_family_typed_before_its_samples)
 	expect_family(text, "perfrecd_files_published_total", "counter", "perfrecd_files_published_total 4");
 	expect_family(text, "perfrecd_cpu_seconds_total", "counter", "perfrecd_cpu_seconds_total 1.500000");
 	expect_family(text, "perfrecd_resident_memory_bytes", "gauge", "perfrecd_resident_memory_bytes 8388608");
+	expect_family(text, "perfrecd_tracked_processes", "gauge", "perfrecd_tracked_processes 321");
 	expect_family(text, "perfrecd_paused", "gauge", "perfrecd_paused 1");
 	expect_family(text, "perfrecd_cpus", "gauge", "perfrecd_cpus 2");
 	expect_family(text, "perfrecd_start_time_seconds", "gauge", "perfrecd_start_time_seconds 1700000000.250");

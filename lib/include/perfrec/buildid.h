@@ -20,10 +20,13 @@ PERFREC_API int perfrec_buildid__parse_notes(const void *buf, size_t len, uint8_
 PERFREC_API int perfrec_buildid__kernel(const char *sysfs, uint8_t ret_id[PERFREC_BUILD_ID_MAX]);
 
 /*
- * Table of DSOs: fed every MMAP2 record (synthesized or from the kernel) and
- * every sample; __add_feature() writes HEADER_BUILD_ID with one entry per
- * binary that has a build id and is mapped by a process that has samples
- * (plus the kernel), like perf's post-pass but without rereading the file.
+ * Table of DSOs: fed every MMAP2 record (synthesized or from the kernel),
+ * every EXIT, and every sample; __add_feature() writes
+ * HEADER_BUILD_ID with one entry per binary that has a build id and is
+ * mapped by a process that has samples (plus the kernel), like perf's
+ * post-pass but without rereading the file.  Its size follows the
+ * processes alive and those sampled in the current file, not every
+ * process ever seen.
  */
 struct perfrec_buildid_table;
 
@@ -35,8 +38,21 @@ PERFREC_API void perfrec_buildid_table__note_sample_pid(struct perfrec_buildid_t
 							bool kernel);
 PERFREC_API int perfrec_buildid_table__add_feature(struct perfrec_buildid_table *t,
 						   struct perfrec_pdwriter *w);
-/* Forget sample pids (new file) but keep the known mappings. */
+/*
+ * Look at a PERF_RECORD_EXIT: a process that exited is forgotten (its
+ * binaries kept for the file if it was sampled) once later exits show that
+ * no record of it can still be on its way.  Threads' exits are ignored.
+ */
+PERFREC_API void perfrec_buildid_table__note_exit(struct perfrec_buildid_table *t,
+						  const struct perf_event_header *rec);
+/*
+ * A new file starts: forget everything, processes and binaries alike; the
+ * file's synthesized state (every live process, the kernel) and its ring
+ * records fill the table again.
+ */
 PERFREC_API void perfrec_buildid_table__reset_samples(struct perfrec_buildid_table *t);
+/* Processes the table knows now (alive, or gone but not yet forgotten). */
+PERFREC_API size_t perfrec_buildid_table__nr_processes(const struct perfrec_buildid_table *t);
 PERFREC_API void perfrec_buildid_table__free(struct perfrec_buildid_table *t);
 
 #endif

@@ -355,8 +355,12 @@ int cmd_ctl_snapshot(int argc, char **argv)
 	perfrecctl_global_opts(&argc, &argv);
 	if (argc != 2)
 		return perfrecctl_usage(argv[0]);
-	/* Opened by us, with our permissions: the daemon writes only where we may. */
-	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * Opened by us, with our permissions: the daemon writes only where we
+	 * may.  Write-only: opened for reading too, a pipe would keep a reader
+	 * (the daemon itself, holding our fd) after its real reader has gone.
+	 */
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "perfrecctl: cannot open %s: %m\n", argv[1]);
 		return EXIT_BAD;

@@ -346,6 +346,7 @@ static void refusals_roll(struct control *ctl, uint64_t now)
 static void refusal(struct control *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void refusal(struct control *ctl, const char *fmt, ...)
 {
+	int saved_errno = errno; /* for a %m in @fmt */
 	char buf[256];
 	va_list ap;
 
@@ -357,6 +358,7 @@ static void refusal(struct control *ctl, const char *fmt, ...)
 	}
 	ctl->rl_shown++;
 	ctl->refusals_logged++;
+	errno = saved_errno;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);

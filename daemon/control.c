@@ -44,6 +44,8 @@
 /* Refusals logged per interval; the rest are counted and the count logged. */
 #define REFUSAL_BURST 20
 #define REFUSAL_INTERVAL_USEC (10 * 1000000ULL)
+/* Out of file descriptors: try accepting again after this long. */
+#define ACCEPT_PAUSE_USEC (100 * 1000ULL)
 /* Freed buffers worth handing back to the system. */
 #define TRIM_BYTES (1U << 20)
 
@@ -112,6 +114,7 @@ struct control {
 	uint64_t start_usec;
 	uint64_t refused, refusals_logged;
 	uint64_t rl_begin, rl_suppressed;
+	uint64_t accept_paused_until; /* out of fds: the listening socket rests until then */
 	unsigned rl_shown;
 };
 
@@ -525,8 +528,17 @@ static void accept_clients(struct control *ctl)
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* The connection stays queued and the socket readable: stop
+				 * watching it for a while rather than spin on it. */
+				struct epoll_event off = { .events = 0, .data.u64 = TAG_LISTEN };
+
 				refusal(ctl, "Cannot accept a control client: %m");
+				epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->listen_fd, &off);
+				ctl->accept_paused_until = now_usec() + ACCEPT_PAUSE_USEC;
+			} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+				refusal(ctl, "Cannot accept a control client: %m");
+			}
 			return;
 		}
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -1301,6 +1313,12 @@ void control_sweep(struct control *ctl, uint64_t now)
 		}
 		if (c->dead)
 			client_drop(c, "closed");
+	}
+	if (ctl->accept_paused_until && now >= ctl->accept_paused_until) {
+		struct epoll_event on = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+
+		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->listen_fd, &on);
+		ctl->accept_paused_until = 0;
 	}
 	/* Buffers of clients gone (a flood of partial requests) go back to the system. */
 	if (ctl->freed_since_trim >= TRIM_BYTES) {

@@ -5,16 +5,18 @@
  * seteuid() (SO_PEERCRED records the effective uid): connections per uid
  * and the reserve root keeps, the byte budget of a uid's partial requests
  * and the memory given back, the idle timeout, refusals logged at a
- * bounded rate, and what an unprivileged peer may call under the default
+ * bounded rate, no spinning when out of file descriptors, and what an unprivileged peer may call under the default
  * configuration.  The recorder behind the server is never reached: only
  * Ping and refused calls are made.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -285,4 +287,42 @@ Test(control, the_default_configuration_refuses_others_every_privileged_method, 
 		cr_assert_not_null(strstr(r, "io.perfrec.PermissionDenied"), "%s answered %s", refused[i], r);
 	}
 	close(fd);
+}
+
+/* Out of fds, a connection waits in the queue: the server must not spin on it. */
+Test(control, out_of_fds_the_listening_socket_rests_instead_of_spinning, .fini = stop)
+{
+	struct rlimit rl, low;
+	struct control_stats st;
+	struct pollfd p;
+	int dummies[256], n = 0, a, b;
+
+	start(false);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	low = rl;
+	low.rlim_cur = 64;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 256 && (dummies[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	cr_assert(n > 3 && n < 256);
+	close(dummies[--n]);
+	close(dummies[--n]);
+	close(dummies[--n]);
+	a = connect_as(NOBODY);
+	b = connect_as(NOBODY);
+	serve(4);   /* a takes the last fd, b cannot be accepted */
+	control_stats(ctl, &st);
+	cr_assert_eq(st.clients, 1);
+	p = (struct pollfd){ .fd = control_fd(ctl), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "the server would spin on a connection it cannot accept");
+	close(dummies[--n]);
+	control_sweep(ctl, now_usec() + 1000000);
+	serve(4);
+	control_stats(ctl, &st);
+	cr_assert_eq(st.clients, 2, "accepting did not resume");
+	close(a);
+	close(b);
+	while (n)
+		close(dummies[--n]);
+	setrlimit(RLIMIT_NOFILE, &rl);
 }

@@ -9,6 +9,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,39 +34,88 @@
 #include "varlink.h"
 
 #define TAG_LISTEN UINT64_MAX
-/* Per pass: at most this many events, and this much input per client. */
+/* Per pass: at most this many events, and this much of a snapshot per reader. */
 #define MAX_EVENTS 128
-#define READ_CHUNK (64 * 1024)
+#define XFER_PER_PASS (4U << 20)
+/* An input buffer starts this small and doubles up to VARLINK_MAX_MESSAGE. */
+#define IN_MIN 4096
+/* Replies pending past this: read no further calls until they are taken. */
+#define OUT_HIGH (64 * 1024)
+/* Refusals logged per interval; the rest are counted and the count logged. */
+#define REFUSAL_BURST 20
+#define REFUSAL_INTERVAL_USEC (10 * 1000000ULL)
+/* Out of file descriptors: try accepting again after this long. */
+#define ACCEPT_PAUSE_USEC (100 * 1000ULL)
+/* Freed buffers worth handing back to the system. */
+#define TRIM_BYTES (1U << 20)
+
+/*
+ * What an epoll event points at: a client's socket or the file a snapshot
+ * is being copied into.  Each struct below starts with its kind.
+ */
+enum watch { WATCH_CLIENT = 1, WATCH_SNAPSHOT };
+
+/* A snapshot being copied from its spool into the client's fd at the reader's pace. */
+struct transfer {
+	enum watch kind;
+	struct client *c;
+	int spool, target;        /* -1 when no transfer is under way */
+	off_t off, size;
+	int samples;
+	bool is_socket, is_fifo;
+	bool watched;             /* target in the epoll set (not every fd polls) */
+	bool oneway;              /* no reply at the end */
+	uint64_t moved_usec;      /* last time the reader took bytes */
+};
+
+/* One unprivileged uid: what its clients hold together. */
+struct peer {
+	struct peer *next;
+	uid_t uid;
+	size_t clients, bytes;
+};
 
 struct client {
+	enum watch kind;
 	struct control *ctl;
 	struct client *prev, *next;
 	int fd;
 	struct ucred cred;
 	bool privileged;
+	struct peer *peer;        /* NULL for privileged clients (not limited per uid) */
 	char *in;
-	size_t in_len;
+	size_t in_len, in_cap;
 	char *out;
 	size_t out_len, out_off, out_cap;
+	size_t charged;           /* in_cap + out_cap as counted in peer and control */
 	uint64_t out_moved_usec;  /* last time output drained (or queued into empty) */
+	uint64_t request_usec;    /* connected, or last complete message */
 	int passed_fd;            /* from SCM_RIGHTS, for Snapshot; -1 */
 	struct perfrec_pdwriter *sub; /* Subscribe stream */
+	struct transfer xfer;
+	uint32_t events;          /* registered in epoll */
+	bool parse_more;          /* whole messages wait in the input buffer */
 	bool dead;                /* drop at the end of this pass */
-	bool want_out;            /* EPOLLOUT registered */
 };
 
 struct control {
 	const struct config *cfg;
 	struct recorder *rec;
+	struct control_limits lim;
 	int epfd, listen_fd;
 	char *created_path;       /* socket we created (removed at exit) */
 	bool have_gid;
 	gid_t gid;
 	struct client *clients;
-	size_t nr_clients, nr_subscribers;
+	struct peer *peers;
+	size_t nr_clients, nr_unprivileged, nr_subscribers;
+	size_t buffered, unprivileged_bytes, freed_since_trim;
 	bool paused;
 	uint64_t start_usec;
-	uint64_t last_sweep_usec;
+	uint64_t refused, refusals_logged;
+	uint64_t rl_begin, rl_suppressed;
+	uint64_t accept_paused_until; /* out of fds: the listening socket rests until then */
+	unsigned rl_shown;
 };
 
 static void client_drop(struct client *c, const char *why);
@@ -212,7 +265,8 @@ int control_open(const struct config *cfg, struct recorder *rec, struct control 
 		return -ENOMEM;
 	ctl->cfg = cfg;
 	ctl->rec = rec;
-	ctl->listen_fd = -1;
+	ctl->lim = (struct control_limits)CONTROL_LIMITS_DEFAULT;
+	ctl->epfd = ctl->listen_fd = -1;
 	ctl->start_usec = now_usec();
 	raise_nofile();
 	r = resolve_group(cfg, ctl);
@@ -275,6 +329,45 @@ void control_free(struct control *ctl)
 
 /* -------------------------------------------------------------- clients */
 
+/*
+ * Refusals (calls, connections, clients dropped by a limit) come as fast as
+ * a user can send them: log REFUSAL_BURST per interval and count the rest,
+ * so the log says how many without becoming the denial of service itself.
+ */
+static void refusals_roll(struct control *ctl, uint64_t now)
+{
+	if (now - ctl->rl_begin < REFUSAL_INTERVAL_USEC)
+		return;
+	if (ctl->rl_suppressed)
+		log_notice("%" PRIu64 " more refusals of control clients in the last %llu s were not logged",
+			   ctl->rl_suppressed, (unsigned long long)((now - ctl->rl_begin) / 1000000));
+	ctl->rl_begin = now;
+	ctl->rl_shown = 0;
+	ctl->rl_suppressed = 0;
+}
+
+static void refusal(struct control *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refusal(struct control *ctl, const char *fmt, ...)
+{
+	int saved_errno = errno; /* for a %m in @fmt */
+	char buf[256];
+	va_list ap;
+
+	ctl->refused++;
+	refusals_roll(ctl, now_usec());
+	if (ctl->rl_shown >= REFUSAL_BURST) {
+		ctl->rl_suppressed++;
+		return;
+	}
+	ctl->rl_shown++;
+	ctl->refusals_logged++;
+	errno = saved_errno;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_notice("%s", buf);
+}
+
 static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid)
 {
 	gid_t groups[256];
@@ -290,6 +383,89 @@ static bool peer_in_group(int fd, const struct ucred *cred, gid_t gid)
 		if (groups[i] == gid)
 			return true;
 	return false;
+}
+
+static struct peer *peer_get(struct control *ctl, uid_t uid)
+{
+	struct peer *p;
+
+	for (p = ctl->peers; p; p = p->next)
+		if (p->uid == uid)
+			return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->uid = uid;
+	p->next = ctl->peers;
+	ctl->peers = p;
+	return p;
+}
+
+/* Forget a uid that has no connection left (or never got one). */
+static void peer_unused(struct control *ctl, struct peer *p)
+{
+	if (!p || p->clients)
+		return;
+	for (struct peer **pp = &ctl->peers; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	free(p);
+}
+
+static void peer_put(struct control *ctl, struct peer *p)
+{
+	p->clients--;
+	peer_unused(ctl, p);
+}
+
+/* Count the client's buffers (after any change to their capacity). */
+static void client_charge(struct client *c)
+{
+	struct control *ctl = c->ctl;
+	size_t now = c->in_cap + c->out_cap;
+
+	ctl->buffered = ctl->buffered - c->charged + now;
+	if (c->peer) {
+		c->peer->bytes = c->peer->bytes - c->charged + now;
+		ctl->unprivileged_bytes = ctl->unprivileged_bytes - c->charged + now;
+	}
+	if (now < c->charged)
+		ctl->freed_since_trim += c->charged - now;
+	c->charged = now;
+}
+
+static void in_release(struct client *c)
+{
+	free(c->in);
+	c->in = NULL;
+	c->in_len = c->in_cap = 0;
+	client_charge(c);
+}
+
+static void out_release(struct client *c)
+{
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = c->out_cap = 0;
+	client_charge(c);
+}
+
+static void xfer_close(struct client *c)
+{
+	struct transfer *x = &c->xfer;
+
+	/* Explicitly: the client shares the target's open file, so closing
+	 * our fd alone would leave it registered. */
+	if (x->watched)
+		epoll_ctl(c->ctl->epfd, EPOLL_CTL_DEL, x->target, NULL);
+	if (x->target >= 0)
+		close(x->target);
+	if (x->spool >= 0)
+		close(x->spool);
+	x->target = x->spool = -1;
+	x->watched = false;
 }
 
 static void client_drop(struct client *c, const char *why)
@@ -309,12 +485,33 @@ static void client_drop(struct client *c, const char *why)
 		ctl->nr_subscribers--;
 		perfrec_pdwriter__free(c->sub, false);
 	}
+	xfer_close(c);
 	close(c->fd);
 	if (c->passed_fd >= 0)
 		close(c->passed_fd);
-	free(c->in);
-	free(c->out);
+	in_release(c);
+	out_release(c);
+	if (c->peer) {
+		ctl->nr_unprivileged--;
+		peer_put(ctl, c->peer);
+	}
 	free(c);
+}
+
+/* Why a new connection is refused, or NULL to take it. */
+static const char *admit(struct control *ctl, bool privileged, struct peer *p)
+{
+	const struct control_limits *l = &ctl->lim;
+
+	if (ctl->nr_clients >= l->max_clients)
+		return "all connections are taken";
+	if (privileged)
+		return NULL;
+	if (ctl->nr_unprivileged + l->reserved >= l->max_clients)
+		return "the connections for unprivileged users are taken";
+	if (p->clients >= l->max_per_uid)
+		return "too many connections from this user";
+	return NULL;
 }
 
 static void accept_clients(struct control *ctl)
@@ -323,37 +520,68 @@ static void accept_clients(struct control *ctl)
 	for (int i = 0; i < 64; i++) {
 		struct epoll_event ev = { .events = EPOLLIN };
 		socklen_t len = sizeof(struct ucred);
+		struct ucred cred;
+		struct peer *p = NULL;
 		struct client *c;
+		const char *why;
+		bool privileged;
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warning("Cannot accept a control client: %m");
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* The connection stays queued and the socket readable: stop
+				 * watching it for a while rather than spin on it. */
+				struct epoll_event off = { .events = 0, .data.u64 = TAG_LISTEN };
+
+				refusal(ctl, "Cannot accept a control client: %m");
+				epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->listen_fd, &off);
+				ctl->accept_paused_until = now_usec() + ACCEPT_PAUSE_USEC;
+			} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+				refusal(ctl, "Cannot accept a control client: %m");
+			}
 			return;
 		}
-		if (ctl->nr_clients >= CONTROL_MAX_CLIENTS) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 			close(fd);
 			continue;
 		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			return;
+		privileged = cred.uid == 0 || (ctl->have_gid && peer_in_group(fd, &cred, ctl->gid));
+		if (!privileged) {
+			p = peer_get(ctl, cred.uid);
+			if (!p) {
+				close(fd);
+				return;
+			}
 		}
+		why = admit(ctl, privileged, p);
+		c = why ? NULL : calloc(1, sizeof(*c));
+		if (!c) {
+			refusal(ctl, "Refused a control connection from uid %u pid %d: %s", (unsigned)cred.uid,
+				(int)cred.pid, why ? why : "out of memory");
+			close(fd);
+			peer_unused(ctl, p);
+			continue;
+		}
+		c->kind = WATCH_CLIENT;
 		c->ctl = ctl;
 		c->fd = fd;
+		c->cred = cred;
+		c->privileged = privileged;
 		c->passed_fd = -1;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
-			free(c);
-			close(fd);
-			continue;
-		}
-		c->privileged = c->cred.uid == 0 || (ctl->have_gid && peer_in_group(fd, &c->cred, ctl->gid));
+		c->xfer = (struct transfer){ .kind = WATCH_SNAPSHOT, .c = c, .spool = -1, .target = -1 };
+		c->request_usec = now_usec();
+		c->events = ev.events;
 		ev.data.ptr = c;
 		if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			free(c);
 			close(fd);
+			peer_unused(ctl, p);
 			continue;
+		}
+		if (p) {
+			c->peer = p;
+			p->clients++;
+			ctl->nr_unprivileged++;
 		}
 		c->next = ctl->clients;
 		if (c->next)
@@ -363,17 +591,31 @@ static void accept_clients(struct control *ctl)
 	}
 }
 
+static bool xfer_active(const struct client *c)
+{
+	return c->xfer.spool >= 0;
+}
+
+/* No further calls are read while a snapshot is delivered or replies pile up. */
+static bool client_blocked(const struct client *c)
+{
+	return xfer_active(c) || c->out_len - c->out_off >= OUT_HIGH;
+}
+
 static void update_events(struct client *c)
 {
-	bool want = c->out_len > c->out_off;
-	struct epoll_event ev = { .events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c };
+	uint32_t ev = 0;
 
 	/* A subscriber's input is no longer read: it sends nothing we need. */
-	if (c->sub)
-		ev.events &= ~EPOLLIN;
-	if (want != c->want_out || c->sub) {
-		epoll_ctl(c->ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-		c->want_out = want;
+	if (!c->sub && !client_blocked(c) && c->in_len < VARLINK_MAX_MESSAGE)
+		ev |= EPOLLIN;
+	if (c->out_len > c->out_off)
+		ev |= EPOLLOUT;
+	if (ev != c->events) {
+		struct epoll_event e = { .events = ev, .data.ptr = c };
+
+		epoll_ctl(c->ctl->epfd, EPOLL_CTL_MOD, c->fd, &e);
+		c->events = ev;
 	}
 }
 
@@ -391,8 +633,14 @@ static void flush_out(struct client *c)
 		c->out_off += (size_t)n;
 		c->out_moved_usec = now_usec();
 	}
-	if (c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
+	if (c->out_off == c->out_len) {
+		/* A subscriber's buffer refills at once; anyone else's waits for the next call. */
+		if (c->sub)
+			c->out_off = c->out_len = 0;
+		else
+			out_release(c);
+		c->parse_more = c->in_len > 0;
+	}
 	update_events(c);
 }
 
@@ -433,6 +681,7 @@ static bool queue_out(struct client *c, const void *buf, size_t len)
 			}
 			c->out = n;
 			c->out_cap = ncap;
+			client_charge(c);
 		}
 	}
 	memcpy(c->out + c->out_len, buf, len);
@@ -454,20 +703,152 @@ static void send_msg(struct client *c, char *msg, size_t len)
 static void reply(struct client *c, struct json_object *params)
 {
 	size_t len = 0;
+	char *m = varlink_reply(params, &len);
 
-	{ char *m = varlink_reply(params, &len);
-			send_msg(c, m, len); }
+	send_msg(c, m, len);
 }
 
 static void reply_error(struct client *c, const char *error, const char *key, const char *value)
 {
 	struct json_object *p = json_object_new_object();
 	size_t len = 0;
+	char *m;
 
 	if (p && key)
 		json_object_object_add(p, key, json_object_new_string(value));
-	{ char *m = varlink_error(error, p, &len);
-			send_msg(c, m, len); }
+	m = varlink_error(error, p, &len);
+	send_msg(c, m, len);
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+/*
+ * A snapshot into a pipe or a socket is spooled first (snapshot.c) and
+ * copied out here without ever waiting: the reader takes it at its own
+ * pace, bounded per pass, and one that takes nothing for stall_usec or
+ * goes away ends the transfer with an error reply and a log line.  The
+ * reply (the sample count) comes when the last byte was taken.
+ */
+static void xfer_finish(struct client *c, int err, const char *why)
+{
+	struct transfer *x = &c->xfer;
+	char reason[160];
+
+	if (err < 0) {
+		snprintf(reason, sizeof(reason), "%s after %lld of %lld bytes", why ? why : strerror(-err),
+			 (long long)x->off, (long long)x->size);
+		log_notice("Snapshot for uid %u pid %d not delivered: %s", (unsigned)c->cred.uid,
+			   (int)c->cred.pid, reason);
+	} else {
+		log_info("Snapshot written for uid %u pid %d: %d samples", (unsigned)c->cred.uid,
+			 (int)c->cred.pid, x->samples);
+	}
+	xfer_close(c);
+	if (!x->oneway) {
+		if (err < 0) {
+			reply_error(c, VL_ERR_FAILED, "reason", reason);
+		} else {
+			struct json_object *p = json_object_new_object();
+
+			json_object_object_add(p, "samples", json_object_new_int(x->samples));
+			reply(c, p);
+		}
+	}
+	c->parse_more = c->in_len > 0;
+	update_events(c);
+}
+
+/* Copy what the reader takes now; never waits. */
+static void xfer_pump(struct client *c)
+{
+	static char buf[64 * 1024];
+	struct transfer *x = &c->xfer;
+	size_t budget = x->watched ? XFER_PER_PASS : SIZE_MAX;
+
+	while (x->off < x->size && budget) {
+		size_t want = (size_t)(x->size - x->off);
+		ssize_t n;
+
+		if (want > sizeof(buf))
+			want = sizeof(buf);
+		if (want > budget)
+			want = budget;
+		if (x->is_fifo) {
+			loff_t off = x->off;
+
+			/* SPLICE_F_NONBLOCK: a full pipe is EAGAIN, whatever the fd's own flags. */
+			n = splice(x->spool, &off, x->target, NULL, want, SPLICE_F_NONBLOCK);
+		} else {
+			struct pollfd pfd = { .fd = x->target, .events = POLLOUT };
+
+			/* Without a non-blocking write for this kind of fd, write only
+			 * what poll promises room for. */
+			if (!x->is_socket && (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLOUT))) {
+				if (pfd.revents & (POLLERR | POLLHUP)) {
+					xfer_finish(c, -EPIPE, "the reader went away");
+					return;
+				}
+				break;
+			}
+			if (!x->is_socket && want > PIPE_BUF)
+				want = PIPE_BUF;
+			n = pread(x->spool, buf, want, x->off);
+			if (n <= 0) {
+				xfer_finish(c, n < 0 ? -errno : -EIO, n < 0 ? NULL : "the spool ended early");
+				return;
+			}
+			n = x->is_socket ? send(x->target, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL)
+					 : write(x->target, buf, (size_t)n);
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			xfer_finish(c, -errno, errno == EPIPE || errno == ECONNRESET ? "the reader went away" : NULL);
+			return;
+		}
+		if (n == 0)
+			break;
+		x->off += n;
+		budget -= (size_t)n;
+		x->moved_usec = now_usec();
+	}
+	if (x->off >= x->size)
+		xfer_finish(c, 0, NULL);
+}
+
+/* Takes c->passed_fd.  Returns 0 when the transfer started (reply at its end), or -errno. */
+static int xfer_start(struct control *ctl, struct client *c, bool oneway)
+{
+	struct transfer *x = &c->xfer;
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = x };
+	struct stat st;
+	int r, spool = -1;
+
+	if (fstat(c->passed_fd, &st) < 0)
+		return -errno;
+	r = recorder_snapshot_spool(ctl->rec, &spool);
+	if (r < 0)
+		return r;
+	x->samples = r;
+	x->size = lseek(spool, 0, SEEK_END);
+	if (x->size < 0) {
+		r = -errno;
+		close(spool);
+		return r;
+	}
+	x->spool = spool;
+	x->target = c->passed_fd;
+	c->passed_fd = -1;
+	x->off = 0;
+	x->is_socket = S_ISSOCK(st.st_mode);
+	x->is_fifo = S_ISFIFO(st.st_mode);
+	x->oneway = oneway;
+	x->moved_usec = now_usec();
+	/* Files that do not poll (/dev/null) never make a writer wait. */
+	x->watched = epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, x->target, &ev) == 0;
+	update_events(c);
+	xfer_pump(c);
+	return 0;
 }
 
 /* -------------------------------------------------------------- methods */
@@ -629,8 +1010,8 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 	int r;
 
 	if (!c->privileged && !varlink_is_public(vc->name, ctl->cfg->control_public_methods)) {
-		log_notice("Refused %s to uid %u pid %d: not root and not in the control group",
-			   vc->name, (unsigned)c->cred.uid, (int)c->cred.pid);
+		refusal(ctl, "Refused %s to uid %u pid %d: not root and not in the control group",
+			vc->name, (unsigned)c->cred.uid, (int)c->cred.pid);
 		reply_error(c, VL_ERR_PERMISSION_DENIED, "method", vc->name);
 		return;
 	}
@@ -677,9 +1058,27 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 		}
 		free(path);
 		return;
-	case VL_SNAPSHOT:
+	case VL_SNAPSHOT: {
+		struct stat st;
+
 		if (c->passed_fd < 0) {
 			reply_error(c, VL_ERR_NO_FD, NULL, NULL);
+			return;
+		}
+		if (fstat(c->passed_fd, &st) < 0 || (!S_ISREG(st.st_mode) && isatty(c->passed_fd))) {
+			close(c->passed_fd);
+			c->passed_fd = -1;
+			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a snapshot is binary perf data; not into a terminal");
+			return;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			/* A pipe or socket: spooled, and copied out at the reader's pace. */
+			r = xfer_start(ctl, c, vc->oneway);
+			if (r < 0) {
+				close(c->passed_fd);
+				c->passed_fd = -1;
+				reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+			}
 			return;
 		}
 		r = recorder_snapshot(rec, c->passed_fd);
@@ -694,6 +1093,7 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 		J_ADD(p, "samples", json_object_new_int(r));
 		reply(c, p);
 		return;
+	}
 	case VL_PAUSE:
 	case VL_RESUME:
 		r = vc->id == VL_PAUSE ? recorder_disable(rec) : recorder_enable(rec);
@@ -747,48 +1147,94 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 	}
 }
 
-/* Handle every whole message in the input buffer. */
+/* Handle the whole messages in the input buffer, as far as the client takes replies. */
 static void handle_input(struct control *ctl, struct client *c)
 {
 	size_t off = 0;
 
+	c->parse_more = false;
 	while (!c->dead && !c->sub && off < c->in_len) {
 		struct varlink_call vc;
 		const char *err, *param;
-		int n = varlink_frame(c->in + off, c->in_len - off);
+		int n;
 
+		if (client_blocked(c)) {
+			c->parse_more = true;
+			break;
+		}
+		n = varlink_frame(c->in + off, c->in_len - off);
 		if (n == 0)
 			break;
 		if (n < 0) {
 			/* We cannot find where the next message starts: say why and hang up. */
 			struct json_object *p = json_object_new_object();
 			size_t len = 0;
+			char *m;
 
 			J_ADD(p, "limit", json_object_new_int(VARLINK_MAX_MESSAGE));
-			{ char *m = varlink_error(VL_ERR_MESSAGE_TOO_LARGE, p, &len);
-			send_msg(c, m, len); }
+			m = varlink_error(VL_ERR_MESSAGE_TOO_LARGE, p, &len);
+			send_msg(c, m, len);
 			flush_out(c);
 			c->dead = true;
 			break;
 		}
+		c->request_usec = now_usec();
 		if (varlink_parse(c->in + off, (size_t)n - 1, &vc, &err, &param) < 0) {
 			size_t len = 0;
+			char *m = varlink_error_param(err, param, &len);
 
-			{ char *m = varlink_error_param(err, param, &len);
-			send_msg(c, m, len); }
+			send_msg(c, m, len);
 		} else {
 			bool oneway = vc.oneway;
 			size_t before = c->out_len;
 
 			call(ctl, c, &vc);
-			if (oneway && vc.id != VL_SUBSCRIBE)
+			/* A snapshot under way replies (or not) when it ends. */
+			if (oneway && vc.id != VL_SUBSCRIBE && !xfer_active(c))
 				c->out_len = before;
 			varlink_call_done(&vc);
 		}
 		off += (size_t)n;
 	}
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
+	if (off == c->in_len) {
+		in_release(c);
+	} else if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+	if (!c->dead)
+		update_events(c);
+}
+
+/*
+ * Room for the next read: the input buffer grows by doubling, and an
+ * unprivileged client's growth is charged to its uid.  -EDQUOT: over the
+ * uid's (or all unprivileged users') budget.
+ */
+static int in_reserve(struct client *c)
+{
+	const struct control_limits *l = &c->ctl->lim;
+	size_t cap, more;
+	char *n;
+
+	if (c->in_len < c->in_cap)
+		return 0;
+	if (c->in_cap >= VARLINK_MAX_MESSAGE)
+		return -ENOBUFS;
+	cap = c->in_cap ? c->in_cap * 2 : IN_MIN;
+	if (cap > VARLINK_MAX_MESSAGE)
+		cap = VARLINK_MAX_MESSAGE;
+	more = cap - c->in_cap;
+	if (c->peer && (c->peer->bytes + more > l->max_uid_bytes ||
+			c->ctl->unprivileged_bytes + more > l->max_unprivileged_bytes))
+		return -EDQUOT;
+	n = realloc(c->in, cap);
+	if (!n)
+		return -ENOMEM;
+	c->in = n;
+	c->in_cap = cap;
+	client_charge(c);
+	return 0;
 }
 
 static void read_client(struct control *ctl, struct client *c)
@@ -797,16 +1243,21 @@ static void read_client(struct control *ctl, struct client *c)
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	ssize_t n;
+	int r;
 
-	if (!c->in) {
-		c->in = malloc(VARLINK_MAX_MESSAGE);
-		if (!c->in) {
-			c->dead = true;
-			return;
-		}
+	r = in_reserve(c);
+	if (r == -EDQUOT) {
+		refusal(ctl, "Dropped control client uid %u pid %d: its user's unanswered input reached the limit of %zu KiB",
+			(unsigned)c->cred.uid, (int)c->cred.pid, ctl->lim.max_uid_bytes / 1024);
+		c->dead = true;
+		return;
+	}
+	if (r < 0) {
+		c->dead = r != -ENOBUFS;
+		return;
 	}
 	iov.iov_base = c->in + c->in_len;
-	iov.iov_len = VARLINK_MAX_MESSAGE - c->in_len;
+	iov.iov_len = c->in_cap - c->in_len;
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
@@ -834,10 +1285,52 @@ static void read_client(struct control *ctl, struct client *c)
 	handle_input(ctl, c);
 }
 
+void control_sweep(struct control *ctl, uint64_t now)
+{
+	const struct control_limits *l;
+
+	if (!ctl)
+		return;
+	l = &ctl->lim;
+	for (struct client *c = ctl->clients, *next; c; c = next) {
+		next = c->next;
+		if (!c->dead && c->out_len > c->out_off && now - c->out_moved_usec > l->stall_usec) {
+			log_notice("Control client pid %d uid %u stalled; dropping it", (int)c->cred.pid, (unsigned)c->cred.uid);
+			c->dead = true;
+		}
+		if (!c->dead && xfer_active(c) && now - c->xfer.moved_usec > l->stall_usec) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "its reader took nothing for %llu s",
+				 (unsigned long long)(l->stall_usec / 1000000));
+			xfer_finish(c, -ETIMEDOUT, why);
+		}
+		if (!c->dead && !c->sub && !xfer_active(c) && c->out_len == c->out_off &&
+		    now > c->request_usec && now - c->request_usec > l->idle_usec) {
+			refusal(ctl, "Closed control client uid %u pid %d: no complete request for %llu s",
+				(unsigned)c->cred.uid, (int)c->cred.pid, (unsigned long long)(l->idle_usec / 1000000));
+			c->dead = true;
+		}
+		if (c->dead)
+			client_drop(c, "closed");
+	}
+	if (ctl->accept_paused_until && now >= ctl->accept_paused_until) {
+		struct epoll_event on = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+
+		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->listen_fd, &on);
+		ctl->accept_paused_until = 0;
+	}
+	/* Buffers of clients gone (a flood of partial requests) go back to the system. */
+	if (ctl->freed_since_trim >= TRIM_BYTES) {
+		malloc_trim(0);
+		ctl->freed_since_trim = 0;
+	}
+	refusals_roll(ctl, now);
+}
+
 void control_process(struct control *ctl)
 {
 	struct epoll_event evs[MAX_EVENTS];
-	uint64_t now;
 	int n;
 
 	if (!ctl)
@@ -850,27 +1343,48 @@ void control_process(struct control *ctl)
 			accept_clients(ctl);
 			continue;
 		}
+		if (*(enum watch *)evs[i].data.ptr == WATCH_SNAPSHOT) {
+			c = ((struct transfer *)evs[i].data.ptr)->c;
+			if (!c->dead && xfer_active(c))
+				xfer_pump(c);
+			continue;
+		}
 		c = evs[i].data.ptr;
 		if (c->dead)
 			continue;
-		if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		if (evs[i].events & EPOLLIN)
 			read_client(ctl, c);
+		else if (evs[i].events & (EPOLLHUP | EPOLLERR))
+			c->dead = true;
 		if (c->sub && (evs[i].events & (EPOLLHUP | EPOLLERR)))
 			c->dead = true;
 	}
-	now = now_usec();
-	for (struct client *c = ctl->clients, *next; c; c = next) {
-		next = c->next;
+	for (struct client *c = ctl->clients; c; c = c->next) {
 		if (!c->dead && c->out_len > c->out_off)
 			flush_out(c);
-		if (!c->dead && c->out_len > c->out_off && now - c->out_moved_usec > CONTROL_STALL_USEC) {
-			log_notice("Control client pid %d uid %u stalled; dropping it", (int)c->cred.pid, (unsigned)c->cred.uid);
-			c->dead = true;
-		}
-		if (c->dead)
-			client_drop(c, "closed");
+		if (!c->dead && xfer_active(c) && !c->xfer.watched)
+			xfer_pump(c);
+		if (!c->dead && c->parse_more)
+			handle_input(ctl, c);
 	}
+	control_sweep(ctl, now_usec());
 	/* Pay for the tap only while someone listens (reload replaces the recorder's fields). */
 	ctl->rec->tap = ctl->nr_subscribers ? tap : NULL;
 	ctl->rec->tap_ctx = ctl;
+}
+
+void control_set_limits(struct control *ctl, const struct control_limits *lim)
+{
+	ctl->lim = *lim;
+}
+
+void control_stats(const struct control *ctl, struct control_stats *ret)
+{
+	*ret = (struct control_stats){
+		.clients = ctl->nr_clients,
+		.unprivileged = ctl->nr_unprivileged,
+		.buffered_bytes = ctl->buffered,
+		.refused = ctl->refused,
+		.refusals_logged = ctl->refusals_logged,
+	};
 }

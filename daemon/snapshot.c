@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -546,30 +547,71 @@ out:
 	return r;
 }
 
-int recorder_snapshot(struct recorder *rec, int fd)
+static int snapshot_into(struct recorder *rec, int fd, bool pipe_mode)
 {
 	struct perfrec_pdwriter *w = NULL;
-	struct stat st;
 	int r;
+
+	if (pipe_mode) {
+		struct perfrec_pdwriter_pipe_opts o = { .sz = sizeof(o) };
+
+		r = perfrec_pdwriter__new_pipe(fd, &o, &w);
+	} else {
+		struct perfrec_pdwriter_opts o = { .sz = sizeof(o), .compress_level = rec->cfg->compress_level };
+
+		r = perfrec_pdwriter__new(fd, &o, &w);
+	}
+	if (r < 0)
+		return r;
+	r = rec->history ? write_snapshot(rec, w) : copy_current(rec, w);
+	perfrec_pdwriter__free(w, false);
+	return r;
+}
+
+int recorder_snapshot(struct recorder *rec, int fd)
+{
+	struct stat st;
 
 	if (!rec->history && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (S_ISREG(st.st_mode)) {
-		struct perfrec_pdwriter_opts o = { .sz = sizeof(o), .compress_level = rec->cfg->compress_level };
+	return snapshot_into(rec, fd, !S_ISREG(st.st_mode));
+}
 
-		r = perfrec_pdwriter__new(fd, &o, &w);
-	} else {
-		struct perfrec_pdwriter_pipe_opts o = { .sz = sizeof(o) };
+/*
+ * The spool lives on disk beside the recordings when it can (a snapshot may
+ * be as large as the history), unlinked from the start so nothing is left
+ * behind; in memory otherwise.
+ */
+static int spool_open(const struct recorder *rec)
+{
+	int fd = -1;
 
-		r = perfrec_pdwriter__new_pipe(fd, &o, &w);
-	}
-	if (r < 0)
+	if (!pipeout_enabled(rec->cfg) && rec->cfg->directory)
+		fd = open(rec->cfg->directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = memfd_create("perfrecd-snapshot", MFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
+{
+	int fd, r;
+
+	if (!rec->history && !rec->have_file)
+		return -ENODATA;
+	recorder_drain(rec);
+	fd = spool_open(rec);
+	if (fd < 0)
+		return fd;
+	r = snapshot_into(rec, fd, true);
+	if (r < 0) {
+		close(fd);
 		return r;
-	r = rec->history ? write_snapshot(rec, w) : copy_current(rec, w);
-	perfrec_pdwriter__free(w, false);
+	}
+	*ret_fd = fd;
 	return r;
 }
 

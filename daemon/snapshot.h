@@ -62,6 +62,15 @@ int snapshot_drain(struct recorder *rec);
 int recorder_snapshot(struct recorder *rec, int fd);
 
 /*
+ * The same snapshot in pipe mode, for a reader that may be slow or gone (a
+ * pipe, a socket): written whole into a spool, an unlinked temporary file
+ * the caller copies out at the reader's pace, so no reader can hold up the
+ * recorder.  Returns the number of samples and *ret_fd (the spool, owned by
+ * the caller, its size the snapshot's) or -errno.
+ */
+int recorder_snapshot_spool(struct recorder *rec, int *ret_fd);
+
+/*
  * A snapshot published into the output directory like any other file
  * (NAME.tmp, rename; retention and the on-rotate hook apply).  *ret_path
  * (optional) gets the file name.  Logs the outcome.

@@ -350,13 +350,24 @@ int cmd_ctl_set_freq(int argc, char **argv)
 int cmd_ctl_snapshot(int argc, char **argv)
 {
 	struct json_object *p = NULL;
+	bool created = true;
 	int fd, r;
 
 	perfrecctl_global_opts(&argc, &argv);
 	if (argc != 2)
 		return perfrecctl_usage(argv[0]);
-	/* Opened by us, with our permissions: the daemon writes only where we may. */
-	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * Opened by us, with our permissions: the daemon writes only where we
+	 * may.  Write-only: opened for reading too, a pipe would keep a reader
+	 * (the daemon itself, holding our fd) after its real reader has gone.
+	 * Only a file we created is removed when the snapshot fails: the
+	 * target may be a FIFO, a device or /dev/stdout.
+	 */
+	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		created = false;
+		fd = open(argv[1], O_WRONLY | O_TRUNC | O_CLOEXEC);
+	}
 	if (fd < 0) {
 		fprintf(stderr, "perfrecctl: cannot open %s: %m\n", argv[1]);
 		return EXIT_BAD;
@@ -365,7 +376,7 @@ int cmd_ctl_snapshot(int argc, char **argv)
 	close(fd);
 	if (r == 0 && !json_out)
 		printf("snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"), argv[1]);
-	if (r)
+	if (r && created)
 		unlink(argv[1]);
 	json_object_put(p);
 	return r;

@@ -35,6 +35,7 @@ int recorder_disable(struct recorder *rec) { (void)rec; return 0; }
 int recorder_drain(struct recorder *rec) { (void)rec; return 0; }
 int recorder_rotate(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 int recorder_snapshot(struct recorder *rec, int fd) { (void)rec; (void)fd; return -ENOSYS; }
+int recorder_snapshot_spool(struct recorder *rec, int *ret_fd) { (void)rec; (void)ret_fd; return -ENOSYS; }
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 void governor_status_json(const struct governor *g, struct json_object *o) { (void)g; (void)o; }
 

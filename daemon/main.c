@@ -224,8 +224,6 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, r;
 
-	/* A reader that goes away (a snapshot pipe, a stream, -o -) is an EPIPE to handle, not a kill. */
-	signal(SIGPIPE, SIG_IGN);
 	log_open();
 	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gC:k:d:zvh", opts, NULL)) != -1) {
 		const char *section = "record", *key = NULL;

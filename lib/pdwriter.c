@@ -34,6 +34,7 @@
 #include <perfrec/pdwriter.h>
 
 #include "featbuf.h"
+#include "fsutil.h"
 
 #define WBUF_SIZE (256u * 1024)
 /*
@@ -997,8 +998,7 @@ out:
 
 int perfrec_pdwriter__publish(struct perfrec_pdwriter *w)
 {
-	char *dir_copy;
-	int dfd, r = 0;
+	int r;
 
 	if (!w || w->pipe || !w->path || !w->tmp_path)
 		return -EINVAL;
@@ -1006,22 +1006,10 @@ int perfrec_pdwriter__publish(struct perfrec_pdwriter *w)
 		return -EBUSY;
 	if (w->published)
 		return 0;
-	if (rename(w->tmp_path, w->path) < 0)
-		return -errno;
-	w->published = true;
-	/* The rename is durable only once the directory entry is. */
-	dir_copy = strdup(w->path);
-	if (!dir_copy)
-		return -ENOMEM;
-	dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		r = -errno;
-	} else {
-		if (fsync(dfd) < 0)
-			r = -errno;
-		close(dfd);
-	}
-	free(dir_copy);
+	r = rename_durably(w->tmp_path, w->path);
+	/* Renamed even when the directory's fsync failed: published either way. */
+	if (r == 0 || access(w->tmp_path, F_OK) < 0)
+		w->published = true;
 	return r;
 }
 

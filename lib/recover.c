@@ -32,6 +32,8 @@
 #include <perfrec/pdwriter.h>
 #include <perfrec/recover.h>
 
+#include "fsutil.h"
+
 #define COPY_CHUNK (4u << 20) /* bounded write size; the mapping is the buffer */
 
 struct walk {
@@ -52,7 +54,7 @@ struct walk {
 	struct perfrec_recover_stats whole_st;
 	uint64_t whole_first_time, whole_last_time;
 	bool whole_has_time;
-	unsigned char scratch[65536]; /* a record at an unaligned offset */
+	_Alignas(8) unsigned char scratch[65536]; /* a record at an unaligned offset, copied aligned */
 	/* COMPRESSED records (compress=): checked by what they hold */
 	struct perfrec_decompress *dz;
 	unsigned char *dbuf;    /* carried partial record + one record's output */
@@ -349,24 +351,7 @@ static int output_verifies(const char *path)
 /* Rename @tmp to @dst and make the new name durable. */
 static int publish(const char *tmp, const char *dst)
 {
-	char *dir_copy;
-	int dfd, r = 0;
-
-	if (rename(tmp, dst) < 0)
-		return -errno;
-	dir_copy = strdup(dst);
-	if (!dir_copy)
-		return -ENOMEM;
-	dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		r = -errno;
-	} else {
-		if (fsync(dfd) < 0)
-			r = -errno;
-		close(dfd);
-	}
-	free(dir_copy);
-	return r;
+	return rename_durably(tmp, dst);
 }
 
 static int write_file(struct walk *wk, const struct perfrec_file_header *h, const char *dst,

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * File-system helpers shared by the writer and recovery: a rename is what
+ * publishes a file, and it is only durable once the directory entry is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+
+int rename_durably(const char *from, const char *to)
+{
+	char *dir_copy;
+	int dfd, r = 0;
+
+	if (rename(from, to) < 0)
+		return -errno;
+	dir_copy = strdup(to);
+	if (!dir_copy)
+		return -ENOMEM;
+	dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+	} else {
+		if (fsync(dfd) < 0)
+			r = -errno;
+		close(dfd);
+	}
+	free(dir_copy);
+	return r;
+}

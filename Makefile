@@ -20,6 +20,9 @@ CFLAGS  ?= -O2 -g
 LDFLAGS ?=
 PKG_CONFIG ?= pkg-config
 
+# The one version: --version of both programs (PERFREC_VERSION), the
+# library's file name and .pc; the man pages' .TH lines carry it too, which
+# tests/e2e/test-manpages.sh holds to this.
 VERSION := 0.1.0
 SOVERSION := 0
 
@@ -39,7 +42,7 @@ DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
-	-D_GNU_SOURCE -Ilib/include -Ilib
+	-D_GNU_SOURCE -Ilib/include -Ilib -DPERFREC_VERSION='"$(VERSION)"'
 PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
 
 ifeq ($(V),1)
@@ -134,6 +137,9 @@ daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
 tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# Their --version comes from VERSION above.
+daemon/main.o tools/main.o: Makefile
 
 daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")

@@ -30,10 +30,16 @@ static const struct perfrecctl_cmd cmds[] = {
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: perfrecctl COMMAND [ARGS...]\n\ncommands:\n");
+	fprintf(f, "usage: perfrecctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+		"       perfrecctl --help | --version\n\ncommands:\n");
 	for (size_t i = 0; i < NR_CMDS; i++)
 		fprintf(f, "  %-8s %-16s %s\n", cmds[i].name, cmds[i].args, cmds[i].summary);
-	fprintf(f, "\n`perfrecctl COMMAND --help` shows one command's usage.\n");
+	fprintf(f, "\noptions:\n"
+		"  --socket PATH  perfrecd's control socket (default $PERFRECD_SOCKET, else\n"
+		"                 /run/perfrecd/io.perfrec)\n"
+		"  --json         print the answer as JSON\n"
+		"  --version      print the version\n"
+		"\n`perfrecctl COMMAND --help` shows one command's usage.\n");
 }
 
 int perfrecctl_usage(const char *name)
@@ -57,6 +63,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		help(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("perfrecctl %s\n", PERFREC_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < NR_CMDS; i++) {

@@ -3,6 +3,7 @@
  * perfrecd: always-on, host-wide perf_event recorder.  main() only reads
  * the command line and the configuration and hands over to the manager.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <perfrec/perfrec.h>
@@ -49,15 +51,27 @@ static void usage(FILE *f)
 		"                         write it only on SIGUSR2 / Snapshot\n"
 		"      --history TIME     history kept for snapshots (flight default 5min; 0: none)\n"
 		"      --history-max SIZE memory cap of the history (default 256M)\n"
+		"      --rotate-interval TIME  start a new file every TIME (0: never)\n"
+		"      --rotate-size SIZE start a new file when one reaches SIZE (0: never)\n"
+		"      --switch-output[=signal|SIZE|TIME]  perf's spelling: signal (SIGUSR2, always\n"
+		"                         on), SIZE with B/K/M/G (like 100M), TIME with s/m/h/d (like 5m)\n"
+		"      --max-files N      keep at most N published files (0: no limit)\n"
+		"      --switch-max-files N  the same, as perf spells it\n"
+		"      --max-bytes SIZE   keep at most SIZE of published files (0: no limit)\n"
+		"      --max-age TIME     delete published files older than TIME (0: never)\n"
 		"      --socket PATH      control socket (default /run/perfrecd/io.perfrec; '' for none)\n"
 		"  -e, --event EVENT      event to sample, as perf names it (repeatable;\n"
 		"                         replaces the configured list)\n"
 		"  -F, --freq HZ          sample at HZ per CPU\n"
 		"  -P, --period N         sample every N events instead\n"
-		"  -g, --call-graph       record callchains (frame pointers)\n"
+		"  -g                     record callchains (frame pointers)\n"
+		"      --call-graph[=fp]  the same, as perf spells it (dwarf and lbr are not supported)\n"
 		"      --no-call-graph    do not record callchains\n"
 		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
+		"  -a, --all-cpus         system-wide (always so; accepted as perf accepts it)\n"
 		"  -C, --cpus LIST        CPUs to record (default: all online)\n"
+		"  -m, --mmap-pages N     ring buffer of N pages per CPU (a power of two), or a size\n"
+		"                         with B/K/M/G rounded up to one\n"
 		"  -k, --clockid CLOCK    monotonic (default), monotonic_raw, realtime, boottime, tai, perf\n"
 		"  -d, --duration TIME    stop after TIME (seconds, 1.5, 10min, 1h, ...)\n"
 		"      --check-config     validate the configuration, print it and exit\n"
@@ -189,9 +203,169 @@ static int reload_config(struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_NO_CALLCHAIN, OPT_COMPRESS,
-       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET,
-       OPT_OFFCPU };
+/*
+ * perf's spellings.  perf record users type these; each means here what it
+ * means there, or is refused with the reason, never taken for something
+ * else (perf's -c N, a sample period, is our configuration file).
+ */
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/*
+ * -m/--mmap-pages as perf reads it: a number of pages, a power of two, or a
+ * size with a B/K/M/G unit rounded up to a power of two of pages.  Writes
+ * the ring size in bytes (the mmap-size key) into @buf.  0, or -EINVAL with
+ * @err set.
+ */
+static int mmap_pages_value(const char *v, char *buf, size_t len, char *err, size_t errlen)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pages, bytes;
+
+	if (strchr(v, ',')) {
+		snprintf(err, errlen, "-m/--mmap-pages %s: AUX area buffers (the part after ',') are not "
+			 "supported; give the data pages only", v);
+		return -EINVAL;
+	}
+	if (all_digits(v)) {
+		pages = strtoull(v, NULL, 10);
+		if (pages == 0 || (pages & (pages - 1)) || pages > (1ULL << 40) / page) {
+			snprintf(err, errlen, "-m/--mmap-pages %s: the number of pages must be a power of two "
+				 "(like 16 or 128)", v);
+			return -EINVAL;
+		}
+	} else {
+		if (parse_size(v, &bytes) < 0 || bytes == 0 || bytes > (1ULL << 40)) {
+			snprintf(err, errlen, "-m/--mmap-pages %s: not a number of pages (a power of two) "
+				 "nor a size (like 512K)", v);
+			return -EINVAL;
+		}
+		for (pages = 1; pages * page < bytes; pages <<= 1)
+			;
+	}
+	snprintf(buf, len, "%" PRIu64, pages * page);
+	return 0;
+}
+
+/*
+ * --switch-output[=signal|SIZE|TIME] as perf reads it: no value or
+ * "signal" is SIGUSR2, which always rotates here; a size ends in one of
+ * perf's units B/K/M/G, a time in s/m/h/d (or any duration perfrecd.conf
+ * takes, like 10min).  Sets @ret_key to the key to set (NULL: nothing to
+ * set).  0, or -EINVAL with @err set.
+ */
+static int switch_output_key(const char *v, const char **ret_key, char *err, size_t errlen)
+{
+	uint64_t u;
+
+	if (!v || strcmp(v, "signal") == 0) {
+		*ret_key = NULL;
+		return 0;
+	}
+	if (*v && strchr("BKMGT", v[strlen(v) - 1]) && parse_size(v, &u) == 0) {
+		*ret_key = "rotate-size";
+		return 0;
+	}
+	if (*v && !all_digits(v) && parse_duration(v, &u) == 0) {
+		*ret_key = "rotate-interval";
+		return 0;
+	}
+	snprintf(err, errlen, "--switch-output=%s: not 'signal', a size with a unit (like 100M) "
+		 "nor a time with a unit (like 30s or 5m)", v);
+	return -EINVAL;
+}
+
+/* --call-graph MODE: fp is what we record; the others are refused with why. */
+static int call_graph_mode(const char *v, char *err, size_t errlen)
+{
+	if (!v || strcmp(v, "fp") == 0)
+		return 0;
+	if (strcmp(v, "dwarf") == 0 || strncmp(v, "dwarf,", 6) == 0)
+		snprintf(err, errlen, "--call-graph %s: not supported yet: perfrecd does not copy user stacks "
+			 "to unwind them with DWARF, so its callchains come from frame pointers only "
+			 "(--call-graph fp, or -g)", v);
+	else if (strcmp(v, "lbr") == 0)
+		snprintf(err, errlen, "--call-graph lbr: not supported: perfrecd walks frame pointers only "
+			 "(--call-graph fp, or -g)");
+	else
+		snprintf(err, errlen, "--call-graph %s: unknown mode (fp; dwarf and lbr are not supported)", v);
+	return -EINVAL;
+}
+
+/* A word perf's --call-graph takes as its value, after a space. */
+static bool is_call_graph_mode(const char *v)
+{
+	return strcmp(v, "fp") == 0 || strcmp(v, "lbr") == 0 || strcmp(v, "dwarf") == 0 ||
+	       strncmp(v, "dwarf,", 6) == 0;
+}
+
+/*
+ * -C: every CPU named must be online now, else the daemon would fail to
+ * open its events later with a message about perf_event_open.  A list that
+ * does not parse is left to config_set(), which names what is wrong.
+ */
+static int check_cpus_online(const char *v, char *err, size_t errlen)
+{
+	struct perfrec_cpumap *want = NULL, *online = NULL;
+	char list[256] = "?";
+	int r = 0;
+
+	if (strcmp(v, "all") == 0 || !*v || perfrec_cpumap__parse(v, &want) < 0)
+		return 0;
+	if (perfrec_cpumap__read(NULL, &online) < 0)
+		goto out;
+	perfrec_cpumap__format(online, list, sizeof(list));
+	for (int i = 0, j = 0; i < want->nr; i++) {
+		while (j < online->nr && online->cpus[j] < want->cpus[i])
+			j++;
+		if (j == online->nr || online->cpus[j] != want->cpus[i]) {
+			snprintf(err, errlen, "-C/--cpus %s: CPU %d is not online (online CPUs: %s)",
+				 v, want->cpus[i], list);
+			r = -ENODEV;
+			break;
+		}
+	}
+out:
+	perfrec_cpumap__free(want);
+	perfrec_cpumap__free(online);
+	return r;
+}
+
+/*
+ * -o: perf's -o names one file (perf.data, NAME.data); ours names a
+ * directory of rotating files.  A NAME.data that is not a directory
+ * already is perf's meaning: refused rather than made a directory.
+ */
+static int check_output(const char *v, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!ends_with(v, ".data") || (stat(v, &st) == 0 && S_ISDIR(st.st_mode)))
+		return 0;
+	snprintf(err, errlen, "-o %s: perf's -o names a file, perfrecd's a directory it fills with "
+		 "rotating NAME.data files; give a directory (-o DIR), or -o - to stream one "
+		 "recording in pipe mode to stdout (-o - > %s)", v, v);
+	return -EISDIR;
+}
+
+enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_CALL_GRAPH, OPT_NO_CALLCHAIN, OPT_COMPRESS,
+       OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET, OPT_OFFCPU,
+       OPT_ROTATE_INTERVAL, OPT_ROTATE_SIZE, OPT_SWITCH_OUTPUT, OPT_MAX_FILES,
+       OPT_MAX_BYTES, OPT_MAX_AGE };
 
 int main(int argc, char **argv)
 {
@@ -201,15 +375,24 @@ int main(int argc, char **argv)
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "period", required_argument, NULL, 'P' },
-		{ "call-graph", no_argument, NULL, 'g' },
+		{ "call-graph", optional_argument, NULL, OPT_CALL_GRAPH },
 		{ "no-call-graph", no_argument, NULL, OPT_NO_CALLCHAIN },
+		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "cpus", required_argument, NULL, 'C' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "clockid", required_argument, NULL, 'k' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "compress", required_argument, NULL, OPT_COMPRESS },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "history", required_argument, NULL, OPT_HISTORY },
 		{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
+		{ "rotate-interval", required_argument, NULL, OPT_ROTATE_INTERVAL },
+		{ "rotate-size", required_argument, NULL, OPT_ROTATE_SIZE },
+		{ "switch-output", optional_argument, NULL, OPT_SWITCH_OUTPUT },
+		{ "max-files", required_argument, NULL, OPT_MAX_FILES },
+		{ "switch-max-files", required_argument, NULL, OPT_MAX_FILES },
+		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
@@ -225,32 +408,80 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_open();
-	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gC:k:d:zvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gaC:m:k:d:zvh", opts, NULL)) != -1) {
 		const char *section = "record", *key = NULL;
+		char *value = optarg;
 
+		err[0] = 0;
 		switch (c) {
-		case 'c': config_path = optarg; continue;
-		case 'o': section = "output"; key = "directory"; break;
+		case 'c':
+			/* perf's -c N (a period) would otherwise be "cannot read N". */
+			if (all_digits(optarg) && access(optarg, F_OK) < 0) {
+				log_error("-c %s: perf's -c N is -P N here (sample every N events); "
+					  "-c names the configuration file, and there is no file '%s'", optarg, optarg);
+				return 2;
+			}
+			config_path = optarg;
+			continue;
+		case 'o':
+			section = "output"; key = "directory";
+			check_output(optarg, err, sizeof(err));
+			break;
 		case 'e': key = "events"; break;
 		case 'F': key = "frequency"; freq_given = true; break;
 		case 'P': key = "period"; period_given = true; break;
-		case 'g': key = "callchain"; optarg = "yes"; break;
-		case OPT_NO_CALLCHAIN: key = "callchain"; optarg = "no"; break;
-		case 'C': key = "cpus"; break;
+		case OPT_CALL_GRAPH:
+			/* perf writes "--call-graph fp": take the mode after a space too. */
+			if (!optarg && optind < argc && is_call_graph_mode(argv[optind]))
+				optarg = argv[optind++];
+			call_graph_mode(optarg, err, sizeof(err));
+			/* fall through */
+		case 'g': key = "callchain"; value = "yes"; break;
+		case OPT_NO_CALLCHAIN: key = "callchain"; value = "no"; break;
+		case 'a': continue; /* always system-wide, as perf -a is */
+		case 'C':
+			key = "cpus";
+			check_cpus_online(optarg, err, sizeof(err));
+			break;
+		case 'm': {
+			char bytes[32];
+
+			key = "mmap-size";
+			if (mmap_pages_value(optarg, bytes, sizeof(bytes), err, sizeof(err)) == 0 &&
+			    !(value = strdup(bytes))) {
+				log_error("Out of memory");
+				return 1;
+			}
+			break;
+		}
 		case 'k': key = "clockid"; break;
 		case 'd': key = "duration"; break;
-		case 'z': section = "output"; key = "compress"; optarg = "yes"; break;
+		case 'z': section = "output"; key = "compress"; value = "yes"; break;
 		case OPT_COMPRESS: section = "output"; key = "compress"; break;
 		case OPT_MODE: section = "output"; key = "mode"; break;
 		case OPT_HISTORY: section = "output"; key = "history"; break;
 		case OPT_HISTORY_MAX: section = "output"; key = "history-max"; break;
+		case OPT_ROTATE_INTERVAL: section = "output"; key = "rotate-interval"; break;
+		case OPT_ROTATE_SIZE: section = "output"; key = "rotate-size"; break;
+		case OPT_SWITCH_OUTPUT:
+			section = "output";
+			if (switch_output_key(optarg, &key, err, sizeof(err)) == 0 && !key)
+				continue; /* signal: SIGUSR2 always rotates */
+			break;
+		case OPT_MAX_FILES: section = "output"; key = "max-files"; break;
+		case OPT_MAX_BYTES: section = "output"; key = "max-bytes"; break;
+		case OPT_MAX_AGE: section = "output"; key = "max-age"; break;
 		case OPT_SOCKET: section = "service"; key = "socket"; break;
-		case OPT_OFFCPU: key = "offcpu"; optarg = "yes"; break;
+		case OPT_OFFCPU: key = "offcpu"; value = "yes"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;
-		case OPT_VERSION: printf("perfrecd %s\n", perfrec_hostinfo__version()); return 0;
+		case OPT_VERSION: printf("perfrecd %s\n", PERFREC_VERSION); return 0;
 		default: usage(stderr); return 2;
+		}
+		if (err[0]) {
+			log_error("%s", err);
+			return 2;
 		}
 		if (nr_sets == sizeof(sets) / sizeof(sets[0])) {
 			log_error("Too many command-line options");
@@ -258,7 +489,7 @@ int main(int argc, char **argv)
 		}
 		sets[nr_sets].section = section;
 		sets[nr_sets].key = key;
-		sets[nr_sets].value = optarg;
+		sets[nr_sets].value = value;
 		nr_sets++;
 	}
 	if (optind < argc) {

@@ -20,7 +20,10 @@
  * (a shared 1777 /tmp, /var/tmp, a directory another service owns) keeps
  * its owner, a symbolic link is not followed, and a world-writable one
  * without the sticky bit is refused, since anyone could swap the
- * recordings in it.
+ * recordings in it.  Only the last component is created: a typo in a
+ * parent (-o /var/lib/perfercd/x) is refused rather than built, and a
+ * place no file can be written (/proc, /sys, a read-only mount) is named
+ * as such instead of failing later on a permission.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <linux/magic.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -128,22 +134,74 @@ static int resolve_ids(const char *user, const char *group, uid_t *ret_uid, gid_
 	return 0;
 }
 
-/* mkdir -p of @path's parents (not of @path itself).  0 or -errno. */
-static int make_parents(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-			int r = -errno;
+/*
+ * File systems the kernel makes up: they take no files of ours, and as
+ * root a permission check on them may pass until the write fails.
+ */
+static const struct { unsigned long magic; const char *name; } pseudo_fs[] = {
+	{ PROC_SUPER_MAGIC, "proc" }, { SYSFS_MAGIC, "sysfs" },
+	{ CGROUP_SUPER_MAGIC, "cgroup" }, { CGROUP2_SUPER_MAGIC, "cgroup2" },
+	{ DEBUGFS_MAGIC, "debugfs" }, { TRACEFS_MAGIC, "tracefs" },
+	{ DEVPTS_SUPER_MAGIC, "devpts" }, { SECURITYFS_MAGIC, "securityfs" },
+	{ BPF_FS_MAGIC, "bpf" }, { PSTOREFS_MAGIC, "pstore" },
+	{ EFIVARFS_MAGIC, "efivarfs" }, { SELINUX_MAGIC, "selinuxfs" },
+};
 
-			*p = '/';
-			return r;
-		}
-		*p = '/';
-	}
+/*
+ * Why nothing can be written under @fd (the directory, or the parent it
+ * could not be made in): a pseudo or read-only file system.  Logs and
+ * returns -EROFS / -EOPNOTSUPP, or 0 when neither applies.
+ */
+static int refuse_unwritable_fs(int fd, const char *dir, const char *what)
+{
+	struct statvfs vfs;
+	struct statfs fs;
+
+	if (fstatfs(fd, &fs) == 0)
+		for (size_t i = 0; i < sizeof(pseudo_fs) / sizeof(pseudo_fs[0]); i++)
+			if ((unsigned long)fs.f_type == pseudo_fs[i].magic)
+				return log_error_errno(-EOPNOTSUPP, "Output directory %s is not usable: %s is on %s, "
+						       "a file system the kernel makes up that holds no files; "
+						       "give a directory on a disk", dir, what, pseudo_fs[i].name);
+	if (fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+		return log_error_errno(-EROFS, "Output directory %s is not usable: %s is on a read-only "
+				       "file system", dir, what);
 	return 0;
+}
+
+/*
+ * mkdir @path, its last component only.  1 if made, 0 if it was there,
+ * or a negative errno, logged, naming a missing parent or a file system
+ * that takes no files.
+ */
+static int make_last(char *path, const char *dir)
+{
+	char *slash = strrchr(path, '/');
+	const char *parent = ".";
+	int r, fd;
+
+	if (mkdir(path, 0750) == 0)
+		return 1;
+	if (errno == EEXIST)
+		return 0;
+	r = -errno;
+	if (slash == path)
+		parent = "/";
+	else if (slash)
+		*slash = 0, parent = path;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && r == -ENOENT)
+		r = log_error_errno(-ENOENT, "Output directory %s is not usable: its parent %s does not exist "
+				    "(perfrecd creates the last component only)", dir, parent);
+	else if (fd >= 0 && refuse_unwritable_fs(fd, dir, parent) < 0)
+		r = -EROFS;
+	else
+		r = log_error_errno(r, "Output directory %s is not usable: %s", dir, strerror(-r));
+	if (fd >= 0)
+		close(fd);
+	if (slash && slash != path)
+		*slash = '/';
+	return r;
 }
 
 int privs_prepare_directory(const char *dir, const char *user, const char *group)
@@ -166,15 +224,10 @@ int privs_prepare_directory(const char *dir, const char *user, const char *group
 	for (n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
 		path[n - 1] = 0;
 
-	r = make_parents(path);
+	r = make_last(path, dir);
 	if (r < 0)
-		goto fail;
-	if (mkdir(path, 0750) == 0)
-		created = true;
-	else if (errno != EEXIST) {
-		r = -errno;
-		goto fail;
-	}
+		goto out;
+	created = r > 0;
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* O_DIRECTORY makes a link fail with ENOTDIR before O_NOFOLLOW's ELOOP. */
 	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
@@ -186,6 +239,9 @@ int privs_prepare_directory(const char *dir, const char *user, const char *group
 		r = -errno;
 		goto fail;
 	}
+	r = refuse_unwritable_fs(fd, dir, "it");
+	if (r < 0)
+		goto out;
 	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
 		r = log_error_errno(-EPERM, "Output directory %s is world-writable without the sticky bit "
 				    "(mode %04o): any user could replace or delete the recordings; "

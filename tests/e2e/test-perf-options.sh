@@ -33,6 +33,22 @@ refused "-o DIR/x.data" 2 "perf's -o names a file" -o "$T/x.data"
 mkdir "$T/dir.data"
 shows "-o of an existing directory NAME.data" "directory=$T/dir.data" -o "$T/dir.data"
 
+# -o creates the last component only, and says why it cannot write where
+# no file can be (a pseudo or read-only file system).
+refused "-o missing parents" 1 "its parent $T/missing/a does not exist" -o "$T/missing/a/b"
+[ ! -e "$T/missing" ] || fail "-o $T/missing/a/b created $T/missing"
+refused "-o /proc" 1 "/proc is not usable: it is on proc" -o /proc
+refused "-o /proc/x" 1 "/proc is on proc" -o /proc/perfrec-e2e-$$
+refused "-o /sys/x" 1 "/sys is on sysfs" -o /sys/perfrec-e2e-$$
+mkdir "$T/ro"
+if mount -t tmpfs -o ro,size=1M tmpfs "$T/ro" 2>/dev/null; then
+	refused "-o read-only" 1 "$T/ro is not usable: it is on a read-only file system" -o "$T/ro"
+	refused "-o read-only/sub" 1 "$T/ro is on a read-only file system" -o "$T/ro/sub"
+	umount "$T/ro"
+else
+	note "cannot mount a read-only tmpfs here; read-only checks not run"
+fi
+
 # -C names a CPU that is not online.
 last=$(tr ',' '\n' </sys/devices/system/cpu/online | tail -1); last=${last##*-}
 off=$((last + 1))

@@ -53,6 +53,10 @@ fi
 last=$(tr ',' '\n' </sys/devices/system/cpu/online | tail -1); last=${last##*-}
 off=$((last + 1))
 refused "-C $off" 2 "CPU $off is not online \\(online CPUs: " -C "$off"
+c7=/sys/devices/system/cpu/cpu7
+if [ ! -d $c7 ] || [ "$(cat $c7/online 2>/dev/null)" = 0 ]; then
+	refused "-C 7" 2 "-C/--cpus 7: CPU 7 is not online" -C 7
+fi
 shows "-C 0" "cpus=0" -C 0
 
 # --call-graph: fp, as perf spells it (after = or a space); dwarf and lbr
@@ -102,6 +106,11 @@ refused "--rotate-interval 10ms" 2 "rotate-interval: '10ms' is below the minimum
 # into files of a second each and keeps the newest two.
 "$PERFRECD" -a -m 16 --switch-output=1s --switch-max-files=2 -o "$T/rot" --socket '' 2>"$T/rot.err" &
 DAEMON_PID=$!
+# -m 16: each CPU's ring is 16 data pages plus the control page.
+rings() { grep -q 'perf_event' "/proc/$DAEMON_PID/maps"; }
+wait_for 10 rings || fail "-m 16: no perf rings mapped"
+sizes=$(grep perf_event "/proc/$DAEMON_PID/maps" | while read -r r _; do echo $((0x${r#*-} - 0x${r%-*})); done | sort -u)
+[ "$sizes" = $((17 * page)) ] || fail "-m 16: rings of $sizes bytes, expected $((17 * page))"
 rotated() { # the fourth file is published and only two are left
 	local n
 	ls "$T/rot"/*-000004.data >/dev/null 2>&1 || return 1

@@ -449,6 +449,7 @@ int main(int argc, char **argv)
 		case 'm': {
 			char bytes[32];
 
+			/* Kept as long as argv is: every reload applies it again. */
 			key = "mmap-size";
 			if (mmap_pages_value(optarg, bytes, sizeof(bytes), err, sizeof(err)) == 0 &&
 			    !(value = strdup(bytes))) {

@@ -938,8 +938,9 @@ static void check_floor(struct recorder *rec, uint64_t now)
 		return;
 	rec->below_floor = r > 0;
 	if (rec->below_floor)
-		log_error("%s has %" PRIu64 " bytes free, below min-free (%" PRIu64 " bytes), and no more "
-			  "published files to remove: dropping data until there is space again (counted as lost)",
+		log_error("%s has %" PRIu64 " bytes free, below min-free (%" PRIu64 " bytes), even without "
+			  "the published files retention may remove: dropping data until there is space again "
+			  "(counted as lost)",
 			  rec->cfg->directory, avail, floor);
 	else
 		log_notice("%s has space above min-free again: recording into it again", rec->cfg->directory);

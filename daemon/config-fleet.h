@@ -53,20 +53,22 @@ static int fleet_set_opt_string(char **dst, const char *v)
 static int config_set_fleet(struct config *c, const char *section, const char *key, const char *v,
 			    char *err, size_t errlen)
 {
-	if (strncmp(key, "label.", 6) == 0)
+	/* Each in the section the documentation puts it in, like every other key. */
+#define IN(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
+	if (strcmp(section, "output") == 0 && strncmp(key, "label.", 6) == 0)
 		return fleet_set_label(c, key + 6, v, err, errlen);
-	if (strcmp(key, "upload-url") == 0) {
+	if (IN("upload", "upload-url")) {
 		if (*v && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
 			snprintf(err, errlen, "upload-url: '%s' is not an http:// or https:// URL", v);
 			return -EINVAL;
 		}
 		return fleet_set_opt_string(&c->upload_url, v);
 	}
-	if (strcmp(key, "upload-region") == 0)
+	if (IN("upload", "upload-region"))
 		return fleet_set_opt_string(&c->upload_region, v);
-	if (strcmp(key, "upload-credentials") == 0)
+	if (IN("upload", "upload-credentials"))
 		return fleet_set_opt_string(&c->upload_credentials, v);
-	if (strcmp(key, "upload-key") == 0) {
+	if (IN("upload", "upload-key")) {
 		const char *p = v;
 
 		/* Only the known placeholders, so a typo fails at start, not per file. */
@@ -84,7 +86,7 @@ static int config_set_fleet(struct config *c, const char *section, const char *k
 		}
 		return fleet_set_opt_string(&c->upload_key, v);
 	}
-	if (strcmp(key, "metrics-listen") == 0) {
+	if (IN("service", "metrics-listen")) {
 		const char *colon = strrchr(v, ':');
 		char host[64];
 		struct in_addr a;
@@ -106,14 +108,14 @@ bad_listen:
 		snprintf(err, errlen, "metrics-listen: '%s' is not a loopback 127.x.y.z:PORT", v);
 		return -EINVAL;
 	}
-	if (strcmp(key, "metrics-textfile") == 0) {
+	if (IN("service", "metrics-textfile")) {
 		if (*v && v[0] != '/') {
 			snprintf(err, errlen, "metrics-textfile: '%s' is not an absolute path", v);
 			return -EINVAL;
 		}
 		return fleet_set_opt_string(&c->metrics_textfile, v);
 	}
-	if (strcmp(key, "max-overhead") == 0) {
+	if (IN("record", "max-overhead")) {
 		char *end;
 		double d;
 
@@ -130,6 +132,7 @@ bad_listen:
 		snprintf(err, errlen, "max-overhead: '%s' is not a percentage above 0 and at most 100 (like 1%%)", v);
 		return -EINVAL;
 	}
+#undef IN
 	return -ENOENT;
 }
 

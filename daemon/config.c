@@ -17,6 +17,7 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,21 @@
 #include <perfrec/evspec.h>
 
 #include "config.h"
+
+/*
+ * An always-on recorder must bound itself, as journald does (10% of the file
+ * system but at most 4G, 15% kept free but at most 4G): a file every 5 minutes, so that a file is the unit
+ * of "what was this host doing at 14:03?"; a week of them at most; at most
+ * 10% of the file system; and never the last 15% of it.  The README gives
+ * what a day of this costs.
+ */
+#define DEFAULT_ROTATE_USEC (5 * 60 * 1000000ULL)
+#define DEFAULT_MAX_AGE_USEC (7 * 86400 * 1000000ULL)
+#define DEFAULT_MAX_BYTES_PERCENT 10
+#define DEFAULT_MIN_FREE_PERCENT 15
+/* Both shares at most this, so that a large disk is neither filled with a
+ * month of profiles nor made to keep hundreds of GiB free for them. */
+#define DEFAULT_SHARE_CAP (4ULL << 30)
 
 void config_init(struct config *c)
 {
@@ -40,6 +56,12 @@ void config_init(struct config *c)
 	c->checkpoint_usec = 5000000;
 	c->directory = strdup("/var/lib/perfrecd");
 	c->prefix = strdup("perfrecd");
+	c->rotate_usec = DEFAULT_ROTATE_USEC;
+	c->max_bytes = DEFAULT_SHARE_CAP;
+	c->max_bytes_percent = DEFAULT_MAX_BYTES_PERCENT;
+	c->max_age_usec = DEFAULT_MAX_AGE_USEC;
+	c->min_free = DEFAULT_SHARE_CAP;
+	c->min_free_percent = DEFAULT_MIN_FREE_PERCENT;
 	c->history_usec = CONFIG_HISTORY_DEFAULT;
 	c->history_max = 256ULL << 20;
 	c->socket = strdup("/run/perfrecd/io.perfrec");
@@ -105,6 +127,74 @@ int parse_size(const char *s, uint64_t *ret)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* One token of parse_size_or_percent(): a percentage or a size. */
+static int parse_one_share(const char *s, uint64_t *bytes, unsigned *percent)
+{
+	const char *pct = strchr(s, '%');
+	unsigned long v;
+	char *end;
+
+	if (!pct)
+		return parse_size(s, bytes);
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end != pct || pct[1] || v > 100)
+		return -EINVAL;
+	*percent = (unsigned)v;
+	return 0;
+}
+
+int parse_size_or_percent(const char *s, uint64_t *ret_bytes, unsigned *ret_percent)
+{
+	uint64_t bytes = 0;
+	unsigned percent = 0;
+	bool have_size = false, have_pct = false;
+	char tok[64];
+
+	for (;;) {
+		size_t n = 0;
+		int r;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		while (*s && !isspace((unsigned char)*s))
+			if (n < sizeof(tok) - 1)
+				tok[n++] = *s++;
+			else
+				return -EINVAL;
+		tok[n] = 0;
+		if (strchr(tok, '%') ? have_pct : have_size)
+			return -EINVAL;
+		*(strchr(tok, '%') ? &have_pct : &have_size) = true;
+		r = parse_one_share(tok, &bytes, &percent);
+		if (r < 0)
+			return r;
+	}
+	if (!have_size && !have_pct)
+		return -EINVAL;
+	/* A limit of 0 in either form is no limit at all. */
+	if ((have_size && !bytes) || (have_pct && !percent))
+		bytes = percent = 0;
+	*ret_bytes = bytes;
+	*ret_percent = percent;
+	return 0;
+}
+
+const char *format_size_or_percent(uint64_t bytes, unsigned percent, char *buf, size_t len)
+{
+	if (percent && bytes)
+		snprintf(buf, len, "%u%% %" PRIu64, percent, bytes);
+	else if (percent)
+		snprintf(buf, len, "%u%%", percent);
+	else
+		snprintf(buf, len, "%" PRIu64, bytes);
+	return buf;
 }
 
 int parse_duration(const char *s, uint64_t *ret)
@@ -439,6 +529,104 @@ static int check_cpus(const char *v, char *err, size_t errlen)
 	return r;
 }
 
+/*
+ * The keys config_set() takes in its if-blocks and config_set_fleet(),
+ * with their sections (simple_keys[] carry their own), for the messages
+ * about a key it does not take.  tests/unit/test-config.c checks that each
+ * is taken in its section and no other.
+ */
+static const struct { const char *section, *name; } other_keys[] = {
+	{ "record", "events" }, { "record", "frequency" }, { "record", "period" },
+	{ "record", "clockid" }, { "record", "cpus" }, { "record", "drain-priority" },
+	{ "record", "mmap-size" }, { "record", "max-overhead" },
+	{ "output", "directory" }, { "output", "rotate-size" }, { "output", "rotate-interval" },
+	{ "output", "max-files" }, { "output", "max-bytes" }, { "output", "max-age" },
+	{ "output", "min-free" }, { "output", "compress" }, { "output", "mode" },
+	{ "output", "prefix" },
+	{ "service", "socket" }, { "service", "metrics-listen" }, { "service", "metrics-textfile" },
+	{ "upload", "upload-url" }, { "upload", "upload-region" }, { "upload", "upload-credentials" },
+	{ "upload", "upload-key" },
+};
+
+#define NR_KEYS (sizeof(simple_keys) / sizeof(simple_keys[0]) + sizeof(other_keys) / sizeof(other_keys[0]))
+
+/* Key @i of all keys, simple ones first; its section into *@ret_section. */
+static const char *key_at(size_t i, const char **ret_section)
+{
+	size_t ns = sizeof(simple_keys) / sizeof(simple_keys[0]);
+
+	*ret_section = i < ns ? simple_keys[i].section : other_keys[i - ns].section;
+	return i < ns ? simple_keys[i].name : other_keys[i - ns].name;
+}
+
+/* Levenshtein distance of @a and @b, both shorter than 64 bytes; else a large number. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la >= 64 || lb >= 64)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * The message for a key config_set() does not take: the section it belongs
+ * in when it is a key of another one, else the nearest key's name when the
+ * key looks like a misspelling of it (at most 2 edits, and fewer than a
+ * third of its letters, so that "foo" suggests nothing).
+ */
+static void explain_unknown(const char *section, const char *key, char *err, size_t errlen)
+{
+	const char *best = NULL, *best_section = NULL, *sec, *name;
+	size_t best_d = SIZE_MAX, len = strlen(key);
+
+	for (size_t i = 0; i < NR_KEYS; i++) {
+		size_t d;
+
+		name = key_at(i, &sec);
+		if (strcmp(name, key) == 0) {
+			snprintf(err, errlen, "key '%s' belongs in section [%s], not [%s]", key, sec, section);
+			return;
+		}
+		d = edit_distance(key, name);
+		if (d < best_d) {
+			best_d = d;
+			best = name;
+			best_section = sec;
+		}
+	}
+	if (strncmp(key, "label.", 6) == 0) {
+		snprintf(err, errlen, "key '%s' belongs in section [output], not [%s]", key, section);
+		return;
+	}
+	if (best && best_d <= 2 && best_d * 3 < len) {
+		if (strcmp(best_section, section) == 0)
+			snprintf(err, errlen, "unknown key '%s' in section [%s]; did you mean '%s'?", key, section, best);
+		else
+			snprintf(err, errlen, "unknown key '%s' in section [%s]; did you mean '%s' in section [%s]?",
+				 key, section, best, best_section);
+		return;
+	}
+	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
+}
+
 int config_set(struct config *c, const char *section, const char *key, const char *v,
 	       char *err, size_t errlen)
 {
@@ -519,16 +707,35 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 		}
 		return set_string(&c->directory, v);
 	}
-	if (IS("output", "rotate-size") || IS("output", "max-bytes")) {
+	if (IS("output", "rotate-size")) {
 		if (parse_size(v, &u) < 0) {
 			snprintf(err, errlen, "%s: '%s' is not a size (like 256M)", key, v);
 			return -EINVAL;
 		}
-		if (strcmp(key, "rotate-size") == 0 && u && u < 64 * 1024) {
+		if (u && u < 64 * 1024) {
 			snprintf(err, errlen, "rotate-size: '%s' is below the minimum of 64K", v);
 			return -EINVAL;
 		}
-		*(strcmp(key, "rotate-size") == 0 ? &c->rotate_bytes : &c->max_bytes) = u;
+		c->rotate_bytes = u;
+		return 0;
+	}
+	/*
+	 * Both in bytes, as a share of the file system the directory is on
+	 * (retention.c measures it when it applies them), or both, the smaller
+	 * applying ("10% 4G").  A floor of 100% would never let a byte be
+	 * written: refused.
+	 */
+	if (IS("output", "max-bytes") || IS("output", "min-free")) {
+		bool floor = strcmp(key, "min-free") == 0;
+		unsigned pct;
+
+		if (parse_size_or_percent(v, &u, &pct) < 0 || (floor && pct == 100)) {
+			snprintf(err, errlen, "%s: '%s' is not a size, a percentage of the file system "
+				 "or both (like %s; 0: no limit)", key, v, floor ? "15% 4G; below 100%" : "10% 4G");
+			return -EINVAL;
+		}
+		*(floor ? &c->min_free : &c->max_bytes) = u;
+		*(floor ? &c->min_free_percent : &c->max_bytes_percent) = pct;
 		return 0;
 	}
 	if (IS("output", "rotate-interval") || IS("output", "max-age")) {
@@ -597,7 +804,7 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	if (r != -ENOENT)
 		return r;
 #undef IS
-	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
+	explain_unknown(section, key, err, errlen);
 	return -EINVAL;
 }
 

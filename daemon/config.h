@@ -40,8 +40,12 @@ struct config {
 	uint64_t rotate_bytes;    /* 0: no size trigger */
 	uint64_t rotate_usec;     /* 0: no time trigger */
 	uint64_t max_files;       /* retention; 0: unlimited */
-	uint64_t max_bytes;
+	/* space limits (parse_size_or_percent()): the smaller of the two set */
+	uint64_t max_bytes;       /* published files at most: bytes (0: unset) */
+	unsigned max_bytes_percent; /* ... percent of the output's file system (0: unset) */
 	uint64_t max_age_usec;
+	uint64_t min_free;        /* free space kept on that file system: bytes (0: unset) */
+	unsigned min_free_percent; /* ... percent of its size (0: unset) */
 	char *on_rotate;          /* command run with each published file */
 	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
 	int mode;                 /* CONFIG_MODE_*: flight writes only snapshots */
@@ -102,6 +106,14 @@ void config_clear_events(struct config *c);
 int parse_size(const char *s, uint64_t *ret_bytes);
 /* "10min", "5s", "1h 30min", "500ms", "30" (seconds) -> microseconds. */
 int parse_duration(const char *s, uint64_t *ret_usec);
+/*
+ * A space limit: a size (parse_size()), a whole percentage of the file
+ * system ("15%", 0 to 100), or one of each ("15% 4G": the smaller holds).
+ * The unused form is 0; "0" or "0%" is no limit (both 0).
+ */
+int parse_size_or_percent(const char *s, uint64_t *ret_bytes, unsigned *ret_percent);
+/* The inverse, for --check-config: "15% 4294967296", "15%" or "4294967296". */
+const char *format_size_or_percent(uint64_t bytes, unsigned percent, char *buf, size_t len);
 int parse_bool(const char *s, bool *ret);
 int parse_clockid(const char *s, int *ret_clockid);
 const char *clockid_name(int clockid);

@@ -98,6 +98,8 @@ static void print_duration(const char *key, uint64_t usec)
 
 static void print_config(const struct config *c)
 {
+	char buf[64];
+
 	printf("[record]\nevents=");
 	for (size_t i = 0; i < c->nr_events; i++)
 		printf("%s%s", i ? "," : "", c->events[i]);
@@ -126,8 +128,9 @@ static void print_config(const struct config *c)
 	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
 	print_duration("rotate-interval", c->rotate_usec);
 	printf("max-files=%" PRIu64 "\n", c->max_files);
-	printf("max-bytes=%" PRIu64 "\n", c->max_bytes);
+	printf("max-bytes=%s\n", format_size_or_percent(c->max_bytes, c->max_bytes_percent, buf, sizeof(buf)));
 	print_duration("max-age", c->max_age_usec);
+	printf("min-free=%s\n", format_size_or_percent(c->min_free, c->min_free_percent, buf, sizeof(buf)));
 	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
 	printf("compress=%d\n", c->compress_level);
 	printf("mode=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "flight" : "continuous");

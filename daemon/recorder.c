@@ -606,8 +606,9 @@ static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov,
 		bytes += iov[i].iov_len;
 	if (n > 0 && rec->tap)
 		rec->tap(rec->tap_ctx, iov, n);
+	/* Below the free-space floor the file is refused what a full disk would refuse. */
 	if (n > 0 && rec->have_file)
-		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
+		r = rec->below_floor ? -ENOSPC : note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
 		refuse_span(rec, idx, m);
@@ -772,24 +773,33 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 	return c->rotate_usec && now - rec->cur.start_usec >= c->rotate_usec;
 }
 
+static struct retention_opts retention_opts_of(const struct config *c)
+{
+	return (struct retention_opts){
+		.dir = c->directory, .prefix = c->prefix, .max_files = c->max_files,
+		.max_bytes = c->max_bytes, .max_bytes_percent = c->max_bytes_percent,
+		.max_age_usec = c->max_age_usec,
+		.min_free = c->min_free, .min_free_percent = c->min_free_percent,
+	};
+}
+
 /* Retention over the published files; the file in progress is never a candidate. */
 static void apply_retention(struct recorder *rec, const char *just_published)
 {
 	const char *keep[] = { just_published, NULL };
 	const struct config *c = rec->cfg;
-	struct retention_opts ro = {
-		.dir = c->directory, .prefix = c->prefix, .max_files = c->max_files,
-		.max_bytes = c->max_bytes, .max_age_usec = c->max_age_usec,
-	};
+	struct retention_opts ro = retention_opts_of(c);
+	bool disk_limit = c->max_bytes || c->max_bytes_percent || c->min_free || c->min_free_percent;
 
-	if (!c->max_files && !c->max_bytes && !c->max_age_usec)
+	if (!c->max_files && !disk_limit && !c->max_age_usec)
 		return;
 	if (rec->uploader) {
 		/* Not-yet-uploaded files survive count and age limits; only the
 		 * disk limit may take them (uploader_forget_missing counts that). */
 		char **pending = uploader_pending(rec->uploader);
 
-		ro.max_bytes = 0;
+		ro.max_bytes = ro.min_free = 0;
+		ro.max_bytes_percent = ro.min_free_percent = 0;
 		if (pending && (ro.max_files || ro.max_age_usec)) {
 			/* just_published is in the queue already. */
 			retention_apply(&ro, (const char *const *)pending);
@@ -797,9 +807,9 @@ static void apply_retention(struct recorder *rec, const char *just_published)
 		for (size_t i = 0; pending && pending[i]; i++)
 			free(pending[i]);
 		free(pending);
+		ro = retention_opts_of(c);
 		ro.max_files = ro.max_age_usec = 0;
-		ro.max_bytes = c->max_bytes;
-		if (ro.max_bytes)
+		if (disk_limit)
 			retention_apply(&ro, keep);
 		uploader_forget_missing(rec->uploader);
 		return;
@@ -901,10 +911,46 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
 	return 0;
 }
 
+/*
+ * The free-space floor (min-free), measured this often: below it,
+ * retention removes the oldest published files first; if that is not
+ * enough (someone else fills the disk), records are dropped and counted as
+ * lost, as on a full disk (write_span()), until there is space again.
+ */
+#define FLOOR_CHECK_USEC 100000
+
+static void check_floor(struct recorder *rec, uint64_t now)
+{
+	struct retention_opts ro = retention_opts_of(rec->cfg);
+	uint64_t avail = 0, floor = 0;
+	int r;
+
+	if (pipeout_enabled(rec->cfg) || snapshot_flight_mode(rec->cfg) ||
+	    now - rec->floor_check_usec < FLOOR_CHECK_USEC)
+		return;
+	rec->floor_check_usec = now;
+	r = retention_below_floor(&ro, &avail, &floor);
+	if (r > 0) {
+		apply_retention(rec, NULL);
+		r = retention_below_floor(&ro, &avail, &floor);
+	}
+	if (r < 0 || (r > 0) == rec->below_floor)
+		return;
+	rec->below_floor = r > 0;
+	if (rec->below_floor)
+		log_error("%s has %" PRIu64 " bytes free, below min-free (%" PRIu64 " bytes), even without "
+			  "the published files retention may remove: dropping data until there is space again "
+			  "(counted as lost)",
+			  rec->cfg->directory, avail, floor);
+	else
+		log_notice("%s has space above min-free again: recording into it again", rec->cfg->directory);
+}
+
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 {
 	int r;
 
+	check_floor(rec, now);
 	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
 		return 0;
 	rec->cur.last_checkpoint_usec = now;

@@ -81,6 +81,9 @@ struct recorder {
 	uint64_t *pending_dropped;
 	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
 	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
+	/* min-free: the file system is below the floor, records are refused (recorder.c check_floor()) */
+	bool below_floor;
+	uint64_t floor_check_usec;  /* when it was last measured */
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
 	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */

@@ -23,6 +23,9 @@ flush-interval=100ms
 checkpoint-interval=300ms
 [output]
 rotate-size=1M
+# A disk that fills up: no retention and no floor to keep it from filling.
+max-bytes=0
+min-free=0
 [service]
 metrics-textfile=$T/metrics.prom
 CONF

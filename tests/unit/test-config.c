@@ -107,7 +107,7 @@ Test(config, errors_name_file_line_and_key)
 		{ "[record]\nfrequency=fast\n", "t.conf:2: frequency" },
 		{ "[record]\n\nmmap-size=3000\n", "t.conf:3: mmap-size" },
 		{ "[record]\nbogus=1\n", "t.conf:2: unknown key 'bogus' in section [record]" },
-		{ "[outptu]\ndirectory=/x\n", "t.conf:2: unknown key 'directory' in section [outptu]" },
+		{ "[outptu]\ndirectory=/x\n", "t.conf:2: key 'directory' belongs in section [output], not [outptu]" },
 		{ "[record]\nthis is not a key\n", "t.conf:2: syntax error" },
 		{ "[record]\nclockid=sundial\n", "t.conf:2: clockid" },
 		{ "[output]\nprefix=a/b\n", "t.conf:2: prefix" },
@@ -303,4 +303,138 @@ Test(config, an_unreadable_file_is_named)
 	cr_expect_eq(config_load(&c, "/", err, sizeof(err)), -EISDIR);
 	cr_expect(strstr(err, "/: cannot read the config file: Is a directory") != NULL, "%s", err);
 	config_exit(&c);
+}
+
+/*
+ * An always-on recorder bounds itself out of the box (issue 18): a file
+ * every 5 minutes, a week of them at most, at most 10% of the file system
+ * (and 4G), and never the last 15% of it (nor more than 4G kept free).
+ */
+Test(config, defaults_rotate_and_bound_the_disk)
+{
+	struct config c;
+
+	config_init(&c);
+	cr_expect_eq(c.rotate_usec, 5 * 60 * 1000000ULL);
+	cr_expect_eq(c.max_age_usec, 7 * 86400 * 1000000ULL);
+	cr_expect_eq(c.max_bytes_percent, 10);
+	cr_expect_eq(c.max_bytes, 4ULL << 30);
+	cr_expect_eq(c.min_free_percent, 15);
+	cr_expect_eq(c.min_free, 4ULL << 30);
+	config_exit(&c);
+}
+
+/* The shipped file (what make run and the unit use) shows every key at its default. */
+Test(config, the_shipped_file_loads_and_equals_the_defaults)
+{
+	struct config def, c;
+	char err[256] = "";
+
+	config_init(&def);
+	config_init(&c);
+	cr_assert_eq(config_load(&c, "conf/perfrecd.conf", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.rotate_usec, def.rotate_usec);
+	cr_expect_eq(c.rotate_bytes, def.rotate_bytes);
+	cr_expect_eq(c.max_files, def.max_files);
+	cr_expect_eq(c.max_bytes, def.max_bytes);
+	cr_expect_eq(c.max_bytes_percent, def.max_bytes_percent);
+	cr_expect_eq(c.max_age_usec, def.max_age_usec);
+	cr_expect_eq(c.min_free, def.min_free);
+	cr_expect_eq(c.min_free_percent, def.min_free_percent);
+	cr_expect_eq(c.freq, def.freq);
+	cr_expect_eq(c.checkpoint_usec, def.checkpoint_usec);
+	cr_expect_str_eq(c.directory, def.directory);
+	config_exit(&c);
+	config_exit(&def);
+}
+
+Test(config, space_limits_take_a_size_a_percentage_or_both)
+{
+	static const struct { const char *in; int ret; uint64_t bytes; unsigned pct; } cases[] = {
+		{ "4G", 0, 4ULL << 30, 0 }, { "15%", 0, 0, 15 }, { "10% 4G", 0, 4ULL << 30, 10 },
+		{ "4G 10%", 0, 4ULL << 30, 10 }, { " 100% ", 0, 0, 100 }, { "0", 0, 0, 0 },
+		{ "0%", 0, 0, 0 }, { "10% 0", 0, 0, 0 },
+		{ "", -EINVAL, 0, 0 }, { "101%", -EINVAL, 0, 0 }, { "%", -EINVAL, 0, 0 },
+		{ "-5%", -EINVAL, 0, 0 }, { "1.5%", -EINVAL, 0, 0 }, { "5%%", -EINVAL, 0, 0 },
+		{ "5% 6%", -EINVAL, 0, 0 }, { "1G 2G", -EINVAL, 0, 0 }, { "10%4G", -EINVAL, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t b = 7;
+		unsigned p = 7;
+		int r = parse_size_or_percent(cases[i].in, &b, &p);
+
+		cr_expect_eq(r, cases[i].ret, "parse_size_or_percent(\"%s\") = %d", cases[i].in, r);
+		if (r == 0)
+			cr_expect(b == cases[i].bytes && p == cases[i].pct, "\"%s\" -> %llu bytes, %u%%",
+				  cases[i].in, (unsigned long long)b, p);
+	}
+}
+
+Test(config, min_free_and_max_bytes_keys)
+{
+	static const struct { const char *text; const char *want; } bad[] = {
+		{ "[output]\nmin-free=100%\n", "t.conf:2: min-free: '100%' is not a size" },
+		{ "[output]\nmin-free=lots\n", "t.conf:2: min-free: 'lots' is not a size" },
+		{ "[output]\nmax-bytes=120%\n", "t.conf:2: max-bytes: '120%' is not a size" },
+		{ "[record]\nmin-free=5%\n", "t.conf:2: key 'min-free' belongs in section [output], not [record]" },
+	};
+	struct config c;
+	char err[256] = "", buf[64];
+
+	config_init(&c);
+	cr_assert_eq(config_load_string(&c, "[output]\nmin-free=512M\nmax-bytes=25%\n", "t.conf", err,
+					sizeof(err)), 0, "%s", err);
+	cr_expect(c.min_free == 512ULL << 20 && c.min_free_percent == 0, "min-free=512M replaces both defaults");
+	cr_expect(c.max_bytes == 0 && c.max_bytes_percent == 25, "max-bytes=25%% replaces both defaults");
+	cr_expect_str_eq(format_size_or_percent(c.max_bytes, c.max_bytes_percent, buf, sizeof(buf)), "25%");
+	cr_assert_eq(config_set(&c, "output", "min-free", "0", err, sizeof(err)), 0, "%s", err);
+	cr_expect(c.min_free == 0 && c.min_free_percent == 0, "min-free=0: no floor");
+	cr_assert_eq(config_set(&c, "output", "max-bytes", "10% 4G", err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(format_size_or_percent(c.max_bytes, c.max_bytes_percent, buf, sizeof(buf)),
+			 "10% 4294967296");
+	config_exit(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_init(&c);
+		err[0] = 0;
+		cr_expect_lt(config_load_string(&c, bad[i].text, "t.conf", err, sizeof(err)), 0, "case %zu accepted", i);
+		cr_expect(strstr(err, bad[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err, bad[i].want);
+		config_exit(&c);
+	}
+}
+
+/*
+ * A key of another section says which (the fleet keys were taken in any
+ * section, so that a misplaced one silently worked); a near miss of a key
+ * gets its name; anything else is only unknown.
+ */
+Test(config, misplaced_and_misspelt_keys_are_explained)
+{
+	static const struct { const char *text; const char *want; const char *not; } cases[] = {
+		{ "[output]\nfrequency=99\n", "t.conf:2: key 'frequency' belongs in section [record], not [output]", NULL },
+		{ "[record]\ndirectory=/x\n", "t.conf:2: key 'directory' belongs in section [output], not [record]", NULL },
+		{ "[record]\nhistory=1s\n", "t.conf:2: key 'history' belongs in section [output], not [record]", NULL },
+		{ "[record]\nupload-url=http://h/b\n", "t.conf:2: key 'upload-url' belongs in section [upload], not [record]", NULL },
+		{ "[output]\nmax-overhead=1%\n", "t.conf:2: key 'max-overhead' belongs in section [record], not [output]", NULL },
+		{ "[upload]\nmetrics-listen=127.0.0.1:9\n", "key 'metrics-listen' belongs in section [service], not [upload]", NULL },
+		{ "[record]\nlabel.team=sre\n", "t.conf:2: key 'label.team' belongs in section [output], not [record]", NULL },
+		{ "[record]\n\nfrequncy=99\n", "t.conf:3: unknown key 'frequncy' in section [record]; did you mean 'frequency'?", NULL },
+		{ "[output]\nrotate-intervall=1s\n", "unknown key 'rotate-intervall' in section [output]; did you mean 'rotate-interval'?", NULL },
+		{ "[output]\nmax_bytes=1G\n", "did you mean 'max-bytes'?", NULL },
+		{ "[output]\nminfree=1G\n", "did you mean 'min-free'?", NULL },
+		{ "[output]\nfrequncy=99\n", "unknown key 'frequncy' in section [output]; did you mean 'frequency' in section [record]?", NULL },
+		{ "[record]\nbogus=1\n", "t.conf:2: unknown key 'bogus' in section [record]", "did you mean" },
+		{ "[record]\nfoo=1\n", "unknown key 'foo' in section [record]", "did you mean" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		char err[256] = "";
+
+		config_init(&c);
+		cr_expect_lt(config_load_string(&c, cases[i].text, "t.conf", err, sizeof(err)), 0,
+			     "case %zu accepted", i);
+		cr_expect(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err, cases[i].want);
+		if (cases[i].not)
+			cr_expect(strstr(err, cases[i].not) == NULL, "case %zu: '%s' has '%s'", i, err, cases[i].not);
+		config_exit(&c);
+	}
 }

@@ -185,3 +185,103 @@ Test(retention, directories_named_like_files_are_left_alone)
 	rmdir(sub);
 	remove_all();
 }
+
+/*
+ * The free-space floor on a modelled file system: FS_SIZE bytes, of which
+ * a ballast (everything else, the files not ours in dir included) and our
+ * published files take their sizes.
+ * retention asks again after each removal, so the model counts what is
+ * left in the directory each time.
+ */
+#define FS_SIZE 10000ULL
+
+struct model {
+	uint64_t ballast;
+	unsigned calls;
+};
+
+static int model_space(int dfd, void *ctx, struct retention_space *ret)
+{
+	struct model *m = ctx;
+	uint64_t used = m->ballast;
+	struct stat st;
+
+	m->calls++;
+	for (size_t i = 0; i < N_FILES; i++)
+		if (files[i].ours && fstatat(dfd, files[i].name, &st, 0) == 0)
+			used += (uint64_t)st.st_size;
+	ret->size = FS_SIZE;
+	ret->avail = used < FS_SIZE ? FS_SIZE - used : 0;
+	return 0;
+}
+
+Test(retention, the_floor_removes_the_oldest_files_until_enough_is_free)
+{
+	/* Ours take 1500 bytes (100 to 500, oldest first); the rest is others'. */
+	static const struct {
+		const char *what;
+		uint64_t used_by_others, min_free;
+		unsigned min_free_percent;
+		int keep;
+		unsigned removed;
+		int below_after;
+	} cases[] = {
+		/* free = 10000 - 1500 - others */
+		{ "enough free", 6000, 2000, 0, -1, 0, 0 },
+		{ "at the floor", 6000, 2500, 0, -1, 0, 0 },
+		{ "100 short: the oldest goes", 6000, 2600, 0, -1, 0x1, 0 },
+		{ "250 short: two go", 6000, 2750, 0, -1, 0x3, 0 },
+		{ "as a percentage", 6000, 0, 30, -1, 0x7, 0 },
+		{ "the smaller of both", 6000, 3000, 90, -1, 0x7, 0 },
+		{ "all cannot make it", 9000, 5000, 0, -1, 0x1f, 1 },
+		{ "the kept file stays", 9000, 5000, 0, 4, 0xf, 1 },
+		{ "no floor", 9900, 0, 0, -1, 0, 0 },
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct model m = { 0 };
+		struct retention_opts o = {
+			.dir = dir, .prefix = "pr", .min_free = cases[c].min_free,
+			.min_free_percent = cases[c].min_free_percent, .space = model_space, .space_ctx = &m,
+		};
+		char keep_path[256];
+		const char *keep[2] = { NULL, NULL };
+		uint64_t avail = 0, floor = 0;
+		int expect = __builtin_popcount(cases[c].removed), r;
+
+		make_files();
+		m.ballast = cases[c].used_by_others;
+		if (cases[c].keep >= 0) {
+			snprintf(keep_path, sizeof(keep_path), "%s/%s", dir, files[cases[c].keep].name);
+			keep[0] = keep_path;
+		}
+		r = retention_apply(&o, keep);
+		cr_expect_eq(r, expect, "%s: removed %d, expected %d", cases[c].what, r, expect);
+		for (size_t i = 0; i < N_FILES; i++) {
+			bool gone = cases[c].removed & (1u << i);
+
+			cr_expect_eq(exists(files[i].name), !gone, "%s: %s should %s", cases[c].what,
+				     files[i].name, gone ? "be removed" : "survive");
+		}
+		r = retention_below_floor(&o, &avail, &floor);
+		cr_expect_eq(r, cases[c].below_after, "%s: below the floor afterwards: %d (%llu free, floor %llu)",
+			     cases[c].what, r, (unsigned long long)avail, (unsigned long long)floor);
+		remove_all();
+	}
+}
+
+/* Files the floor does not need stay, whatever else is set. */
+Test(retention, the_floor_and_the_byte_limit_take_only_what_each_needs)
+{
+	struct model m = { .ballast = 0 };
+	/* max-bytes as a share: 12% of 10000 = 1200: files 0 and 1 (300 bytes) go. */
+	struct retention_opts o = {
+		.dir = dir, .prefix = "pr", .max_bytes_percent = 12, .min_free = 100,
+		.space = model_space, .space_ctx = &m,
+	};
+
+	make_files();
+	cr_expect_eq(retention_apply(&o, NULL), 2);
+	cr_expect(!exists(files[0].name) && !exists(files[1].name) && exists(files[2].name));
+	remove_all();
+}

@@ -36,7 +36,8 @@
 /*
  * Every attr's sample_type.  IDENTIFIER puts the id at a fixed place in every
  * record; the rest are what a profile needs.  Only CALLCHAIN (sample body,
- * not trailer) and RAW (tracepoints) are ever added per event.
+ * not trailer) and RAW (tracepoints) are ever added per event, and PERIOD
+ * is dropped from events that sample by period (sampler_attr()).
  */
 #define BASE_SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
@@ -296,6 +297,15 @@ static void sampler_attr(const struct perfrec_evlist *el, const struct perfrec_e
 	} else {
 		a->freq = 0;
 		a->sample_period = el->period;
+		/*
+		 * No PERIOD in the sample, as perf record -c does: the kernel
+		 * reads PERIOD on a counting software event (page-faults,
+		 * context-switches...) without freq as "sample every event,
+		 * with the count as its period" (perf_swevent_event()), which
+		 * ignores sample_period.  Readers take a sample's period from
+		 * its attr when the sample has none.
+		 */
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
 	}
 }
 

@@ -420,6 +420,8 @@ Test(evlist, several_software_events_share_the_rings)
 		cr_assert_eq(ev->attr.freq, 0);
 		cr_assert_eq(ev->attr.sample_period, 100000);
 		cr_assert_eq(ev->attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0);
+		/* With PERIOD the kernel samples page-faults on every hit. */
+		cr_assert_eq(ev->attr.sample_type & PERF_SAMPLE_PERIOD, 0, "%s samples carry PERIOD", ev->name);
 	}
 	cr_assert(perfrec_evlist__evsel(el, 3)->attr.exclude_kernel);
 	cr_assert(perfrec_evlist__evsel(el, 0)->attr.context_switch);

@@ -345,6 +345,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	int r;
 
 	memset(o, 0, sizeof(*o));
+	if (!rec->rotate_anchor_usec)
+		rec->rotate_anchor_usec = now_usec();
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
 	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
@@ -761,15 +763,35 @@ int recorder_drain(struct recorder *rec)
 	return r;
 }
 
+uint64_t recorder_rotation_deadline(const struct recorder *rec)
+{
+	const struct config *c = rec->cfg;
+	uint64_t since;
+
+	if (!rec->have_file || pipeout_enabled(c) || !c->rotate_usec)
+		return 0;
+	/*
+	 * The grid point after the one this file started at.  A file starts
+	 * after its rotation's drain and synthesis, a little past its grid
+	 * point; counting from there (start + interval) added those delays to
+	 * every file.  A file that started more than an interval late (a
+	 * stalled disk) ends at the next grid point, not at a missed one.
+	 */
+	since = rec->cur.start_usec > rec->rotate_anchor_usec ? rec->cur.start_usec - rec->rotate_anchor_usec : 0;
+	return rec->rotate_anchor_usec + (since / c->rotate_usec + 1) * c->rotate_usec;
+}
+
 bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 {
 	const struct config *c = rec->cfg;
+	uint64_t deadline;
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
 	if (c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes)
 		return true;
-	return c->rotate_usec && now - rec->cur.start_usec >= c->rotate_usec;
+	deadline = recorder_rotation_deadline(rec);
+	return deadline && now >= deadline;
 }
 
 /* Retention over the published files; the file in progress is never a candidate. */

@@ -81,6 +81,8 @@ struct recorder {
 	uint64_t *pending_dropped;
 	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
 	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
+	/* monotonic: when the first file began; rotate-interval's grid starts there */
+	uint64_t rotate_anchor_usec;
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
 	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */
@@ -140,6 +142,12 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 int recorder_finish_file(struct recorder *rec, char **ret_path);
 /* Whether rotate-size or rotate-interval says the current file is done. */
 bool recorder_rotation_due(const struct recorder *rec, uint64_t now_usec);
+/*
+ * When rotate-interval ends the current file (monotonic usec; 0: never):
+ * files start on a grid, the first file's start plus whole intervals, so
+ * the time a rotation takes does not push the next one later.
+ */
+uint64_t recorder_rotation_deadline(const struct recorder *rec);
 /* Finish the current file and start the next with no record lost between. */
 int recorder_rotate(struct recorder *rec, char **ret_path);
 /*

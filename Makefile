@@ -39,7 +39,7 @@ DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
-	-D_GNU_SOURCE -Ilib/include -Ilib
+	-D_GNU_SOURCE -Ilib/include -Ilib -DPERFREC_VERSION='"$(VERSION)"'
 PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
 
 ifeq ($(V),1)

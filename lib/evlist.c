@@ -30,7 +30,8 @@
 
 #define DEFAULT_MMAP_PAGES 128
 #define DEFAULT_FREQ 1000
-#define SIDEBAND_NAME "dummy"
+/* perf record names its side-band event so: counted in host and guest alike. */
+#define SIDEBAND_NAME "dummy:HG"
 #define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
 
 /*

@@ -26,10 +26,14 @@
 #include "hostinfo-internal.h"
 
 /*
- * perf_to_profile and perf's own LOST_SAMPLES handling parse this as
- * "major.minor" and need >= 6.1; the suffix says who wrote the file.
+ * HEADER_VERSION is perf's version to its readers: perf_to_profile and
+ * perf's own LOST_SAMPLES handling parse "major.minor" from its start and
+ * need >= 6.1.  After the perf version whose format we write, as perf puts
+ * "-rc1" after its own, comes who wrote the file: perfrecd and its version
+ * (the Makefile's VERSION), so that neither is guessed from the other.
  */
-#define HOSTINFO_VERSION "6.1.0-perfrecd-0.1"
+#define PERF_FORMAT_VERSION "6.1.0"
+#define HOSTINFO_VERSION PERF_FORMAT_VERSION "-perfrecd-" PERFREC_VERSION
 
 /* Sysfs values we read are short; cpu lists of huge machines are the longest. */
 #define SMALL_FILE_MAX 65536

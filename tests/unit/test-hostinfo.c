@@ -281,6 +281,15 @@ Test(hostinfo, version_parses_as_perf_6_1_or_later)
 	cr_assert(major > 6 || (major == 6 && minor >= 1), "%d.%d", major, minor);
 }
 
+Test(hostinfo, version_names_perfrecd_and_its_own_version)
+{
+	const char *v = perfrec_hostinfo__version(), *ours = strstr(v, "-perfrecd-");
+
+	cr_assert_not_null(ours, "%s does not say perfrecd wrote the file", v);
+	/* The Makefile's VERSION, as --version and the man pages give it. */
+	cr_assert_str_eq(ours + strlen("-perfrecd-"), PERFREC_VERSION, "%s", v);
+}
+
 Test(hostinfo, nrcpus_online_matches_sysconf_on_this_machine)
 {
 	struct cur c;

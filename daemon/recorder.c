@@ -338,6 +338,38 @@ struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64
 	};
 }
 
+/*
+ * The formats of the tracepoints recorded, without which perf cannot decode
+ * their samples (perf script refuses the file).  Set before the first data
+ * write: a stream sends them ahead of every sample.  A tracefs that cannot
+ * be read costs the fields, not the file.
+ */
+static int add_tracing_data(struct recorder *rec, struct perfrec_pdwriter *w)
+{
+	const char **names;
+	size_t nr = 0, len = 0;
+	void *data = NULL;
+	int r;
+
+	names = calloc(rec->nr_specs ? rec->nr_specs : 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (size_t i = 0; i < rec->nr_specs; i++)
+		if (rec->specs[i].attr.type == PERF_TYPE_TRACEPOINT)
+			names[nr++] = rec->specs[i].name;
+	r = nr ? perfrec_tracing__data(names, nr, NULL, &data, &len) : 0;
+	free(names);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		log_warning("Tracepoint formats not written (perf cannot decode those samples): %s", strerror(-r));
+		return 0;
+	}
+	r = nr ? perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, data, len) : 0;
+	free(data);
+	return r;
+}
+
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
 	struct perfrec_synth_opts so;
@@ -379,6 +411,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 			goto fail;
 	}
 	r = offcpu_rec_add_attr(rec);
+	if (r < 0)
+		goto fail;
+	r = add_tracing_data(rec, o->w);
 	if (r < 0)
 		goto fail;
 	rec->have_file = true;

@@ -344,7 +344,7 @@ struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64
  * write: a stream sends them ahead of every sample.  A tracefs that cannot
  * be read costs the fields, not the file.
  */
-static int add_tracing_data(struct recorder *rec, struct perfrec_pdwriter *w)
+int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	const char **names;
 	size_t nr = 0, len = 0;
@@ -413,7 +413,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	r = offcpu_rec_add_attr(rec);
 	if (r < 0)
 		goto fail;
-	r = add_tracing_data(rec, o->w);
+	r = recorder_add_tracing_data(rec, o->w);
 	if (r < 0)
 		goto fail;
 	rec->have_file = true;

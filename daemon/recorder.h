@@ -124,6 +124,13 @@ uint64_t recorder_clock_ns(const struct recorder *rec);
  */
 struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time);
 int recorder_enable(struct recorder *rec);
+/*
+ * Set HEADER_TRACING_DATA on @w (a file, stream or snapshot of this
+ * recorder, before its first data write) when it records tracepoints: perf
+ * cannot decode their samples without it.  0 or -ENOMEM (an unreadable
+ * tracefs is logged and leaves it out).
+ */
+int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w);
 
 /*
  * A KSYMBOL or BPF_EVENT record @h whose size the kernel inflated (several

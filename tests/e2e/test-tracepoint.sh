@@ -35,4 +35,16 @@ check_fields stream "$T/pipe.out" "$T/pipe.err"
 "$PERFRECD" -o - --socket '' -e sched:sched_switch --no-call-graph --duration 1 2>/dev/null |
 	perf script -i - >"$T/live.out" 2>"$T/live.err"
 check_fields "live stream" "$T/live.out" "$T/live.err"
+
+# A flight-mode snapshot (SIGUSR2) carries the formats too.
+"$PERFRECD" -o "$T/flight" --socket '' --mode flight --history 5s -e sched:sched_switch --no-call-graph 2>"$T/ferr" &
+DAEMON_PID=$!
+started() { grep -q Recording "$T/ferr" 2>/dev/null; }
+wait_for 30 started || { cat "$T/ferr"; fail "perfrecd --mode flight did not start"; }
+snapped() { kill -USR2 $DAEMON_PID; ls "$T/flight"/*.data >/dev/null 2>&1; }
+wait_for 30 snapped || { cat "$T/ferr"; fail "no snapshot was published"; }
+kill -INT $DAEMON_PID; wait $DAEMON_PID; DAEMON_PID=
+f=$(ls "$T/flight"/*.data | head -1)
+perf script -i "$f" >"$T/snap.out" 2>"$T/snap.err" || { cat "$T/snap.err"; fail "perf script failed on snapshot $f"; }
+check_fields snapshot "$T/snap.out" "$T/snap.err"
 exit 0

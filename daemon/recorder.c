@@ -566,6 +566,19 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
 						void *buf, size_t bufsz)
 {
+	if (h->type == PERF_RECORD_SAMPLE) {
+		const struct id_format *f;
+		size_t n;
+
+		/* Only user callchains need it: nothing else for a sample. */
+		if (!rec->cfg->callchain || !(f = find_id(rec, h)) ||
+		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
+			return h;
+		if (!rec->user_chains_ended++)
+			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
+				   "through a frame without one): such chains end before it");
+		return buf;
+	}
 	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
 		return h; /* the drain's common case: checked before anything else */
 	if (!perfrec_event__repair_sideband(h, perfrec_sample_id__size(rec->sideband_sample_type), buf, bufsz))
@@ -707,7 +720,7 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 	const struct perf_event_header *h, *fh;
 	struct perfrec_ring_batch b;
 	struct iovec iov[2];
-	unsigned char fixed[1024];
+	unsigned char fixed[8192]; /* a sample with a 127-frame callchain, repaired */
 	int64_t avail;
 	/* counts as they were where the span not yet handed to write_span() began */
 	struct span_mark m = span_mark(rec, idx), none = m;

@@ -61,6 +61,7 @@ struct recorder {
 	uint64_t sideband_sample_type;
 	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
 	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
+	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
 	char hostname[256];
 	uint64_t seq;
 	struct outfile cur;

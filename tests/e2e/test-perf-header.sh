@@ -3,7 +3,8 @@
 # file of the same events: HEADER_VERSION parses as perf 6.1 and names
 # perfrecd with the Makefile's version; the side-band event is perf's
 # "dummy:HG" (host and guest, neither excluded) and a sampled event leaves
-# guests out as perf's does; perf script still reads the file.
+# guests out as perf's does; CPU topology, caches and PMU_CAPS come as
+# perf writes them; perf script still reads the file.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 
@@ -38,6 +39,20 @@ for ev in dummy:HG cpu-clock; do
 	note "perfrecd: $got"
 	[ -n "$want" ] || fail "perf's own file has no event $ev"
 	[ "$got" = "$want" ] || { grep '^# event' "$T/ours.hdr"; fail "event $ev is not described as perf describes it"; }
+done
+
+# Host features in perf's order: CPU topology and caches line for line as
+# perf prints its own, and PMU_CAPS wherever perf writes it.
+for what in '^# (sibling|CPU [0-9]+:)' '^#  L[0-9]'; do
+	grep -E "$what" "$T/perf.hdr" >"$T/want"; grep -E "$what" "$T/ours.hdr" >"$T/got"
+	[ -s "$T/want" ] || continue
+	diff "$T/want" "$T/got" >/dev/null || { diff "$T/want" "$T/got"; fail "lines $what differ from perf's"; }
+done
+missing() { sed -n 's/^# missing features: //p' "$1" | tr ' ' '\n' | grep -x "$2"; }
+for feat in PMU_CAPS CPU_PMU_CAPS; do
+	if [ -z "$(missing "$T/perf.hdr" $feat)" ] && [ -n "$(missing "$T/ours.hdr" $feat)" ]; then
+		fail "perf writes $feat here, perfrecd does not"
+	fi
 done
 
 n=$(perf script -i "$f" -F tid,cpu,time,ip --ns 2>"$T/script.err" | wc -l)

@@ -848,11 +848,6 @@ struct pmu {
 	char *name;
 };
 
-static int pmu_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct pmu *)a)->name, ((const struct pmu *)b)->name);
-}
-
 static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 {
 	char path[PATH_MAX], file[PATH_MAX];
@@ -897,8 +892,7 @@ static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 	}
 	closedir(d);
 	if (!err) {
-		if (nr > 1)
-			qsort(pmus, nr, sizeof(*pmus), pmu_cmp);
+		/* In directory order, as perf finds them: its header lists them so. */
 		featbuf_u32(fb, (uint32_t)nr);
 		for (size_t i = 0; i < nr; i++) {
 			featbuf_u32(fb, pmus[i].type);

@@ -41,9 +41,9 @@ for ev in dummy:HG cpu-clock; do
 	[ "$got" = "$want" ] || { grep '^# event' "$T/ours.hdr"; fail "event $ev is not described as perf describes it"; }
 done
 
-# Host features in perf's order: CPU topology and caches line for line as
+# Host features in perf's order: CPU topology, caches and PMUs line for line as
 # perf prints its own, and PMU_CAPS wherever perf writes it.
-for what in '^# (sibling|CPU [0-9]+:)' '^#  L[0-9]'; do
+for what in '^# (sibling|CPU [0-9]+:)' '^#  L[0-9]' '^# pmu mappings:'; do
 	grep -E "$what" "$T/perf.hdr" >"$T/want"; grep -E "$what" "$T/ours.hdr" >"$T/got"
 	[ -s "$T/want" ] || continue
 	diff "$T/want" "$T/got" >/dev/null || { diff "$T/want" "$T/got"; fail "lines $what differ from perf's"; }

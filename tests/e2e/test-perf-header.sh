@@ -4,7 +4,7 @@
 # perfrecd with the Makefile's version; the side-band event is perf's
 # "dummy:HG" (host and guest, neither excluded) and a sampled event leaves
 # guests out as perf's does; CPU topology, caches and PMU_CAPS come as
-# perf writes them; perf script still reads the file.
+# perf writes them, BPF sections too; perf script still reads the file.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 
@@ -42,14 +42,14 @@ for ev in dummy:HG cpu-clock; do
 done
 
 # Host features in perf's order: CPU topology, caches and PMUs line for line as
-# perf prints its own, and PMU_CAPS wherever perf writes it.
+# perf prints its own, and PMU_CAPS and the BPF sections wherever perf writes them.
 for what in '^# (sibling|CPU [0-9]+:)' '^#  L[0-9]' '^# pmu mappings:'; do
 	grep -E "$what" "$T/perf.hdr" >"$T/want"; grep -E "$what" "$T/ours.hdr" >"$T/got"
 	[ -s "$T/want" ] || continue
 	diff "$T/want" "$T/got" >/dev/null || { diff "$T/want" "$T/got"; fail "lines $what differ from perf's"; }
 done
 missing() { sed -n 's/^# missing features: //p' "$1" | tr ' ' '\n' | grep -x "$2"; }
-for feat in PMU_CAPS CPU_PMU_CAPS; do
+for feat in PMU_CAPS CPU_PMU_CAPS BPF_PROG_INFO BPF_BTF; do
 	if [ -z "$(missing "$T/perf.hdr" $feat)" ] && [ -n "$(missing "$T/ours.hdr" $feat)" ]; then
 		fail "perf writes $feat here, perfrecd does not"
 	fi

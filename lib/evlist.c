@@ -55,6 +55,7 @@ enum feature {
 	F_CLOCKID,       /* 4.1 */
 	F_COMM_EXEC,     /* 3.16 */
 	F_MMAP2,         /* 3.16 */
+	F_EXCLUDE_GUEST, /* 3.2; perf's default, which some PMUs refuse, as perf falls back */
 	F_NR,
 };
 
@@ -323,6 +324,7 @@ static bool has_feature(const struct perf_event_attr *a, enum feature f)
 	case F_CLOCKID: return a->use_clockid;
 	case F_COMM_EXEC: return a->comm_exec;
 	case F_MMAP2: return a->mmap2;
+	case F_EXCLUDE_GUEST: return a->exclude_guest || a->exclude_host;
 	case F_NR: break;
 	}
 	return false;
@@ -358,6 +360,10 @@ static void apply_missing(struct perf_event_attr *a, const struct perf_event_att
 		/* build ids ride on MMAP2 only */
 		a->mmap2 = 0;
 		a->build_id = 0;
+	}
+	if (missing & (1u << F_EXCLUDE_GUEST)) {
+		a->exclude_guest = 0;
+		a->exclude_host = 0;
 	}
 }
 

@@ -389,13 +389,16 @@ int manager_run(struct manager *m)
 	while (!m->stop) {
 		int timeout = -1, n;
 		bool drain = false, metrics_ready = false;
-		uint64_t now;
+		uint64_t now, rotate_at = recorder_rotation_deadline(&m->rec), wake = m->deadline_usec;
 
-		if (m->deadline_usec) {
+		/* The flush timer may be longer than rotate-interval: wake for both. */
+		if (rotate_at && (!wake || rotate_at < wake))
+			wake = rotate_at;
+		if (wake) {
 			now = now_usec();
-			if (now >= m->deadline_usec)
+			if (m->deadline_usec && now >= m->deadline_usec)
 				break;
-			timeout = (int)((m->deadline_usec - now + 999) / 1000);
+			timeout = now >= wake ? 0 : (int)((wake - now + 999) / 1000);
 		}
 		n = epoll_wait(m->epfd, evs, 64, timeout);
 		if (n < 0) {

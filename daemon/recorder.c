@@ -338,6 +338,38 @@ struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64
 	};
 }
 
+/*
+ * The formats of the tracepoints recorded, without which perf cannot decode
+ * their samples (perf script refuses the file).  Set before the first data
+ * write: a stream sends them ahead of every sample.  A tracefs that cannot
+ * be read costs the fields, not the file.
+ */
+int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w)
+{
+	const char **names;
+	size_t nr = 0, len = 0;
+	void *data = NULL;
+	int r;
+
+	names = calloc(rec->nr_specs ? rec->nr_specs : 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (size_t i = 0; i < rec->nr_specs; i++)
+		if (rec->specs[i].attr.type == PERF_TYPE_TRACEPOINT)
+			names[nr++] = rec->specs[i].name;
+	r = nr ? perfrec_tracing__data(names, nr, NULL, &data, &len) : 0;
+	free(names);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		log_warning("Tracepoint formats not written (perf cannot decode those samples): %s", strerror(-r));
+		return 0;
+	}
+	r = nr ? perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, data, len) : 0;
+	free(data);
+	return r;
+}
+
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
 	struct perfrec_synth_opts so;
@@ -345,6 +377,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	int r;
 
 	memset(o, 0, sizeof(*o));
+	if (!rec->rotate_anchor_usec)
+		rec->rotate_anchor_usec = now_usec();
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
 	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
@@ -377,6 +411,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 			goto fail;
 	}
 	r = offcpu_rec_add_attr(rec);
+	if (r < 0)
+		goto fail;
+	r = recorder_add_tracing_data(rec, o->w);
 	if (r < 0)
 		goto fail;
 	rec->have_file = true;
@@ -529,6 +566,19 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
 						void *buf, size_t bufsz)
 {
+	if (h->type == PERF_RECORD_SAMPLE) {
+		const struct id_format *f;
+		size_t n;
+
+		/* Only user callchains need it: nothing else for a sample. */
+		if (!rec->cfg->callchain || !(f = find_id(rec, h)) ||
+		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
+			return h;
+		if (!rec->user_chains_ended++)
+			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
+				   "through a frame without one): such chains end before it");
+		return buf;
+	}
 	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
 		return h; /* the drain's common case: checked before anything else */
 	if (!perfrec_event__repair_sideband(h, perfrec_sample_id__size(rec->sideband_sample_type), buf, bufsz))
@@ -671,7 +721,7 @@ static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
 	const struct perf_event_header *h, *fh;
 	struct perfrec_ring_batch b;
 	struct iovec iov[2];
-	unsigned char fixed[1024];
+	unsigned char fixed[8192]; /* a sample with a 127-frame callchain, repaired */
 	int64_t avail;
 	/* counts as they were where the span not yet handed to write_span() began */
 	struct span_mark m = span_mark(rec, idx), none = m;
@@ -762,15 +812,35 @@ int recorder_drain(struct recorder *rec)
 	return r;
 }
 
+uint64_t recorder_rotation_deadline(const struct recorder *rec)
+{
+	const struct config *c = rec->cfg;
+	uint64_t since;
+
+	if (!rec->have_file || pipeout_enabled(c) || !c->rotate_usec)
+		return 0;
+	/*
+	 * The grid point after the one this file started at.  A file starts
+	 * after its rotation's drain and synthesis, a little past its grid
+	 * point; counting from there (start + interval) added those delays to
+	 * every file.  A file that started more than an interval late (a
+	 * stalled disk) ends at the next grid point, not at a missed one.
+	 */
+	since = rec->cur.start_usec > rec->rotate_anchor_usec ? rec->cur.start_usec - rec->rotate_anchor_usec : 0;
+	return rec->rotate_anchor_usec + (since / c->rotate_usec + 1) * c->rotate_usec;
+}
+
 bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 {
 	const struct config *c = rec->cfg;
+	uint64_t deadline;
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
 	if (c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes)
 		return true;
-	return c->rotate_usec && now - rec->cur.start_usec >= c->rotate_usec;
+	deadline = recorder_rotation_deadline(rec);
+	return deadline && now >= deadline;
 }
 
 static struct retention_opts retention_opts_of(const struct config *c)

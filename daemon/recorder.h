@@ -61,6 +61,7 @@ struct recorder {
 	uint64_t sideband_sample_type;
 	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
 	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
+	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
 	char hostname[256];
 	uint64_t seq;
 	struct outfile cur;
@@ -84,6 +85,8 @@ struct recorder {
 	/* min-free: the file system is below the floor, records are refused (recorder.c check_floor()) */
 	bool below_floor;
 	uint64_t floor_check_usec;  /* when it was last measured */
+	/* monotonic: when the first file began; rotate-interval's grid starts there */
+	uint64_t rotate_anchor_usec;
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
 	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */
@@ -125,6 +128,13 @@ uint64_t recorder_clock_ns(const struct recorder *rec);
  */
 struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time);
 int recorder_enable(struct recorder *rec);
+/*
+ * Set HEADER_TRACING_DATA on @w (a file, stream or snapshot of this
+ * recorder, before its first data write) when it records tracepoints: perf
+ * cannot decode their samples without it.  0 or -ENOMEM (an unreadable
+ * tracefs is logged and leaves it out).
+ */
+int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w);
 
 /*
  * A KSYMBOL or BPF_EVENT record @h whose size the kernel inflated (several
@@ -143,6 +153,12 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 int recorder_finish_file(struct recorder *rec, char **ret_path);
 /* Whether rotate-size or rotate-interval says the current file is done. */
 bool recorder_rotation_due(const struct recorder *rec, uint64_t now_usec);
+/*
+ * When rotate-interval ends the current file (monotonic usec; 0: never):
+ * files start on a grid, the first file's start plus whole intervals, so
+ * the time a rotation takes does not push the next one later.
+ */
+uint64_t recorder_rotation_deadline(const struct recorder *rec);
 /* Finish the current file and start the next with no record lost between. */
 int recorder_rotate(struct recorder *rec, char **ret_path);
 /*

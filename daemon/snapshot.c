@@ -381,6 +381,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 		if (r < 0)
 			return r;
 	}
+	r = recorder_add_tracing_data(rec, w);
+	if (r < 0)
+		return r;
 	r = perfrec_buildid_table__new(&s.buildids);
 	if (r < 0)
 		return r;
@@ -511,6 +514,9 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 		if (r < 0)
 			goto out;
 	}
+	r = recorder_add_tracing_data(rec, w);
+	if (r < 0)
+		goto out;
 	while ((r = perfrec_pdreader__next(rd, &h, &off)) > 0) {
 		r = perfrec_pdwriter__write(w, h, h->size);
 		if (r < 0)

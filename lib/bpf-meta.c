@@ -1111,7 +1111,8 @@ int perfrec_bpfmeta__add_features(const struct perfrec_bpfmeta *m, struct perfre
 
 	if (!m || !w)
 		return m ? -EINVAL : 0;
-	if (m->nr_progs) {
+	/* Both even when empty (a zero count), as perf record writes them. */
+	{
 		/* {u32 nr; {u32 info_len, u32 data_len, u64 arrays, info, data}...} */
 		featbuf_init(&fb);
 		featbuf_u32(&fb, (uint32_t)m->nr_progs);
@@ -1131,7 +1132,7 @@ int perfrec_bpfmeta__add_features(const struct perfrec_bpfmeta *m, struct perfre
 		if (r < 0)
 			return r;
 	}
-	if (m->nr_btfs) {
+	{
 		featbuf_init(&fb);
 		featbuf_u32(&fb, (uint32_t)m->nr_btfs);
 		for (size_t i = 0; i < m->nr_btfs; i++) {

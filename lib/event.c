@@ -337,3 +337,44 @@ const char *perfrec_event__type_name(uint32_t type)
 		n = user_names[type - 64];
 	return n ? n : "UNKNOWN";
 }
+
+size_t perfrec_sample__end_user_chain(const struct perf_event_header *h, uint64_t sample_type,
+				      uint64_t read_format, void *buf, size_t bufsz)
+{
+	const uint64_t user = (uint64_t)PERF_CONTEXT_USER, ctx_max = (uint64_t)PERF_CONTEXT_MAX;
+	const unsigned char *p = (const unsigned char *)h;
+	struct perfrec_sample s;
+	size_t nr_off, chain_end, cut, size;
+	uint64_t end = 0, nr;
+	bool in_user = false;
+
+	if (!h || !buf || h->type != PERF_RECORD_SAMPLE || !(sample_type & PERF_SAMPLE_CALLCHAIN) ||
+	    perfrec_sample__parse(h, sample_type, read_format, &s) < 0 || !s.callchain)
+		return 0;
+	for (uint64_t i = 0; i < s.nr_callchain; i++) {
+		uint64_t v;
+
+		memcpy(&v, s.callchain + i, sizeof(v));
+		if (in_user && v >= ctx_max) {
+			end = i;
+			break;
+		}
+		if (v == user)
+			in_user = true;
+	}
+	if (!end)
+		return 0;
+	nr_off = (size_t)((const unsigned char *)s.callchain - p) - sizeof(uint64_t);
+	chain_end = nr_off + sizeof(uint64_t) + (size_t)s.nr_callchain * sizeof(uint64_t);
+	cut = (size_t)(s.nr_callchain - end) * sizeof(uint64_t);
+	size = h->size - cut;
+	if (size > bufsz)
+		return 0;
+	nr = end;
+	memcpy(buf, p, nr_off);
+	memcpy((unsigned char *)buf + nr_off, &nr, sizeof(nr));
+	memcpy((unsigned char *)buf + nr_off + sizeof(nr), s.callchain, (size_t)end * sizeof(uint64_t));
+	memcpy((unsigned char *)buf + chain_end - cut, p + chain_end, h->size - chain_end);
+	((struct perf_event_header *)buf)->size = (uint16_t)size;
+	return size;
+}

@@ -30,13 +30,15 @@
 
 #define DEFAULT_MMAP_PAGES 128
 #define DEFAULT_FREQ 1000
-#define SIDEBAND_NAME "dummy"
+/* perf record names its side-band event so: counted in host and guest alike. */
+#define SIDEBAND_NAME "dummy:HG"
 #define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
 
 /*
  * Every attr's sample_type.  IDENTIFIER puts the id at a fixed place in every
  * record; the rest are what a profile needs.  Only CALLCHAIN (sample body,
- * not trailer) and RAW (tracepoints) are ever added per event.
+ * not trailer) and RAW (tracepoints) are ever added per event, and PERIOD
+ * is dropped from events that sample by period (sampler_attr()).
  */
 #define BASE_SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
@@ -53,6 +55,7 @@ enum feature {
 	F_CLOCKID,       /* 4.1 */
 	F_COMM_EXEC,     /* 3.16 */
 	F_MMAP2,         /* 3.16 */
+	F_EXCLUDE_GUEST, /* 3.2; perf's default, which some PMUs refuse, as perf falls back */
 	F_NR,
 };
 
@@ -296,6 +299,15 @@ static void sampler_attr(const struct perfrec_evlist *el, const struct perfrec_e
 	} else {
 		a->freq = 0;
 		a->sample_period = el->period;
+		/*
+		 * No PERIOD in the sample, as perf record -c does: the kernel
+		 * reads PERIOD on a counting software event (page-faults,
+		 * context-switches...) without freq as "sample every event,
+		 * with the count as its period" (perf_swevent_event()), which
+		 * ignores sample_period.  Readers take a sample's period from
+		 * its attr when the sample has none.
+		 */
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
 	}
 }
 
@@ -312,6 +324,7 @@ static bool has_feature(const struct perf_event_attr *a, enum feature f)
 	case F_CLOCKID: return a->use_clockid;
 	case F_COMM_EXEC: return a->comm_exec;
 	case F_MMAP2: return a->mmap2;
+	case F_EXCLUDE_GUEST: return a->exclude_guest || a->exclude_host;
 	case F_NR: break;
 	}
 	return false;
@@ -347,6 +360,10 @@ static void apply_missing(struct perf_event_attr *a, const struct perf_event_att
 		/* build ids ride on MMAP2 only */
 		a->mmap2 = 0;
 		a->build_id = 0;
+	}
+	if (missing & (1u << F_EXCLUDE_GUEST)) {
+		a->exclude_guest = 0;
+		a->exclude_host = 0;
 	}
 }
 

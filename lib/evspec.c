@@ -249,12 +249,13 @@ static bool all_modifier_letters(const char *s)
 /*
  * Apply "u", "k", "h" (count only in those privilege levels), "p".."ppp"
  * (precise_ip), "G"/"H" (guest/host only).  As in perf, naming any of u/k/h
- * excludes the levels not named.
+ * excludes the levels not named, and naming G or H excludes whichever of
+ * guest and host is not named: "HG" counts both.
  */
 static int apply_modifiers(const char *mods, const char *whole, struct perf_event_attr *attr,
 			   char *errbuf, size_t errlen)
 {
-	bool u = false, k = false, h = false;
+	bool u = false, k = false, h = false, guest = false, host = false;
 	unsigned int p = 0;
 
 	for (const char *c = mods; *c; c++) {
@@ -263,8 +264,8 @@ static int apply_modifiers(const char *mods, const char *whole, struct perf_even
 		case 'k': k = true; break;
 		case 'h': h = true; break;
 		case 'p': p++; break;
-		case 'G': attr->exclude_host = 1; break;
-		case 'H': attr->exclude_guest = 1; break;
+		case 'G': guest = true; break;
+		case 'H': host = true; break;
 		default:
 			set_err(errbuf, errlen, "unknown modifier '%c' in '%s'", *c, whole);
 			return -EINVAL;
@@ -282,6 +283,10 @@ static int apply_modifiers(const char *mods, const char *whole, struct perf_even
 		attr->exclude_user = !u;
 		attr->exclude_kernel = !k;
 		attr->exclude_hv = !h;
+	}
+	if (guest || host) {
+		attr->exclude_guest = !guest;
+		attr->exclude_host = !host;
 	}
 	attr->precise_ip = p;
 	return 0;
@@ -407,6 +412,11 @@ int perfrec_evspec__parse(const char *str, const struct perfrec_evspec_opts *opt
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
+	/*
+	 * perf's default outside perf kvm: a host profiler leaves guests out
+	 * unless G says otherwise (only hardware PMUs can tell them apart).
+	 */
+	attr.exclude_guest = 1;
 
 	/*
 	 * "cycles:u" is an event with a modifier, "sched:sched_switch" a

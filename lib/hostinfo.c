@@ -26,10 +26,14 @@
 #include "hostinfo-internal.h"
 
 /*
- * perf_to_profile and perf's own LOST_SAMPLES handling parse this as
- * "major.minor" and need >= 6.1; the suffix says who wrote the file.
+ * HEADER_VERSION is perf's version to its readers: perf_to_profile and
+ * perf's own LOST_SAMPLES handling parse "major.minor" from its start and
+ * need >= 6.1.  After the perf version whose format we write, as perf puts
+ * "-rc1" after its own, comes who wrote the file: perfrecd and its version
+ * (the Makefile's VERSION), so that neither is guessed from the other.
  */
-#define HOSTINFO_VERSION "6.1.0-perfrecd-0.1"
+#define PERF_FORMAT_VERSION "6.1.0"
+#define HOSTINFO_VERSION PERF_FORMAT_VERSION "-perfrecd-" PERFREC_VERSION
 
 /* Sysfs values we read are short; cpu lists of huge machines are the longest. */
 #define SMALL_FILE_MAX 65536
@@ -44,7 +48,8 @@ const int hostinfo_features[] = {
 	PERFREC_FEAT_CPUID,        PERFREC_FEAT_TOTAL_MEM,     PERFREC_FEAT_CMDLINE,
 	PERFREC_FEAT_CPU_TOPOLOGY, PERFREC_FEAT_NUMA_TOPOLOGY, PERFREC_FEAT_PMU_MAPPINGS,
 	PERFREC_FEAT_CACHE,        PERFREC_FEAT_SAMPLE_TIME,   PERFREC_FEAT_MEM_TOPOLOGY,
-	PERFREC_FEAT_CLOCKID,      PERFREC_FEAT_CLOCK_DATA,
+	PERFREC_FEAT_CLOCKID,      PERFREC_FEAT_CLOCK_DATA,    PERFREC_FEAT_CPU_PMU_CAPS,
+	PERFREC_FEAT_PMU_CAPS,
 };
 const size_t hostinfo_nr_features = sizeof(hostinfo_features) / sizeof(hostinfo_features[0]);
 
@@ -843,11 +848,6 @@ struct pmu {
 	char *name;
 };
 
-static int pmu_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct pmu *)a)->name, ((const struct pmu *)b)->name);
-}
-
 static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 {
 	char path[PATH_MAX], file[PATH_MAX];
@@ -892,8 +892,7 @@ static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 	}
 	closedir(d);
 	if (!err) {
-		if (nr > 1)
-			qsort(pmus, nr, sizeof(*pmus), pmu_cmp);
+		/* In directory order, as perf finds them: its header lists them so. */
 		featbuf_u32(fb, (uint32_t)nr);
 		for (size_t i = 0; i < nr; i++) {
 			featbuf_u32(fb, pmus[i].type);
@@ -904,6 +903,115 @@ static int build_pmu_mappings(const struct ctx *c, struct featbuf *fb)
 		free(pmus[i].name);
 	free(pmus);
 	return err;
+}
+
+/*
+ * One PMU's capabilities (the files of its caps/ directory, in directory
+ * order as perf reads them) as perf writes them: u32 count, then name and
+ * value strings (the value without its newline), then, for PMU_CAPS, the
+ * PMU's name.  Returns the count, or -errno.
+ */
+static int put_pmu_caps(const char *dir, const char *pmu, struct featbuf *fb)
+{
+	char caps[PATH_MAX], file[PATH_MAX];
+	struct featbuf pairs;
+	struct dirent *de;
+	uint32_t n = 0;
+	DIR *d;
+	int err;
+
+	err = pathf(caps, sizeof(caps), "%s/%s/caps", dir, pmu);
+	if (err)
+		return err;
+	d = opendir(caps);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	featbuf_init(&pairs);
+	while ((de = readdir(d))) {
+		char *value = NULL;
+
+		if (de->d_name[0] == '.' || pathf(file, sizeof(file), "%s/%s", caps, de->d_name) ||
+		    read_text(file, &value))
+			continue;
+		featbuf_string(&pairs, de->d_name);
+		featbuf_string(&pairs, value);
+		free(value);
+		n++;
+	}
+	closedir(d);
+	err = featbuf_err(&pairs);
+	if (!err && n) {
+		featbuf_u32(fb, n);
+		featbuf_put(fb, pairs.buf, pairs.len);
+		if (strcmp(pmu, "cpu"))
+			featbuf_string(fb, pmu);
+	}
+	featbuf_exit(&pairs);
+	return err ? err : (int)n;
+}
+
+/*
+ * PMU_CAPS: u32 number of PMUs with capabilities, then each PMU's (hybrid
+ * cpu_* PMUs first, as perf writes them; the core "cpu" PMU has
+ * CPU_PMU_CAPS instead).  A host without any writes just the zero count,
+ * as perf does.
+ */
+static int build_pmu_caps(const struct ctx *c, struct featbuf *fb)
+{
+	char path[PATH_MAX];
+	size_t count_at = fb->len;
+	uint32_t nr = 0;
+	int err;
+
+	err = pathf(path, sizeof(path), "%s/bus/event_source/devices", c->sysfs);
+	if (err)
+		return err;
+	featbuf_u32(fb, 0);
+	for (int hybrid = 1; hybrid >= 0 && !err; hybrid--) {
+		struct dirent *de;
+		DIR *d = opendir(path);
+
+		if (!d)
+			return -errno;
+		while ((de = readdir(d))) {
+			int r;
+
+			if (de->d_name[0] == '.' || !strcmp(de->d_name, "cpu") ||
+			    (strncmp(de->d_name, "cpu_", 4) == 0) != (hybrid == 1))
+				continue;
+			r = put_pmu_caps(path, de->d_name, fb);
+			if (r < 0) {
+				err = r == -ENOMEM ? r : 0;
+				if (err)
+					break;
+				continue;
+			}
+			nr += r > 0;
+		}
+		closedir(d);
+	}
+	if (!err && nr)
+		featbuf_patch_u32(fb, count_at, nr);
+	return err;
+}
+
+/* CPU_PMU_CAPS: the core "cpu" PMU's capabilities; absent without that PMU. */
+static int build_cpu_pmu_caps(const struct ctx *c, struct featbuf *fb)
+{
+	char path[PATH_MAX], cpu[PATH_MAX];
+	int err, r;
+
+	err = pathf(path, sizeof(path), "%s/bus/event_source/devices", c->sysfs);
+	if (!err)
+		err = pathf(cpu, sizeof(cpu), "%s/cpu", path);
+	if (err)
+		return err;
+	if (access(cpu, F_OK) < 0)
+		return -errno;
+	r = put_pmu_caps(path, "cpu", fb);
+	if (r == 0)
+		featbuf_u32(fb, 0);
+	return r < 0 ? r : 0;
 }
 
 struct cache {
@@ -1016,6 +1124,19 @@ static int build_cache(const struct ctx *c, struct featbuf *fb)
 		}
 	}
 	if (!err) {
+		/*
+		 * perf lists caches by level, in the order of the CPUs within a
+		 * level (L1 of cpu0, L1 of cpu1, ..., then L2...): a stable
+		 * sort of what was found CPU by CPU.
+		 */
+		for (size_t i = 1; i < cnt; i++) {
+			struct cache k = caches[i];
+			size_t j = i;
+
+			for (; j > 0 && caches[j - 1].level > k.level; j--)
+				caches[j] = caches[j - 1];
+			caches[j] = k;
+		}
 		featbuf_u32(fb, 1);
 		featbuf_u32(fb, (uint32_t)cnt);
 		for (size_t i = 0; i < cnt; i++) {
@@ -1140,6 +1261,12 @@ int hostinfo_build_feature(int feat, const struct perfrec_hostinfo_opts *opts, s
 		break;
 	case PERFREC_FEAT_CACHE:
 		err = build_cache(&c, fb);
+		break;
+	case PERFREC_FEAT_PMU_CAPS:
+		err = build_pmu_caps(&c, fb);
+		break;
+	case PERFREC_FEAT_CPU_PMU_CAPS:
+		err = build_cpu_pmu_caps(&c, fb);
 		break;
 	case PERFREC_FEAT_SAMPLE_TIME:
 		err = build_sample_time(&c, fb);

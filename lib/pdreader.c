@@ -187,6 +187,28 @@ static bool check_magic(struct perfrec_pdreader *r)
 }
 
 /*
+ * In a stream, HEADER_TRACING_DATA {header, u32 size, u32 pad} is followed
+ * by @size bytes outside any record (perf reads them straight from the
+ * pipe).  The bytes the record and its data take from @pos, or 0 when they
+ * do not fit in @len or the record is not one perf writes.
+ */
+static uint64_t tracing_data_span(const unsigned char *buf, uint64_t pos, uint64_t len)
+{
+	struct perf_event_header h;
+	uint32_t size;
+
+	if (pos > len || len - pos < 16)
+		return 0;
+	memcpy(&h, buf + pos, sizeof(h));
+	if (h.size != 16)
+		return 0;
+	size = get32(buf + pos + 8);
+	if (size % 8 || size > len - pos - 16)
+		return 0;
+	return 16 + (uint64_t)size;
+}
+
+/*
  * Pipe mode: no sections, so walk the records once for HEADER_ATTR and
  * HEADER_FEATURE.  A bad record only ends this walk: __next() and
  * __verify() report it when they reach it.
@@ -261,6 +283,18 @@ static void load_pipe(struct perfrec_pdreader *r)
 					k += n;
 					a++;
 				}
+			} else if (h.type == PERFREC_RECORD_HEADER_TRACING_DATA) {
+				uint64_t span = tracing_data_span(r->buf, pos, r->len);
+
+				if (!span)
+					break;
+				if (pass == 0) {
+					r->feats[PERFREC_FEAT_TRACING_DATA].offset = pos + 16;
+					r->feats[PERFREC_FEAT_TRACING_DATA].size = span - 16;
+					r->has_feat[PERFREC_FEAT_TRACING_DATA] = true;
+				}
+				pos += span;
+				continue;
 			} else if (pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
 				uint64_t f = get64(r->buf + pos + 8);
 
@@ -813,6 +847,13 @@ static int next_file_record(struct perfrec_pdreader *r, const struct perf_event_
 	}
 	*ret_offset = r->pos;
 	r->pos += h.size;
+	/* Its data follows the record in a stream; check_user_record() judges it. */
+	if (r->pipe && h.type == PERFREC_RECORD_HEADER_TRACING_DATA) {
+		uint64_t span = tracing_data_span(r->buf, *ret_offset, r->data_end);
+
+		if (span)
+			r->pos = *ret_offset + span;
+	}
 	return 1;
 }
 
@@ -1326,7 +1367,12 @@ static int check_user_record(struct perfrec_pdreader *r, const struct perf_event
 			return fail(r, off, "HEADER_ATTR record in a file that has an attrs section (perf would take it as another event)");
 		return 0;
 	case PERFREC_RECORD_HEADER_TRACING_DATA:
-		return fail(r, off, "TRACING_DATA record: tracepoint data carried in records is not supported (perf reads it from the bytes that follow)");
+		if (!r->pipe)
+			return fail(r, off, "TRACING_DATA record in a file (perf reads a file's tracing data from its HEADER_TRACING_DATA feature)");
+		if (!tracing_data_span(r->buf, off, r->data_end))
+			return fail(r, off, "TRACING_DATA record (size %u) whose data is not a multiple of 8 bytes or runs past the stream",
+				    rec->size);
+		return 0;
 	case PERFREC_RECORD_HEADER_BUILD_ID:
 		/* pid, build_id[24], NUL-terminated file name */
 		if (size < 8 + 4 + 24 + 1 || !memchr(p + 36, '\0', size - 36))

@@ -312,6 +312,36 @@ static int send_features(struct perfrec_pdwriter *w)
 }
 
 /*
+ * A stream's tracing data, as perf record sends it: a 16-byte
+ * HEADER_TRACING_DATA record {header, u32 size, u32 pad} whose header.size
+ * covers only itself, then @size bytes (the data zero-padded to 8) outside
+ * any record.  perf reads them straight from the stream, so they must come
+ * before the first tracepoint sample.  Only at the start: a stream's
+ * tracing data set later is not sent.
+ */
+static int send_tracing_data(struct perfrec_pdwriter *w)
+{
+	static const unsigned char zeros[8];
+	struct {
+		struct perf_event_header h;
+		uint32_t size, pad;
+	} rec = { .h = { .type = PERFREC_RECORD_HEADER_TRACING_DATA, .size = sizeof(rec) } };
+	size_t len = w->feats[PERFREC_FEAT_TRACING_DATA].len;
+	struct iovec iov[3];
+
+	if (!w->feats[PERFREC_FEAT_TRACING_DATA].set || w->feats[PERFREC_FEAT_TRACING_DATA].sent || !len)
+		return 0;
+	w->feats[PERFREC_FEAT_TRACING_DATA].sent = true;
+	if (len > UINT32_MAX - 8)
+		return 0;
+	rec.size = (uint32_t)((len + 7) & ~(size_t)7);
+	iov[0] = (struct iovec){ &rec, sizeof(rec) };
+	iov[1] = (struct iovec){ w->feats[PERFREC_FEAT_TRACING_DATA].data, len };
+	iov[2] = (struct iovec){ (void *)zeros, rec.size - len };
+	return stream_out(w, iov, 3);
+}
+
+/*
  * Pipe mode's counterpart of the attrs section: the pipe header, one
  * HEADER_ATTR {header, attr, ids} per event, then the features known now
  * and the end-of-features marker perf writes (feature id HEADER_LAST_FEATURE,
@@ -369,6 +399,9 @@ static int begin_stream(struct perfrec_pdwriter *w)
 	last[1] = PERFREC_FEAT_LAST_KNOWN + 1;
 	iov[0] = (struct iovec){ last, sizeof(last) };
 	r = stream_out(w, iov, 1);
+	if (r < 0)
+		return r;
+	r = send_tracing_data(w);
 	if (r < 0)
 		return r;
 	w->data_started = true;

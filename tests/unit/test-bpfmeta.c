@@ -278,6 +278,49 @@ Test(bpfmeta, features_round_trip_through_writer_reader_and_verify)
 	perfrec_bpfmeta__free(m);
 }
 
+/* No programs: both features with a zero count, as perf writes them, and verify takes them. */
+Test(bpfmeta, an_empty_collection_writes_zero_counts)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
+		.sample_type = SAMPLE_TYPE, .sample_id_all = 1,
+	};
+	static const int feats[] = { PERFREC_FEAT_BPF_PROG_INFO, PERFREC_FEAT_BPF_BTF };
+	uint64_t attr_id = 11;
+	struct perfrec_bpfmeta *m;
+	struct perfrec_pdwriter *w;
+	struct perfrec_pdreader *r;
+	char path[64];
+	const void *body;
+	size_t len;
+	int fd;
+
+	cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
+	strcpy(path, tmp_template);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &(struct perfrec_pdwriter_opts){
+		.sz = sizeof(struct perfrec_pdwriter_opts), .owns_fd = true }, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &attr, &attr_id, 1, "dummy"), 0);
+	/* A file perf takes has records. */
+	cr_assert_eq(perfrec_pdwriter__write(w, &(struct perf_event_header){
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(struct perf_event_header) },
+		sizeof(struct perf_event_header)), 0);
+	cr_assert_eq(perfrec_bpfmeta__add_features(m, w), 0);
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	perfrec_pdwriter__free(w, false);
+	cr_assert_eq(perfrec_pdreader__open(path, NULL, &r), 0);
+	cr_assert_eq(perfrec_pdreader__verify(r), 0, "verify: %s", perfrec_pdreader__error(r, NULL));
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(perfrec_pdreader__feature(r, feats[i], &body, &len), 0, "feature %d absent", feats[i]);
+		cr_assert_eq(len, 4);
+		cr_assert_eq(*(const uint32_t *)body, 0);
+	}
+	perfrec_pdreader__free(r);
+	unlink(path);
+	perfrec_bpfmeta__free(m);
+}
+
 Test(bpfmeta, malformed_prog_info_is_refused)
 {
 	struct fake_prog a;

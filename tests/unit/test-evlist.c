@@ -35,6 +35,7 @@
 static struct {
 	bool on;
 	bool no_build_id, no_format_lost, no_cgroup;
+	bool no_exclude_guest;      /* a PMU that refuses exclude_guest/exclude_host */
 	int build_id_bad_cpu;       /* >= 0: only this CPU lacks build_id */
 	uint64_t bad_sw_config;     /* a software config always refused */
 	bool bad_sw;
@@ -67,6 +68,7 @@ long syscall(long nr, ...)
 			    (fake.build_id_bad_cpu < 0 || fake.build_id_bad_cpu == cpu)) ||
 			   (fake.no_format_lost && (attr->read_format & PERF_FORMAT_LOST)) ||
 			   (fake.no_cgroup && attr->cgroup) ||
+			   (fake.no_exclude_guest && (attr->exclude_guest || attr->exclude_host)) ||
 			   (fake.bad_sw && attr->type == PERF_TYPE_SOFTWARE &&
 			    attr->config == fake.bad_sw_config);
 
@@ -420,6 +422,8 @@ Test(evlist, several_software_events_share_the_rings)
 		cr_assert_eq(ev->attr.freq, 0);
 		cr_assert_eq(ev->attr.sample_period, 100000);
 		cr_assert_eq(ev->attr.sample_type & PERF_SAMPLE_CALLCHAIN, 0);
+		/* With PERIOD the kernel samples page-faults on every hit. */
+		cr_assert_eq(ev->attr.sample_type & PERF_SAMPLE_PERIOD, 0, "%s samples carry PERIOD", ev->name);
 	}
 	cr_assert(perfrec_evlist__evsel(el, 3)->attr.exclude_kernel);
 	cr_assert(perfrec_evlist__evsel(el, 0)->attr.context_switch);
@@ -465,6 +469,34 @@ Test(evlist, an_old_kernel_gets_the_newest_bits_dropped_and_nothing_more)
 	cr_assert_eq(perfrec_evlist__enable(el), 0);
 	burn_all(m, 50);
 	cr_assert_eq(perfrec_evlist__disable(el), 0);
+	perfrec_evlist__free(el);
+	perfrec_cpumap__free(m);
+	memset(&fake, 0, sizeof(fake));
+	fake.build_id_bad_cpu = -1;
+}
+
+/* perf's exclude_guest default is given up where refused, as perf does, and only there. */
+Test(evlist, exclude_guest_is_dropped_where_the_kernel_refuses_it)
+{
+	struct perfrec_cpumap *m;
+	struct perfrec_evspec s = spec("cpu-clock");
+	struct perfrec_evlist *el = NULL;
+	struct perfrec_evlist_opts o = { .sz = sizeof(o), .freq = 1000, .clockid = CLOCK_MONOTONIC };
+	struct failure f = { 0 };
+
+	need_perf();
+	m = online();
+	cr_assert(s.attr.exclude_guest, "perf's default");
+	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), 0);
+	fake.on = true;
+	fake.no_exclude_guest = true;
+	cr_assert_eq(perfrec_evlist__open(el, record_failure, &f), 1, "failed: %s: %s", f.event,
+		     strerror(f.err));
+	fake.on = false;
+	cr_assert_gt(fake.einval, 0, "the fake kernel was never asked");
+	cr_assert_eq(perfrec_evlist__evsel(el, 1)->attr.exclude_guest, 0);
+	cr_assert(perfrec_evlist__evsel(el, 1)->attr.use_clockid, "use_clockid dropped needlessly");
+	cr_assert(perfrec_evlist__evsel(el, 0)->attr.build_id, "build_id dropped needlessly");
 	perfrec_evlist__free(el);
 	perfrec_cpumap__free(m);
 	memset(&fake, 0, sizeof(fake));

@@ -140,6 +140,32 @@ static const struct bad_case bad_cases[] = {
 	{ ":", -EINVAL, NULL },
 };
 
+/* perf's guest/host bits: guests left out by default, G and H name what counts. */
+Test(evspec, guest_and_host_bits_as_perf_sets_them)
+{
+	static const struct {
+		const char *in;
+		unsigned int ex_guest, ex_host;
+	} cases[] = {
+		{ "cpu-clock", 1, 0 },
+		{ "cycles:u", 1, 0 },
+		{ "cycles:G", 0, 1 },
+		{ "cycles:H", 1, 0 },
+		{ "dummy:HG", 0, 0 },
+		{ "cycles:GHu", 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct perfrec_evspec s;
+		char err[128] = "";
+
+		cr_assert_eq(perfrec_evspec__parse(cases[i].in, NULL, &s, err, sizeof(err)), 0, "%s: %s",
+			     cases[i].in, err);
+		cr_assert_eq(s.attr.exclude_guest, cases[i].ex_guest, "%s: exclude_guest", cases[i].in);
+		cr_assert_eq(s.attr.exclude_host, cases[i].ex_host, "%s: exclude_host", cases[i].in);
+	}
+}
+
 Test(evspec, rejects_bad_names_and_modifiers_naming_the_input)
 {
 	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {

@@ -7,6 +7,7 @@
  * perf is installed, printed by `perf report --header-only -I`.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -151,6 +152,12 @@ static void fake_tree(void)
 	put(sysroot, "bus/event_source/devices/tracepoint/type", "2\n");
 	put(sysroot, "bus/event_source/devices/cpu/type", "4\n");
 	putdir(sysroot, "bus/event_source/devices/broken");
+	put(sysroot, "bus/event_source/devices/cpu/caps/max_precise", "3\n");
+	put(sysroot, "bus/event_source/devices/cpu/caps/branches", "32\n");
+	put(sysroot, "bus/event_source/devices/ibs_op/type", "11\n");
+	put(sysroot, "bus/event_source/devices/ibs_op/caps/zen4_ibs_extensions", "1\n");
+	put(sysroot, "bus/event_source/devices/cpu_core/type", "8\n");
+	put(sysroot, "bus/event_source/devices/cpu_core/caps/pmu_name", "alderlake_hybrid\n");
 	put(procroot, "cpuinfo",
 	    "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"
 	    "model name\t: Intel(R) Xeon(R)   Gold  6130 CPU @ 2.10GHz\nmodel\t\t: 85\nstepping\t: 7\n\n"
@@ -281,6 +288,15 @@ Test(hostinfo, version_parses_as_perf_6_1_or_later)
 	cr_assert(major > 6 || (major == 6 && minor >= 1), "%d.%d", major, minor);
 }
 
+Test(hostinfo, version_names_perfrecd_and_its_own_version)
+{
+	const char *v = perfrec_hostinfo__version(), *ours = strstr(v, "-perfrecd-");
+
+	cr_assert_not_null(ours, "%s does not say perfrecd wrote the file", v);
+	/* The Makefile's VERSION, as --version and the man pages give it. */
+	cr_assert_str_eq(ours + strlen("-perfrecd-"), PERFREC_VERSION, "%s", v);
+}
+
 Test(hostinfo, nrcpus_online_matches_sysconf_on_this_machine)
 {
 	struct cur c;
@@ -390,9 +406,10 @@ Test(hostinfo, cache_levels_deduplicated_by_shared_cpus, .fini = remove_tree)
 		uint32_t level;
 		const char *type, *size, *map;
 	} want[] = {
+		/* perf's order: by level, CPU order within a level */
 		{ 1, "Data", "32K", "0-1" },
-		{ 2, "Unified", "1024K", "0-3" },
 		{ 1, "Data", "32K", "2-3" },
+		{ 2, "Unified", "1024K", "0-3" },
 	};
 	struct perfrec_hostinfo_opts o;
 	struct cur c;
@@ -475,24 +492,96 @@ Test(hostinfo, memory_topology_bitmaps_per_node, .fini = remove_tree)
 	done(&c);
 }
 
-Test(hostinfo, pmu_mappings_sorted_skipping_unreadable, .fini = remove_tree)
+/* Every PMU with a readable type, in directory order as perf lists them. */
+Test(hostinfo, pmu_mappings_in_directory_order_skipping_unreadable, .fini = remove_tree)
 {
 	static const struct {
 		uint32_t type;
 		const char *name;
-	} want[] = { { 4, "cpu" }, { 1, "software" }, { 2, "tracepoint" } };
+	} want[] = { { 4, "cpu" }, { 8, "cpu_core" }, { 11, "ibs_op" }, { 1, "software" }, { 2, "tracepoint" } };
+	char path[PATH_MAX];
 	struct perfrec_hostinfo_opts o;
+	struct dirent *de;
+	size_t k = 0;
 	struct cur c;
+	DIR *d;
 
 	fake_tree();
 	o = fake_opts();
 	built(&c, PERFREC_FEAT_PMU_MAPPINGS, &o);
-	cr_assert_eq(u32(&c), 3);
-	for (size_t i = 0; i < 3; i++) {
-		cr_assert_eq(u32(&c), want[i].type);
-		cr_assert_str_eq(str(&c), want[i].name);
+	cr_assert_eq(u32(&c), 5);
+	snprintf(path, sizeof(path), "%s/bus/event_source/devices", sysroot);
+	d = opendir(path);
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		size_t i;
+
+		for (i = 0; i < 5 && strcmp(de->d_name, want[i].name); i++)
+			;
+		if (i == 5)
+			continue; /* ".", "..", "broken" */
+		cr_assert_eq(u32(&c), want[i].type, "%s", want[i].name);
+		cr_assert_str_eq(str(&c), want[i].name, "entry %zu not in directory order", k);
+		k++;
 	}
+	closedir(d);
+	cr_assert_eq(k, 5);
 	done(&c);
+}
+
+/* PMU_CAPS as perf writes it: hybrid PMUs first, the core "cpu" PMU apart. */
+Test(hostinfo, pmu_caps_per_pmu_and_the_cpu_pmu_on_its_own, .fini = remove_tree)
+{
+	struct perfrec_hostinfo_opts o;
+	struct cur c;
+	bool precise = false, branches = false;
+
+	fake_tree();
+	o = fake_opts();
+	built(&c, PERFREC_FEAT_PMU_CAPS, &o);
+	cr_assert_eq(u32(&c), 2, "PMUs with caps, cpu not among them");
+	cr_assert_eq(u32(&c), 1);
+	cr_assert_str_eq(str(&c), "pmu_name");
+	cr_assert_str_eq(str(&c), "alderlake_hybrid", "value without its newline");
+	cr_assert_str_eq(str(&c), "cpu_core", "the hybrid PMU first");
+	cr_assert_eq(u32(&c), 1);
+	cr_assert_str_eq(str(&c), "zen4_ibs_extensions");
+	cr_assert_str_eq(str(&c), "1");
+	cr_assert_str_eq(str(&c), "ibs_op");
+	done(&c);
+
+	built(&c, PERFREC_FEAT_CPU_PMU_CAPS, &o);
+	cr_assert_eq(u32(&c), 2);
+	for (int i = 0; i < 2; i++) {
+		const char *name = str(&c), *value = str(&c);
+
+		if (!strcmp(name, "max_precise") && !strcmp(value, "3"))
+			precise = true;
+		else if (!strcmp(name, "branches") && !strcmp(value, "32"))
+			branches = true;
+		else
+			cr_assert_fail("unexpected cap %s=%s", name, value);
+	}
+	cr_assert(precise && branches);
+	done(&c);
+}
+
+Test(hostinfo, pmu_caps_of_a_host_without_any_is_a_zero_count, .fini = remove_tree)
+{
+	struct perfrec_hostinfo_opts o;
+	struct featbuf fb;
+
+	make_roots();
+	put(sysroot, "bus/event_source/devices/software/type", "1\n");
+	o = fake_opts();
+	featbuf_init(&fb);
+	cr_assert_eq(hostinfo_build_feature(PERFREC_FEAT_PMU_CAPS, &o, &fb), 0);
+	cr_assert_eq(fb.len, 4);
+	cr_assert_eq(*(uint32_t *)fb.buf, 0);
+	featbuf_exit(&fb);
+	featbuf_init(&fb);
+	cr_assert_eq(hostinfo_build_feature(PERFREC_FEAT_CPU_PMU_CAPS, &o, &fb), -ENOENT, "no cpu PMU");
+	featbuf_exit(&fb);
 }
 
 Test(hostinfo, time_features_follow_options)

@@ -378,3 +378,69 @@ Test(pipe, each_finished_round_reaches_the_reader_at_once)
 	perfrec_pdwriter__free(w, false);
 	free(s.buf);
 }
+
+/*
+ * Tracing data goes out as perf record sends it: after the end-of-features
+ * marker, a 16-byte HEADER_TRACING_DATA record whose size field counts the
+ * data padded to 8 bytes, the data, zeros, then the records; the reader
+ * steps over the data and finds every sample.
+ */
+Test(pipe, tracing_data_follows_its_record_padded_and_the_reader_steps_over_it)
+{
+	static const char td[] = "\x17\x08\x44tracing0.6 and 13 more"; /* 31 bytes with the NUL */
+	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = sink_fn };
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perf_event_attr a0 = make_attr(PERF_COUNT_SW_CPU_CLOCK);
+	const struct perfrec_pdreader_stats *st;
+	struct perfrec_pdwriter *w;
+	struct perfrec_pdreader *r;
+	struct perf_event_header h;
+	struct sink s = { 0 };
+	unsigned char rec[64];
+	const void *body;
+	size_t pos = 16, n, blen;
+	uint32_t size;
+
+	po.sink_ctx = &s;
+	cr_assert_eq(perfrec_pdwriter__new_pipe(-1, &po, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &a0, ids0, 2, "cpu-clock"), 0);
+	cr_assert_eq(perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, td, sizeof(td)), 0);
+	for (int i = 0; i < 10; i++) {
+		n = make_sample(rec, ids0[i % 2], 0x400000, 5000 + (uint64_t)i, 0);
+		cr_assert_eq(perfrec_pdwriter__write(w, rec, n), 0);
+	}
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	perfrec_pdwriter__free(w, false);
+
+	/* Up to the end-of-features marker, then the tracing data. */
+	for (;;) {
+		uint64_t feat;
+
+		memcpy(&h, s.buf + pos, sizeof(h));
+		cr_assert_neq(h.type, PERFREC_RECORD_HEADER_TRACING_DATA, "tracing data before the marker");
+		memcpy(&feat, s.buf + pos + 8, sizeof(feat));
+		pos += h.size;
+		if (h.type == PERFREC_RECORD_HEADER_FEATURE && feat == PERFREC_FEAT_LAST_KNOWN + 1)
+			break;
+	}
+	memcpy(&h, s.buf + pos, sizeof(h));
+	cr_assert_eq(h.type, PERFREC_RECORD_HEADER_TRACING_DATA);
+	cr_assert_eq(h.size, 16, "the record's size covers only itself");
+	memcpy(&size, s.buf + pos + 8, 4);
+	cr_assert_eq(size, 32, "size %u: the data padded to 8 bytes", size);
+	cr_assert_eq(memcmp(s.buf + pos + 16, td, sizeof(td)), 0);
+	cr_assert_eq(s.buf[pos + 16 + sizeof(td)], 0, "padding is zeros");
+	memcpy(&h, s.buf + pos + 16 + size, sizeof(h));
+	cr_assert_eq(h.type, PERF_RECORD_SAMPLE, "records resume after the padded data");
+
+	cr_assert_eq(perfrec_pdreader__open_mem(s.buf, s.len, &ro, &r), 0);
+	cr_assert_eq(perfrec_pdreader__verify(r), 0, "%s", perfrec_pdreader__error(r, NULL));
+	st = perfrec_pdreader__stats(r);
+	cr_assert_eq(st->nr_samples, 10);
+	cr_assert_eq(st->by_type[PERFREC_RECORD_HEADER_TRACING_DATA], 1);
+	cr_assert_eq(perfrec_pdreader__feature(r, PERFREC_FEAT_TRACING_DATA, &body, &blen), 0);
+	cr_assert_eq(blen, 32);
+	cr_assert_eq(memcmp(body, td, sizeof(td)), 0);
+	perfrec_pdreader__free(r);
+	free(s.buf);
+}

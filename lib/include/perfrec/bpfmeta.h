@@ -114,8 +114,9 @@ PERFREC_API int perfrec_bpfmeta__add_btf(struct perfrec_bpfmeta *m, uint32_t id,
 					 const void *data, uint32_t size);
 
 /*
- * Set HEADER_BPF_PROG_INFO and HEADER_BPF_BTF on @w from what is held
- * (nothing is set for an empty collection or NULL @m).  Returns 0 or -errno.
+ * Set HEADER_BPF_PROG_INFO and HEADER_BPF_BTF on @w from what is held (an
+ * empty collection gives both with a zero count, as perf writes them;
+ * nothing is set for a NULL @m).  Returns 0 or -errno.
  */
 PERFREC_API int perfrec_bpfmeta__add_features(const struct perfrec_bpfmeta *m,
 					      struct perfrec_pdwriter *w);

@@ -78,6 +78,20 @@ PERFREC_API int perfrec_sample__parse(const struct perf_event_header *rec,
 				      struct perfrec_sample *ret_sample);
 
 /*
+ * A frame-pointer walk of user stacks copies whatever it finds, and a
+ * value in the PERF_CONTEXT range (>= (u64)-4095, e.g. -1 from a frame
+ * that was never set up) reads to perf as a context marker it does not
+ * know: garbage frames, or a chain thrown away.  When @h is a SAMPLE laid
+ * out for @sample_type / @read_format whose user chain (after
+ * PERF_CONTEXT_USER) holds such a value, copy it into @buf (@bufsz bytes)
+ * with the user chain ended before that value and the rest of the sample
+ * unchanged, and return the copy's size; return 0 when @h needs nothing
+ * (or does not fit in @buf).
+ */
+PERFREC_API size_t perfrec_sample__end_user_chain(const struct perf_event_header *h, uint64_t sample_type,
+						  uint64_t read_format, void *buf, size_t bufsz);
+
+/*
  * The id of any record when every attr carries PERF_SAMPLE_IDENTIFIER: the
  * first u64 of a sample, the last u64 of other kernel records.  Returns 0
  * and writes *ret_id, or -ENOENT for records that carry none.

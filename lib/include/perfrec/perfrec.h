@@ -21,5 +21,6 @@
 #include <perfrec/hostinfo.h>
 #include <perfrec/buildid.h>
 #include <perfrec/recover.h>
+#include <perfrec/tracing.h>
 
 #endif

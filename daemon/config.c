@@ -559,8 +559,7 @@ static const char *key_at(size_t i, const char **ret_section)
 	return i < ns ? simple_keys[i].name : other_keys[i - ns].name;
 }
 
-/* Levenshtein distance of @a and @b, both shorter than 64 bytes; else a large number. */
-static size_t edit_distance(const char *a, const char *b)
+size_t config_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), row[64];
 
@@ -605,7 +604,7 @@ static void explain_unknown(const char *section, const char *key, char *err, siz
 			snprintf(err, errlen, "key '%s' belongs in section [%s], not [%s]", key, sec, section);
 			return;
 		}
-		d = edit_distance(key, name);
+		d = config_edit_distance(key, name);
 		if (d < best_d) {
 			best_d = d;
 			best = name;

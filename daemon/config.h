@@ -118,4 +118,10 @@ int parse_bool(const char *s, bool *ret);
 int parse_clockid(const char *s, int *ret_clockid);
 const char *clockid_name(int clockid);
 
+/*
+ * Levenshtein distance of @a and @b, both shorter than 64 bytes; else
+ * SIZE_MAX.  For "did you mean" suggestions of keys and options.
+ */
+size_t config_edit_distance(const char *a, const char *b);
+
 #endif

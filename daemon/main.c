@@ -55,7 +55,7 @@ static void usage(FILE *f)
 		"                         start a new file every TIME (0: never)\n"
 		"      --rotate-size SIZE start a new file when one reaches SIZE (0: never)\n"
 		"      --switch-output[=signal|SIZE|TIME]\n"
-		"                         perf's spelling: signal (SIGUSR2; always on), SIZE\n"
+		"                         perf's spelling: signal (SIGUSR2 only), SIZE\n"
 		"                         with B/K/M/G (like 100M), TIME with s/m/h/d (like 5m)\n"
 		"      --max-files N      keep at most N published files (0: no limit)\n"
 		"      --switch-max-files N\n"
@@ -269,7 +269,8 @@ static int mmap_pages_value(const char *v, char *buf, size_t len, char *err, siz
 
 /*
  * --switch-output[=signal|SIZE|TIME] as perf reads it: no value or
- * "signal" is SIGUSR2, which always rotates here; a size ends in one of
+ * "signal" means SIGUSR2 only (which always rotates here), so rotation by
+ * time and size is turned off; a size ends in one of
  * perf's units B/K/M/G, a time in s/m/h/d (or any duration perfrecd.conf
  * takes, like 10min).  Sets @ret_key to the key to set (NULL: nothing to
  * set).  0, or -EINVAL with @err set.
@@ -373,6 +374,47 @@ enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_CALL_GRAPH, OPT_NO_CALLCHAIN, OP
        OPT_ROTATE_INTERVAL, OPT_ROTATE_SIZE, OPT_SWITCH_OUTPUT, OPT_MAX_FILES,
        OPT_MAX_BYTES, OPT_MAX_AGE };
 
+#define OPTSTRING "c:o:e:F:P:gaC:m:k:d:zvh"
+
+/*
+ * What getopt refused, said plainly: an option without its value, or an
+ * unknown one with the nearest real one when it looks like a typo of it
+ * (at most 2 edits, fewer than a third of its letters).
+ */
+static void bad_option(const char *arg, const struct option *opts)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+	char name[64];
+
+	if (strncmp(arg, "--", 2) != 0) {
+		if (optopt && strchr(OPTSTRING, optopt))
+			log_error("Option '-%c' needs a value (see --help)", optopt);
+		else
+			log_error("Unknown option '-%c' (see --help)", optopt ? optopt : '?');
+		return;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+	for (const struct option *o = opts; o->name; o++) {
+		size_t d;
+
+		if (strcmp(o->name, name) == 0) {
+			log_error("Option '--%s' %s", name, o->has_arg == required_argument ?
+				  "needs a value (see --help)" : "takes no value (see --help)");
+			return;
+		}
+		d = config_edit_distance(name, o->name);
+		if (d < best_d) {
+			best_d = d;
+			best = o->name;
+		}
+	}
+	if (best && best_d <= 2 && best_d * 3 < strlen(name))
+		log_error("Unknown option '--%s'; did you mean '--%s'?", name, best);
+	else
+		log_error("Unknown option '--%s' (see --help)", name);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -414,7 +456,8 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_open();
-	while ((c = getopt_long(argc, argv, "c:o:e:F:P:gaC:m:k:d:zvh", opts, NULL)) != -1) {
+	opterr = 0; /* bad_option() says what is wrong, with a suggestion */
+	while ((c = getopt_long(argc, argv, OPTSTRING, opts, NULL)) != -1) {
 		const char *section = "record", *key = NULL;
 		char *value = optarg;
 
@@ -472,8 +515,19 @@ int main(int argc, char **argv)
 		case OPT_ROTATE_SIZE: section = "output"; key = "rotate-size"; break;
 		case OPT_SWITCH_OUTPUT:
 			section = "output";
-			if (switch_output_key(optarg, &key, err, sizeof(err)) == 0 && !key)
-				continue; /* signal: SIGUSR2 always rotates */
+			if (switch_output_key(optarg, &key, err, sizeof(err)) == 0 && !key) {
+				/*
+				 * signal: as in perf, only SIGUSR2 rotates, so the
+				 * default rotation by time (and any by size) is off.
+				 */
+				if (nr_sets + 2 > sizeof(sets) / sizeof(sets[0])) {
+					log_error("Too many command-line options");
+					return 2;
+				}
+				sets[nr_sets++] = (typeof(sets[0])){ "output", "rotate-size", "0" };
+				key = "rotate-interval";
+				value = "0";
+			}
 			break;
 		case OPT_MAX_FILES: section = "output"; key = "max-files"; break;
 		case OPT_MAX_BYTES: section = "output"; key = "max-bytes"; break;
@@ -484,7 +538,7 @@ int main(int argc, char **argv)
 		case OPT_CHECK_CONFIG: check_only = true; continue;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("perfrecd %s\n", PERFREC_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: bad_option(argv[optind - 1], opts); return 2;
 		}
 		if (err[0]) {
 			log_error("%s", err);

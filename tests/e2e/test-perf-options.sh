@@ -26,6 +26,13 @@ printf '[record]\nfrequency=77\n' >"$T/4000"
 (cd "$T" && "$PERFRECD" --check-config -c 4000) >"$T/cc" || fail "-c with a file named 4000 refused"
 grep -qx frequency=77 "$T/cc" || fail "-c 4000: the file named 4000 was not read"
 
+# Option typos: the nearest option, a missing value named.
+refused "--freqq" 2 "Unknown option '--freqq'; did you mean '--freq'\?" --freqq=99
+refused "--check-confg" 2 "did you mean '--check-config'\?" --check-confg
+refused "--socket without value" 2 "Option '--socket' needs a value" --socket
+refused "--bogus" 2 "Unknown option '--bogus' \(see --help\)" --bogus
+refused "-x" 2 "Unknown option '-x'" -x
+
 # perf's -o NAME.data names a file: refused, and no directory NAME.data/.
 refused "-o perf.data" 2 "perf's -o names a file.*-o -" -o perf.data
 refused "-o DIR/x.data" 2 "perf's -o names a file" -o "$T/x.data"
@@ -87,6 +94,7 @@ shows "--switch-output=100M" "rotate-size=104857600" --switch-output=100M
 shows "--switch-output=30s" "rotate-interval=30s" --switch-output=30s
 shows "--switch-output=5m" "rotate-interval=300s" --switch-output=5m
 shows "--switch-output" "rotate-interval=0s" --switch-output
+shows "--switch-output (signal only: no size)" "rotate-size=0" --rotate-size 5M --switch-output
 shows "--switch-output=signal" "rotate-size=0" --switch-output=signal
 refused "--switch-output=100" 2 "--switch-output=100: .*unit" --switch-output=100
 refused "--switch-output=often" 2 "--switch-output=often" --switch-output=often

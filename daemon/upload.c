@@ -627,7 +627,7 @@ void uploader_forget_missing(struct uploader *u)
 	/* Index 0 may be in flight: the thread finds it gone itself (-ENOENT). */
 	for (size_t i = 1; i < u->nr;) {
 		if (access(u->queue[i], F_OK) < 0 && errno == ENOENT) {
-			log_warning("%s was removed before it was uploaded: the disk limit (max-bytes) needed the space",
+			log_warning("%s was removed before it was uploaded: the disk limits (max-bytes, min-free) needed the space",
 				    u->queue[i]);
 			u->st.removed_unsent++;
 			free(u->queue[i]);

@@ -95,7 +95,10 @@ Test(hook, command_gets_path_as_last_argument_and_perfrec_environment)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	snprintf(cmd, sizeof(cmd),
 		 "sh -c 'env > %1$s/env; for a; do last=$a; done; printf %%s \"$last\" > %1$s/last; "
-		 "echo $# > %1$s/argc; grep SigBlk /proc/$$/status > %1$s/sigblk; "
+		 "echo $# > %1$s/argc; "
+		 /* read by the shell itself: a grep child would read the mask
+		  * the shell holds while it forks, not the one it was given */
+		 "while read -r k v; do [ \"$k\" = SigBlk: ] && printf \"SigBlk:\\t%%s\\n\" \"$v\" > %1$s/sigblk; done < /proc/$$/status; "
 		 "readlink /proc/$$/fd/0 > %1$s/stdin' argv0 first",
 		 dir);
 	cr_assert_gt(hook_run(cmd, &hi), 0);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <linux/perf_event.h>
 
 #include "perfrecctl.h"
 
@@ -387,6 +388,8 @@ static int write_all(int fd, const char *buf, size_t len)
 	while (len) {
 		ssize_t n = write(fd, buf, len);
 
+		if (n < 0 && errno == EINTR)
+			continue; /* a record is written whole, interrupted or not */
 		if (n < 0)
 			return -errno;
 		buf += n;
@@ -395,12 +398,74 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The stream after Subscribe's reply: a perf pipe-mode header, then records,
+ * then -- when perfrecd ends it -- an end marker (a record header of size 0)
+ * and a varlink message saying why.  Only whole records reach stdout, so
+ * whatever happens to the connection, the output ends at a record boundary
+ * and perf reads all of it.
+ */
+struct stream_in {
+	char buf[256 * 1024];     /* a record is at most 64 KiB */
+	size_t len, pos;          /* bytes held; the first not yet known whole */
+	bool started;             /* the pipe header went out */
+	bool ended;               /* the end marker and its message arrived */
+	struct json_object *end;  /* that message */
+};
+
+/* Find the whole records (and the end) in what was read; false on garbage. */
+static bool stream_parse(struct stream_in *s)
+{
+	while (!s->ended) {
+		struct perf_event_header h;
+		size_t left = s->len - s->pos;
+		char *nul;
+
+		if (!s->started && left >= 8 && memcmp(s->buf + s->pos, "\0\0\0\0\0\0\0\0", 8)) {
+			if (left < 16)
+				return true;
+			s->pos += 16; /* the pipe header: magic and its size */
+			s->started = true;
+			continue;
+		}
+		if (left < sizeof(h))
+			return true;
+		memcpy(&h, s->buf + s->pos, sizeof(h));
+		if (h.size == 0 && h.type == 0) {
+			nul = memchr(s->buf + s->pos + sizeof(h), 0, left - sizeof(h));
+			if (!nul)
+				return left < sizeof(s->buf) / 2;
+			s->end = json_tokener_parse(s->buf + s->pos + sizeof(h));
+			s->ended = true;
+			return s->end != NULL;
+		}
+		if (!s->started || h.size < sizeof(h))
+			return false;
+		if (left < h.size)
+			return true;
+		s->pos += h.size;
+	}
+	return true;
+}
+
+static volatile sig_atomic_t stream_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stream_stop = 1;
+}
+
 int cmd_ctl_stream(int argc, char **argv)
 {
-	struct json_object *reply;
-	char *rest = NULL, buf[65536];
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: read() returns */
+	struct json_object *reply, *p;
+	struct stream_in *s;
+	char *rest = NULL;
+	const char *why;
 	size_t rest_len = 0;
-	int fd, r;
+	bool bad = false;
+	int fd, r, out_err = 0;
 
 	perfrecctl_global_opts(&argc, &argv);
 	if (argc != 1)
@@ -410,31 +475,92 @@ int cmd_ctl_stream(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Interrupted, we stop between records: what was written stays readable. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		fprintf(stderr, "perfrecctl: out of memory\n");
+		return EXIT_BAD;
+	}
 	fd = connect_daemon();
-	if (fd < 0)
+	if (fd < 0) {
+		free(s);
 		return -fd;
+	}
 	if (send_call(fd, "io.perfrec.Subscribe", NULL, -1) < 0) {
+		fprintf(stderr, "perfrecctl: cannot send to %s: %m\n", sock());
 		close(fd);
+		free(s);
 		return EXIT_NO_DAEMON;
 	}
 	reply = read_reply(fd, &rest, &rest_len);
 	if (!reply) {
 		close(fd);
+		free(s);
 		return EXIT_NO_DAEMON;
 	}
 	r = check_error(reply);
 	json_object_put(reply);
-	if (r == 0 && rest && write_all(STDOUT_FILENO, rest, rest_len) < 0)
-		r = -1;
+	if (rest && rest_len <= sizeof(s->buf)) {
+		memcpy(s->buf, rest, rest_len);
+		s->len = rest_len;
+	} else if (rest_len) {
+		bad = true;
+	}
 	free(rest);
-	while (r == 0) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+	while (r == 0 && !bad && !s->ended && !stream_stop) {
+		ssize_t n;
 
+		bad = !stream_parse(s);
+		if (bad || s->ended)
+			break;
+		/* Whole records out; the start of the next one stays. */
+		if (s->pos) {
+			out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
+			if (out_err < 0)
+				break;
+			memmove(s->buf, s->buf + s->pos, s->len - s->pos);
+			s->len -= s->pos;
+			s->pos = 0;
+		}
+		n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+		if (n < 0 && errno == EINTR)
+			continue; /* stream_stop is looked at first */
 		if (n <= 0)
 			break;
-		if (write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
-			break; /* the reader went away: done */
+		s->len += (size_t)n;
 	}
 	close(fd);
-	return r < 0 ? 0 : r;
+	if (r == 0 && s->ended && s->pos && out_err == 0)
+		out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
+	if (r) {
+		/* check_error() said it */
+	} else if (stream_stop && !s->ended && out_err == 0) {
+		r = 0; /* interrupted: the output ends with the last whole record */
+	} else if (out_err == -EPIPE) {
+		r = 0; /* the reader went away: done, as perf record -o - | head */
+	} else if (out_err < 0) {
+		fprintf(stderr, "perfrecctl: cannot write the stream to stdout: %s\n", strerror(-out_err));
+		r = EXIT_BAD;
+	} else if (bad) {
+		fprintf(stderr, "perfrecctl: perfrecd at %s sent something that is not a perf stream; stopped\n", sock());
+		r = EXIT_BAD;
+	} else if (!s->ended) {
+		fprintf(stderr, "perfrecctl: the stream from %s ended without perfrecd's end%s\n", sock(),
+			s->len ? "; an unfinished record was left out" : "");
+		r = EXIT_BAD;
+	} else if (json_object_object_get_ex(s->end, "error", NULL)) {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: perfrecd cut the stream short: %s\n", why ? why : "no reason given");
+		r = EXIT_BAD;
+	} else {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: the stream ended: %s\n", why ? why : "perfrecd closed it");
+	}
+	json_object_put(s->end);
+	free(s);
+	return r;
 }

@@ -964,8 +964,12 @@ static struct json_object *status(struct control *ctl)
 	struct recorder *rec = ctl->rec;
 	struct json_object *o = json_object_new_object(), *cpus = json_object_new_array(),
 			   *events = json_object_new_array();
-	uint64_t samples = 0, lost = 0, bytes = 0;
-	double up = (double)(now_usec() - ctl->start_usec) / 1e6;
+	uint64_t samples = 0, lost = 0, bytes = 0, now = now_usec();
+	double up = (double)(now - ctl->start_usec) / 1e6;
+	/* The counters start when the events were opened: at start, or at a
+	 * reload that reopened them; rates are over that same span. */
+	double span = ctl->evlist == rec->evlist ? (double)(now - ctl->evlist_usec) / 1e6 : up;
+	char *tmp = NULL;
 	struct rusage ru;
 	long pages = 0;
 	FILE *f;
@@ -1011,12 +1015,17 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "samples", json_object_new_int64((int64_t)samples));
 	J_ADD(o, "lost", json_object_new_int64((int64_t)lost));
 	J_ADD(o, "bytes", json_object_new_int64((int64_t)bytes));
-	J_ADD(o, "samples_per_sec", json_object_new_double(up > 0 ? (double)samples / up : 0));
-	J_ADD(o, "bytes_per_sec", json_object_new_double(up > 0 ? (double)bytes / up : 0));
+	J_ADD(o, "counted_sec", json_object_new_double(span));
+	J_ADD(o, "samples_per_sec", json_object_new_double(span > 0 ? (double)samples / span : 0));
+	J_ADD(o, "bytes_per_sec", json_object_new_double(span > 0 ? (double)bytes / span : 0));
 	J_ADD(o, "cpus", cpus);
 	J_ADD(o, "events", events);
 	J_ADD(o, "files_published", json_object_new_int64((int64_t)rec->files_published));
-	J_ADD(o, "current_file", rec->have_file && rec->cur.path ? json_object_new_string(rec->cur.path) : NULL);
+	/* As it is on disk: the file being written is NAME.tmp until published. */
+	if (rec->have_file && rec->cur.path && asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
+		tmp = NULL;
+	J_ADD(o, "current_file", tmp ? json_object_new_string(tmp) : NULL);
+	free(tmp);
 	J_ADD(o, "cpu_time_sec", json_object_new_double((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
@@ -1260,14 +1269,30 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 	case VL_SET_FREQUENCY: {
 		int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
 
-		r = perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
-		if (r == -EINVAL) {
-			char why[160];
+		int max = perfrec_evlist__max_sample_rate();
+		size_t len;
+		char *m;
 
-			snprintf(why, sizeof(why), "%" PRId64 " Hz refused: events sample by period, or above the limit of %d Hz",
-				 hz, perfrec_evlist__max_sample_rate());
-			reply_error(c, VL_ERR_INVALID_PARAMETER, "parameter", "frequency");
-			log_notice("SetFrequency: %s", why);
+		/* Refused as -F is, naming the range: perfrecctl shows the reason. */
+		r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
+		if (r == -ERANGE || r == -EINVAL) {
+			char why[200];
+
+			if (r == -EINVAL)
+				snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
+					 "set frequency= in the configuration and reload");
+			else if (max > 0)
+				snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
+					 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
+			else
+				snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
+			p = json_object_new_object();
+			J_ADD(p, "parameter", json_object_new_string("frequency"));
+			J_ADD(p, "reason", json_object_new_string(why));
+			len = 0;
+			m = varlink_error(VL_ERR_INVALID_PARAMETER, p, &len);
+			send_msg(c, m, len);
+			log_notice("SetFrequency by uid %u pid %d refused: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
 			return;
 		}
 		if (r < 0) {

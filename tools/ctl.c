@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,6 +32,8 @@
 
 static const char *socket_path;
 static bool json_out;
+/* Where replies are shown: stderr when stdout carries perf data (snapshot -). */
+static FILE *msg_out;
 
 int perfrecctl_global_opts(int *argc, char ***argv)
 {
@@ -178,6 +181,8 @@ static struct json_object *read_reply(int fd, char **ret_rest, size_t *ret_rest_
 	return o;
 }
 
+static const char *gets_(struct json_object *o, const char *k);
+
 /* The reply's error as an exit code, with a message; 0 if none. */
 static int check_error(struct json_object *reply)
 {
@@ -188,14 +193,19 @@ static int check_error(struct json_object *reply)
 		return 0;
 	err = json_object_get_string(e);
 	if (json_out)
-		puts(json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
+		fprintf(msg_out ? msg_out : stdout, "%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
 	if (!strcmp(err, "io.perfrec.PermissionDenied")) {
 		fprintf(stderr, "perfrecctl: permission denied: only root and members of perfrecd's control group may do this\n");
 		return EXIT_DENIED;
 	}
-	json_object_object_get_ex(reply, "parameters", &p);
-	fprintf(stderr, "perfrecctl: perfrecd refused: %s%s%s\n", err, p && json_object_object_length(p) ? " " : "",
-		p && json_object_object_length(p) ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN) : "");
+	if (!json_object_object_get_ex(reply, "parameters", &p))
+		p = NULL;
+	/* A reason is for people: say it, with the error's name for scripts. */
+	if (p && gets_(p, "reason"))
+		fprintf(stderr, "perfrecctl: perfrecd refused: %s (%s)\n", gets_(p, "reason"), err);
+	else
+		fprintf(stderr, "perfrecctl: perfrecd refused: %s%s%s\n", err, p && json_object_object_length(p) ? " " : "",
+			p && json_object_object_length(p) ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN) : "");
 	return EXIT_BAD;
 }
 
@@ -223,7 +233,8 @@ static int do_call(const char *method, struct json_object *params, int pass_fd, 
 		if (!json_object_object_get_ex(reply, "parameters", &p))
 			p = NULL;
 		if (json_out)
-			puts(json_object_to_json_string_ext(p ? p : reply, JSON_C_TO_STRING_PRETTY));
+			fprintf(msg_out ? msg_out : stdout, "%s\n",
+				json_object_to_json_string_ext(p ? p : reply, JSON_C_TO_STRING_PRETTY));
 		*ret_params = json_object_get(p);
 	}
 	json_object_put(reply);
@@ -265,6 +276,9 @@ static void print_status(struct json_object *p)
 
 	printf("perfrecd pid %" PRId64 ", up %.0f s, %s%s\n", geti(p, "pid"), getd(p, "uptime_sec"),
 	       gets_(p, "mode"), json_object_get_boolean(json_object_object_get(p, "paused")) ? ", PAUSED" : "");
+	/* Counted since the events were opened: at start, or at a reload that reopened them. */
+	if (getd(p, "counted_sec") + 1 < getd(p, "uptime_sec"))
+		printf("since the events were reopened %.0f s ago:\n", getd(p, "counted_sec"));
 	printf("samples %" PRId64 " (%.1f/s), lost %" PRId64 ", bytes %" PRId64 " (%.0f/s)\n",
 	       geti(p, "samples"), getd(p, "samples_per_sec"), geti(p, "lost"), geti(p, "bytes"),
 	       getd(p, "bytes_per_sec"));
@@ -348,37 +362,109 @@ int cmd_ctl_set_freq(int argc, char **argv)
 	return r;
 }
 
+/*
+ * A new file beside @path for an overwrite: the snapshot replaces the old
+ * file by rename() only once it is complete, so a failed one leaves it.
+ */
+static int open_beside(const char *path, char **ret_tmp)
+{
+	for (int i = 0; i < 100; i++) {
+		char *tmp;
+		int fd;
+
+		if (asprintf(&tmp, "%s.%d-%d.tmp", path, (int)getpid(), i) < 0)
+			return -ENOMEM;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			*ret_tmp = tmp;
+			return fd;
+		}
+		free(tmp);
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 int cmd_ctl_snapshot(int argc, char **argv)
 {
 	struct json_object *p = NULL;
-	bool created = true;
+	const char *target = NULL;
+	char *tmp = NULL;
+	bool created = true, force = false, to_stdout;
+	struct stat st;
 	int fd, r;
 
 	perfrecctl_global_opts(&argc, &argv);
-	if (argc != 2)
-		return perfrecctl_usage(argv[0]);
-	/*
-	 * Opened by us, with our permissions: the daemon writes only where we
-	 * may.  Write-only: opened for reading too, a pipe would keep a reader
-	 * (the daemon itself, holding our fd) after its real reader has gone.
-	 * Only a file we created is removed when the snapshot fails: the
-	 * target may be a FIFO, a device or /dev/stdout.
-	 */
-	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST) {
-		created = false;
-		fd = open(argv[1], O_WRONLY | O_TRUNC | O_CLOEXEC);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			force = true;
+		else if (!target && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
+			target = argv[i];
+		else
+			return perfrecctl_usage(argv[0]);
 	}
-	if (fd < 0) {
-		fprintf(stderr, "perfrecctl: cannot open %s: %m\n", argv[1]);
-		return EXIT_BAD;
+	if (!target)
+		return perfrecctl_usage(argv[0]);
+	to_stdout = !strcmp(target, "-");
+	if (to_stdout) {
+		/* perf's "-": pipe mode into a pipe (| perf report -i -), a
+		 * whole file when stdout is one; never a terminal. */
+		if (isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "perfrecctl: snapshot - writes binary perf data to stdout; "
+				"pipe it (perfrecctl snapshot - | perf report -i -) or redirect it\n");
+			return EXIT_USAGE;
+		}
+		fd = STDOUT_FILENO;
+		created = false;
+		/* stdout carries the data: what we say goes to stderr. */
+		msg_out = stderr;
+	} else {
+		/*
+		 * Opened by us, with our permissions: the daemon writes only where
+		 * we may.  Write-only: opened for reading too, a pipe would keep a
+		 * reader (the daemon itself, holding our fd) after its real reader
+		 * has gone.  Only a file we created is removed when the snapshot
+		 * fails: the target may be a FIFO, a device or /dev/stdout.
+		 */
+		fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno == EEXIST) {
+			created = false;
+			if (stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
+				/* An existing file is perf data someone kept, as perf's -o is not. */
+				if (!force) {
+					fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n",
+						target);
+					return EXIT_BAD;
+				}
+				fd = open_beside(target, &tmp);
+				if (fd < 0)
+					errno = -fd;
+			} else {
+				fd = open(target, O_WRONLY | O_CLOEXEC);
+			}
+		}
+		if (fd < 0) {
+			fprintf(stderr, "perfrecctl: cannot open %s: %m\n", tmp ? tmp : target);
+			free(tmp);
+			return EXIT_BAD;
+		}
 	}
 	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
-	close(fd);
+	if (!to_stdout)
+		close(fd);
+	if (r == 0 && tmp && rename(tmp, target) < 0) {
+		fprintf(stderr, "perfrecctl: cannot replace %s: %m\n", target);
+		r = EXIT_BAD;
+	}
 	if (r == 0 && !json_out)
-		printf("snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"), argv[1]);
-	if (r && created)
-		unlink(argv[1]);
+		fprintf(to_stdout ? stderr : stdout, "snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"),
+			to_stdout ? "stdout" : target);
+	if (r && tmp)
+		unlink(tmp);
+	else if (r && created)
+		unlink(target);
+	free(tmp);
 	json_object_put(p);
 	return r;
 }

@@ -1470,8 +1470,13 @@ void control_sweep(struct control *ctl, uint64_t now)
 	l = &ctl->lim;
 	for (struct client *c = ctl->clients, *next; c; c = next) {
 		next = c->next;
-		/* Stalled: nothing taken for stall_usec though there was something to take. */
-		if (!c->dead && out_limit(c) > c->out_off && now - c->out_moved_usec > l->stall_usec) {
+		/*
+		 * Stalled: nothing taken for stall_usec though there was something
+		 * to take.  Bytes that moved after @now (a clock read before this
+		 * pass's writes) are progress, not a difference that wraps round.
+		 */
+		if (!c->dead && out_limit(c) > c->out_off && now > c->out_moved_usec &&
+		    now - c->out_moved_usec > l->stall_usec) {
 			if (c->sub) {
 				char why[64];
 
@@ -1484,7 +1489,7 @@ void control_sweep(struct control *ctl, uint64_t now)
 				c->dead = true;
 			}
 		}
-		if (!c->dead && xfer_active(c) && now - c->xfer.moved_usec > l->stall_usec) {
+		if (!c->dead && xfer_active(c) && now > c->xfer.moved_usec && now - c->xfer.moved_usec > l->stall_usec) {
 			char why[64];
 
 			snprintf(why, sizeof(why), "its reader took nothing for %llu s",

@@ -1047,7 +1047,7 @@ static int stream_sink(void *ctx, const struct iovec *iov, int iovcnt)
 }
 
 /*
- * End a stream: nothing after the record being sent goes out, then an end
+ * End a stream after a whole record (see below which), then an end
  * marker -- a record header of size 0, which no record has -- and a
  * varlink message saying why: io.perfrec.Failed with the reason when the
  * stream was cut short (@failed), a reply with the reason when perfrecd
@@ -1069,8 +1069,10 @@ static void stream_end(struct client *c, const char *why, bool failed)
 	perfrec_pdwriter__free(c->sub, false);
 	c->sub = NULL;
 	ctl->nr_subscribers--;
-	c->out_len = (size_t)(c->cut - c->out_base);
-	c->complete = c->cut;
+	/* Cut short, the reader still gets every whole record queued (it may
+	 * just be slow); perfrecd stopping does not wait: the record being
+	 * sent is finished, the rest dropped. */
+	c->out_len = (size_t)((failed ? c->complete : c->cut) - c->out_base);
 	c->ending = true;
 	if (p)
 		json_object_object_add(p, "reason", json_object_new_string(why));

@@ -34,6 +34,8 @@
 #include "varlink.h"
 
 #define TAG_LISTEN UINT64_MAX
+#define STR_(x) #x
+#define STR(x) STR_(x)
 /* Per pass: at most this many events, and this much of a snapshot per reader. */
 #define MAX_EVENTS 128
 #define XFER_PER_PASS (4U << 20)
@@ -92,6 +94,18 @@ struct client {
 	uint64_t request_usec;    /* connected, or last complete message */
 	int passed_fd;            /* from SCM_RIGHTS, for Snapshot; -1 */
 	struct perfrec_pdwriter *sub; /* Subscribe stream */
+	const struct perfrec_evlist *sub_evlist; /* the events its attrs describe */
+	/*
+	 * A stream, in stream offsets (bytes since its start): out[0] is at
+	 * out_base; complete ends the last whole record queued; cut is the
+	 * first record boundary at or after the bytes sent.  Only whole
+	 * records are sent, so a stream can always end at cut, and end_why
+	 * (set by the sink when it refuses bytes) says why it ends.
+	 */
+	uint64_t out_base, complete, cut;
+	uint64_t data_start;      /* where the pipe header starts (after the reply) */
+	const char *end_why;
+	bool ending;              /* the stream's end marker is queued: close once sent */
 	struct transfer xfer;
 	uint32_t events;          /* registered in epoll */
 	bool parse_more;          /* whole messages wait in the input buffer */
@@ -115,10 +129,15 @@ struct control {
 	uint64_t refused, refusals_logged;
 	uint64_t rl_begin, rl_suppressed;
 	uint64_t accept_paused_until; /* out of fds: the listening socket rests until then */
+	/* The recorder's events as last seen, and since when (a reload reopens them). */
+	const struct perfrec_evlist *evlist;
+	uint64_t evlist_usec;
 	unsigned rl_shown;
 };
 
 static void client_drop(struct client *c, const char *why);
+static void stream_end(struct client *c, const char *why, bool failed);
+static void flush_out(struct client *c);
 
 /* ---------------------------------------------------------------- setup */
 
@@ -312,6 +331,13 @@ void control_free(struct control *ctl)
 {
 	if (!ctl)
 		return;
+	/* Streams end at a record boundary with the reason, as far as the
+	 * readers take it now: we do not wait for them. */
+	for (struct client *c = ctl->clients; c; c = c->next)
+		if (c->sub && !c->dead) {
+			stream_end(c, "perfrecd stopped", false);
+			flush_out(c);
+		}
 	while (ctl->clients)
 		client_drop(ctl->clients, NULL);
 	if (ctl->rec && ctl->rec->tap_ctx == ctl)
@@ -602,14 +628,56 @@ static bool client_blocked(const struct client *c)
 	return xfer_active(c) || c->out_len - c->out_off >= OUT_HIGH;
 }
 
+/* How far the output may be sent: a stream only up to its last whole record. */
+static size_t out_limit(const struct client *c)
+{
+	return c->sub || c->ending ? (size_t)(c->complete - c->out_base) : c->out_len;
+}
+
+/*
+ * The size of the stream's unit at stream offset @at: the rest of the
+ * Subscribe reply, the pipe header, then records; 0 if its header is not
+ * queued yet.  @at is a boundary, at or after out_base.
+ */
+static size_t unit_size(const struct client *c, uint64_t at)
+{
+	struct perf_event_header h;
+	size_t i = (size_t)(at - c->out_base);
+
+	if (at < c->data_start)
+		return (size_t)(c->data_start - at);
+	if (at == c->data_start)
+		return sizeof(struct perfrec_pipe_file_header);
+	if (i + sizeof(h) > c->out_len)
+		return 0;
+	memcpy(&h, c->out + i, sizeof(h));
+	/* pdwriter writes only whole records of a valid size: a smaller one
+	 * never completes, and the stream stalls rather than go out torn. */
+	return h.size < sizeof(h) ? 0 : h.size;
+}
+
+/* Move complete past the whole records just queued. */
+static void stream_scan(struct client *c)
+{
+	uint64_t end = c->out_base + c->out_len;
+
+	for (;;) {
+		size_t n = unit_size(c, c->complete);
+
+		if (!n || c->complete + n > end)
+			break;
+		c->complete += n;
+	}
+}
+
 static void update_events(struct client *c)
 {
 	uint32_t ev = 0;
 
 	/* A subscriber's input is no longer read: it sends nothing we need. */
-	if (!c->sub && !client_blocked(c) && c->in_len < VARLINK_MAX_MESSAGE)
+	if (!c->sub && !c->ending && !client_blocked(c) && c->in_len < VARLINK_MAX_MESSAGE)
 		ev |= EPOLLIN;
-	if (c->out_len > c->out_off)
+	if (out_limit(c) > c->out_off)
 		ev |= EPOLLOUT;
 	if (ev != c->events) {
 		struct epoll_event e = { .events = ev, .data.ptr = c };
@@ -621,8 +689,10 @@ static void update_events(struct client *c)
 
 static void flush_out(struct client *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+	size_t limit = out_limit(c);
+
+	while (c->out_off < limit) {
+		ssize_t n = send(c->fd, c->out + c->out_off, limit - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -633,33 +703,42 @@ static void flush_out(struct client *c)
 		c->out_off += (size_t)n;
 		c->out_moved_usec = now_usec();
 	}
+	/* Walk cut over what was sent, while its headers are still queued
+	 * (an ended stream needs no cut: its end is queued). */
+	while (c->sub && c->cut < c->out_base + c->out_off) {
+		size_t n = unit_size(c, c->cut);
+
+		if (!n)
+			break;
+		c->cut += n;
+	}
 	if (c->out_off == c->out_len) {
+		if (c->ending) {
+			/* The end marker was taken: the stream is over. */
+			c->dead = true;
+			return;
+		}
 		/* A subscriber's buffer refills at once; anyone else's waits for the next call. */
-		if (c->sub)
+		if (c->sub) {
+			c->out_base += c->out_len;
 			c->out_off = c->out_len = 0;
-		else
+		} else {
 			out_release(c);
+		}
 		c->parse_more = c->in_len > 0;
 	}
 	update_events(c);
 }
 
-/* Queue bytes; false (and the client marked dead) past its cap. */
-static bool queue_out(struct client *c, const void *buf, size_t len)
+/* Queue bytes, whatever the cap; false (and the client marked dead) without memory. */
+static bool queue_raw(struct client *c, const void *buf, size_t len)
 {
-	size_t cap = c->sub ? CONTROL_MAX_STREAM : CONTROL_MAX_OUT;
-
-	if (c->dead)
-		return false;
-	if (c->out_len - c->out_off + len > cap) {
-		log_notice("Control client pid %d uid %u does not read its %s; dropping it",
-			   (int)c->cred.pid, (unsigned)c->cred.uid, c->sub ? "stream" : "replies");
-		c->dead = true;
-		return false;
-	}
-	if (c->out_off == c->out_len) {
-		c->out_off = c->out_len = 0;
+	/* Nothing was waiting for the reader: its time to take this starts now. */
+	if (c->out_off == out_limit(c))
 		c->out_moved_usec = now_usec();
+	if (c->out_off == c->out_len) {
+		c->out_base += c->out_len;
+		c->out_off = c->out_len = 0;
 	}
 	if (c->out_len + len > c->out_cap) {
 		size_t ncap;
@@ -667,6 +746,7 @@ static bool queue_out(struct client *c, const void *buf, size_t len)
 
 		if (c->out_off) {
 			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_base += c->out_off;
 			c->out_len -= c->out_off;
 			c->out_off = 0;
 		}
@@ -687,6 +767,30 @@ static bool queue_out(struct client *c, const void *buf, size_t len)
 	memcpy(c->out + c->out_len, buf, len);
 	c->out_len += len;
 	return true;
+}
+
+/*
+ * Queue bytes; false past the client's cap: a client that does not read
+ * its replies is dropped, a stream is ended by its writer (tap()) with
+ * the reason in end_why.
+ */
+static bool queue_out(struct client *c, const void *buf, size_t len)
+{
+	size_t cap = c->sub ? CONTROL_MAX_STREAM : CONTROL_MAX_OUT;
+
+	if (c->dead || c->ending)
+		return false;
+	if (c->out_len - c->out_off + len > cap) {
+		if (c->sub) {
+			c->end_why = "its reader fell " STR(CONTROL_MAX_STREAM_MIB) " MiB behind";
+			return false;
+		}
+		log_notice("Control client pid %d uid %u does not read its replies; dropping it",
+			   (int)c->cred.pid, (unsigned)c->cred.uid);
+		c->dead = true;
+		return false;
+	}
+	return queue_raw(c, buf, len);
 }
 
 /* Takes @msg (from varlink_*(..., &len): call that first, then pass len). */
@@ -860,8 +964,12 @@ static struct json_object *status(struct control *ctl)
 	struct recorder *rec = ctl->rec;
 	struct json_object *o = json_object_new_object(), *cpus = json_object_new_array(),
 			   *events = json_object_new_array();
-	uint64_t samples = 0, lost = 0, bytes = 0;
-	double up = (double)(now_usec() - ctl->start_usec) / 1e6;
+	uint64_t samples = 0, lost = 0, bytes = 0, now = now_usec();
+	double up = (double)(now - ctl->start_usec) / 1e6;
+	/* The counters start when the events were opened: at start, or at a
+	 * reload that reopened them; rates are over that same span. */
+	double span = ctl->evlist == rec->evlist ? (double)(now - ctl->evlist_usec) / 1e6 : up;
+	char *tmp = NULL;
 	struct rusage ru;
 	long pages = 0;
 	FILE *f;
@@ -907,12 +1015,17 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "samples", json_object_new_int64((int64_t)samples));
 	J_ADD(o, "lost", json_object_new_int64((int64_t)lost));
 	J_ADD(o, "bytes", json_object_new_int64((int64_t)bytes));
-	J_ADD(o, "samples_per_sec", json_object_new_double(up > 0 ? (double)samples / up : 0));
-	J_ADD(o, "bytes_per_sec", json_object_new_double(up > 0 ? (double)bytes / up : 0));
+	J_ADD(o, "counted_sec", json_object_new_double(span));
+	J_ADD(o, "samples_per_sec", json_object_new_double(span > 0 ? (double)samples / span : 0));
+	J_ADD(o, "bytes_per_sec", json_object_new_double(span > 0 ? (double)bytes / span : 0));
 	J_ADD(o, "cpus", cpus);
 	J_ADD(o, "events", events);
 	J_ADD(o, "files_published", json_object_new_int64((int64_t)rec->files_published));
-	J_ADD(o, "current_file", rec->have_file && rec->cur.path ? json_object_new_string(rec->cur.path) : NULL);
+	/* As it is on disk: the file being written is NAME.tmp until published. */
+	if (rec->have_file && rec->cur.path && asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
+		tmp = NULL;
+	J_ADD(o, "current_file", tmp ? json_object_new_string(tmp) : NULL);
+	free(tmp);
 	J_ADD(o, "cpu_time_sec", json_object_new_double((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
@@ -924,11 +1037,54 @@ static struct json_object *status(struct control *ctl)
 static int stream_sink(void *ctx, const struct iovec *iov, int iovcnt)
 {
 	struct client *c = ctx;
+	int r = 0;
 
-	for (int i = 0; i < iovcnt; i++)
+	for (int i = 0; i < iovcnt && r == 0; i++)
 		if (!queue_out(c, iov[i].iov_base, iov[i].iov_len))
-			return -ENOBUFS;
-	return 0;
+			r = -ENOBUFS;
+	stream_scan(c);
+	return r;
+}
+
+/*
+ * End a stream after a whole record (see below which), then an end
+ * marker -- a record header of size 0, which no record has -- and a
+ * varlink message saying why: io.perfrec.Failed with the reason when the
+ * stream was cut short (@failed), a reply with the reason when perfrecd
+ * simply stopped.  The client is closed once the reader took it all, or
+ * when it takes nothing for the stall time.
+ */
+static void stream_end(struct client *c, const char *why, bool failed)
+{
+	struct control *ctl = c->ctl;
+	const struct perf_event_header mark = { 0 };
+	struct json_object *p = json_object_new_object();
+	size_t len = 0;
+	char *m;
+
+	if (failed)
+		log_notice("Stream to uid %u pid %d cut short: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
+	else
+		log_info("Stream to uid %u pid %d ended: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
+	perfrec_pdwriter__free(c->sub, false);
+	c->sub = NULL;
+	ctl->nr_subscribers--;
+	/* Cut short, the reader still gets every whole record queued (it may
+	 * just be slow); perfrecd stopping does not wait: the record being
+	 * sent is finished, the rest dropped. */
+	c->out_len = (size_t)((failed ? c->complete : c->cut) - c->out_base);
+	c->ending = true;
+	if (p)
+		json_object_object_add(p, "reason", json_object_new_string(why));
+	m = failed ? varlink_error(VL_ERR_FAILED, p, &len) : varlink_reply(p, &len);
+	if (!m || !queue_raw(c, &mark, sizeof(mark)) || !queue_raw(c, m, len))
+		c->dead = true;
+	free(m);
+	/* The reader gets the stall time afresh to take the end. */
+	c->out_moved_usec = now_usec();
+	c->complete = c->out_base + c->out_len;
+	if (!c->dead)
+		update_events(c);
 }
 
 /* recorder.c hands every drained byte here while anyone subscribes. */
@@ -937,12 +1093,15 @@ static void tap(void *ctx, const struct iovec *iov, int iovcnt)
 	struct control *ctl = ctx;
 
 	for (struct client *c = ctl->clients; c; c = c->next) {
+		int r;
+
 		if (!c->sub || c->dead)
 			continue;
 		/* A lone FINISHED_ROUND written on its own flushes the stream. */
-		if ((iovcnt == 1 ? perfrec_pdwriter__write(c->sub, iov[0].iov_base, iov[0].iov_len)
-				 : perfrec_pdwriter__writev(c->sub, iov, iovcnt)) < 0)
-			c->dead = true;
+		r = iovcnt == 1 ? perfrec_pdwriter__write(c->sub, iov[0].iov_base, iov[0].iov_len)
+				: perfrec_pdwriter__writev(c->sub, iov, iovcnt);
+		if (r < 0)
+			stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
 	}
 }
 
@@ -963,6 +1122,9 @@ static int subscribe(struct control *ctl, struct client *c)
 	/* Records drained before now went elsewhere; everything newer than t0 comes here. */
 	t0 = recorder_clock_ns(rec);
 	recorder_drain(rec);
+	/* The stream starts after the reply, queued already; the reply is whole. */
+	c->data_start = c->complete = c->cut = c->out_base + c->out_len;
+	c->sub_evlist = rec->evlist;
 	r = perfrec_pdwriter__new_pipe(-1, &po, &c->sub);
 	if (r < 0)
 		return r;
@@ -1109,14 +1271,30 @@ static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
 	case VL_SET_FREQUENCY: {
 		int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
 
-		r = perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
-		if (r == -EINVAL) {
-			char why[160];
+		int max = perfrec_evlist__max_sample_rate();
+		size_t len;
+		char *m;
 
-			snprintf(why, sizeof(why), "%" PRId64 " Hz refused: events sample by period, or above the limit of %d Hz",
-				 hz, perfrec_evlist__max_sample_rate());
-			reply_error(c, VL_ERR_INVALID_PARAMETER, "parameter", "frequency");
-			log_notice("SetFrequency: %s", why);
+		/* Refused as -F is, naming the range: perfrecctl shows the reason. */
+		r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
+		if (r == -ERANGE || r == -EINVAL) {
+			char why[200];
+
+			if (r == -EINVAL)
+				snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
+					 "set frequency= in the configuration and reload");
+			else if (max > 0)
+				snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
+					 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
+			else
+				snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
+			p = json_object_new_object();
+			J_ADD(p, "parameter", json_object_new_string("frequency"));
+			J_ADD(p, "reason", json_object_new_string(why));
+			len = 0;
+			m = varlink_error(VL_ERR_INVALID_PARAMETER, p, &len);
+			send_msg(c, m, len);
+			log_notice("SetFrequency by uid %u pid %d refused: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
 			return;
 		}
 		if (r < 0) {
@@ -1153,7 +1331,7 @@ static void handle_input(struct control *ctl, struct client *c)
 	size_t off = 0;
 
 	c->parse_more = false;
-	while (!c->dead && !c->sub && off < c->in_len) {
+	while (!c->dead && !c->sub && !c->ending && off < c->in_len) {
 		struct varlink_call vc;
 		const char *err, *param;
 		int n;
@@ -1294,18 +1472,33 @@ void control_sweep(struct control *ctl, uint64_t now)
 	l = &ctl->lim;
 	for (struct client *c = ctl->clients, *next; c; c = next) {
 		next = c->next;
-		if (!c->dead && c->out_len > c->out_off && now - c->out_moved_usec > l->stall_usec) {
-			log_notice("Control client pid %d uid %u stalled; dropping it", (int)c->cred.pid, (unsigned)c->cred.uid);
-			c->dead = true;
+		/*
+		 * Stalled: nothing taken for stall_usec though there was something
+		 * to take.  Bytes that moved after @now (a clock read before this
+		 * pass's writes) are progress, not a difference that wraps round.
+		 */
+		if (!c->dead && out_limit(c) > c->out_off && now > c->out_moved_usec &&
+		    now - c->out_moved_usec > l->stall_usec) {
+			if (c->sub) {
+				char why[64];
+
+				snprintf(why, sizeof(why), "its reader took nothing for %llu s",
+					 (unsigned long long)(l->stall_usec / 1000000));
+				stream_end(c, why, true);
+			} else {
+				log_notice("Control client pid %d uid %u stalled; dropping it",
+					   (int)c->cred.pid, (unsigned)c->cred.uid);
+				c->dead = true;
+			}
 		}
-		if (!c->dead && xfer_active(c) && now - c->xfer.moved_usec > l->stall_usec) {
+		if (!c->dead && xfer_active(c) && now > c->xfer.moved_usec && now - c->xfer.moved_usec > l->stall_usec) {
 			char why[64];
 
 			snprintf(why, sizeof(why), "its reader took nothing for %llu s",
 				 (unsigned long long)(l->stall_usec / 1000000));
 			xfer_finish(c, -ETIMEDOUT, why);
 		}
-		if (!c->dead && !c->sub && !xfer_active(c) && c->out_len == c->out_off &&
+		if (!c->dead && !c->sub && !c->ending && !xfer_active(c) && c->out_len == c->out_off &&
 		    now > c->request_usec && now - c->request_usec > l->idle_usec) {
 			refusal(ctl, "Closed control client uid %u pid %d: no complete request for %llu s",
 				(unsigned)c->cred.uid, (int)c->cred.pid, (unsigned long long)(l->idle_usec / 1000000));
@@ -1359,8 +1552,16 @@ void control_process(struct control *ctl)
 		if (c->sub && (evs[i].events & (EPOLLHUP | EPOLLERR)))
 			c->dead = true;
 	}
+	if (ctl->evlist != ctl->rec->evlist) {
+		/* A reload reopened the events: a stream's attrs no longer describe them. */
+		for (struct client *c = ctl->clients; c; c = c->next)
+			if (c->sub && !c->dead && c->sub_evlist != ctl->rec->evlist)
+				stream_end(c, "the configuration was reloaded with other events; subscribe again", true);
+		ctl->evlist_usec = ctl->evlist ? now_usec() : ctl->start_usec;
+		ctl->evlist = ctl->rec->evlist;
+	}
 	for (struct client *c = ctl->clients; c; c = c->next) {
-		if (!c->dead && c->out_len > c->out_off)
+		if (!c->dead && out_limit(c) > c->out_off)
 			flush_out(c);
 		if (!c->dead && xfer_active(c) && !c->xfer.watched)
 			xfer_pump(c);

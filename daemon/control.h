@@ -22,7 +22,8 @@ struct control;
 
 /* Per-client output caps: a reply queue (ordinary clients) and a Subscribe stream. */
 #define CONTROL_MAX_OUT (1U << 20)
-#define CONTROL_MAX_STREAM (64U << 20)
+#define CONTROL_MAX_STREAM_MIB 64
+#define CONTROL_MAX_STREAM ((size_t)CONTROL_MAX_STREAM_MIB << 20)
 
 /*
  * What keeps one local user from crowding out the others, and all of them

@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <linux/perf_event.h>
 
 #include "perfrecctl.h"
 
@@ -30,6 +32,8 @@
 
 static const char *socket_path;
 static bool json_out;
+/* Where replies are shown: stderr when stdout carries perf data (snapshot -). */
+static FILE *msg_out;
 
 int perfrecctl_global_opts(int *argc, char ***argv)
 {
@@ -177,6 +181,8 @@ static struct json_object *read_reply(int fd, char **ret_rest, size_t *ret_rest_
 	return o;
 }
 
+static const char *gets_(struct json_object *o, const char *k);
+
 /* The reply's error as an exit code, with a message; 0 if none. */
 static int check_error(struct json_object *reply)
 {
@@ -187,14 +193,19 @@ static int check_error(struct json_object *reply)
 		return 0;
 	err = json_object_get_string(e);
 	if (json_out)
-		puts(json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
+		fprintf(msg_out ? msg_out : stdout, "%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
 	if (!strcmp(err, "io.perfrec.PermissionDenied")) {
 		fprintf(stderr, "perfrecctl: permission denied: only root and members of perfrecd's control group may do this\n");
 		return EXIT_DENIED;
 	}
-	json_object_object_get_ex(reply, "parameters", &p);
-	fprintf(stderr, "perfrecctl: perfrecd refused: %s%s%s\n", err, p && json_object_object_length(p) ? " " : "",
-		p && json_object_object_length(p) ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN) : "");
+	if (!json_object_object_get_ex(reply, "parameters", &p))
+		p = NULL;
+	/* A reason is for people: say it, with the error's name for scripts. */
+	if (p && gets_(p, "reason"))
+		fprintf(stderr, "perfrecctl: perfrecd refused: %s (%s)\n", gets_(p, "reason"), err);
+	else
+		fprintf(stderr, "perfrecctl: perfrecd refused: %s%s%s\n", err, p && json_object_object_length(p) ? " " : "",
+			p && json_object_object_length(p) ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN) : "");
 	return EXIT_BAD;
 }
 
@@ -222,7 +233,8 @@ static int do_call(const char *method, struct json_object *params, int pass_fd, 
 		if (!json_object_object_get_ex(reply, "parameters", &p))
 			p = NULL;
 		if (json_out)
-			puts(json_object_to_json_string_ext(p ? p : reply, JSON_C_TO_STRING_PRETTY));
+			fprintf(msg_out ? msg_out : stdout, "%s\n",
+				json_object_to_json_string_ext(p ? p : reply, JSON_C_TO_STRING_PRETTY));
 		*ret_params = json_object_get(p);
 	}
 	json_object_put(reply);
@@ -264,6 +276,9 @@ static void print_status(struct json_object *p)
 
 	printf("perfrecd pid %" PRId64 ", up %.0f s, %s%s\n", geti(p, "pid"), getd(p, "uptime_sec"),
 	       gets_(p, "mode"), json_object_get_boolean(json_object_object_get(p, "paused")) ? ", PAUSED" : "");
+	/* Counted since the events were opened: at start, or at a reload that reopened them. */
+	if (getd(p, "counted_sec") + 1 < getd(p, "uptime_sec"))
+		printf("since the events were reopened %.0f s ago:\n", getd(p, "counted_sec"));
 	printf("samples %" PRId64 " (%.1f/s), lost %" PRId64 ", bytes %" PRId64 " (%.0f/s)\n",
 	       geti(p, "samples"), getd(p, "samples_per_sec"), geti(p, "lost"), geti(p, "bytes"),
 	       getd(p, "bytes_per_sec"));
@@ -347,37 +362,109 @@ int cmd_ctl_set_freq(int argc, char **argv)
 	return r;
 }
 
+/*
+ * A new file beside @path for an overwrite: the snapshot replaces the old
+ * file by rename() only once it is complete, so a failed one leaves it.
+ */
+static int open_beside(const char *path, char **ret_tmp)
+{
+	for (int i = 0; i < 100; i++) {
+		char *tmp;
+		int fd;
+
+		if (asprintf(&tmp, "%s.%d-%d.tmp", path, (int)getpid(), i) < 0)
+			return -ENOMEM;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			*ret_tmp = tmp;
+			return fd;
+		}
+		free(tmp);
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 int cmd_ctl_snapshot(int argc, char **argv)
 {
 	struct json_object *p = NULL;
-	bool created = true;
+	const char *target = NULL;
+	char *tmp = NULL;
+	bool created = true, force = false, to_stdout;
+	struct stat st;
 	int fd, r;
 
 	perfrecctl_global_opts(&argc, &argv);
-	if (argc != 2)
-		return perfrecctl_usage(argv[0]);
-	/*
-	 * Opened by us, with our permissions: the daemon writes only where we
-	 * may.  Write-only: opened for reading too, a pipe would keep a reader
-	 * (the daemon itself, holding our fd) after its real reader has gone.
-	 * Only a file we created is removed when the snapshot fails: the
-	 * target may be a FIFO, a device or /dev/stdout.
-	 */
-	fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST) {
-		created = false;
-		fd = open(argv[1], O_WRONLY | O_TRUNC | O_CLOEXEC);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			force = true;
+		else if (!target && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
+			target = argv[i];
+		else
+			return perfrecctl_usage(argv[0]);
 	}
-	if (fd < 0) {
-		fprintf(stderr, "perfrecctl: cannot open %s: %m\n", argv[1]);
-		return EXIT_BAD;
+	if (!target)
+		return perfrecctl_usage(argv[0]);
+	to_stdout = !strcmp(target, "-");
+	if (to_stdout) {
+		/* perf's "-": pipe mode into a pipe (| perf report -i -), a
+		 * whole file when stdout is one; never a terminal. */
+		if (isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "perfrecctl: snapshot - writes binary perf data to stdout; "
+				"pipe it (perfrecctl snapshot - | perf report -i -) or redirect it\n");
+			return EXIT_USAGE;
+		}
+		fd = STDOUT_FILENO;
+		created = false;
+		/* stdout carries the data: what we say goes to stderr. */
+		msg_out = stderr;
+	} else {
+		/*
+		 * Opened by us, with our permissions: the daemon writes only where
+		 * we may.  Write-only: opened for reading too, a pipe would keep a
+		 * reader (the daemon itself, holding our fd) after its real reader
+		 * has gone.  Only a file we created is removed when the snapshot
+		 * fails: the target may be a FIFO, a device or /dev/stdout.
+		 */
+		fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno == EEXIST) {
+			created = false;
+			if (stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
+				/* An existing file is perf data someone kept, as perf's -o is not. */
+				if (!force) {
+					fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n",
+						target);
+					return EXIT_BAD;
+				}
+				fd = open_beside(target, &tmp);
+				if (fd < 0)
+					errno = -fd;
+			} else {
+				fd = open(target, O_WRONLY | O_CLOEXEC);
+			}
+		}
+		if (fd < 0) {
+			fprintf(stderr, "perfrecctl: cannot open %s: %m\n", tmp ? tmp : target);
+			free(tmp);
+			return EXIT_BAD;
+		}
 	}
 	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
-	close(fd);
+	if (!to_stdout)
+		close(fd);
+	if (r == 0 && tmp && rename(tmp, target) < 0) {
+		fprintf(stderr, "perfrecctl: cannot replace %s: %m\n", target);
+		r = EXIT_BAD;
+	}
 	if (r == 0 && !json_out)
-		printf("snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"), argv[1]);
-	if (r && created)
-		unlink(argv[1]);
+		fprintf(to_stdout ? stderr : stdout, "snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"),
+			to_stdout ? "stdout" : target);
+	if (r && tmp)
+		unlink(tmp);
+	else if (r && created)
+		unlink(target);
+	free(tmp);
 	json_object_put(p);
 	return r;
 }
@@ -387,6 +474,8 @@ static int write_all(int fd, const char *buf, size_t len)
 	while (len) {
 		ssize_t n = write(fd, buf, len);
 
+		if (n < 0 && errno == EINTR)
+			continue; /* a record is written whole, interrupted or not */
 		if (n < 0)
 			return -errno;
 		buf += n;
@@ -395,12 +484,74 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The stream after Subscribe's reply: a perf pipe-mode header, then records,
+ * then -- when perfrecd ends it -- an end marker (a record header of size 0)
+ * and a varlink message saying why.  Only whole records reach stdout, so
+ * whatever happens to the connection, the output ends at a record boundary
+ * and perf reads all of it.
+ */
+struct stream_in {
+	char buf[256 * 1024];     /* a record is at most 64 KiB */
+	size_t len, pos;          /* bytes held; the first not yet known whole */
+	bool started;             /* the pipe header went out */
+	bool ended;               /* the end marker and its message arrived */
+	struct json_object *end;  /* that message */
+};
+
+/* Find the whole records (and the end) in what was read; false on garbage. */
+static bool stream_parse(struct stream_in *s)
+{
+	while (!s->ended) {
+		struct perf_event_header h;
+		size_t left = s->len - s->pos;
+		char *nul;
+
+		if (!s->started && left >= 8 && memcmp(s->buf + s->pos, "\0\0\0\0\0\0\0\0", 8)) {
+			if (left < 16)
+				return true;
+			s->pos += 16; /* the pipe header: magic and its size */
+			s->started = true;
+			continue;
+		}
+		if (left < sizeof(h))
+			return true;
+		memcpy(&h, s->buf + s->pos, sizeof(h));
+		if (h.size == 0 && h.type == 0) {
+			nul = memchr(s->buf + s->pos + sizeof(h), 0, left - sizeof(h));
+			if (!nul)
+				return left < sizeof(s->buf) / 2;
+			s->end = json_tokener_parse(s->buf + s->pos + sizeof(h));
+			s->ended = true;
+			return s->end != NULL;
+		}
+		if (!s->started || h.size < sizeof(h))
+			return false;
+		if (left < h.size)
+			return true;
+		s->pos += h.size;
+	}
+	return true;
+}
+
+static volatile sig_atomic_t stream_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stream_stop = 1;
+}
+
 int cmd_ctl_stream(int argc, char **argv)
 {
-	struct json_object *reply;
-	char *rest = NULL, buf[65536];
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: read() returns */
+	struct json_object *reply, *p;
+	struct stream_in *s;
+	char *rest = NULL;
+	const char *why;
 	size_t rest_len = 0;
-	int fd, r;
+	bool bad = false;
+	int fd, r, out_err = 0;
 
 	perfrecctl_global_opts(&argc, &argv);
 	if (argc != 1)
@@ -410,31 +561,92 @@ int cmd_ctl_stream(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Interrupted, we stop between records: what was written stays readable. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		fprintf(stderr, "perfrecctl: out of memory\n");
+		return EXIT_BAD;
+	}
 	fd = connect_daemon();
-	if (fd < 0)
+	if (fd < 0) {
+		free(s);
 		return -fd;
+	}
 	if (send_call(fd, "io.perfrec.Subscribe", NULL, -1) < 0) {
+		fprintf(stderr, "perfrecctl: cannot send to %s: %m\n", sock());
 		close(fd);
+		free(s);
 		return EXIT_NO_DAEMON;
 	}
 	reply = read_reply(fd, &rest, &rest_len);
 	if (!reply) {
 		close(fd);
+		free(s);
 		return EXIT_NO_DAEMON;
 	}
 	r = check_error(reply);
 	json_object_put(reply);
-	if (r == 0 && rest && write_all(STDOUT_FILENO, rest, rest_len) < 0)
-		r = -1;
+	if (rest && rest_len <= sizeof(s->buf)) {
+		memcpy(s->buf, rest, rest_len);
+		s->len = rest_len;
+	} else if (rest_len) {
+		bad = true;
+	}
 	free(rest);
-	while (r == 0) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+	while (r == 0 && !bad && !s->ended && !stream_stop) {
+		ssize_t n;
 
+		bad = !stream_parse(s);
+		if (bad || s->ended)
+			break;
+		/* Whole records out; the start of the next one stays. */
+		if (s->pos) {
+			out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
+			if (out_err < 0)
+				break;
+			memmove(s->buf, s->buf + s->pos, s->len - s->pos);
+			s->len -= s->pos;
+			s->pos = 0;
+		}
+		n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+		if (n < 0 && errno == EINTR)
+			continue; /* stream_stop is looked at first */
 		if (n <= 0)
 			break;
-		if (write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
-			break; /* the reader went away: done */
+		s->len += (size_t)n;
 	}
 	close(fd);
-	return r < 0 ? 0 : r;
+	if (r == 0 && s->ended && s->pos && out_err == 0)
+		out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
+	if (r) {
+		/* check_error() said it */
+	} else if (stream_stop && !s->ended && out_err == 0) {
+		r = 0; /* interrupted: the output ends with the last whole record */
+	} else if (out_err == -EPIPE) {
+		r = 0; /* the reader went away: done, as perf record -o - | head */
+	} else if (out_err < 0) {
+		fprintf(stderr, "perfrecctl: cannot write the stream to stdout: %s\n", strerror(-out_err));
+		r = EXIT_BAD;
+	} else if (bad) {
+		fprintf(stderr, "perfrecctl: perfrecd at %s sent something that is not a perf stream; stopped\n", sock());
+		r = EXIT_BAD;
+	} else if (!s->ended) {
+		fprintf(stderr, "perfrecctl: the stream from %s ended without perfrecd's end%s\n", sock(),
+			s->len ? "; an unfinished record was left out" : "");
+		r = EXIT_BAD;
+	} else if (json_object_object_get_ex(s->end, "error", NULL)) {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: perfrecd cut the stream short: %s\n", why ? why : "no reason given");
+		r = EXIT_BAD;
+	} else {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: the stream ended: %s\n", why ? why : "perfrecd closed it");
+	}
+	json_object_put(s->end);
+	free(s);
+	return r;
 }

@@ -19,7 +19,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
 	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },
 	{ "rotate", "[--socket PATH] [--json]", "publish the current file now and start the next", cmd_ctl_simple },
-	{ "snapshot", "[--socket PATH] [--json] FILE", "write a self-contained perf.data of the most recent data into FILE", cmd_ctl_snapshot },
+	{ "snapshot", "[--socket PATH] [--json] [--force] FILE|-", "write a self-contained perf.data of the most recent data into FILE (- for stdout)", cmd_ctl_snapshot },
 	{ "pause", "[--socket PATH] [--json]", "stop sampling (the current file stays open)", cmd_ctl_simple },
 	{ "resume", "[--socket PATH] [--json]", "start sampling again", cmd_ctl_simple },
 	{ "set-freq", "[--socket PATH] [--json] HZ", "change the sampling frequency live", cmd_ctl_set_freq },

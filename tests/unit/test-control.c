@@ -326,3 +326,42 @@ Test(control, out_of_fds_the_listening_socket_rests_instead_of_spinning, .fini =
 		close(dummies[--n]);
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
+
+/*
+ * A reader that is taking its replies is not stalled, whatever clock the
+ * sweep is given: a deadline computed from a time before the last bytes
+ * moved (as a sweep with the pass's clock read before its writes) must not
+ * wrap round into "stalled for ages".
+ */
+Test(control, a_reader_making_progress_is_never_stalled, .fini = stop)
+{
+	static char calls[32 * 1024];
+	struct control_stats st;
+	char buf[4096];
+	uint64_t t0;
+	int fd;
+
+	start(false);
+	fd = connect_as(0);
+	/* Calls in big blocks; replies pile up unread until the socket is
+	 * full and the server holds some back. */
+	for (size_t off = 0; off + sizeof(ping) <= sizeof(calls); off += sizeof(ping))
+		memcpy(calls + off, ping, sizeof(ping));
+	for (int i = 0; i < 400; i++) {
+		(void)!send(fd, calls, sizeof(calls) - sizeof(calls) % sizeof(ping), MSG_NOSIGNAL | MSG_DONTWAIT);
+		serve(1);
+	}
+	control_stats(ctl, &st);
+	cr_assert_gt(st.buffered_bytes, 0, "no replies held back: the test tests nothing");
+	/* Take some: bytes move now, after t0. */
+	t0 = now_usec();
+	cr_assert_gt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	serve(4);
+	control_stats(ctl, &st);
+	cr_assert_gt(st.buffered_bytes, 0, "no replies left waiting: the test tests nothing");
+	control_sweep(ctl, t0);
+	control_stats(ctl, &st);
+	cr_assert_eq(st.clients, 1, "a reader that took bytes after the sweep's clock was dropped as stalled");
+	cr_assert_not(closed_by_server(fd));
+	close(fd);
+}

@@ -653,7 +653,18 @@ static size_t unit_size(const struct client *c, uint64_t at)
 	memcpy(&h, c->out + i, sizeof(h));
 	/* pdwriter writes only whole records of a valid size: a smaller one
 	 * never completes, and the stream stalls rather than go out torn. */
-	return h.size < sizeof(h) ? 0 : h.size;
+	if (h.size < sizeof(h))
+		return 0;
+	/* HEADER_TRACING_DATA is followed by its data, padded to 8 bytes: one unit. */
+	if (h.type == PERFREC_RECORD_HEADER_TRACING_DATA && h.size >= sizeof(h) + 8) {
+		uint32_t len;
+
+		if (i + sizeof(h) + 4 > c->out_len)
+			return 0;
+		memcpy(&len, c->out + i + sizeof(h), 4);
+		return h.size + (((size_t)len + 7) & ~(size_t)7);
+	}
+	return h.size;
 }
 
 /* Move complete past the whole records just queued. */
@@ -1133,6 +1144,9 @@ static int subscribe(struct control *ctl, struct client *c)
 
 		r = perfrec_pdwriter__add_attr(c->sub, &ev->attr, ev->ids, ev->nr_ids, ev->name);
 	}
+	/* Tracepoint formats ahead of any sample, as files and snapshots have them. */
+	if (r >= 0)
+		r = recorder_add_tracing_data(rec, c->sub);
 	ho.argc = rec->argc;
 	ho.argv = rec->argv;
 	ho.clockid = ctl->cfg->clockid;

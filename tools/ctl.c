@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 #include <linux/perf_event.h>
+#include <perfrec/format.h>
 
 #include "perfrecctl.h"
 
@@ -504,7 +505,7 @@ static bool stream_parse(struct stream_in *s)
 {
 	while (!s->ended) {
 		struct perf_event_header h;
-		size_t left = s->len - s->pos;
+		size_t left = s->len - s->pos, unit;
 		char *nul;
 
 		if (!s->started && left >= 8 && memcmp(s->buf + s->pos, "\0\0\0\0\0\0\0\0", 8)) {
@@ -527,9 +528,21 @@ static bool stream_parse(struct stream_in *s)
 		}
 		if (!s->started || h.size < sizeof(h))
 			return false;
-		if (left < h.size)
+		unit = h.size;
+		/* HEADER_TRACING_DATA: its data, padded to 8 bytes, follows the record. */
+		if (h.type == PERFREC_RECORD_HEADER_TRACING_DATA && h.size >= sizeof(h) + 8) {
+			uint32_t len;
+
+			if (left < sizeof(h) + 4)
+				return true;
+			memcpy(&len, s->buf + s->pos + sizeof(h), 4);
+			unit += ((size_t)len + 7) & ~(size_t)7;
+			if (unit > sizeof(s->buf))
+				return false;
+		}
+		if (left < unit)
 			return true;
-		s->pos += h.size;
+		s->pos += unit;
 	}
 	return true;
 }

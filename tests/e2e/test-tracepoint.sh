@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A tracepoint recording perf can decode, as perf record's own: the file
 # carries HEADER_TRACING_DATA and a stream (-o -) a HEADER_TRACING_DATA
-# record, so perf script prints sched_switch's fields from both (without
+# record, so perf script prints sched_switch's fields from both, from a
+# live subscriber (perfrecctl stream) and from a flight snapshot (without
 # them perf said "incompatible file format", and crashed on the stream).
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
@@ -35,6 +36,18 @@ check_fields stream "$T/pipe.out" "$T/pipe.err"
 "$PERFRECD" -o - --socket '' -e sched:sched_switch --no-call-graph --duration 1 2>/dev/null |
 	perf script -i - >"$T/live.out" 2>"$T/live.err"
 check_fields "live stream" "$T/live.out" "$T/live.err"
+
+# A live subscriber (perfrecctl stream) gets the formats ahead of its samples.
+"$PERFRECD" -o "$T/sub" --socket "$T/sock" -e sched:sched_switch --no-call-graph 2>"$T/serr" &
+DAEMON_PID=$!
+listening() { [ -S "$T/sock" ]; }
+wait_for 30 listening || { cat "$T/serr"; fail "perfrecd did not open its socket"; }
+timeout --preserve-status -s INT 2 "$PERFRECCTL" --socket "$T/sock" stream >"$T/sub.data" 2>"$T/sub.err"
+rc=$?
+kill -INT $DAEMON_PID; wait $DAEMON_PID; DAEMON_PID=
+[ $rc = 0 ] || { cat "$T/sub.err"; fail "perfrecctl stream exited $rc on SIGINT"; }
+perf script -i - <"$T/sub.data" >"$T/sub.out" 2>"$T/sub.perr" || { cat "$T/sub.perr"; fail "perf script failed on perfrecctl stream"; }
+check_fields "perfrecctl stream" "$T/sub.out" "$T/sub.perr"
 
 # A flight-mode snapshot (SIGUSR2) carries the formats too.
 "$PERFRECD" -o "$T/flight" --socket '' --mode flight --history 5s -e sched:sched_switch --no-call-graph 2>"$T/ferr" &

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1215,21 +1214,6 @@ static bool our_file(const struct config *c, const char *name, const char *suffi
 	       strcmp(name + len - slen, suffix) == 0;
 }
 
-/*
- * A "NAME.tmp" that a live writer holds (ours, or a recorder that still
- * runs on this directory) is locked (pdwriter.c takes flock on it);
- * recovery leaves those alone.
- */
-static bool tmp_in_use(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), busy;
-
-	if (fd < 0)
-		return true;
-	busy = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return busy;
-}
 
 /*
  * Publication of @final stopped between its manifest and its rename: the
@@ -1301,11 +1285,6 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
 	if (asprintf(&dst, "%s/%.*s-recovered.data", rec->cfg->directory, (int)baselen, base) < 0)
 		return -ENOMEM;
 	r = perfrec_recover__file(src, dst, &ro, &st);
-	if (r == 0 && st.records == 0) {
-		/* An empty result is no file: undo it. */
-		unlink(dst);
-		r = -ENODATA;
-	}
 	if (r == -ENODATA) {
 		log_notice("Removed %s: it holds no record (its run stopped right after creating it)", src);
 		unlink(src);
@@ -1363,7 +1342,9 @@ int recorder_recover_leftovers(struct recorder *rec)
 						 (strstr(de->d_name, ".data.recovering-") && our_file(c, de->d_name, "")))) {
 				/* A recovery cut short; its source is still there. */
 				unlink(path);
-			} else if (pass == 0 && our_file(c, de->d_name, ".data.tmp") && !tmp_in_use(path)) {
+			} else if (pass == 0 && our_file(c, de->d_name, ".data.tmp") &&
+				   perfrec_pdwriter__in_use(path) == 0) {
+				/* (a .tmp a live writer holds, ours or another's, is left alone) */
 				final = strndup(path, strlen(path) - 4);
 				r = final ? complete_publication(final, path) : -ENOMEM;
 				if (r > 0) {

@@ -569,6 +569,21 @@ fail:
 	return r;
 }
 
+int perfrec_pdwriter__in_use(const char *path)
+{
+	int fd, r = 0;
+
+	if (!path)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+		r = 1;
+	close(fd);
+	return r;
+}
+
 int perfrec_pdwriter__add_attr(struct perfrec_pdwriter *w, const struct perf_event_attr *attr,
 			       const uint64_t *ids, size_t nr_ids, const char *name)
 {

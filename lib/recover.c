@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -471,23 +470,6 @@ fail:
 	return r;
 }
 
-/*
- * A .tmp that a live writer holds (perfrec_pdwriter__create() keeps an
- * exclusive flock on it) is a recording in progress, not a leftover:
- * -EBUSY.  0 when no one holds it.
- */
-static int writer_holds(const char *src)
-{
-	int fd = open(src, O_RDONLY | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
-		r = errno == EWOULDBLOCK ? -EBUSY : 0;
-	close(fd);
-	return r;
-}
-
 int perfrec_recover__file(const char *src, const char *dst, const struct perfrec_recover_opts *opts,
 			  struct perfrec_recover_stats *ret_stats)
 {
@@ -500,9 +482,12 @@ int perfrec_recover__file(const char *src, const char *dst, const struct perfrec
 
 	if (!src || !dst || !PERFREC_OPTS_VALID(opts, perfrec_recover_opts))
 		return -EINVAL;
-	r = writer_holds(src);
+	/* A .tmp a live writer holds is a recording in progress, not a leftover. */
+	r = perfrec_pdwriter__in_use(src);
 	if (r < 0)
 		return r;
+	if (r > 0)
+		return -EBUSY;
 	r = map_file(src, &buf, &len);
 	if (r < 0)
 		return r;

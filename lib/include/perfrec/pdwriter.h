@@ -87,6 +87,13 @@ PERFREC_API int perfrec_pdwriter__new_pipe(int fd, const struct perfrec_pdwriter
 PERFREC_API int perfrec_pdwriter__create(const char *path, struct perfrec_pdwriter **ret_writer);
 
 /*
+ * Whether a live writer from __create() holds the file @path (its
+ * "NAME.tmp"): 1 if so, 0 if not (a leftover of a dead writer, or any
+ * other file), -errno if @path cannot be opened.
+ */
+PERFREC_API int perfrec_pdwriter__in_use(const char *path);
+
+/*
  * Add an event: its attr (attr->size bytes are used; all attrs of a file must
  * be the same size), its ids and its name (for HEADER_EVENT_DESC, which the
  * writer produces itself at finish).  Only before the first data write.

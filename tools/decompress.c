@@ -143,6 +143,19 @@ static int output_verifies(const char *cmd, const char *path)
 	perfrec_pdreader__free(r);
 	return ret < 0 ? EXIT_BAD : 0;
 }
+/* Say why the input @in is refused (the reader's error and offset), free it: EXIT_BAD. */
+static int refuse_input(const char *cmd, const char *in_path, struct perfrec_pdreader *in,
+			const char *fallback, const char *why)
+{
+	uint64_t off;
+	const char *msg = perfrec_pdreader__error(in, &off);
+
+	fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu%s\n", cmd, in_path, msg[0] ? msg : fallback,
+		(unsigned long long)off, why);
+	perfrec_pdreader__free(in);
+	return EXIT_BAD;
+}
+
 
 static int run(const char *cmd, const char *in_path, const char *out_path, bool pipe, int level)
 {
@@ -156,28 +169,14 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 		return EXIT_USAGE;
 	}
 	if (perfrec_pdreader__header(in)->magic != PERFREC_MAGIC2 || (!perfrec_pdreader__is_pipe(in) &&
-	    perfrec_pdreader__nr_attrs(in) == 0 && perfrec_pdreader__error(in, NULL)[0])) {
-		uint64_t off;
-		const char *msg = perfrec_pdreader__error(in, &off);
-
-		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu\n", cmd, in_path,
-			msg[0] ? msg : "not perf data", (unsigned long long)off);
-		perfrec_pdreader__free(in);
-		return EXIT_BAD;
-	}
+	    perfrec_pdreader__nr_attrs(in) == 0 && perfrec_pdreader__error(in, NULL)[0]))
+		return refuse_input(cmd, in_path, in, "not perf data", "");
 	/*
 	 * Only sound input: a copy of a file perf or perfparser refuse would
 	 * be refused too, or worse, pass for sound once re-encoded.
 	 */
-	if (perfrec_pdreader__verify(in) < 0) {
-		uint64_t off;
-		const char *msg = perfrec_pdreader__error(in, &off);
-
-		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu (perfrecctl verify rejects it)\n", cmd, in_path,
-			msg[0] ? msg : "cannot be verified", (unsigned long long)off);
-		perfrec_pdreader__free(in);
-		return EXIT_BAD;
-	}
+	if (perfrec_pdreader__verify(in) < 0)
+		return refuse_input(cmd, in_path, in, "cannot be verified", " (perfrecctl verify rejects it)");
 	r = open_output(out_path, pipe, level, &out);
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path,

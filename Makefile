@@ -31,9 +31,12 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 	libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev \
 	libcurl4-openssl-dev libclang-rt-14-dev bpftool linux-perf hotspot \
 	systemd util-linux procps psmisc python3 e2fsprogs \
-	man-db groff-base libssl-dev
+	man-db groff-base libssl-dev \
+	libdw-dev libelf-dev libdebuginfod-dev elfutils debuginfod zlib1g-dev \
+	libprotobuf-c-dev protobuf-c-compiler golang-go chromium
 
-DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto
+DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
+	libdw libelf libprotobuf-c zlib
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
 # libcurl is dlopen()ed by daemon/upload.c when uploads are configured (its
 # headers are needed, its ~25 libraries are not, at each start); --as-needed

@@ -2,7 +2,7 @@
 /*
  * Shipping published files to S3-compatible object storage.  One thread
  * with its own curl handle PUTs each published file (and its JSON manifest)
- * with libcurl's AWS SigV4 signing, Content-MD5 and the payload's SHA-256,
+ * through lib/s3.c (AWS SigV4 signing, Content-MD5 and the payload's SHA-256),
  * retrying with exponential backoff and jitter.  The spool is the output
  * directory itself: a published file without a "<file>.uploaded" marker is
  * still to be shipped, so a restart finds the backlog again.
@@ -43,14 +43,5 @@ void uploader_forget_missing(struct uploader *u);
 void uploader_get_stats(struct uploader *u, struct upload_stats *ret);
 /* Stop the thread (an upload in flight is aborted; it stays in the spool). */
 void uploader_free(struct uploader *u);
-
-/* Expand a key template: {host} {date} (UTC, YYYY-MM-DD) {file} {prefix}.
- * Returns a heap string or NULL (ENOMEM, or EINVAL for an unknown {name}). */
-char *upload_expand_key(const char *tmpl, const char *host, const char *prefix,
-			const char *file, int64_t when_sec);
-
-/* "name=value" lines (aws_access_key_id/aws_secret_access_key or
- * access-key/secret-key); 0 or -errno/-EINVAL. */
-int upload_read_credentials(const char *path, char **ret_key, char **ret_secret);
 
 #endif

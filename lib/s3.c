@@ -420,6 +420,18 @@ out:
 	return r;
 }
 
+int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size)
+{
+	char md5[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = hash_file(fd, md5, ret_sha256, ret_size);
+	close(fd);
+	return r;
+}
+
 int s3_put_file(struct s3_client *c, const char *path, const char *key, const char *content_type,
 		uint64_t *ret_size)
 {

@@ -54,6 +54,8 @@ const char *s3_client_error(const struct s3_client *c);
  */
 int s3_put_file(struct s3_client *c, const char *path, const char *key, const char *content_type,
 		uint64_t *ret_size);
+/* The hex SHA-256 and size of the file at @path (what PUT declares). 0 or -errno. */
+int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size);
 /*
  * GET @key into the new file @dest (replaced if present; removed again on
  * failure).  On success *ret_size and the hex SHA-256 of what was written

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The fleet bucket read back (bucket.h).  The uploader stores each published
+ * file as "<key>" and, first, its manifest as "<key>.json"; the manifests
+ * are the index: one ListObjectsV2 of the narrowest prefix the key template
+ * allows (up to {host} filled in when a host is asked for), one small GET per
+ * manifest, and then only the data objects whose span meets the window are
+ * downloaded.  A manifest whose data object is not listed is an upload in
+ * progress or lagging: it is not data yet, and its span stays a gap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "bucket.h"
+#include "s3.h"
+
+/* A manifest is a few KiB; anything near this is not one. */
+#define MANIFEST_MAX (1u << 20)
+
+int bucket_parse_utc(const char *s, uint64_t *ret_ns)
+{
+	struct tm tm = { 0 };
+	uint64_t frac = 0, scale = 1000000000ULL;
+	int n = 0;
+	time_t t;
+
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+			 &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
+		return -EINVAL;
+	s += n;
+	if (*s == '.') {
+		s++;
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		for (; *s >= '0' && *s <= '9'; s++) {
+			if (scale > 1) {
+				scale /= 10;
+				frac += (uint64_t)(*s - '0') * scale;
+			}
+		}
+	}
+	if (strcmp(s, "Z") != 0)
+		return -EINVAL;
+	if (tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return -EINVAL;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	if (t < 0)
+		return -EINVAL;
+	*ret_ns = (uint64_t)t * 1000000000ULL + frac;
+	return 0;
+}
+
+void bucket_object_exit(struct bucket_object *o)
+{
+	if (!o)
+		return;
+	free(o->key);
+	free(o->file);
+	free(o->host);
+	for (size_t i = 0; o->labels && o->labels[i]; i++)
+		free(o->labels[i]);
+	free(o->labels);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static const char *get_string(json_object *root, const char *name)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(root, name, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static uint64_t get_u64(json_object *root, const char *name)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(root, name, &v) || !json_object_is_type(v, json_type_int))
+		return 0;
+	return json_object_get_uint64(v);
+}
+
+int bucket_manifest_parse(const char *json, const char *manifest_key, struct bucket_object *ret)
+{
+	struct bucket_object o = { 0 };
+	json_object *root = json_tokener_parse(json), *labels;
+	const char *host, *start, *end, *sha, *file;
+	size_t klen = strlen(manifest_key), nl = 0;
+	int r = -EBADMSG;
+
+	if (!root || !json_object_is_type(root, json_type_object))
+		goto out;
+	host = get_string(root, "host");
+	start = get_string(root, "start");
+	end = get_string(root, "end");
+	sha = get_string(root, "sha256");
+	file = get_string(root, "file");
+	if (!host || !*host || !sha || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 ||
+	    klen <= 5 || strcmp(manifest_key + klen - 5, ".json") != 0)
+		goto out;
+	if (bucket_parse_utc(start, &o.start_ns) < 0 || bucket_parse_utc(end, &o.end_ns) < 0 ||
+	    o.end_ns < o.start_ns)
+		goto out;
+	memcpy(o.sha256, sha, 65);
+	o.size = get_u64(root, "size");
+	o.samples = get_u64(root, "samples");
+	o.lost = get_u64(root, "lost");
+	r = -ENOMEM;
+	o.key = strndup(manifest_key, klen - 5);
+	o.host = strdup(host);
+	if (file && *file && !strchr(file, '/')) {
+		o.file = strdup(file);
+	} else {
+		const char *slash = strrchr(o.key ? o.key : "", '/');
+
+		o.file = strdup(slash ? slash + 1 : manifest_key);
+	}
+	if (!json_object_object_get_ex(root, "labels", &labels) || !json_object_is_type(labels, json_type_object))
+		labels = NULL;
+	o.labels = calloc((labels ? (size_t)json_object_object_length(labels) : 0) + 1, sizeof(char *));
+	if (!o.key || !o.host || !o.file || !o.labels)
+		goto out;
+	if (labels) {
+		json_object_object_foreach(labels, k, v) {
+			if (!json_object_is_type(v, json_type_string))
+				continue;
+			if (asprintf(&o.labels[nl], "%s=%s", k, json_object_get_string(v)) < 0) {
+				o.labels[nl] = NULL;
+				goto out;
+			}
+			nl++;
+		}
+		qsort(o.labels, nl, sizeof(char *), cmp_str);
+	}
+	*ret = o;
+	memset(&o, 0, sizeof(o));
+	r = 0;
+out:
+	bucket_object_exit(&o);
+	json_object_put(root);
+	return r;
+}
+
+bool bucket_object_matches(const struct bucket_object *obj, const char *host, const char *const *labels)
+{
+	if (host && strcmp(obj->host, host) != 0)
+		return false;
+	for (size_t i = 0; labels && labels[i]; i++) {
+		bool found = false;
+
+		for (size_t j = 0; obj->labels && obj->labels[j] && !found; j++)
+			found = strcmp(obj->labels[j], labels[i]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+bool bucket_object_overlaps(const struct bucket_object *obj, uint64_t from_ns, uint64_t to_ns)
+{
+	return obj->start_ns <= to_ns && obj->end_ns >= from_ns;
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	const struct bucket_object *x = a, *y = b;
+	int c;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	c = strcmp(x->host, y->host);
+	return c ? c : strcmp(x->key, y->key);
+}
+
+void bucket_sort(struct bucket_object *objs, size_t nr)
+{
+	if (nr)
+		qsort(objs, nr, sizeof(*objs), cmp_obj);
+}
+
+static int add_gap(struct bucket_gap **gaps, size_t *nr, const char *host, uint64_t from, uint64_t to)
+{
+	struct bucket_gap *ng = realloc(*gaps, (*nr + 1) * sizeof(*ng));
+
+	if (!ng)
+		return -ENOMEM;
+	*gaps = ng;
+	ng[*nr] = (struct bucket_gap){ .host = host ? strdup(host) : NULL, .from_ns = from, .to_ns = to };
+	if (host && !ng[*nr].host)
+		return -ENOMEM;
+	(*nr)++;
+	return 0;
+}
+
+/* The gaps of one host: a sweep over its objects in start order. */
+static int host_gaps(const struct bucket_object *objs, size_t nr, const char *host, uint64_t from,
+		     uint64_t to, uint64_t min, struct bucket_gap **gaps, size_t *nr_gaps)
+{
+	const struct bucket_object **v = calloc(nr + 1, sizeof(*v));
+	uint64_t covered = from; /* [from, covered) is covered */
+	size_t n = 0;
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++)
+		if (objs[i].uploaded && !strcmp(objs[i].host, host) && bucket_object_overlaps(&objs[i], from, to))
+			v[n++] = &objs[i];
+	/* @objs need not be sorted: order this host's by start (insertion sort, few objects). */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1]->start_ns > v[j]->start_ns; j--) {
+			const struct bucket_object *t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	if (!n) {
+		/* Nothing at all: the whole window, however short. */
+		r = add_gap(gaps, nr_gaps, host, from, to);
+		free(v);
+		return r;
+	}
+	for (size_t i = 0; i < n && r == 0 && covered < to; i++) {
+		if (v[i]->start_ns > covered && v[i]->start_ns - covered >= min)
+			r = add_gap(gaps, nr_gaps, host, covered, v[i]->start_ns);
+		if (v[i]->end_ns > covered)
+			covered = v[i]->end_ns;
+	}
+	if (r == 0 && covered < to && to - covered >= min)
+		r = add_gap(gaps, nr_gaps, host, covered, to);
+	free(v);
+	return r;
+}
+
+int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *host, uint64_t from_ns,
+		uint64_t to_ns, uint64_t gap_min_ns, struct bucket_gap **ret_gaps, size_t *ret_nr)
+{
+	struct bucket_gap *gaps = NULL;
+	const char **hosts = NULL;
+	size_t nr_gaps = 0, nh = 0;
+	int r = 0;
+
+	if (!gap_min_ns)
+		gap_min_ns = BUCKET_GAP_MIN_NS;
+	if (host) {
+		r = host_gaps(objs, nr, host, from_ns, to_ns, gap_min_ns, &gaps, &nr_gaps);
+		goto out;
+	}
+	hosts = calloc(nr + 1, sizeof(*hosts));
+	if (!hosts) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		size_t j;
+
+		if (!objs[i].uploaded)
+			continue;
+		for (j = 0; j < nh && strcmp(hosts[j], objs[i].host); j++)
+			;
+		if (j == nh)
+			hosts[nh++] = objs[i].host;
+	}
+	qsort(hosts, nh, sizeof(*hosts), cmp_str);
+	if (!nh && from_ns < to_ns)
+		r = add_gap(&gaps, &nr_gaps, NULL, from_ns, to_ns);
+	for (size_t i = 0; i < nh && r == 0; i++)
+		r = host_gaps(objs, nr, hosts[i], from_ns, to_ns, gap_min_ns, &gaps, &nr_gaps);
+out:
+	free(hosts);
+	if (r < 0) {
+		for (size_t i = 0; i < nr_gaps; i++)
+			free(gaps[i].host);
+		free(gaps);
+		return r;
+	}
+	*ret_gaps = gaps;
+	*ret_nr = nr_gaps;
+	return 0;
+}
+
+void bucket_result_exit(struct bucket_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nr; i++)
+		bucket_object_exit(&r->objs[i]);
+	free(r->objs);
+	for (size_t i = 0; i < r->nr_gaps; i++)
+		free(r->gaps[i].host);
+	free(r->gaps);
+	memset(r, 0, sizeof(*r));
+}
+
+/* --- the network side --- */
+
+static int cmp_s3obj(const void *a, const void *b)
+{
+	return strcmp(((const struct s3_object *)a)->key, ((const struct s3_object *)b)->key);
+}
+
+static int open_bucket(const struct bucket_opts *o, struct s3_client **ret)
+{
+	struct s3_opts so = { .sz = sizeof(so), .url = o->url, .region = o->region };
+	char *key = NULL, *secret = NULL, err[512] = "";
+	int r;
+
+	r = s3_credentials(o->credentials, &key, &secret);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: cannot read credentials from %s: %s\n", o->credentials,
+			r == -EINVAL ? "no access key id and secret access key in it" : strerror(-r));
+		return r;
+	}
+	so.key_id = key;
+	so.secret = secret;
+	r = s3_client_new(&so, ret, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "perfrecctl: %s\n", *err ? err : strerror(-r));
+	free(key);
+	if (secret)
+		explicit_bzero(secret, strlen(secret));
+	free(secret);
+	return r;
+}
+
+/*
+ * Every manifest under the template's prefix that matches host and labels,
+ * parsed, with uploaded set from the listing.  Manifests that cannot be
+ * read or parsed are named and skipped: one bad object does not hide the
+ * rest of the fleet.
+ */
+static int read_manifests(const struct bucket_opts *o, struct s3_client *c, struct bucket_result *res)
+{
+	const char *tmpl = o->key_template ? o->key_template : "{host}/{date}/{file}";
+	struct s3_object *keys = NULL;
+	size_t nkeys = 0;
+	char *prefix = s3_key_prefix(tmpl, o->host, NULL);
+	int r;
+
+	if (!prefix) {
+		fprintf(stderr, "perfrecctl: bad key template '%s': known are {host} {date} {file} {prefix}\n", tmpl);
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
+	}
+	r = s3_list(c, prefix, &keys, &nkeys);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: cannot list the bucket: %s\n", s3_client_error(c));
+		goto out;
+	}
+	/* Sorted for the lookups of data keys; servers list in this order anyway. */
+	qsort(keys, nkeys, sizeof(*keys), cmp_s3obj);
+	for (size_t i = 0; i < nkeys; i++) {
+		const char *k = keys[i].key;
+		size_t kl = strlen(k);
+		struct bucket_object obj;
+		struct s3_object probe;
+		char *json = NULL;
+		int pr;
+
+		if (kl <= 5 || strcmp(k + kl - 5, ".json") != 0)
+			continue;
+		pr = s3_get_mem(c, k, MANIFEST_MAX, &json, NULL);
+		if (pr < 0) {
+			fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", k, s3_client_error(c));
+			continue;
+		}
+		pr = bucket_manifest_parse(json, k, &obj);
+		free(json);
+		if (pr == -ENOMEM) {
+			r = pr;
+			goto out;
+		}
+		if (pr < 0) {
+			fprintf(stderr, "perfrecctl: skipping %s: not a perfrecd manifest with host, start, end and sha256\n", k);
+			continue;
+		}
+		if (!bucket_object_matches(&obj, o->host, o->labels)) {
+			bucket_object_exit(&obj);
+			continue;
+		}
+		probe.key = obj.key;
+		obj.uploaded = bsearch(&probe, keys, nkeys, sizeof(*keys), cmp_s3obj) != NULL;
+		{
+			struct bucket_object *nv = realloc(res->objs, (res->nr + 1) * sizeof(*nv));
+
+			if (!nv) {
+				bucket_object_exit(&obj);
+				r = -ENOMEM;
+				goto out;
+			}
+			res->objs = nv;
+		}
+		res->objs[res->nr++] = obj;
+	}
+	bucket_sort(res->objs, res->nr);
+out:
+	s3_objects_free(keys, nkeys);
+	free(prefix);
+	return r;
+}
+
+int bucket_list(const struct bucket_opts *o, struct bucket_result *ret)
+{
+	struct bucket_result res = { 0 };
+	struct s3_client *c = NULL;
+	int r;
+
+	r = open_bucket(o, &c);
+	if (r < 0)
+		return r;
+	r = read_manifests(o, c, &res);
+	s3_client_free(c);
+	if (r < 0) {
+		bucket_result_exit(&res);
+		return r;
+	}
+	for (size_t i = 0; i < res.nr; i++)
+		res.nr_pending += !res.objs[i].uploaded;
+	*ret = res;
+	return 0;
+}
+
+/* A local copy already checked: reuse it instead of downloading again. */
+static bool have_copy(const char *path, const char *sha)
+{
+	char hex[65] = "";
+	uint64_t size;
+
+	return access(path, F_OK) == 0 && s3_file_sha256(path, hex, &size) == 0 &&
+	       strcmp(hex, sha) == 0;
+}
+
+/*
+ * Download one object to "<dir>/<file>.part", check it, then rename it to
+ * "<dir>/<file>": a copy that fails its check never carries the name a
+ * reader would open.  0, or -EBADMSG (hash), -errno; named on stderr.
+ */
+static int fetch_one(const struct bucket_opts *o, struct s3_client *c, struct bucket_object *obj,
+		     const char *dir)
+{
+	char *dest = NULL, *part = NULL, got[65] = "";
+	int r = -ENOMEM;
+
+	if (!strcmp(obj->file, ".") || !strcmp(obj->file, "..")) {
+		fprintf(stderr, "perfrecctl: %s/%s: its manifest names no usable file ('%s'); not used\n",
+			o->url, obj->key, obj->file);
+		return -EBADMSG;
+	}
+	if (asprintf(&dest, "%s/%s", dir, obj->file) < 0) {
+		dest = NULL;
+		goto out;
+	}
+	if (have_copy(dest, obj->sha256)) {
+		obj->path = dest;
+		return 0;
+	}
+	if (asprintf(&part, "%s.part", dest) < 0) {
+		part = NULL;
+		goto out;
+	}
+	r = s3_get_file(c, obj->key, part, NULL, got);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: %s; not used\n", s3_client_error(c));
+		goto out;
+	}
+	if (strcmp(got, obj->sha256) != 0) {
+		fprintf(stderr, "perfrecctl: %s/%s: SHA-256 mismatch: its manifest says %s, the object has %s; not used\n",
+			o->url, obj->key, obj->sha256, got);
+		unlink(part);
+		r = -EBADMSG;
+		goto out;
+	}
+	if (rename(part, dest) < 0) {
+		r = -errno;
+		fprintf(stderr, "perfrecctl: cannot rename %s to %s: %s\n", part, dest, strerror(-r));
+		unlink(part);
+		goto out;
+	}
+	obj->path = dest;
+	dest = NULL;
+	r = 0;
+out:
+	free(dest);
+	free(part);
+	return r;
+}
+
+int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, const char *dir,
+		 struct bucket_result *ret)
+{
+	struct bucket_result all = { 0 }, res = { 0 };
+	struct s3_client *c = NULL;
+	int r;
+
+	if (from_ns > to_ns)
+		return -EINVAL;
+	r = open_bucket(o, &c);
+	if (r < 0)
+		return r;
+	r = read_manifests(o, c, &all);
+	if (r < 0)
+		goto out;
+	res.objs = calloc(all.nr + 1, sizeof(*res.objs));
+	if (!res.objs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < all.nr; i++) {
+		struct bucket_object *obj = &all.objs[i];
+
+		if (!bucket_object_overlaps(obj, from_ns, to_ns))
+			continue;
+		if (!obj->uploaded) {
+			res.nr_pending++;
+			continue;
+		}
+		r = fetch_one(o, c, obj, dir);
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0) {
+			res.nr_bad++;
+			continue;
+		}
+		/* Moved over: the result owns it now. */
+		res.objs[res.nr++] = *obj;
+		memset(obj, 0, sizeof(*obj));
+	}
+	r = bucket_gaps(res.objs, res.nr, o->host, from_ns, to_ns, o->gap_min_ns, &res.gaps, &res.nr_gaps);
+out:
+	s3_client_free(c);
+	/* Entries moved out were zeroed: exit frees only what stayed. */
+	bucket_result_exit(&all);
+	if (r < 0) {
+		bucket_result_exit(&res);
+		return r;
+	}
+	*ret = res;
+	return 0;
+}

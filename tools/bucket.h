@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The fleet bucket, read back: what perfrecd's [upload] stored (each data
+ * object "<key>" beside its manifest "<key>.json"), found by host, labels
+ * and a wall-clock window.  bucket_list() reads the manifests only;
+ * bucket_fetch() also downloads the data objects the window needs into a
+ * local directory and checks each against its manifest's SHA-256.
+ *
+ * Both print their errors (to stderr, once, naming the object) and return
+ * -errno; a caller adds nothing.  Not thread-safe (one curl handle each).
+ */
+#ifndef PERFRECCTL_BUCKET_H
+#define PERFRECCTL_BUCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Separation under which consecutive objects of a host count as adjacent
+ * (a file's end is its last sample, the next file's start its first). */
+#define BUCKET_GAP_MIN_NS 1000000000ULL
+
+struct bucket_opts {
+	size_t sz;
+	const char *url;           /* the bucket, as upload-url= */
+	const char *host;          /* NULL: every host */
+	const char *const *labels; /* "KEY=VALUE", NULL-terminated or NULL; all must match */
+	const char *key_template;  /* as upload-key=; NULL: {host}/{date}/{file} */
+	const char *region;        /* NULL: us-east-1 */
+	const char *credentials;   /* as upload-credentials=; NULL: AWS_* variables or unsigned */
+	uint64_t gap_min_ns;       /* 0: BUCKET_GAP_MIN_NS */
+};
+
+/* One data object, from its manifest. */
+struct bucket_object {
+	char *key;       /* the data object's key (the manifest's without ".json") */
+	char *file;      /* manifest "file": the name it had on its host */
+	char *host;
+	char **labels;   /* "KEY=VALUE", NULL-terminated, sorted */
+	uint64_t start_ns, end_ns; /* wall clock, ns since the epoch (UTC) */
+	uint64_t size, samples, lost;
+	char sha256[65];
+	bool uploaded;   /* the data object is in the bucket (its manifest goes first) */
+	char *path;      /* bucket_fetch(): the checked local copy; else NULL */
+};
+
+/* A part of the window no object of @host covers. */
+struct bucket_gap {
+	char *host;      /* NULL when no object matched at all and no host was asked for */
+	uint64_t from_ns, to_ns;
+};
+
+struct bucket_result {
+	struct bucket_object *objs; /* by start, then host, then key */
+	size_t nr;
+	struct bucket_gap *gaps;    /* by host, then time */
+	size_t nr_gaps;
+	size_t nr_pending;          /* manifests whose data object is not in the bucket yet */
+	size_t nr_bad;              /* bucket_fetch(): objects rejected (bad SHA-256, failed download) */
+};
+
+/*
+ * Every matching object's manifest (host, labels), without downloading
+ * data.  Objects whose data is not uploaded yet are listed too, with
+ * uploaded false.  No gaps are computed.  0 and *ret (release with
+ * bucket_result_exit()) or -errno.
+ */
+int bucket_list(const struct bucket_opts *o, struct bucket_result *ret);
+
+/*
+ * The data objects overlapping [@from_ns, @to_ns] (wall clock, inclusive),
+ * downloaded into @dir (which must exist) under their file names; a copy
+ * already there with the manifest's SHA-256 is reused.  A download whose
+ * SHA-256 differs from its manifest's is named on stderr with both hashes,
+ * deleted, counted in nr_bad and left out, so its span shows as a gap.
+ * *ret holds only the objects fetched and checked, in time order, each
+ * with its path, and the gaps: the parts of the window no fetched object of
+ * a host covers (per host; the whole window for a --host with nothing).
+ * 0 (also with nr_bad > 0: the rest is usable) or -errno (the bucket could
+ * not be listed, or @dir not written).
+ */
+int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, const char *dir,
+		 struct bucket_result *ret);
+
+void bucket_result_exit(struct bucket_result *r);
+
+/* --- the selection logic, without the network (for tests) --- */
+
+/*
+ * Parse a manifest (@json, NUL-terminated) stored as @manifest_key into
+ * *ret.  0, or -EBADMSG when it lacks host, start, end or a 64-digit
+ * sha256, -ENOMEM.
+ */
+int bucket_manifest_parse(const char *json, const char *manifest_key, struct bucket_object *ret);
+void bucket_object_exit(struct bucket_object *o);
+/* "2026-11-23T14:03:00.123456Z" (fraction optional) to ns; 0 or -EINVAL. */
+int bucket_parse_utc(const char *s, uint64_t *ret_ns);
+/* Does @obj belong to @host (NULL: any) and carry every one of @labels? */
+bool bucket_object_matches(const struct bucket_object *obj, const char *host,
+			   const char *const *labels);
+/* Does @obj's span meet [@from_ns, @to_ns]? */
+bool bucket_object_overlaps(const struct bucket_object *obj, uint64_t from_ns, uint64_t to_ns);
+/* Sort objects by start, host, key. */
+void bucket_sort(struct bucket_object *objs, size_t nr);
+/*
+ * The parts of [@from_ns, @to_ns] not covered by @objs (uploaded ones
+ * only), per host; separations shorter than @gap_min_ns do not count.
+ * @host: the host asked for (its gap is the whole window when it has no
+ * object); NULL: every host present in @objs.  *ret_gaps is the caller's.
+ */
+int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *host, uint64_t from_ns,
+		uint64_t to_ns, uint64_t gap_min_ns, struct bucket_gap **ret_gaps, size_t *ret_nr);
+
+#endif

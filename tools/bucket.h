@@ -16,9 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Separation under which consecutive objects of a host count as adjacent
- * (a file's end is its last sample, the next file's start its first). */
-#define BUCKET_GAP_MIN_NS 1000000000ULL
+/*
+ * Separation under which consecutive objects of a host count as adjacent: a
+ * manifest's end is its file's last sample, so two files in succession are
+ * apart by up to a sampling period (a few ms at the usual frequencies), or
+ * overlap.  A stopped daemon or a missing object is much longer than this.
+ */
+#define BUCKET_GAP_MIN_NS 250000000ULL
 
 struct bucket_opts {
 	size_t sz;

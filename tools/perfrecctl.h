@@ -10,6 +10,9 @@
 #ifndef PERFRECCTL_H
 #define PERFRECCTL_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
 
@@ -30,6 +33,12 @@ int cmd_ctl_simple(int argc, char **argv);
 int cmd_ctl_set_freq(int argc, char **argv);
 int cmd_ctl_snapshot(int argc, char **argv);
 int cmd_ctl_stream(int argc, char **argv);
+/* fetch.c: the fleet bucket (exit 1: an object rejected or nothing in the window) */
+int cmd_fetch(int argc, char **argv);
+int cmd_bucket_ls(int argc, char **argv);
+/* Print bucket_list()'s objects as a table or a JSON array (for `ls --bucket`). */
+struct bucket_result;
+void bucket_ls_print(FILE *f, const struct bucket_result *res, bool json);
 /* Take leading --socket PATH / --json off argv (argv[0] kept in front). */
 int perfrecctl_global_opts(int *argc, char ***argv);
 

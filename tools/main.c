@@ -24,8 +24,8 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "resume", "[--socket PATH] [--json]", "start sampling again", cmd_ctl_simple },
 	{ "set-freq", "[--socket PATH] [--json] HZ", "change the sampling frequency live", cmd_ctl_set_freq },
 	{ "stream", "[--socket PATH]", "write a live pipe-mode perf.data stream to stdout (| perf script -i -)", cmd_ctl_stream },
-	{ "fetch", "--bucket URL [--host NAME] [--label K=V]... --from T --to T -o DIR", "download the checked files of a window from the fleet bucket; prints their paths in time order", cmd_fetch },
-	{ "bucket-ls", "--bucket URL [--host NAME] [--label K=V]... [--json]", "list the files in the fleet bucket from their manifests", cmd_bucket_ls },
+	{ "fetch", "--bucket URL [--host NAME] [--label K=V]... [--key TEMPLATE] [--region R] [--credentials FILE] --from T --to T -o DIR", "download the checked files of a window from the fleet bucket; prints their paths in time order", cmd_fetch },
+	{ "bucket-ls", "--bucket URL [--host NAME] [--label K=V]... [--key TEMPLATE] [--region R] [--credentials FILE] [--json]", "list the files in the fleet bucket from their manifests", cmd_bucket_ls },
 };
 
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))

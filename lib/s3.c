@@ -165,6 +165,42 @@ const char *s3_client_error(const struct s3_client *c)
 	return c->error;
 }
 
+int s3_parse_utc(const char *s, uint64_t *ret_ns)
+{
+	struct tm tm = { 0 };
+	uint64_t frac = 0, scale = 1000000000ULL;
+	int n = 0;
+	time_t t;
+
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+			 &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
+		return -EINVAL;
+	s += n;
+	if (*s == '.') {
+		s++;
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		for (; *s >= '0' && *s <= '9'; s++) {
+			if (scale > 1) {
+				scale /= 10;
+				frac += (uint64_t)(*s - '0') * scale;
+			}
+		}
+	}
+	if (strcmp(s, "Z") != 0)
+		return -EINVAL;
+	if (tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return -EINVAL;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	if (t < 0)
+		return -EINVAL;
+	*ret_ns = (uint64_t)t * 1000000000ULL + frac;
+	return 0;
+}
+
 /* RFC 3986 percent-encoding as SigV4 wants it; '/' kept when @keep_slash. */
 static int encode(FILE *f, const char *s, bool keep_slash)
 {
@@ -583,7 +619,7 @@ int s3_parse_list(const char *xml, struct s3_object **objs, size_t *nr, bool *tr
 	while ((p = strstr(p, "<Contents>"))) {
 		const char *ce = strstr(p, "</Contents>");
 		struct s3_object o = { 0 };
-		char *size;
+		char *size, *mtime;
 
 		if (!ce)
 			return -EBADMSG;
@@ -593,6 +629,10 @@ int s3_parse_list(const char *xml, struct s3_object **objs, size_t *nr, bool *tr
 		size = xml_text(p, ce, "Size");
 		o.size = size ? strtoull(size, NULL, 10) : 0;
 		free(size);
+		mtime = xml_text(p, ce, "LastModified");
+		if (!mtime || s3_parse_utc(mtime, &o.mtime_ns) < 0)
+			o.mtime_ns = 0;
+		free(mtime);
 		{
 			struct s3_object *nv = realloc(*objs, (*nr + 1) * sizeof(*nv));
 

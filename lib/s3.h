@@ -36,6 +36,7 @@ struct s3_opts {
 struct s3_object {
 	char *key;
 	uint64_t size;
+	uint64_t mtime_ns; /* LastModified, ns since the epoch; 0 if not given */
 };
 
 /*
@@ -81,6 +82,13 @@ void s3_objects_free(struct s3_object *v, size_t n);
  */
 int s3_parse_list(const char *xml, struct s3_object **objs, size_t *nr, bool *truncated,
 		  char **next_token);
+
+/*
+ * An S3 / manifest time, ISO 8601 UTC: "2026-11-23T14:03:00.123Z" (the
+ * fraction optional, up to ns; the Z required).  0 and *ret_ns (ns since the
+ * epoch) or -EINVAL.
+ */
+int s3_parse_utc(const char *s, uint64_t *ret_ns);
 
 /*
  * Credentials file: "name = value" lines, aws_access_key_id and

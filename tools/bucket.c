@@ -24,42 +24,6 @@
 /* A manifest is a few KiB; anything near this is not one. */
 #define MANIFEST_MAX (1u << 20)
 
-int bucket_parse_utc(const char *s, uint64_t *ret_ns)
-{
-	struct tm tm = { 0 };
-	uint64_t frac = 0, scale = 1000000000ULL;
-	int n = 0;
-	time_t t;
-
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-			 &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
-		return -EINVAL;
-	s += n;
-	if (*s == '.') {
-		s++;
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		for (; *s >= '0' && *s <= '9'; s++) {
-			if (scale > 1) {
-				scale /= 10;
-				frac += (uint64_t)(*s - '0') * scale;
-			}
-		}
-	}
-	if (strcmp(s, "Z") != 0)
-		return -EINVAL;
-	if (tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-		return -EINVAL;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	t = timegm(&tm);
-	if (t < 0)
-		return -EINVAL;
-	*ret_ns = (uint64_t)t * 1000000000ULL + frac;
-	return 0;
-}
-
 void bucket_object_exit(struct bucket_object *o)
 {
 	if (!o)
@@ -115,7 +79,7 @@ int bucket_manifest_parse(const char *json, const char *manifest_key, struct buc
 	if (!host || !*host || !sha || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 ||
 	    klen <= 5 || strcmp(manifest_key + klen - 5, ".json") != 0)
 		goto out;
-	if (bucket_parse_utc(start, &o.start_ns) < 0 || bucket_parse_utc(end, &o.end_ns) < 0 ||
+	if (s3_parse_utc(start, &o.start_ns) < 0 || s3_parse_utc(end, &o.end_ns) < 0 ||
 	    o.end_ns < o.start_ns)
 		goto out;
 	memcpy(o.sha256, sha, 65);
@@ -176,6 +140,44 @@ bool bucket_object_matches(const struct bucket_object *obj, const char *host, co
 bool bucket_object_overlaps(const struct bucket_object *obj, uint64_t from_ns, uint64_t to_ns)
 {
 	return obj->start_ns <= to_ns && obj->end_ns >= from_ns;
+}
+
+/* The start a rotated file's name says, or 0 for other names. */
+static uint64_t name_start_ns(const char *key)
+{
+	const char *base = strrchr(key, '/');
+	char tail[8];
+	size_t len;
+	struct tm tm = { 0 };
+	unsigned ms = 0, seq = 0;
+	int n = 0;
+	time_t t;
+
+	base = base ? base + 1 : key;
+	len = strlen(base);
+	/* "-YYYYMMDDTHHMMSS.mmmZ-NNNNNN.data": 33 characters at the end. */
+	if (len < 33 || base[len - 33] != '-')
+		return 0;
+	if (sscanf(base + len - 32, "%4d%2d%2dT%2d%2d%2d.%3uZ-%6u%5s%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &seq, tail, &n) != 9 || n != 32 ||
+	    strcmp(tail, ".data") != 0 || tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 ||
+	    tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	return t > 0 ? (uint64_t)t * 1000000000ULL + ms * 1000000ULL : 0;
+}
+
+bool bucket_key_may_overlap(const char *data_key, uint64_t mtime_ns, uint64_t from_ns, uint64_t to_ns)
+{
+	uint64_t start = name_start_ns(data_key);
+
+	if (mtime_ns && mtime_ns + BUCKET_SLACK_NS < from_ns)
+		return false;
+	if (start && start > to_ns + BUCKET_SLACK_NS)
+		return false;
+	return true;
 }
 
 static int cmp_obj(const void *a, const void *b)
@@ -342,11 +344,13 @@ static int open_bucket(const struct bucket_opts *o, struct s3_client **ret)
 
 /*
  * Every manifest under the template's prefix that matches host and labels,
- * parsed, with uploaded set from the listing.  Manifests that cannot be
+ * parsed, with uploaded set from the listing.  With a @window (from, to),
+ * only the manifests of objects that may overlap it are read.  Manifests that cannot be
  * read or parsed are named and skipped: one bad object does not hide the
  * rest of the fleet.
  */
-static int read_manifests(const struct bucket_opts *o, struct s3_client *c, struct bucket_result *res)
+static int read_manifests(const struct bucket_opts *o, struct s3_client *c, const uint64_t *window,
+			  struct bucket_result *res)
 {
 	const char *tmpl = o->key_template ? o->key_template : "{host}/{date}/{file}";
 	struct s3_object *keys = NULL;
@@ -369,12 +373,25 @@ static int read_manifests(const struct bucket_opts *o, struct s3_client *c, stru
 		const char *k = keys[i].key;
 		size_t kl = strlen(k);
 		struct bucket_object obj;
-		struct s3_object probe;
-		char *json = NULL;
+		struct s3_object probe, *data;
+		char *json = NULL, *dkey;
 		int pr;
 
 		if (kl <= 5 || strcmp(k + kl - 5, ".json") != 0)
 			continue;
+		if (window) {
+			dkey = strndup(k, kl - 5);
+			if (!dkey) {
+				r = -ENOMEM;
+				goto out;
+			}
+			probe.key = dkey;
+			data = bsearch(&probe, keys, nkeys, sizeof(*keys), cmp_s3obj);
+			pr = bucket_key_may_overlap(dkey, data ? data->mtime_ns : keys[i].mtime_ns, window[0], window[1]);
+			free(dkey);
+			if (!pr)
+				continue;
+		}
 		pr = s3_get_mem(c, k, MANIFEST_MAX, &json, NULL);
 		if (pr < 0) {
 			fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", k, s3_client_error(c));
@@ -424,7 +441,7 @@ int bucket_list(const struct bucket_opts *o, struct bucket_result *ret)
 	r = open_bucket(o, &c);
 	if (r < 0)
 		return r;
-	r = read_manifests(o, c, &res);
+	r = read_manifests(o, c, NULL, &res);
 	s3_client_free(c);
 	if (r < 0) {
 		bucket_result_exit(&res);
@@ -513,7 +530,7 @@ int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, 
 	r = open_bucket(o, &c);
 	if (r < 0)
 		return r;
-	r = read_manifests(o, c, &all);
+	r = read_manifests(o, c, (const uint64_t[]){ from_ns, to_ns }, &all);
 	if (r < 0)
 		goto out;
 	res.objs = calloc(all.nr + 1, sizeof(*res.objs));

@@ -24,6 +24,13 @@
  */
 #define BUCKET_GAP_MIN_NS 250000000ULL
 
+/*
+ * What the listing alone may rule out before a window's manifests are read
+ * is judged with this much slack: the clocks of the hosts and of the
+ * storage server differ by less.
+ */
+#define BUCKET_SLACK_NS (300ULL * 1000000000ULL)
+
 struct bucket_opts {
 	size_t sz;
 	const char *url;           /* the bucket, as upload-url= */
@@ -97,13 +104,21 @@ void bucket_result_exit(struct bucket_result *r);
  */
 int bucket_manifest_parse(const char *json, const char *manifest_key, struct bucket_object *ret);
 void bucket_object_exit(struct bucket_object *o);
-/* "2026-11-23T14:03:00.123456Z" (fraction optional) to ns; 0 or -EINVAL. */
-int bucket_parse_utc(const char *s, uint64_t *ret_ns);
 /* Does @obj belong to @host (NULL: any) and carry every one of @labels? */
 bool bucket_object_matches(const struct bucket_object *obj, const char *host,
 			   const char *const *labels);
 /* Does @obj's span meet [@from_ns, @to_ns]? */
 bool bucket_object_overlaps(const struct bucket_object *obj, uint64_t from_ns, uint64_t to_ns);
+/*
+ * Can the data object @data_key, stored at @mtime_ns (its LastModified; 0
+ * unknown), hold data of [@from_ns, @to_ns]?  From the listing alone, so a
+ * fetch reads only the manifests that may matter: an object stored before
+ * the window began (less BUCKET_SLACK_NS) ended before it, and a rotated
+ * file "PREFIX-HOST-YYYYMMDDTHHMMSS.mmmZ-NNNNNN.data" began at its name's
+ * time, so one named after the window's end (plus the slack) is later.
+ * Snapshots and recovered files (other names) are judged by mtime only.
+ */
+bool bucket_key_may_overlap(const char *data_key, uint64_t mtime_ns, uint64_t from_ns, uint64_t to_ns);
 /* Sort objects by start, host, key. */
 void bucket_sort(struct bucket_object *objs, size_t nr);
 /*

@@ -23,6 +23,7 @@
 
 #include "bucket.h"
 #include "perfrecctl.h"
+#include "s3.h"
 
 /*
  * The one place fetch reads a time (--from, --to): ISO 8601 UTC
@@ -34,7 +35,7 @@ static int parse_time(const char *s, uint64_t *ret_ns)
 	char *end;
 	unsigned long long v;
 
-	if (bucket_parse_utc(s, ret_ns) == 0)
+	if (s3_parse_utc(s, ret_ns) == 0)
 		return 0;
 	if (*s < '0' || *s > '9')
 		return -EINVAL;

@@ -20,38 +20,6 @@
 /* 2026-11-23T14:03:00Z */
 #define T0 (1795442580ULL * S)
 
-Test(bucket, utc_times_parse_to_ns)
-{
-	static const struct {
-		const char *s;
-		uint64_t ns;
-		int r;
-	} cases[] = {
-		{ "2026-11-23T14:03:00Z", T0, 0 },
-		{ "2026-11-23T14:03:00.123456Z", T0 + 123456000, 0 },
-		{ "2026-11-23T14:03:00.5Z", T0 + 500000000, 0 },
-		{ "2026-11-23T14:03:00.123456789Z", T0 + 123456789, 0 },
-		{ "2026-11-23T14:03:00.1234567891Z", T0 + 123456789, 0 }, /* beyond ns: cut */
-		{ "1970-01-01T00:00:00Z", 0, 0 },
-		{ "2026-11-23T14:03:00", 0, -EINVAL },        /* no zone: not UTC */
-		{ "2026-11-23T14:03:00+01:00", 0, -EINVAL },
-		{ "2026-11-23T14:03:00.Z", 0, -EINVAL },
-		{ "2026-13-23T14:03:00Z", 0, -EINVAL },
-		{ "2026-11-23 14:03:00Z", 0, -EINVAL },
-		{ "14:03", 0, -EINVAL },
-		{ "", 0, -EINVAL },
-	};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint64_t ns = 42;
-
-		cr_expect_eq(bucket_parse_utc(cases[i].s, &ns), cases[i].r, "'%s'", cases[i].s);
-		if (cases[i].r == 0)
-			cr_expect_eq(ns, cases[i].ns, "'%s': %llu", cases[i].s, (unsigned long long)ns);
-	}
-	cr_expect_eq(bucket_parse_utc(NULL, &(uint64_t){ 0 }), -EINVAL);
-}
-
 /* A manifest as daemon/manifest.c writes it (trimmed of fields not read). */
 static char *manifest(const char *host, const char *start, const char *end, const char *labels)
 {
@@ -170,6 +138,38 @@ Test(bucket, spans_overlap_windows_inclusively)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		cr_expect_eq(bucket_object_overlaps(&o, cases[i].from, cases[i].to), cases[i].overlaps, "case %zu", i);
+}
+
+Test(bucket, the_listing_rules_out_objects_outside_the_window)
+{
+	const uint64_t slack = BUCKET_SLACK_NS;
+	static const char *const rot = "fleet/a/2026-11-23/perfrecd-a-20261123T140300.000Z-000001.data";
+	static const char *const snap = "fleet/a/2026-11-23/perfrecd-a-20261123T150000.000Z-000009-snapshot.data";
+	static const char *const rec = "fleet/a/2026-11-23/perfrecd-a-20261123T150000.000Z-000009-recovered.data";
+	const struct {
+		const char *key;
+		uint64_t mtime, from, to;
+		bool may;
+	} cases[] = {
+		/* stored within the window, or later: maybe */
+		{ rot, T0 + 60 * S, T0, T0 + 60 * S, true },
+		{ rot, 0, T0, T0 + S, true },
+		/* stored before the window began: no, unless within the slack */
+		{ rot, T0 + 60 * S, T0 + 60 * S + slack + 1, T0 + 99999 * S, false },
+		{ rot, T0 + 60 * S, T0 + 60 * S + slack, T0 + 99999 * S, true },
+		/* a rotated file named after the window's end: no, unless within the slack */
+		{ rot, T0 + 60 * S, T0 - 99999 * S, T0 - slack - 1, false },
+		{ rot, T0 + 60 * S, T0 - 99999 * S, T0 - slack, true },
+		/* a snapshot holds history from before its name's time */
+		{ snap, T0 + 3600 * S, T0 - 600 * S, T0 - 599 * S, true },
+		{ rec, T0 + 3600 * S, T0 - 600 * S, T0 - 599 * S, true },
+		{ "fleet/a/other.data", T0, T0 - 600 * S, T0 - 599 * S, true },
+		{ "fleet/a/x-20261323T140300.000Z-000001.data", T0, T0 - 600 * S, T0 - 599 * S, true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(bucket_key_may_overlap(cases[i].key, cases[i].mtime, cases[i].from, cases[i].to),
+			     cases[i].may, "case %zu: %s", i, cases[i].key);
 }
 
 Test(bucket, objects_sort_by_start_then_host)

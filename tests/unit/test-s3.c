@@ -16,6 +16,42 @@
 
 #include "s3.h"
 
+#define S 1000000000ULL
+/* 2026-11-23T14:03:00Z */
+#define T0 (1795442580ULL * S)
+
+Test(s3, utc_times_parse_to_ns)
+{
+	static const struct {
+		const char *s;
+		uint64_t ns;
+		int r;
+	} cases[] = {
+		{ "2026-11-23T14:03:00Z", T0, 0 },
+		{ "2026-11-23T14:03:00.123456Z", T0 + 123456000, 0 },
+		{ "2026-11-23T14:03:00.5Z", T0 + 500000000, 0 },
+		{ "2026-11-23T14:03:00.123456789Z", T0 + 123456789, 0 },
+		{ "2026-11-23T14:03:00.1234567891Z", T0 + 123456789, 0 }, /* beyond ns: cut */
+		{ "1970-01-01T00:00:00Z", 0, 0 },
+		{ "2026-11-23T14:03:00", 0, -EINVAL },        /* no zone: not UTC */
+		{ "2026-11-23T14:03:00+01:00", 0, -EINVAL },
+		{ "2026-11-23T14:03:00.Z", 0, -EINVAL },
+		{ "2026-13-23T14:03:00Z", 0, -EINVAL },
+		{ "2026-11-23 14:03:00Z", 0, -EINVAL },
+		{ "14:03", 0, -EINVAL },
+		{ "", 0, -EINVAL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t ns = 42;
+
+		cr_expect_eq(s3_parse_utc(cases[i].s, &ns), cases[i].r, "'%s'", cases[i].s);
+		if (cases[i].r == 0)
+			cr_expect_eq(ns, cases[i].ns, "'%s': %llu", cases[i].s, (unsigned long long)ns);
+	}
+	cr_expect_eq(s3_parse_utc(NULL, &(uint64_t){ 0 }), -EINVAL);
+}
+
 Test(s3, list_answer_gives_keys_sizes_and_continuation)
 {
 	const char *xml =
@@ -23,7 +59,8 @@ Test(s3, list_answer_gives_keys_sizes_and_continuation)
 		"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
 		"<Name>perf</Name><Prefix>fleet/</Prefix><KeyCount>2</KeyCount>"
 		"<IsTruncated>true</IsTruncated><NextContinuationToken>a+b/c=&amp;</NextContinuationToken>"
-		"<Contents><Key>fleet/a&amp;b/x.data</Key><Size>1234</Size><ETag>&quot;e&quot;</ETag></Contents>"
+		"<Contents><Key>fleet/a&amp;b/x.data</Key><Size>1234</Size><ETag>&quot;e&quot;</ETag>"
+		"<LastModified>2026-11-23T14:03:00.250Z</LastModified></Contents>"
 		"<Contents><Key>fleet/a&amp;b/x.data.json</Key><LastModified>2026-11-23T14:03:00.000Z</LastModified>"
 		"<Size>77</Size></Contents>"
 		"</ListBucketResult>";
@@ -36,8 +73,10 @@ Test(s3, list_answer_gives_keys_sizes_and_continuation)
 	cr_assert_eq(nr, 2);
 	cr_expect_str_eq(objs[0].key, "fleet/a&b/x.data");
 	cr_expect_eq(objs[0].size, 1234);
+	cr_expect_eq(objs[0].mtime_ns, T0 + S / 4);
 	cr_expect_str_eq(objs[1].key, "fleet/a&b/x.data.json");
 	cr_expect_eq(objs[1].size, 77);
+	cr_expect_eq(objs[1].mtime_ns, T0);
 	cr_expect(trunc);
 	cr_assert_not_null(tok);
 	cr_expect_str_eq(tok, "a+b/c=&");

@@ -38,7 +38,7 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
-# libcurl is dlopen()ed by daemon/upload.c when uploads are configured (its
+# libcurl is dlopen()ed by lib/s3.c when uploads or the bucket are used (its
 # headers are needed, its ~25 libraries are not, at each start); --as-needed
 # keeps perfrecctl and libperfrec from loading what they never call.
 DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DEPS_PC)) 2>/dev/null)

@@ -251,42 +251,39 @@ static int host_gaps(const struct bucket_object *objs, size_t nr, const char *ho
 	return r;
 }
 
-int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *host, uint64_t from_ns,
+int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *const *hosts, uint64_t from_ns,
 		uint64_t to_ns, uint64_t gap_min_ns, struct bucket_gap **ret_gaps, size_t *ret_nr)
 {
 	struct bucket_gap *gaps = NULL;
-	const char **hosts = NULL;
+	const char **own = NULL;
 	size_t nr_gaps = 0, nh = 0;
 	int r = 0;
 
 	if (!gap_min_ns)
 		gap_min_ns = BUCKET_GAP_MIN_NS;
-	if (host) {
-		r = host_gaps(objs, nr, host, from_ns, to_ns, gap_min_ns, &gaps, &nr_gaps);
-		goto out;
-	}
-	hosts = calloc(nr + 1, sizeof(*hosts));
 	if (!hosts) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < nr; i++) {
-		size_t j;
+		/* Every host with data, by name. */
+		own = calloc(nr + 1, sizeof(*own));
+		if (!own)
+			return -ENOMEM;
+		for (size_t i = 0; i < nr; i++) {
+			size_t j;
 
-		if (!objs[i].uploaded)
-			continue;
-		for (j = 0; j < nh && strcmp(hosts[j], objs[i].host); j++)
-			;
-		if (j == nh)
-			hosts[nh++] = objs[i].host;
+			if (!objs[i].uploaded)
+				continue;
+			for (j = 0; j < nh && strcmp(own[j], objs[i].host); j++)
+				;
+			if (j == nh)
+				own[nh++] = objs[i].host;
+		}
+		qsort(own, nh, sizeof(*own), cmp_str);
+		if (!nh)
+			r = add_gap(&gaps, &nr_gaps, NULL, from_ns, to_ns);
+		hosts = own;
 	}
-	qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	if (!nh && from_ns < to_ns)
-		r = add_gap(&gaps, &nr_gaps, NULL, from_ns, to_ns);
-	for (size_t i = 0; i < nh && r == 0; i++)
+	for (size_t i = 0; hosts[i] && r == 0; i++)
 		r = host_gaps(objs, nr, hosts[i], from_ns, to_ns, gap_min_ns, &gaps, &nr_gaps);
-out:
-	free(hosts);
+	free(own);
 	if (r < 0) {
 		for (size_t i = 0; i < nr_gaps; i++)
 			free(gaps[i].host);
@@ -343,16 +340,133 @@ static int open_bucket(const struct bucket_opts *o, struct s3_client **ret)
 }
 
 /*
+ * The host a key names, by its template: the characters where {host} stands,
+ * up to the literal that follows it.  NULL when the template has no {host}
+ * right after its literal start, or nothing after it to end the name.
+ */
+static char *key_host(const char *tmpl, const char *key)
+{
+	char *lit = s3_key_prefix(tmpl, NULL, NULL), *host = NULL;
+	size_t ll;
+	char sep;
+	const char *end;
+
+	if (!lit)
+		return NULL;
+	ll = strlen(lit);
+	if (strncmp(tmpl + ll, "{host}", 6) != 0 || strncmp(key, lit, ll) != 0)
+		goto out;
+	sep = tmpl[ll + 6];
+	if (!sep || sep == '{')
+		goto out;
+	end = strchr(key + ll, sep);
+	if (end && end > key + ll)
+		host = strndup(key + ll, (size_t)(end - key - ll));
+out:
+	free(lit);
+	return host;
+}
+
+/* Hosts by name: those whose manifests were read, and the newest manifest
+ * of each host known only from its keys. */
+struct host_seen {
+	char *host;
+	const char *newest; /* manifest key, borrowed from the listing */
+	uint64_t newest_ns;
+	bool read;          /* one of its manifests was read */
+};
+
+struct hosts_seen {
+	struct host_seen *v;
+	size_t nr;
+};
+
+static struct host_seen *host_seen_get(struct hosts_seen *hs, const char *host)
+{
+	struct host_seen *nv;
+
+	for (size_t i = 0; i < hs->nr; i++)
+		if (!strcmp(hs->v[i].host, host))
+			return &hs->v[i];
+	nv = realloc(hs->v, (hs->nr + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	hs->v = nv;
+	nv[hs->nr] = (struct host_seen){ .host = strdup(host) };
+	if (!nv[hs->nr].host)
+		return NULL;
+	return &nv[hs->nr++];
+}
+
+static void hosts_seen_exit(struct hosts_seen *hs)
+{
+	for (size_t i = 0; i < hs->nr; i++)
+		free(hs->v[i].host);
+	free(hs->v);
+}
+
+/*
+ * GET and parse the manifest @key; keep it in @res if it matches.  0 (also
+ * for a manifest skipped with a message) or -ENOMEM.
+ */
+static int read_one(const struct bucket_opts *o, struct s3_client *c, const char *key,
+		    const struct s3_object *keys, size_t nkeys, struct hosts_seen *hs, struct bucket_result *res)
+{
+	struct bucket_object obj, *nv;
+	struct host_seen *h;
+	struct s3_object probe;
+	char *json = NULL;
+	int r;
+
+	r = s3_get_mem(c, key, MANIFEST_MAX, &json, NULL);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", key, s3_client_error(c));
+		return r == -ENOMEM ? r : 0;
+	}
+	r = bucket_manifest_parse(json, key, &obj);
+	free(json);
+	if (r < 0) {
+		if (r != -ENOMEM)
+			fprintf(stderr, "perfrecctl: skipping %s: not a perfrecd manifest with host, start, end and sha256\n", key);
+		return r == -ENOMEM ? r : 0;
+	}
+	h = host_seen_get(hs, obj.host);
+	if (!h) {
+		bucket_object_exit(&obj);
+		return -ENOMEM;
+	}
+	h->read = true;
+	if (!bucket_object_matches(&obj, o->host, o->labels)) {
+		bucket_object_exit(&obj);
+		return 0;
+	}
+	probe.key = obj.key;
+	obj.uploaded = bsearch(&probe, keys, nkeys, sizeof(*keys), cmp_s3obj) != NULL;
+	nv = realloc(res->objs, (res->nr + 1) * sizeof(*nv));
+	if (!nv) {
+		bucket_object_exit(&obj);
+		return -ENOMEM;
+	}
+	res->objs = nv;
+	res->objs[res->nr++] = obj;
+	return 0;
+}
+
+/*
  * Every manifest under the template's prefix that matches host and labels,
  * parsed, with uploaded set from the listing.  With a @window (from, to),
- * only the manifests of objects that may overlap it are read.  Manifests that cannot be
- * read or parsed are named and skipped: one bad object does not hide the
- * rest of the fleet.
+ * only the manifests of objects that may overlap it are read, and of each
+ * host the key template names whose manifests were all passed over, the
+ * newest: a host that matches but stopped uploading before the window is
+ * in the result (outside the window), so its gap shows.  Manifests that
+ * cannot be read or parsed are named and skipped: one bad object does not
+ * hide the rest of the fleet.
  */
 static int read_manifests(const struct bucket_opts *o, struct s3_client *c, const uint64_t *window,
 			  struct bucket_result *res)
 {
 	const char *tmpl = o->key_template ? o->key_template : "{host}/{date}/{file}";
+	struct hosts_seen hs = { 0 };
 	struct s3_object *keys = NULL;
 	size_t nkeys = 0;
 	char *prefix = s3_key_prefix(tmpl, o->host, NULL);
@@ -369,64 +483,50 @@ static int read_manifests(const struct bucket_opts *o, struct s3_client *c, cons
 	}
 	/* Sorted for the lookups of data keys; servers list in this order anyway. */
 	qsort(keys, nkeys, sizeof(*keys), cmp_s3obj);
-	for (size_t i = 0; i < nkeys; i++) {
+	for (size_t i = 0; i < nkeys && r == 0; i++) {
 		const char *k = keys[i].key;
 		size_t kl = strlen(k);
-		struct bucket_object obj;
-		struct s3_object probe, *data;
-		char *json = NULL, *dkey;
-		int pr;
 
 		if (kl <= 5 || strcmp(k + kl - 5, ".json") != 0)
 			continue;
 		if (window) {
-			dkey = strndup(k, kl - 5);
+			struct s3_object probe, *data;
+			char *dkey = strndup(k, kl - 5), *host;
+			bool may;
+
 			if (!dkey) {
 				r = -ENOMEM;
-				goto out;
+				break;
 			}
 			probe.key = dkey;
 			data = bsearch(&probe, keys, nkeys, sizeof(*keys), cmp_s3obj);
-			pr = bucket_key_may_overlap(dkey, data ? data->mtime_ns : keys[i].mtime_ns, window[0], window[1]);
+			may = bucket_key_may_overlap(dkey, data ? data->mtime_ns : keys[i].mtime_ns, window[0], window[1]);
 			free(dkey);
-			if (!pr)
-				continue;
-		}
-		pr = s3_get_mem(c, k, MANIFEST_MAX, &json, NULL);
-		if (pr < 0) {
-			fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", k, s3_client_error(c));
-			continue;
-		}
-		pr = bucket_manifest_parse(json, k, &obj);
-		free(json);
-		if (pr == -ENOMEM) {
-			r = pr;
-			goto out;
-		}
-		if (pr < 0) {
-			fprintf(stderr, "perfrecctl: skipping %s: not a perfrecd manifest with host, start, end and sha256\n", k);
-			continue;
-		}
-		if (!bucket_object_matches(&obj, o->host, o->labels)) {
-			bucket_object_exit(&obj);
-			continue;
-		}
-		probe.key = obj.key;
-		obj.uploaded = bsearch(&probe, keys, nkeys, sizeof(*keys), cmp_s3obj) != NULL;
-		{
-			struct bucket_object *nv = realloc(res->objs, (res->nr + 1) * sizeof(*nv));
+			if (!may) {
+				host = key_host(tmpl, k);
+				if (host && (!o->host || !strcmp(host, o->host))) {
+					struct host_seen *h = host_seen_get(&hs, host);
 
-			if (!nv) {
-				bucket_object_exit(&obj);
-				r = -ENOMEM;
-				goto out;
+					if (!h)
+						r = -ENOMEM;
+					else if (keys[i].mtime_ns >= h->newest_ns) {
+						h->newest = k;
+						h->newest_ns = keys[i].mtime_ns;
+					}
+				}
+				free(host);
+				continue;
 			}
-			res->objs = nv;
 		}
-		res->objs[res->nr++] = obj;
+		r = read_one(o, c, k, keys, nkeys, &hs, res);
 	}
+	/* Hosts passed over entirely: their newest manifest says if they match. */
+	for (size_t i = 0; i < hs.nr && r == 0; i++)
+		if (!hs.v[i].read && hs.v[i].newest)
+			r = read_one(o, c, hs.v[i].newest, keys, nkeys, &hs, res);
 	bucket_sort(res->objs, res->nr);
 out:
+	hosts_seen_exit(&hs);
 	s3_objects_free(keys, nkeys);
 	free(prefix);
 	return r;
@@ -523,6 +623,8 @@ int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, 
 {
 	struct bucket_result all = { 0 }, res = { 0 };
 	struct s3_client *c = NULL;
+	const char **hosts = NULL;
+	size_t nh = 0;
 	int r;
 
 	if (from_ns > to_ns)
@@ -558,8 +660,31 @@ int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, 
 		res.objs[res.nr++] = *obj;
 		memset(obj, 0, sizeof(*obj));
 	}
-	r = bucket_gaps(res.objs, res.nr, o->host, from_ns, to_ns, o->gap_min_ns, &res.gaps, &res.nr_gaps);
+	/* Gaps for every host that matched, with data in the window or not. */
+	hosts = calloc(all.nr + 2, sizeof(*hosts));
+	if (!hosts) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (o->host) {
+		hosts[nh++] = o->host;
+	} else {
+		for (size_t i = 0; i < all.nr + res.nr; i++) {
+			const char *h = i < all.nr ? all.objs[i].host : res.objs[i - all.nr].host;
+			size_t j;
+
+			if (!h)
+				continue; /* moved to res: counted there */
+			for (j = 0; j < nh && strcmp(hosts[j], h); j++)
+				;
+			if (j == nh)
+				hosts[nh++] = h;
+		}
+		qsort(hosts, nh, sizeof(*hosts), cmp_str);
+	}
+	r = bucket_gaps(res.objs, res.nr, nh ? hosts : NULL, from_ns, to_ns, o->gap_min_ns, &res.gaps, &res.nr_gaps);
 out:
+	free(hosts);
 	s3_client_free(c);
 	/* Entries moved out were zeroed: exit frees only what stayed. */
 	bucket_result_exit(&all);

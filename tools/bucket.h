@@ -86,7 +86,9 @@ int bucket_list(const struct bucket_opts *o, struct bucket_result *ret);
  * deleted, counted in nr_bad and left out, so its span shows as a gap.
  * *ret holds only the objects fetched and checked, in time order, each
  * with its path, and the gaps: the parts of the window no fetched object of
- * a host covers (per host; the whole window for a --host with nothing).
+ * a host covers, for the host asked for, else for every host with a
+ * matching manifest (a host whose uploads stopped before the window is
+ * found from its newest manifest when the key template names hosts).
  * 0 (also with nr_bad > 0: the rest is usable) or -errno (the bucket could
  * not be listed, or @dir not written).
  */
@@ -123,11 +125,13 @@ bool bucket_key_may_overlap(const char *data_key, uint64_t mtime_ns, uint64_t fr
 void bucket_sort(struct bucket_object *objs, size_t nr);
 /*
  * The parts of [@from_ns, @to_ns] not covered by @objs (uploaded ones
- * only), per host; separations shorter than @gap_min_ns do not count.
- * @host: the host asked for (its gap is the whole window when it has no
- * object); NULL: every host present in @objs.  *ret_gaps is the caller's.
+ * only; any order), for each of @hosts (NULL-terminated; a host without
+ * objects gets the whole window), or with @hosts NULL for each host of
+ * @objs (the whole window, host NULL, when there is none).  Separations
+ * shorter than @gap_min_ns (0: BUCKET_GAP_MIN_NS) do not count.  *ret_gaps
+ * (by host as given, then time) is the caller's: free each host and it.
  */
-int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *host, uint64_t from_ns,
+int bucket_gaps(const struct bucket_object *objs, size_t nr, const char *const *hosts, uint64_t from_ns,
 		uint64_t to_ns, uint64_t gap_min_ns, struct bucket_gap **ret_gaps, size_t *ret_nr);
 
 #endif

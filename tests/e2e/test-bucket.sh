@@ -6,8 +6,10 @@
 # downloads exactly A's files (byte-identical to A's local ones, perf reads
 # hostname A in each) and reports no gap inside A's recording; a window past
 # A's last upload, and one over an object whose data is missing (manifest
-# stored, data not: a lagging upload), report gaps; an object whose bytes
-# changed in the bucket is named with both hashes and never used.
+# stored, data not: a lagging upload), report gaps, for the host asked for
+# and, without --host, for each host of the labels, even one silent for
+# longer than the listing looks back; an object whose bytes changed in the
+# bucket is named with both hashes and never used.
 . "$(dirname "$0")/lib.sh"
 require_events
 require_perf
@@ -170,6 +172,23 @@ grep -q '^gap for host hosta: ' "$T/lag.err" || { cat "$T/lag.err"; fail "the la
 grep -q "$(basename "$MKEY")" "$T/lag.out" && fail "fetch printed $MKEY, whose data is not in the bucket"
 "$PERFRECCTL" bucket-ls "${B[@]}" --host hosta >"$T/ls-lag.txt" || fail "bucket-ls after the delete failed"
 grep "$MKEY" "$T/ls-lag.txt" | grep -q 'not uploaded yet' || { cat "$T/ls-lag.txt"; fail "bucket-ls does not show $MKEY as not uploaded yet"; }
+
+# The fleet by label, no host named: the host with the missing data object
+# shows its gap, the other none.
+"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$MSTART" --to "$MEND" -o "$T/fl" >"$T/lagl.out" 2>"$T/lagl.err" ||
+	{ cat "$T/lagl.err"; fail "fetch --label dc=fra over the lagging upload failed"; }
+grep -q '^gap for host hosta: ' "$T/lagl.err" || { cat "$T/lagl.err"; fail "without --host, hosta's lagging upload is not a gap"; }
+grep -q '^gap for host hostb: ' "$T/lagl.err" && { cat "$T/lagl.err"; fail "hostb, which uploaded that span, shows a gap"; }
+
+# Long after both stopped uploading (beyond what the listing's times can
+# rule in): each host that matches is still named with its gap, not silent.
+FROM=$((A_TO + 900000000000)) TO=$((A_TO + 910000000000))
+"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$FROM" --to "$TO" -o "$T/fl" >/dev/null 2>"$T/silent.err"
+grep -q '^gap for host hosta: ' "$T/silent.err" && grep -q '^gap for host hostb: ' "$T/silent.err" ||
+	{ cat "$T/silent.err"; fail "hosts whose uploads stopped before the window are not reported as gaps"; }
+"$PERFRECCTL" fetch "${B[@]}" --label team=db --from "$FROM" --to "$TO" -o "$T/fl" >/dev/null 2>"$T/silent.err"
+grep -q '^gap for host hostb: ' "$T/silent.err" && ! grep -q 'hosta' "$T/silent.err" ||
+	{ cat "$T/silent.err"; fail "--label team=db: expected a gap for hostb only"; }
 
 # A corrupted object: hostb's first file, bytes changed in the server's
 # store (same size).  Named with both hashes, never used; the rest fetched.

@@ -172,6 +172,34 @@ Test(bucket, the_listing_rules_out_objects_outside_the_window)
 			     cases[i].may, "case %zu: %s", i, cases[i].key);
 }
 
+Test(bucket, keys_name_their_host_by_the_template)
+{
+	static const struct {
+		const char *tmpl, *key, *host;
+	} cases[] = {
+		{ "{host}/{date}/{file}", "web-1/2026-11-23/f.data.json", "web-1" },
+		{ "fleet/{host}/{date}/{file}", "fleet/db.2/2026-11-23/f.data.json", "db.2" },
+		{ "fleet/{host}-{file}", "fleet/a-b-f.data.json", "a" },
+		{ "fleet/{host}/{date}/{file}", "other/a/2026-11-23/f.data.json", NULL },
+		{ "fleet/{host}/{date}/{file}", "fleet//2026-11-23/f.data.json", NULL },
+		{ "{date}/{host}/{file}", "2026-11-23/a/f.data.json", NULL }, /* {host} not first: unknown */
+		{ "fleet/{host}{file}", "fleet/af.data.json", NULL },       /* nothing ends the name */
+		{ "fleet/{file}", "fleet/f.data.json", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *h = key_host(cases[i].tmpl, cases[i].key);
+
+		if (cases[i].host) {
+			cr_assert_not_null(h, "%s in %s", cases[i].key, cases[i].tmpl);
+			cr_expect_str_eq(h, cases[i].host);
+		} else {
+			cr_expect_null(h, "%s in %s gave %s", cases[i].key, cases[i].tmpl, h);
+		}
+		free(h);
+	}
+}
+
 Test(bucket, objects_sort_by_start_then_host)
 {
 	struct bucket_object v[] = {
@@ -188,7 +216,7 @@ Test(bucket, objects_sort_by_start_then_host)
 
 struct gap_case {
 	const char *name;
-	const char *host;
+	const char *hosts[4]; /* NULL-terminated; hosts[0] NULL: every host of the objects */
 	uint64_t from, to;
 	struct { const char *host; uint64_t from, to; } want[4];
 	size_t nr_want;
@@ -199,7 +227,8 @@ static void check_gaps(const struct bucket_object *objs, size_t nr, const struct
 	struct bucket_gap *g = NULL;
 	size_t ng = 0;
 
-	cr_assert_eq(bucket_gaps(objs, nr, c->host, c->from, c->to, S, &g, &ng), 0, "%s", c->name);
+	cr_assert_eq(bucket_gaps(objs, nr, c->hosts[0] ? c->hosts : NULL, c->from, c->to, S, &g, &ng), 0, "%s",
+		     c->name);
 	cr_expect_eq(ng, c->nr_want, "%s: %zu gaps, want %zu", c->name, ng, c->nr_want);
 	for (size_t i = 0; i < ng && i < c->nr_want; i++) {
 		if (c->want[i].host)
@@ -232,17 +261,20 @@ Test(bucket, gaps_are_the_window_parts_no_object_of_a_host_covers)
 		obj("a", 22 * S + S / 10, 30 * S, false, NULL, NULL),
 	};
 	const struct gap_case cases[] = {
-		{ "covered", "a", 10 * S, 14 * S, { { 0 } }, 0 },
-		{ "small separation", "a", 11 * S, 13 * S, { { 0 } }, 0 },
-		{ "stopped daemon", "a", 11 * S, 21 * S, { { "a", 14 * S, 20 * S } }, 1 },
-		{ "lagging upload", "a", 21 * S, 35 * S, { { "a", 22 * S, 35 * S } }, 1 },
-		{ "before the first", "a", 5 * S, 11 * S, { { "a", 5 * S, 10 * S } }, 1 },
-		{ "host with nothing", "c", 5 * S, 11 * S, { { "c", 5 * S, 11 * S } }, 1 },
-		{ "point in a gap", "a", 16 * S, 16 * S, { { "a", 16 * S, 16 * S } }, 1 },
-		{ "every host", NULL, 11 * S, 35 * S,
+		{ "covered", { "a" }, 10 * S, 14 * S, { { 0 } }, 0 },
+		{ "small separation", { "a" }, 11 * S, 13 * S, { { 0 } }, 0 },
+		{ "stopped daemon", { "a" }, 11 * S, 21 * S, { { "a", 14 * S, 20 * S } }, 1 },
+		{ "lagging upload", { "a" }, 21 * S, 35 * S, { { "a", 22 * S, 35 * S } }, 1 },
+		{ "before the first", { "a" }, 5 * S, 11 * S, { { "a", 5 * S, 10 * S } }, 1 },
+		{ "host with nothing", { "c" }, 5 * S, 11 * S, { { "c", 5 * S, 11 * S } }, 1 },
+		{ "point in a gap", { "a" }, 16 * S, 16 * S, { { "a", 16 * S, 16 * S } }, 1 },
+		{ "every host", { NULL }, 11 * S, 35 * S,
 		  { { "a", 14 * S, 20 * S }, { "a", 22 * S, 35 * S } }, 2 },
-		{ "every host, b short", NULL, 30 * S, 45 * S,
+		{ "every host, b short", { NULL }, 30 * S, 45 * S,
 		  { { "a", 30 * S, 45 * S }, { "b", 40 * S, 45 * S } }, 2 },
+		/* the fleet that matched, one of it silent in the window */
+		{ "named hosts", { "b", "c" }, 30 * S, 45 * S,
+		  { { "b", 40 * S, 45 * S }, { "c", 30 * S, 45 * S } }, 2 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -251,8 +283,8 @@ Test(bucket, gaps_are_the_window_parts_no_object_of_a_host_covers)
 
 Test(bucket, gaps_of_an_empty_bucket)
 {
-	const struct gap_case any = { "nothing at all", NULL, 5 * S, 9 * S, { { NULL, 5 * S, 9 * S } }, 1 };
-	const struct gap_case host = { "nothing for a", "a", 5 * S, 9 * S, { { "a", 5 * S, 9 * S } }, 1 };
+	const struct gap_case any = { "nothing at all", { NULL }, 5 * S, 9 * S, { { NULL, 5 * S, 9 * S } }, 1 };
+	const struct gap_case host = { "nothing for a", { "a" }, 5 * S, 9 * S, { { "a", 5 * S, 9 * S } }, 1 };
 	const struct bucket_object pending[] = { obj("a", 0, 10 * S, false, NULL, NULL) };
 
 	check_gaps(NULL, 0, &any);

@@ -35,6 +35,7 @@ void bucket_object_exit(struct bucket_object *o)
 		free(o->labels[i]);
 	free(o->labels);
 	free(o->path);
+	free(o->manifest);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -424,6 +425,10 @@ static int read_one(const struct bucket_opts *o, struct s3_client *c, const char
 		return r == -ENOMEM ? r : 0;
 	}
 	r = bucket_manifest_parse(json, key, &obj);
+	if (r == 0) {
+		obj.manifest = json;
+		json = NULL;
+	}
 	free(json);
 	if (r < 0) {
 		if (r != -ENOMEM)
@@ -564,6 +569,37 @@ static bool have_copy(const char *path, const char *sha)
 }
 
 /*
+ * The manifest beside its file, as in the host's output directory, so the
+ * fetched directory reads like the original (perfrecctl ls, a person).
+ * Written whole and renamed; a copy already there is replaced.
+ */
+static int write_manifest(const struct bucket_object *obj, const char *dest)
+{
+	char *path = NULL, *part = NULL;
+	size_t len = obj->manifest ? strlen(obj->manifest) : 0;
+	int fd = -1, r = -ENOMEM;
+
+	if (!obj->manifest)
+		return 0;
+	if (asprintf(&path, "%s.json", dest) < 0 || asprintf(&part, "%s.json.part", dest) < 0)
+		goto out;
+	errno = 0;
+	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, obj->manifest, len) != (ssize_t)len || close(fd) < 0 || rename(part, path) < 0) {
+		r = errno ? -errno : -EIO;
+		if (fd >= 0)
+			unlink(part);
+		fprintf(stderr, "perfrecctl: cannot write %s: %s\n", path, strerror(-r));
+		goto out;
+	}
+	r = 0;
+out:
+	free(path);
+	free(part);
+	return r;
+}
+
+/*
  * Download one object to "<dir>/<file>.part", check it, then rename it to
  * "<dir>/<file>": a copy that fails its check never carries the name a
  * reader would open.  0, or -EBADMSG (hash), -errno; named on stderr.
@@ -585,6 +621,8 @@ static int fetch_one(const struct bucket_opts *o, struct s3_client *c, struct bu
 	}
 	if (have_copy(dest, obj->sha256)) {
 		obj->path = dest;
+		/* The data is what matters; a manifest not written was named. */
+		write_manifest(obj, dest);
 		return 0;
 	}
 	if (asprintf(&part, "%s.part", dest) < 0) {
@@ -611,6 +649,7 @@ static int fetch_one(const struct bucket_opts *o, struct s3_client *c, struct bu
 	}
 	obj->path = dest;
 	dest = NULL;
+	write_manifest(obj, obj->path);
 	r = 0;
 out:
 	free(dest);

@@ -53,6 +53,7 @@ struct bucket_object {
 	char sha256[65];
 	bool uploaded;   /* the data object is in the bucket (its manifest goes first) */
 	char *path;      /* bucket_fetch(): the checked local copy; else NULL */
+	char *manifest;  /* the manifest's JSON text as stored */
 };
 
 /* A part of the window no object of @host covers. */
@@ -80,8 +81,9 @@ int bucket_list(const struct bucket_opts *o, struct bucket_result *ret);
 
 /*
  * The data objects overlapping [@from_ns, @to_ns] (wall clock, inclusive),
- * downloaded into @dir (which must exist) under their file names; a copy
- * already there with the manifest's SHA-256 is reused.  A download whose
+ * downloaded into @dir (which must exist) under their file names, each with
+ * its manifest beside it ("<file>.json", as on the host); a copy already
+ * there with the manifest's SHA-256 is reused.  A download whose
  * SHA-256 differs from its manifest's is named on stderr with both hashes,
  * deleted, counted in nr_bad and left out, so its span shows as a gap.
  * *ret holds only the objects fetched and checked, in time order, each

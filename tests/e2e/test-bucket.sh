@@ -3,7 +3,7 @@
 # loopback: two daemons with different host names (each in its own UTS
 # namespace) and labels upload to the same bucket.  bucket-ls shows both
 # from their manifests, filtered by host and by label; fetch --host A
-# downloads exactly A's files (byte-identical to A's local ones, perf reads
+# downloads exactly A's files and manifests (byte-identical to A's, perf reads
 # hostname A in each) and reports no gap inside A's recording; a window past
 # A's last upload, and one over an object whose data is missing (manifest
 # stored, data not: a lagging upload), report gaps, for the host asked for
@@ -116,12 +116,13 @@ while read -r p; do
 	case $p in "$T/fa/"*) ;; *) fail "fetch printed $p, outside -o $T/fa" ;; esac
 	b=$(basename "$p")
 	cmp -s "$p" "$T/out-hosta/$b" || fail "$b fetched differs from hosta's own copy (or is not hosta's)"
+	cmp -s "$p.json" "$T/out-hosta/$b.json" || fail "$b.json fetched beside it differs from hosta's manifest"
 	perf report --header-only -i "$p" 2>/dev/null | grep -q '^# hostname : hosta$' ||
 		fail "$b: perf does not read hostname hosta in it"
 	[ -z "$prev" ] || [[ "$prev" < "$b" ]] || fail "fetch output is not in time order: $prev before $b"
 	prev=$b
 done <"$T/fa.out"
-[ "$(ls "$T/fa" | wc -l)" = "$na" ] || { ls "$T/fa"; fail "fetch left other files in $T/fa"; }
+[ "$(ls "$T/fa" | wc -l)" = $((2 * na)) ] || { ls "$T/fa"; fail "fetch left other files than the data and manifests in $T/fa"; }
 note "fetch --host hosta: $na files, each hosta's own"
 
 # A second fetch reuses the checked copies (and still names them all).

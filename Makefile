@@ -47,6 +47,11 @@ PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
 	-D_GNU_SOURCE -Ilib/include -Ilib -DPERFREC_VERSION='"$(VERSION)"'
 PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
+# Every compiler run also writes the headers its output was built from into
+# OUTPUT.d (-MMD), with an empty rule per header (-MP) so a deleted header is
+# not an error; the .d files are included at the end.  Touching a header then
+# rebuilds exactly what includes it, directly or not.
+DEPFLAGS = -MMD -MP -MT $@ -MF $@.d
 
 ifeq ($(V),1)
 Q :=
@@ -92,9 +97,9 @@ deps:
 	fi
 
 # --- library ----------------------------------------------------------------
-lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+lib/%.o: lib/%.c
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
@@ -123,7 +128,7 @@ build/vmlinux.h:
 
 build/%.bpf.o: lib/bpf/%.bpf.c build/vmlinux.h
 	@$(if $(Q),echo "  BPF     $@")
-	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Ibuild -c -o $@ $<
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Ibuild $(DEPFLAGS) -c -o $@ $<
 
 build/%.skel.h: build/%.bpf.o
 	@$(if $(Q),echo "  GENSKEL $@")
@@ -133,13 +138,13 @@ lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: build/offcpu.skel.
 lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: PR_CFLAGS += -Ibuild
 
 # --- programs (linked statically against libperfrec) ----------------------
-daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
+daemon/%.o: daemon/%.c
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
+tools/%.o: tools/%.c
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Their --version comes from VERSION above.
 daemon/main.o tools/main.o: Makefile
@@ -159,27 +164,27 @@ tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
 DAEMON_MOD_OBJS := $(filter-out daemon/main.o,$(DAEMON_OBJS))
 tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 ASAN_UNIT_TESTS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_TEST_SRCS))
 
-build-asan/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+build-asan/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
 
-build-asan/daemon/%.o: daemon/%.c $(wildcard daemon/*.h lib/include/perfrec/*.h)
+build-asan/daemon/%.o: daemon/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
 
 build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
 # Fuzzers: clang's libFuzzer with ASan/UBSan, each run for a short time.
 FUZZ_CC := clang
@@ -188,13 +193,15 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRCS))
 FUZZ_TIME ?= 20
 
-build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h lib/include/perfrec/*.h)
+build-fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
-build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_LIB_OBJS) $(wildcard daemon/*.c tools/*.c)
+# The fuzz targets #include the daemon's and tools' .c files they exercise;
+# their .d files list those as well as the headers.
+build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Itools $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
 
 # Every stage runs even when an earlier one failed, so one run shows all
 # failures; the closing line totals them and the exit status reflects them.
@@ -221,15 +228,15 @@ check-fuzz: $(FUZZ_BINS)
 
 # The e2e workload keeps frame pointers so callchains show caller -> hot.
 tests/e2e/workload: tests/e2e/workload.c
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread $(LDFLAGS) -o $@ $<
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
 # Off-CPU e2e workload: blocks in wait_for_data(), frame pointers kept.
 tests/e2e/blocker: tests/e2e/blocker.c
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(LDFLAGS) -o $@ $<
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
 # BPF-symbol e2e workload: a hot socket filter loaded with libbpf.
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
-	$(Q)$(CC) -O1 -g $(LDFLAGS) -o $@ $< -lbpf
+	$(Q)$(CC) -O1 -g $(DEPFLAGS) $(LDFLAGS) -o $@ $< -lbpf
 
 check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
 	$(Q)tests/e2e/run.sh
@@ -244,9 +251,9 @@ BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-
 bench: all tests/e2e/workload $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 tests/bench/bench-%: tests/bench/bench-%.c $(LIB_OBJS)
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(DEPS_LIBS) -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(DEPS_LIBS) -lpthread
 tests/bench/spawn-threads: tests/bench/spawn-threads.c
-	$(Q)$(CC) $(PR_CFLAGS) $(CFLAGS) -pthread $(LDFLAGS) -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(CFLAGS) -pthread $(LDFLAGS) -o $@ $<
 
 # --- run --------------------------------------------------------------------
 run: deps
@@ -343,3 +350,12 @@ clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
 	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot build-check.results
 	rm -rf build-asan build-fuzz build
+
+# --- generated dependencies -------------------------------------------------
+# Written by the compiler next to each output (DEPFLAGS); missing ones are
+# fine: their output has not been built yet, so it will be.
+DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
+	$(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
+	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot \
+	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
+-include $(DEP_FILES)

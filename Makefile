@@ -346,9 +346,13 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man1/perfrecctl.1 $(DESTDIR)$(MANDIR)/man5/perfrecd.conf.5 \
 	  $(DESTDIR)$(MANDIR)/man8/perfrecd.8
 
+# Everything a target of this Makefile writes (the globs also catch outputs
+# of sources since removed); tests/e2e/test-build-deps.sh holds it to that.
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot build-check.results
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
+	  tests/e2e/bpfhot $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
+	rm -f lib/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
 # --- generated dependencies -------------------------------------------------

@@ -20,22 +20,16 @@
 
 #include <perfrec/pdreader.h>
 
+#include "digest.h"
 #include "manifest.h"
 #include "manifest-cgroup.h"
-
-/* 64 chunks of 64 KiB: ~3 ms of hashing between two calls of the progress callback. */
-#define PROGRESS_CHUNKS 64
 
 int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
 		    void (*progress)(void *ctx), void *progress_ctx)
 {
-	unsigned int chunks = 0;
-	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-	unsigned int ml = 0;
-	uint64_t size = 0;
-	EVP_MD_CTX *ctx;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	EVP_MD_CTX *ctx = NULL;
+	uint64_t size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
@@ -44,20 +38,12 @@ int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
 		r = -ENOMEM;
 		goto out;
 	}
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		EVP_DigestUpdate(ctx, buf, (size_t)n);
-		size += (uint64_t)n;
-		if (progress && ++chunks % PROGRESS_CHUNKS == 0)
-			progress(progress_ctx);
-	}
-	if (n < 0) {
-		r = -errno;
+	r = digest_fd(fd, &ctx, 1, &size, progress, progress_ctx);
+	if (r < 0)
 		goto out;
-	}
-	EVP_DigestFinal_ex(ctx, md, &ml);
-	for (unsigned int i = 0; i < ml; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
-	*ret_size = size;
+	r = digest_final_hex(ctx, hex, 65);
+	if (r == 0)
+		*ret_size = size;
 out:
 	EVP_MD_CTX_free(ctx);
 	close(fd);

@@ -20,6 +20,7 @@
 #include "varlink.h"
 #include "log.h"
 #include "manager.h"
+#include "version.h"
 
 #define DEFAULT_CONFIG "/etc/perfrecd/perfrecd.conf"
 

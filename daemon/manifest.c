@@ -20,22 +20,16 @@
 
 #include <perfrec/pdreader.h>
 
+#include "digest.h"
 #include "manifest.h"
 #include "manifest-cgroup.h"
-
-/* 64 chunks of 64 KiB: ~3 ms of hashing between two calls of the progress callback. */
-#define PROGRESS_CHUNKS 64
 
 int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
 		    void (*progress)(void *ctx), void *progress_ctx)
 {
-	unsigned int chunks = 0;
-	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-	unsigned int ml = 0;
-	uint64_t size = 0;
-	EVP_MD_CTX *ctx;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	EVP_MD_CTX *ctx = NULL;
+	uint64_t size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
@@ -44,20 +38,12 @@ int manifest_sha256(const char *path, char hex[65], uint64_t *ret_size,
 		r = -ENOMEM;
 		goto out;
 	}
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		EVP_DigestUpdate(ctx, buf, (size_t)n);
-		size += (uint64_t)n;
-		if (progress && ++chunks % PROGRESS_CHUNKS == 0)
-			progress(progress_ctx);
-	}
-	if (n < 0) {
-		r = -errno;
+	r = digest_fd(fd, &ctx, 1, &size, progress, progress_ctx);
+	if (r < 0)
 		goto out;
-	}
-	EVP_DigestFinal_ex(ctx, md, &ml);
-	for (unsigned int i = 0; i < ml; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
-	*ret_size = size;
+	r = digest_final_hex(ctx, hex, 65);
+	if (r == 0)
+		*ret_size = size;
 out:
 	EVP_MD_CTX_free(ctx);
 	close(fd);
@@ -114,15 +100,133 @@ static json_object *utc(uint64_t ns)
 	return json_object_new_string(buf);
 }
 
+/* The recorded events, each with its frequency (as recorded and configured) or period. */
+static json_object *events_json(const struct manifest_info *mi)
+{
+	const struct config *c = mi->cfg;
+	json_object *evs = json_object_new_array();
+
+	for (size_t i = 0; evs && c && i < c->nr_events; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(c->events[i]));
+		if (c->freq) {
+			json_object_object_add(e, "frequency", json_object_new_uint64(mi->freq ? mi->freq : c->freq));
+			json_object_object_add(e, "configured_frequency", json_object_new_uint64(c->freq));
+			if (mi->freq_min)
+				json_object_object_add(e, "min_frequency", json_object_new_uint64(mi->freq_min));
+			if (mi->freq_max)
+				json_object_object_add(e, "max_frequency", json_object_new_uint64(mi->freq_max));
+		} else {
+			json_object_object_add(e, "period", json_object_new_uint64(c->period));
+		}
+		json_object_array_add(evs, e);
+	}
+	return evs;
+}
+
+static json_object *cpus_json(const struct manifest_info *mi)
+{
+	json_object *cpus = json_object_new_array();
+
+	for (size_t i = 0; cpus && i < mi->nr_cpus; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "cpu", json_object_new_int(mi->cpus[i].cpu));
+		json_object_object_add(o, "samples", json_object_new_uint64(mi->cpus[i].samples));
+		json_object_object_add(o, "lost", json_object_new_uint64(mi->cpus[i].lost));
+		json_object_object_add(o, "dropped", json_object_new_uint64(mi->cpus[i].dropped));
+		json_object_array_add(cpus, o);
+	}
+	return cpus;
+}
+
+/* The configured "name=value" labels as an object. */
+static json_object *labels_json(const struct config *c)
+{
+	json_object *labels = json_object_new_object();
+
+	for (size_t i = 0; labels && c && i < c->nr_labels; i++) {
+		const char *eq = strchr(c->labels[i], '=');
+		char *name = eq ? strndup(c->labels[i], (size_t)(eq - c->labels[i])) : NULL;
+
+		if (name)
+			json_object_object_add(labels, name, json_object_new_string(eq + 1));
+		free(name);
+	}
+	return labels;
+}
+
+/* All of @len bytes, retrying short writes so their cause (ENOSPC...) is what fails.  0 or -errno. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * @text and a newline into "<path>.json", atomically: "<path>.json.tmp",
+ * fsync, rename, fsync of the directory.  0 or -errno.
+ */
+static int write_json_file(const char *path, const char *text)
+{
+	char *tmp = NULL, *dst = NULL;
+	int r, fd = -1;
+
+	if (asprintf(&tmp, "%s.json.tmp", path) < 0) {
+		tmp = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	if (asprintf(&dst, "%s.json", path) < 0) {
+		dst = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = write_all(fd, text, strlen(text));
+	if (r == 0)
+		r = write_all(fd, "\n", 1);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, dst) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		goto out;
+	}
+	/* The data file is renamed next: its manifest's name must be durable first. */
+	r = fsync_dir_of(dst);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(dst);
+	return r;
+}
+
 int manifest_write(const struct manifest_info *mi)
 {
-	json_object *root = json_object_new_object(), *evs, *cpus, *labels, *cgroups = NULL;
+	json_object *root = json_object_new_object(), *cgroups = NULL;
+	const char *base = strrchr(mi->path, '/');
 	const struct config *c = mi->cfg;
-	char hex[65] = "", *tmp = NULL, *dst = NULL;
-	const char *text, *base = strrchr(mi->path, '/');
+	char hex[65] = "";
 	struct utsname un;
 	uint64_t size = 0;
-	int r, fd = -1;
+	int r;
 
 	if (!root)
 		return -ENOMEM;
@@ -139,38 +243,9 @@ int manifest_write(const struct manifest_info *mi)
 	json_object_object_add(root, "start", utc(mi->start_wall_ns));
 	json_object_object_add(root, "end", utc(mi->end_wall_ns));
 	json_object_object_add(root, "recovered", json_object_new_boolean(mi->recovered));
-
-	evs = json_object_new_array();
-	for (size_t i = 0; c && i < c->nr_events; i++) {
-		json_object *e = json_object_new_object();
-
-		json_object_object_add(e, "name", json_object_new_string(c->events[i]));
-		if (c->freq) {
-			json_object_object_add(e, "frequency", json_object_new_uint64(mi->freq ? mi->freq : c->freq));
-			json_object_object_add(e, "configured_frequency", json_object_new_uint64(c->freq));
-			if (mi->freq_min)
-				json_object_object_add(e, "min_frequency", json_object_new_uint64(mi->freq_min));
-			if (mi->freq_max)
-				json_object_object_add(e, "max_frequency", json_object_new_uint64(mi->freq_max));
-		} else {
-			json_object_object_add(e, "period", json_object_new_uint64(c->period));
-		}
-		json_object_array_add(evs, e);
-	}
-	json_object_object_add(root, "events", evs);
+	json_object_object_add(root, "events", events_json(mi));
 	json_object_object_add(root, "callchain", json_object_new_boolean(c && c->callchain));
-
-	cpus = json_object_new_array();
-	for (size_t i = 0; i < mi->nr_cpus; i++) {
-		json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "cpu", json_object_new_int(mi->cpus[i].cpu));
-		json_object_object_add(o, "samples", json_object_new_uint64(mi->cpus[i].samples));
-		json_object_object_add(o, "lost", json_object_new_uint64(mi->cpus[i].lost));
-		json_object_object_add(o, "dropped", json_object_new_uint64(mi->cpus[i].dropped));
-		json_object_array_add(cpus, o);
-	}
-	json_object_object_add(root, "cpus", cpus);
+	json_object_object_add(root, "cpus", cpus_json(mi));
 	json_object_object_add(root, "samples", json_object_new_uint64(mi->samples));
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));
 	/* Part of lost: samples recorded but refused by a full disk (LOST records in the file). */
@@ -185,46 +260,12 @@ int manifest_write(const struct manifest_info *mi)
 	    manifest_cgroups(mi->data_path ? mi->data_path : mi->path, &cgroups) < 0)
 		cgroups = NULL;
 	json_object_object_add(root, "cgroups", cgroups);
+	json_object_object_add(root, "labels", labels_json(c));
 
-	labels = json_object_new_object();
-	for (size_t i = 0; c && i < c->nr_labels; i++) {
-		const char *eq = strchr(c->labels[i], '=');
-		char *name = eq ? strndup(c->labels[i], (size_t)(eq - c->labels[i])) : NULL;
-
-		if (name)
-			json_object_object_add(labels, name, json_object_new_string(eq + 1));
-		free(name);
-	}
-	json_object_object_add(root, "labels", labels);
-
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (asprintf(&tmp, "%s.json.tmp", mi->path) < 0 || asprintf(&dst, "%s.json", mi->path) < 0) {
-		r = -ENOMEM;
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text) || write(fd, "\n", 1) != 1 ||
-	    fsync(fd) < 0) {
-		r = errno ? -errno : -EIO;
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, dst) < 0) {
-		r = -errno;
-		unlink(tmp);
-		goto out;
-	}
-	/* The data file is renamed next: its manifest's name must be durable first. */
-	r = fsync_dir_of(dst);
+	r = write_json_file(mi->path,
+			    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+								 JSON_C_TO_STRING_NOSLASHESCAPE));
 out:
-	if (fd >= 0)
-		close(fd);
-	free(tmp);
-	free(dst);
 	json_object_put(root);
 	return r;
 }

@@ -142,26 +142,47 @@ int retention_below_floor(const struct retention_opts *o, uint64_t *ret_avail, u
 	return r;
 }
 
-int retention_apply(const struct retention_opts *o, const char *const *keep)
-{
-	struct retention_space sp = { 0 };
-	uint64_t max_bytes = o->max_bytes, floor = 0;
-	struct candidate *c = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t total_bytes = 0, count, now = realtime_usec();
-	struct dirent *de;
-	DIR *d;
-	int dfd, r = 0, removed = 0;
+/* The files retention may remove. */
+struct candidates {
+	struct candidate *c;
+	size_t n, cap;
+	uint64_t total_bytes;
+};
 
-	dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return log_error_errno(-errno, "Failed to open %s for retention: %m", o->dir);
-	d = fdopendir(dfd);
-	if (!d) {
-		r = -errno;
-		close(dfd);
-		return log_error_errno(r, "Failed to read %s for retention: %s", o->dir, strerror(-r));
+static void candidates_free(struct candidates *cs)
+{
+	for (size_t i = 0; i < cs->n; i++)
+		free(cs->c[i].name);
+	free(cs->c);
+}
+
+static int candidates_add(struct candidates *cs, const char *name, const struct stat *st)
+{
+	if (cs->n == cs->cap) {
+		size_t ncap = cs->cap ? cs->cap * 2 : 64;
+		struct candidate *nc = realloc(cs->c, ncap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		cs->c = nc;
+		cs->cap = ncap;
 	}
+	cs->c[cs->n].name = strdup(name);
+	if (!cs->c[cs->n].name)
+		return -ENOMEM;
+	cs->c[cs->n].size = (uint64_t)st->st_size;
+	cs->c[cs->n].mtime_usec = (uint64_t)st->st_mtim.tv_sec * 1000000 + (uint64_t)st->st_mtim.tv_nsec / 1000;
+	cs->total_bytes += cs->c[cs->n].size;
+	cs->n++;
+	return 0;
+}
+
+/* Our published regular files in @d, oldest (first by name) first.  0 or -errno. */
+static int candidates_read(const struct retention_opts *o, DIR *d, struct candidates *cs)
+{
+	int dfd = dirfd(d), r;
+	struct dirent *de;
+
 	while ((errno = 0, de = readdir(d))) {
 		struct stat st;
 
@@ -174,91 +195,129 @@ int retention_apply(const struct retention_opts *o, const char *const *keep)
 		}
 		if (!S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct candidate *nc = realloc(c, ncap * sizeof(*c));
-
-			if (!nc) {
-				r = -ENOMEM;
-				goto out;
-			}
-			c = nc;
-			cap = ncap;
-		}
-		c[n].name = strdup(de->d_name);
-		if (!c[n].name) {
-			r = -ENOMEM;
-			goto out;
-		}
-		c[n].size = st.st_size;
-		c[n].mtime_usec = (uint64_t)st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
-		total_bytes += c[n].size;
-		n++;
+		r = candidates_add(cs, de->d_name, &st);
+		if (r < 0)
+			return r;
 	}
-	if (errno) {
+	if (errno)
+		return -errno;
+	if (cs->n > 1)
+		qsort(cs->c, cs->n, sizeof(*cs->c), cmp_candidate);
+	return 0;
+}
+
+/*
+ * The byte limit and the free-space floor in bytes, their shares of the file
+ * system measured once (@sp: what it measured); without a measurement the
+ * limits in percent and min-free are not applied.
+ */
+static void byte_limits(const struct retention_opts *o, int dfd, struct retention_space *sp,
+			uint64_t *ret_max_bytes, uint64_t *ret_floor)
+{
+	int r;
+
+	*ret_max_bytes = o->max_bytes;
+	*ret_floor = 0;
+	if (!o->max_bytes_percent && !o->min_free && !o->min_free_percent)
+		return;
+	r = get_space(o, dfd, sp);
+	if (r < 0) {
+		log_warning("Cannot measure the file system of %s (%s): max-bytes and min-free "
+			    "in percent, and min-free, are not applied", o->dir, strerror(-r));
+		*ret_max_bytes = o->max_bytes_percent ? 0 : o->max_bytes;
+		return;
+	}
+	*ret_max_bytes = share(o->max_bytes, o->max_bytes_percent, sp->size);
+	if (o->min_free || o->min_free_percent)
+		*ret_floor = share(o->min_free, o->min_free_percent, sp->size);
+}
+
+/* Where retention stands while it walks the candidates, oldest first. */
+struct walk {
+	uint64_t count, total_bytes, max_bytes, floor, now;
+	struct retention_space sp;
+};
+
+/* Why @f must go, into @why; false when no limit asks for it. */
+static bool must_go(const struct retention_opts *o, const struct walk *w, const struct candidate *f,
+		    char *why, size_t whylen)
+{
+	if (o->max_files && w->count > o->max_files)
+		snprintf(why, whylen, "max-files=%" PRIu64, o->max_files);
+	else if (w->max_bytes && w->total_bytes > w->max_bytes)
+		snprintf(why, whylen, "max-bytes=%" PRIu64, w->max_bytes);
+	else if (o->max_age_usec && w->now > f->mtime_usec && w->now - f->mtime_usec > o->max_age_usec)
+		snprintf(why, whylen, "max-age=%" PRIu64 "s", o->max_age_usec / 1000000);
+	else if (w->floor && w->sp.avail < w->floor)
+		snprintf(why, whylen, "min-free=%" PRIu64 ", %" PRIu64 " free", w->floor, w->sp.avail);
+	else
+		return false;
+	return true;
+}
+
+/* Remove @f and its companions; 1 removed, 0 gone already, -errno not removed. */
+static int remove_file(const struct retention_opts *o, int dfd, const struct candidate *f, const char *why)
+{
+	int r = 1;
+
+	if (unlinkat(dfd, f->name, 0) < 0) {
+		/* Gone already (another remover, or an operator): it no
+		 * longer takes space, which is all that matters here. */
+		if (errno != ENOENT)
+			return log_error_errno(-errno, "Failed to remove %s/%s (retention: %s): %m",
+					       o->dir, f->name, why);
+		r = 0;
+	} else {
+		log_info("Removed %s/%s (retention: %s)", o->dir, f->name, why);
+	}
+	remove_companions(dfd, f->name);
+	return r;
+}
+
+int retention_apply(const struct retention_opts *o, const char *const *keep)
+{
+	struct candidates cs = { 0 };
+	struct walk w = { .now = realtime_usec() };
+	DIR *d;
+	int dfd, r, removed = 0;
+
+	dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return log_error_errno(-errno, "Failed to open %s for retention: %m", o->dir);
+	d = fdopendir(dfd);
+	if (!d) {
 		r = -errno;
+		close(dfd);
+		return log_error_errno(r, "Failed to read %s for retention: %s", o->dir, strerror(-r));
+	}
+	r = candidates_read(o, d, &cs);
+	if (r < 0) {
+		log_error("Failed to read %s for retention: %s", o->dir, strerror(-r));
 		goto out;
 	}
-	if (n > 1)
-		qsort(c, n, sizeof(*c), cmp_candidate);
-	/* Shares of the file system, measured once; the floor again after each removal. */
-	if (o->max_bytes_percent || o->min_free || o->min_free_percent) {
-		int rs = get_space(o, dfd, &sp);
-
-		if (rs < 0) {
-			log_warning("Cannot measure the file system of %s (%s): max-bytes and min-free "
-				    "in percent, and min-free, are not applied", o->dir, strerror(-rs));
-			max_bytes = o->max_bytes_percent ? 0 : o->max_bytes;
-		} else {
-			max_bytes = share(o->max_bytes, o->max_bytes_percent, sp.size);
-			if (o->min_free || o->min_free_percent)
-				floor = share(o->min_free, o->min_free_percent, sp.size);
-		}
-	}
-
-	count = n;
-	for (size_t i = 0; i < n; i++) {
+	/* The floor is measured again after each removal. */
+	byte_limits(o, dfd, &w.sp, &w.max_bytes, &w.floor);
+	w.count = cs.n;
+	w.total_bytes = cs.total_bytes;
+	for (size_t i = 0; i < cs.n; i++) {
+		const struct candidate *f = &cs.c[i];
 		char why[64];
-		bool aged = o->max_age_usec && now > c[i].mtime_usec &&
-			    now - c[i].mtime_usec > o->max_age_usec;
 
-		if (o->max_files && count > o->max_files)
-			snprintf(why, sizeof(why), "max-files=%" PRIu64, o->max_files);
-		else if (max_bytes && total_bytes > max_bytes)
-			snprintf(why, sizeof(why), "max-bytes=%" PRIu64, max_bytes);
-		else if (aged)
-			snprintf(why, sizeof(why), "max-age=%" PRIu64 "s", o->max_age_usec / 1000000);
-		else if (floor && sp.avail < floor)
-			snprintf(why, sizeof(why), "min-free=%" PRIu64 ", %" PRIu64 " free", floor, sp.avail);
-		else
+		if (!must_go(o, &w, f, why, sizeof(why)) || is_kept(f->name, keep))
 			continue;
-		if (is_kept(c[i].name, keep))
+		r = remove_file(o, dfd, f, why);
+		if (r < 0)
 			continue;
-		if (unlinkat(dfd, c[i].name, 0) < 0) {
-			/* Gone already (another remover, or an operator): it no
-			 * longer takes space, which is all that matters here. */
-			if (errno != ENOENT) {
-				log_error("Failed to remove %s/%s (retention: %s): %m", o->dir, c[i].name, why);
-				continue;
-			}
-		} else {
-			log_info("Removed %s/%s (retention: %s)", o->dir, c[i].name, why);
-			removed++;
-		}
-		remove_companions(dfd, c[i].name);
-		count--;
-		total_bytes -= c[i].size;
+		removed += r;
+		w.count--;
+		w.total_bytes -= f->size;
 		/* What the removal freed, as the file system sees it (others write too). */
-		if (floor && get_space(o, dfd, &sp) < 0)
-			sp.avail += c[i].size;
+		if (w.floor && get_space(o, dfd, &w.sp) < 0)
+			w.sp.avail += f->size;
 	}
 	r = removed;
 out:
-	if (r < 0)
-		log_error("Failed to read %s for retention: %s", o->dir, strerror(-r));
-	for (size_t i = 0; i < n; i++)
-		free(c[i].name);
-	free(c);
+	candidates_free(&cs);
 	closedir(d);
 	return r;
 }

@@ -24,6 +24,7 @@
 #include <perfrec/pdwriter.h>
 
 #include "hostinfo-internal.h"
+#include "version.h"
 
 /*
  * HEADER_VERSION is perf's version to its readers: perf_to_profile and

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "perfrecctl.h"
+#include "version.h"
 
 static const struct perfrecctl_cmd cmds[] = {
 	{ "verify", "FILE...", "check perf.data files; exit 1 if any is unsound", cmd_verify },

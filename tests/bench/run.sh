@@ -19,9 +19,15 @@
 # CSV under tests/bench/results/.  Then it runs the drain-path
 # micro-benchmark, the start-up / 10,000-thread synthesis benchmark, the
 # compression ratios and the timings make check only bounds (timing.sh).
+# The "steady" part records the same way for 20 s per run instead of 3: in a
+# 3-s run perf's start-up (0.15 s of CPU) is most of what it spends at low
+# rates and flatters perfrecd's ratio; over 20 s the steady-state cost shows.
 # See tests/bench/README.md.
 #
-# Environment: BENCH_PARTS ("record drain synth ratio timing"), BENCH_RATES
+# Environment: BENCH_PARTS ("record steady drain synth ratio timing"),
+# BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
+# BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none), BENCH_RESULTS
+# (tests/bench/results: where the CSVs go), BENCH_RATES
 # ("99 1000 10000 50000"), BENCH_RUNS (3), BENCH_SECS (3, workload seconds
 # per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
 # rates also run compressed; "" for none), BENCH_ZLEVEL (1: the zstd level
@@ -43,11 +49,15 @@ ZRATES=${BENCH_COMPRESS_RATES-10000}
 THREADS=${BENCH_THREADS:-10000}
 ZLEVEL=${BENCH_ZLEVEL:-1}
 DRAINPRIO=${BENCH_DRAIN_PRIORITY:-0}
-PARTS=${BENCH_PARTS:-record drain synth ratio timing}
+STEADY_SECS=${BENCH_STEADY_SECS:-20}
+STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
+STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
+STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
-RESULTS=$ROOT/tests/bench/results
+RESULTS=${BENCH_RESULTS:-$ROOT/tests/bench/results}
 PERFRECD=$ROOT/daemon/perfrecd
 WORKLOAD=$ROOT/tests/e2e/workload
 PAGE_SIZE=$(getconf PAGESIZE)
@@ -73,9 +83,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 MMAP_BYTES=$((PAGES * PAGE_SIZE))
-RUNS_CSV=$RESULTS/record-runs.csv
-SUM_CSV=$RESULTS/record-summary.csv
-RUNS_HDR="tool,compress,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_s_per_msample,peak_rss_kib,vol_csw,bytes,bytes_per_sample,lost_records,lost_samples,samples_lost"
+RUNS_HDR="tool,compress,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_s_per_msample,peak_rss_kib,vol_csw,bytes,bytes_per_sample,lost_records,lost_samples,samples_lost,secs"
 
 # stats FILE -> "samples lost_records lost_samples_records samples_lost"
 stats() {
@@ -91,10 +99,11 @@ print(int(d.get("lost", 0)) + int(d.get("lost_samples", 0)))' 2>/dev/null)
 		END { printf "%d %d %d %d\n", s, l, ls, lost }'
 }
 
-# one_run TOOL Z RATE RUN: record while the workload runs, append a CSV row.
+# one_run TOOL Z RATE RUN SECS CSV: record while the workload runs for SECS,
+# append a row to CSV.
 one_run() {
-	local tool=$1 z=$2 rate=$3 run=$4 dur out ru pid files
-	dur=$(awk -v s="$SECS" 'BEGIN { print s + 1 }')
+	local tool=$1 z=$2 rate=$3 run=$4 secs=$5 csv=$6 dur out ru pid files
+	dur=$(awk -v s="$secs" 'BEGIN { print s + 1 }')
 	out=$TMP/$tool-$z-$rate-$run
 	ru=$out.rusage
 	rm -rf "$out"; mkdir -p "$out"
@@ -113,7 +122,7 @@ one_run() {
 	fi
 	pid=$!
 	sleep 0.5
-	"$WORKLOAD" "$SECS" "$NCPU" >/dev/null
+	"$WORKLOAD" "$secs" "$NCPU" >/dev/null
 	wait $pid || { echo "bench: $tool run failed:" >&2; cat "$out.err" >&2; }
 	local eff; eff=$(cat $RATE_FILE)
 	echo "$ORIG_RATE" > $RATE_FILE
@@ -129,30 +138,48 @@ one_run() {
 	done
 	cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.4f", u + s }')
 	awk -v t="$tool" -v z="$z" -v r="$rate" -v n="$run" -v nc="$NCPU" -v e="$eff" -v c="$cpu" \
-	    -v sa="$samples" -v m="$m" -v cs="$v" -v b="$bytes" -v l="$lost" -v ls="$lsamp" -v sl="$slost" 'BEGIN {
-		printf "%s,%s,%s,%s,%s,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%d,%d,%d\n", t, z, r, n, nc, e, c, sa,
-			sa ? c * 1e6 / sa : 0, m, cs, b, sa ? b / sa : 0, l, ls, sl }' >> "$RUNS_CSV"
+	    -v sa="$samples" -v m="$m" -v cs="$v" -v b="$bytes" -v l="$lost" -v ls="$lsamp" -v sl="$slost" \
+	    -v d="$secs" 'BEGIN {
+		printf "%s,%s,%s,%s,%s,%s,%s,%d,%.3f,%d,%d,%d,%.1f,%d,%d,%d,%s\n", t, z, r, n, nc, e, c, sa,
+			sa ? c * 1e6 / sa : 0, m, cs, b, sa ? b / sa : 0, l, ls, sl, d }' >> "$csv"
 	rm -rf "$out"
 }
 
-case " $PARTS " in *" record "*)
-	echo "$RUNS_HDR" > "$RUNS_CSV"
-	echo "bench: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${SECS}s workload, $RUNS runs per config, zstd level $ZLEVEL for -z, perfrecd drain-priority=$DRAINPRIO"
-	configs=()
-	for r in $RATES; do configs+=("0:$r"); done
-	for r in $ZRATES; do configs+=("1:$r"); done
+# side_by_side NAME SECS RUNS RATES ZRATES: perf and perfrecd, run by run and
+# alternating which goes first, at each rate (and each of ZRATES
+# compressed); results/NAME-runs.csv and NAME-summary.csv.
+side_by_side() {
+	local name=$1 secs=$2 runs=$3 rates=$4 zrates=$5 csv c z rate run order tool configs=()
+	csv=$RESULTS/$name-runs.csv
+	echo "$RUNS_HDR" > "$csv"
+	echo "bench: $name: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${secs}s workload, $runs runs per config, zstd level $ZLEVEL for -z, perfrecd drain-priority=$DRAINPRIO"
+	for r in $rates; do configs+=("0:$r"); done
+	for r in $zrates; do configs+=("1:$r"); done
 	for c in "${configs[@]}"; do
 		z=${c%%:*}; rate=${c#*:}
-		for run in $(seq 1 "$RUNS"); do
+		for run in $(seq 1 "$runs"); do
 			# Alternate which recorder goes first.
 			if [ $((run % 2)) = 1 ]; then order="perf perfrecd"; else order="perfrecd perf"; fi
 			for tool in $order; do
-				echo "bench: $tool z=$z ${rate} Hz run $run" >&2
-				one_run "$tool" "$z" "$rate" "$run" || one_run "$tool" "$z" "$rate" "$run"
+				echo "bench: $name $tool z=$z ${rate} Hz run $run (${secs}s)" >&2
+				one_run "$tool" "$z" "$rate" "$run" "$secs" "$csv" ||
+					one_run "$tool" "$z" "$rate" "$run" "$secs" "$csv"
 			done
 		done
 	done
-	python3 "$ROOT/tests/bench/summarize.py" "$RUNS_CSV" "$SUM_CSV"
+	python3 "$ROOT/tests/bench/summarize.py" "$csv" "$RESULTS/$name-summary.csv"
+}
+
+case " $PARTS " in *" record "*)
+	side_by_side record "$SECS" "$RUNS" "$RATES" "$ZRATES"
+	;;
+esac
+
+# Steady state: the same, for long enough that neither recorder's start-up
+# and finish (synthesis, build ids) weigh much in its CPU time.
+case " $PARTS " in *" steady "*)
+	echo
+	side_by_side steady "$STEADY_SECS" "$STEADY_RUNS" "$STEADY_RATES" "$STEADY_ZRATES"
 	;;
 esac
 

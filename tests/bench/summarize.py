@@ -58,8 +58,10 @@ for r in out:
                      "%.0f / %.0f" % (r["perf_bytes_per_sample"], r["perfrecd_bytes_per_sample"]),
                      "%d (%d) / %d (%d)" % (r["perf_samples_lost"], r["perf_max_samples_lost"],
                                             r["perfrecd_samples_lost"], r["perfrecd_max_samples_lost"])))
-print("medians of %s runs; ratio = median of perfrecd/perf taken run by run" %
-      (out[0]["runs"] if out else 0))
+# Runs written before the secs column existed were all of 3 s.
+secs = sorted({r.get("secs") or "3" for r in runs})
+print("medians of %s runs of %s s; ratio = median of perfrecd/perf taken run by run" %
+      (out[0]["runs"] if out else 0, "/".join(secs)))
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(out[0].keys()) if out else ["rate"])
     w.writeheader()

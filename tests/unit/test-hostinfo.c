@@ -26,6 +26,7 @@
 #include <perfrec/pdwriter.h>
 
 #include "hostinfo-internal.h"
+#include "version.h"
 
 /* --- fake tree ------------------------------------------------------------ */
 

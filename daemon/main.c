@@ -17,7 +17,6 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
-#include "varlink.h"
 #include "log.h"
 #include "manager.h"
 
@@ -83,75 +82,6 @@ static void usage(FILE *f)
 		"      --version          print the version\n\n"
 		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates\n"
 		"(in flight mode: writes a snapshot).\n");
-}
-
-/* A duration exactly, in the largest unit that divides it (1.5s: 1500ms). */
-static void print_duration(const char *key, uint64_t usec)
-{
-	if (usec % 1000000 == 0)
-		printf("%s=%" PRIu64 "s\n", key, usec / 1000000);
-	else if (usec % 1000 == 0)
-		printf("%s=%" PRIu64 "ms\n", key, usec / 1000);
-	else
-		printf("%s=%" PRIu64 "us\n", key, usec);
-}
-
-static void print_config(const struct config *c)
-{
-	char buf[64];
-
-	printf("[record]\nevents=");
-	for (size_t i = 0; i < c->nr_events; i++)
-		printf("%s%s", i ? "," : "", c->events[i]);
-	printf("\n");
-	if (c->freq)
-		printf("frequency=%" PRIu64 "\n", c->freq);
-	else
-		printf("period=%" PRIu64 "\n", c->period);
-	printf("callchain=%s\n", c->callchain ? "yes" : "no");
-	printf("clockid=%s\n", clockid_name(c->clockid));
-	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
-	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
-	printf("drain-priority=%d\n", c->drain_priority);
-	print_duration("flush-interval", c->flush_usec);
-	print_duration("checkpoint-interval", c->checkpoint_usec);
-	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
-	printf("offcpu=%s\n", c->offcpu ? "yes" : "no");
-	print_duration("offcpu-min", c->offcpu_min_usec);
-	printf("offcpu-cgroup=%s\n", c->offcpu_cgroup ? c->offcpu_cgroup : "");
-	if (c->max_overhead > 0)
-		printf("max-overhead=%g%%\n", c->max_overhead * 100);
-	else
-		printf("max-overhead=\n");
-	print_duration("duration", c->duration_usec);
-	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
-	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
-	print_duration("rotate-interval", c->rotate_usec);
-	printf("max-files=%" PRIu64 "\n", c->max_files);
-	printf("max-bytes=%s\n", format_size_or_percent(c->max_bytes, c->max_bytes_percent, buf, sizeof(buf)));
-	print_duration("max-age", c->max_age_usec);
-	printf("min-free=%s\n", format_size_or_percent(c->min_free, c->min_free_percent, buf, sizeof(buf)));
-	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
-	printf("compress=%d\n", c->compress_level);
-	printf("mode=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "flight" : "continuous");
-	if (c->history_usec == CONFIG_HISTORY_DEFAULT)
-		printf("history=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0");
-	else
-		print_duration("history", c->history_usec);
-	printf("history-max=%" PRIu64 "\n", c->history_max);
-	for (size_t i = 0; i < c->nr_labels; i++)
-		printf("label.%s\n", c->labels[i]);
-	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
-	printf("socket=%s\n", c->socket ? c->socket : "");
-	printf("control-group=%s\n", c->control_group ? c->control_group : "(perfrecd if it exists)");
-	printf("control-public-methods=%s\n",
-	       c->control_public_methods ? c->control_public_methods : VARLINK_DEFAULT_PUBLIC);
-	printf("metrics-listen=%s\nmetrics-textfile=%s\n", c->metrics_listen ? c->metrics_listen : "",
-	       c->metrics_textfile ? c->metrics_textfile : "");
-	printf("\n[upload]\nupload-url=%s\nupload-region=%s\nupload-credentials=%s\nupload-key=%s\n",
-	       c->upload_url ? c->upload_url : "", c->upload_region ? c->upload_region : "us-east-1",
-	       c->upload_credentials ? c->upload_credentials : "",
-	       c->upload_key ? c->upload_key : "{host}/{date}/{file}");
 }
 
 /*
@@ -576,7 +506,7 @@ int main(int argc, char **argv)
 		return r;
 	}
 	if (check_only) {
-		print_config(&cfg);
+		config_print(&cfg, log_max_level >= LOG_DEBUG, stdout);
 		config_exit(&cfg);
 		return 0;
 	}

@@ -964,6 +964,8 @@ void config_print(const struct config *c, bool docs, FILE *f)
 			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
 			section = k->section;
 		}
+		if (k->type == &t_rate && !rate_in_use(k, c))
+			continue;
 		if (docs)
 			fprintf(f, "# %s\n", k->doc);
 		if (is_family(k)) {
@@ -971,8 +973,6 @@ void config_print(const struct config *c, bool docs, FILE *f)
 				fprintf(f, "%s%s\n", k->name, c->labels[j]);
 			continue;
 		}
-		if (k->type == &t_rate && !rate_in_use(k, c))
-			continue;
 		fprintf(f, "%s=", k->name);
 		k->type->print(k, c, f);
 		fputc('\n', f);

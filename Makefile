@@ -144,6 +144,10 @@ tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
 # Their --version comes from VERSION above.
 daemon/main.o tools/main.o: Makefile
 
+# The control socket serves daemon/io.perfrec.varlink as it is (.incbin).
+daemon/varlink.o build-asan/daemon/varlink.o build-fuzz/fuzz-control build-fuzz/fuzz-control-dispatch: \
+	daemon/io.perfrec.varlink
+
 daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Configuration: defaults, the INI file and value parsers.  The file format
+ * Configuration: the table of keys (config_keys[]: each key's parser,
+ * printer and default), the INI file and value parsers.  The file format
  * is systemd's INI dialect as inih reads it (sections, key=value, # and ;
  * comments); sizes and durations use systemd's suffixes so an operator's
  * habits from unit files carry over.  Errors name the file, line and key.
@@ -968,8 +969,8 @@ void config_print(const struct config *c, bool docs, FILE *f)
 			continue;
 		if (docs)
 			fprintf(f, "# %s\n", k->doc);
-		if (is_family(k)) {
-			for (size_t j = 0; k->off == offsetof(struct config, labels) && j < c->nr_labels; j++)
+		if (k->type == &t_label) {
+			for (size_t j = 0; j < c->nr_labels; j++)
 				fprintf(f, "%s%s\n", k->name, c->labels[j]);
 			continue;
 		}

@@ -222,3 +222,20 @@ Test(varlink, a_row_is_a_method)
 		varlink_call_done(&c);
 	}
 }
+
+/* The default of control-public-methods= names methods that exist, so a renamed one cannot drop out of it. */
+Test(varlink, default_public_methods_are_served)
+{
+	const char *p = VARLINK_DEFAULT_PUBLIC;
+
+	while (*p) {
+		size_t n = strcspn(p, ", ");
+		bool found = false;
+
+		for (size_t i = 0; i < control_nr_methods; i++)
+			found = found || (strlen(control_methods[i].name) == n && !strncmp(control_methods[i].name, p, n));
+		cr_expect(found, "control-public-methods= default names %.*s, which is not served", (int)n, p);
+		p += n;
+		p += strspn(p, ", ");
+	}
+}

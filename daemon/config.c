@@ -1238,30 +1238,38 @@ static char *read_line(char *buf, int size, void *user)
 	return check_syntax(l, buf) < 0 ? NULL : buf;
 }
 
+/* The key that key @name replaces when set (frequency= and period=), or NULL. */
+static const char *replaced_key(const char *name)
+{
+	const struct config_key *k = NULL;
+
+	for (size_t i = 0; i < config_nr_keys && !k; i++)
+		if (strcmp(config_keys[i].name, name) == 0 && config_keys[i].type == &t_rate)
+			k = &config_keys[i];
+	for (size_t i = 0; k && i < config_nr_keys; i++)
+		if (config_keys[i].type == &t_rate && config_keys[i].off == k->aux)
+			return config_keys[i].name;
+	return NULL;
+}
+
 /*
- * Keys set twice, and frequency= with period=, which replace each other in
- * config_set(): in one file, either is a mistake that the order of the
- * lines would otherwise settle in silence.  0 or -EINVAL (recorded).
+ * Keys set twice, and keys that replace each other in config_set()
+ * (frequency= and period=): in one file, either is a mistake that the
+ * order of the lines would otherwise settle in silence.  0 or -EINVAL
+ * (recorded).
  */
 static int check_repeat(struct load_ctx *l, const char *name)
 {
-	static const char *const exclusive[][2] = { { "frequency", "period" } };
+	const char *other = replaced_key(name);
 	struct seen_key *ns;
 
 	for (size_t i = 0; i < l->nr_seen; i++) {
-		const char *other = NULL;
-
 		if (strcmp(l->seen[i].name, name) == 0) {
 			load_error(l, -EINVAL, l->line, "duplicate key '%s' (already set on line %u)",
 				   name, l->seen[i].line);
 			return -EINVAL;
 		}
-		for (size_t j = 0; j < sizeof(exclusive) / sizeof(exclusive[0]); j++)
-			for (int k = 0; k < 2; k++)
-				if (strcmp(exclusive[j][k], name) == 0 &&
-				    strcmp(exclusive[j][!k], l->seen[i].name) == 0)
-					other = exclusive[j][!k];
-		if (other) {
+		if (other && strcmp(l->seen[i].name, other) == 0) {
 			load_error(l, -EINVAL, l->line, "%s= contradicts %s= on line %u (set one of them)",
 				   name, other, l->seen[i].line);
 			return -EINVAL;

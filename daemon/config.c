@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Configuration: defaults, the INI file and value parsers.  The file format
+ * Configuration: the table of keys (config_keys[]: each key's parser,
+ * printer and default), the INI file and value parsers.  The file format
  * is systemd's INI dialect as inih reads it (sections, key=value, # and ;
  * comments); sizes and durations use systemd's suffixes so an operator's
  * habits from unit files carry over.  Errors name the file, line and key.
@@ -8,6 +9,7 @@
  * an error too: the command line (config_set() over the loaded file) is
  * the one place where a later setting replaces an earlier one.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
@@ -27,76 +29,13 @@
 #include <perfrec/evspec.h>
 
 #include "config.h"
-
-/*
- * An always-on recorder must bound itself, as journald does (10% of the file
- * system but at most 4G, 15% kept free but at most 4G): a file every 5 minutes, so that a file is the unit
- * of "what was this host doing at 14:03?"; a week of them at most; at most
- * 10% of the file system; and never the last 15% of it.  The README gives
- * what a day of this costs.
- */
-#define DEFAULT_ROTATE_USEC (5 * 60 * 1000000ULL)
-#define DEFAULT_MAX_AGE_USEC (7 * 86400 * 1000000ULL)
-#define DEFAULT_MAX_BYTES_PERCENT 10
-#define DEFAULT_MIN_FREE_PERCENT 15
-/* Both shares at most this, so that a large disk is neither filled with a
- * month of profiles nor made to keep hundreds of GiB free for them. */
-#define DEFAULT_SHARE_CAP (4ULL << 30)
-
-void config_init(struct config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->events[0] = strdup("cpu-clock");
-	c->nr_events = 1;
-	c->freq = 99;
-	c->callchain = true;
-	c->clockid = CLOCK_MONOTONIC;
-	c->mmap_bytes = 512 * 1024;
-	c->flush_usec = 1000000;
-	c->checkpoint_usec = 5000000;
-	c->directory = strdup("/var/lib/perfrecd");
-	c->prefix = strdup("perfrecd");
-	c->rotate_usec = DEFAULT_ROTATE_USEC;
-	c->max_bytes = DEFAULT_SHARE_CAP;
-	c->max_bytes_percent = DEFAULT_MAX_BYTES_PERCENT;
-	c->max_age_usec = DEFAULT_MAX_AGE_USEC;
-	c->min_free = DEFAULT_SHARE_CAP;
-	c->min_free_percent = DEFAULT_MIN_FREE_PERCENT;
-	c->history_usec = CONFIG_HISTORY_DEFAULT;
-	c->history_max = 256ULL << 20;
-	c->socket = strdup("/run/perfrecd/io.perfrec");
-}
+#include "varlink.h"
 
 void config_clear_events(struct config *c)
 {
 	for (size_t i = 0; i < c->nr_events; i++)
 		free(c->events[i]);
 	c->nr_events = 0;
-}
-
-void config_exit(struct config *c)
-{
-	config_clear_events(c);
-	free(c->cpus);
-	free(c->offcpu_cgroup);
-	free(c->directory);
-	free(c->prefix);
-	free(c->on_rotate);
-	free(c->user);
-	free(c->group);
-	free(c->socket);
-	free(c->control_group);
-	free(c->control_public_methods);
-	free(c->upload_url);
-	free(c->upload_region);
-	free(c->upload_credentials);
-	free(c->upload_key);
-	for (size_t i = 0; i < c->nr_labels; i++)
-		free(c->labels[i]);
-	free(c->labels);
-	free(c->metrics_listen);
-	free(c->metrics_textfile);
-	memset(c, 0, sizeof(*c));
 }
 
 int parse_size(const char *s, uint64_t *ret)
@@ -375,112 +314,671 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 }
 
 /*
- * Keys whose value is one plain thing, checked and stored the same way; the
- * rest, with rules of their own, are config_set()'s if-blocks.  Errors read
- * "KEY: 'VALUE' is not WHAT".
+ * The keys.  Each row of config_keys[] below is one key: its section and
+ * name, its type (how a value is parsed, printed and freed), the field it
+ * sets, the limits its type checks, a check of its own, its default as the
+ * file would write it, and one line of documentation.  config_init(),
+ * config_set(), config_print() (perfrecd --check-config), config_exit()
+ * and the "did you mean" messages all read this table, as systemd's
+ * per-key tables drive its unit-file parser; tests/unit/test-config.c holds
+ * the man page and the shipped file to it.
  */
-enum key_kind {
-	KEY_BOOL,
-	KEY_DURATION,    /* usec, at least min */
-	KEY_SIZE,        /* bytes, at least min */
-	KEY_STRING,
-	KEY_STRING_OPT,  /* "" unsets it (NULL) */
-};
+
+/* Duration @usec exactly, in the largest unit that divides it (1.5s: 1500ms). */
+static const char *format_usec(uint64_t usec, char *buf, size_t len)
+{
+	if (usec % 1000000 == 0)
+		snprintf(buf, len, "%" PRIu64 "s", usec / 1000000);
+	else if (usec % 1000 == 0)
+		snprintf(buf, len, "%" PRIu64 "ms", usec / 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 "us", usec);
+	return buf;
+}
+
+#define FIELD(c, k, type) ((type *)((char *)(c) + (k)->off))
+#define CFIELD(c, k, type) ((const type *)((const char *)(c) + (k)->off))
+
+static int bad_value(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: '%s' is not %s", k->name, v, k->what);
+	return -EINVAL;
+}
+
+/* --- types: parse, print, free ---------------------------------------- */
+
+static int parse_bool_key(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	return parse_bool(v, FIELD(c, k, bool)) < 0 ? bad_value(k, v, err, errlen) : 0;
+}
+
+static void print_bool_key(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fputs(*CFIELD(c, k, bool) ? "yes" : "no", f);
+}
 
 /*
- * A string naming a user or group must name one that exists, so that
- * --check-config catches a typo instead of the start (or a reload) after it.
+ * Below k->min: a key where 0 is "off" says the minimum (a small value is
+ * likely a slip of the unit); the others say what they take.
  */
-enum key_names { NAMES_ANY, NAMES_USER, NAMES_GROUP };
-
-static const struct simple_key {
-	const char *section, *name;
-	enum key_kind kind;
-	size_t off;
-	uint64_t min;
-	const char *what;
-	enum key_names names;
-} simple_keys[] = {
-#define K(sec, name, kind, field, min, what) { sec, name, kind, offsetof(struct config, field), min, what, NAMES_ANY }
-#define KN(sec, name, kind, field, names) { sec, name, kind, offsetof(struct config, field), 0, NULL, names }
-	K("record", "callchain", KEY_BOOL, callchain, 0, NULL),
-	K("record", "context-switch", KEY_BOOL, context_switch, 0, NULL),
-	K("record", "offcpu", KEY_BOOL, offcpu, 0, NULL),
-	K("record", "offcpu-min", KEY_DURATION, offcpu_min_usec, 0, "a duration"),
-	K("record", "offcpu-cgroup", KEY_STRING_OPT, offcpu_cgroup, 0, NULL),
-	K("record", "flush-interval", KEY_DURATION, flush_usec, 1000, "a duration of at least 1ms"),
-	K("record", "checkpoint-interval", KEY_DURATION, checkpoint_usec, 100000,
-	  "a duration of at least 100ms"),
-	K("record", "duration", KEY_DURATION, duration_usec, 0, "a duration"),
-	K("output", "history", KEY_DURATION, history_usec, 0, "a duration (like 5min; 0: none)"),
-	K("output", "history-max", KEY_SIZE, history_max, 1ULL << 20, "a size of at least 1M (like 256M)"),
-	K("output", "on-rotate", KEY_STRING_OPT, on_rotate, 0, NULL),
-	KN("service", "user", KEY_STRING_OPT, user, NAMES_USER),
-	KN("service", "group", KEY_STRING_OPT, group, NAMES_GROUP),
-	KN("service", "control-group", KEY_STRING, control_group, NAMES_GROUP),
-	K("service", "control-public-methods", KEY_STRING, control_public_methods, 0, NULL),
-#undef KN
-#undef K
-};
-
-/* 0, or -ESRCH with @err naming the user or group that does not exist. */
-static int check_name(enum key_names names, const char *key, const char *v, char *err, size_t errlen)
+static int below_min(const struct config_key *k, const char *v, const char *min, char *err, size_t errlen)
 {
-	if (!*v || names == NAMES_ANY)
+	if (!k->zero_is_off)
+		return bad_value(k, v, err, errlen);
+	snprintf(err, errlen, "%s: '%s' is below the minimum of %s", k->name, v, min);
+	return -EINVAL;
+}
+
+/* A duration of at least k->min (or 0, with k->zero_is_off). */
+static int parse_duration_key(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	char min[32];
+	uint64_t u;
+
+	if (parse_duration(v, &u) < 0)
+		return bad_value(k, v, err, errlen);
+	if (u < k->min && !(k->zero_is_off && u == 0))
+		return below_min(k, v, format_usec(k->min, min, sizeof(min)), err, errlen);
+	*FIELD(c, k, uint64_t) = u;
+	return 0;
+}
+
+static void print_duration_key(const struct config_key *k, const struct config *c, FILE *f)
+{
+	char buf[32];
+
+	fputs(format_usec(*CFIELD(c, k, uint64_t), buf, sizeof(buf)), f);
+}
+
+/* history=: a duration, or empty for the mode's default (CONFIG_HISTORY_DEFAULT). */
+static int parse_history(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	if (!*v) {
+		*FIELD(c, k, uint64_t) = CONFIG_HISTORY_DEFAULT;
 		return 0;
-	if (names == NAMES_USER ? !!getpwnam(v) : !!getgrnam(v))
+	}
+	return parse_duration_key(k, c, v, err, errlen);
+}
+
+static void print_history(const struct config_key *k, const struct config *c, FILE *f)
+{
+	if (*CFIELD(c, k, uint64_t) == CONFIG_HISTORY_DEFAULT)
+		fputs(c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0", f);
+	else
+		print_duration_key(k, c, f);
+}
+
+/* A size of at least k->min (or 0, with k->zero_is_off). */
+static int parse_size_key(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	char min[32];
+	uint64_t u;
+
+	if (parse_size(v, &u) < 0)
+		return bad_value(k, v, err, errlen);
+	if (u < k->min && !(k->zero_is_off && u == 0)) {
+		snprintf(min, sizeof(min), "%" PRIu64 "K", k->min / 1024);
+		return below_min(k, v, min, err, errlen);
+	}
+	*FIELD(c, k, uint64_t) = u;
+	return 0;
+}
+
+static void print_u64(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fprintf(f, "%" PRIu64, *CFIELD(c, k, uint64_t));
+}
+
+/* A ring size: a power of two of at least k->min, shown in K. */
+static int parse_pow2_size(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	uint64_t u;
+
+	if (parse_size(v, &u) < 0 || u < k->min || (u & (u - 1)))
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, uint64_t) = u;
+	return 0;
+}
+
+static void print_kib(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fprintf(f, "%" PRIu64 "K", *CFIELD(c, k, uint64_t) / 1024);
+}
+
+/* A whole number from 0 up. */
+static int parse_count(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	unsigned long long u;
+	char *end;
+
+	errno = 0;
+	u = strtoull(v, &end, 10);
+	if (errno || end == v || *end || *v == '-')
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, uint64_t) = u;
+	return 0;
+}
+
+/* A whole number from k->min to k->max, into an int. */
+static int parse_int_key(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	long l;
+
+	if (parse_long_in(v, (long)k->min, (long)k->max, &l) < 0)
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, int) = (int)l;
+	return 0;
+}
+
+static void print_int(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fprintf(f, "%d", *CFIELD(c, k, int));
+}
+
+/*
+ * frequency= and period= (k->aux: the other one's field): each is a
+ * positive number and replaces the other, so only the one in use is shown.
+ */
+static int parse_rate(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	uint64_t u;
+
+	if (parse_size(v, &u) < 0 || u == 0)
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, uint64_t) = u;
+	*(uint64_t *)((char *)c + k->aux) = 0;
+	return 0;
+}
+
+static bool rate_in_use(const struct config_key *k, const struct config *c)
+{
+	/* frequency= is in use unless period= is (both 0 only in a zeroed struct). */
+	return *CFIELD(c, k, uint64_t) || (k->off == offsetof(struct config, freq) && !c->period);
+}
+
+/*
+ * Space limits (parse_size_or_percent()), in bytes (k->off), as a share of
+ * the file system the directory is on (k->aux; retention.c measures it
+ * when it applies them), or both, the smaller applying ("10% 4G").  A
+ * share above k->max is refused: a floor of 100% would never let a byte
+ * be written.
+ */
+static int parse_share(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	uint64_t u;
+	unsigned pct;
+
+	if (parse_size_or_percent(v, &u, &pct) < 0 || pct > k->max)
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, uint64_t) = u;
+	*(unsigned *)((char *)c + k->aux) = pct;
+	return 0;
+}
+
+static void print_share(const struct config_key *k, const struct config *c, FILE *f)
+{
+	char buf[64];
+
+	fputs(format_size_or_percent(*CFIELD(c, k, uint64_t), *(const unsigned *)((const char *)c + k->aux),
+				     buf, sizeof(buf)), f);
+}
+
+/* A string, checked by the key's own check (which sees "" too). */
+static int parse_string_key(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	int r = k->check ? k->check(k, v, err, errlen) : 0;
+
+	return r < 0 ? r : set_string(FIELD(c, k, char *), v);
+}
+
+/* The same, where "" unsets it (NULL) without a check, or restores a default that is not "". */
+static int parse_string_opt(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	if (!*v && k->def && *k->def)
+		return set_string(FIELD(c, k, char *), k->def);
+	if (!*v) {
+		free(*FIELD(c, k, char *));
+		*FIELD(c, k, char *) = NULL;
 		return 0;
-	snprintf(err, errlen, "%s: no %s named '%s' on this system", key,
-		 names == NAMES_USER ? "user" : "group", v);
+	}
+	return parse_string_key(k, c, v, err, errlen);
+}
+
+static void print_string(const struct config_key *k, const struct config *c, FILE *f)
+{
+	const char *s = *CFIELD(c, k, char *);
+
+	fputs(s ? s : "", f);
+}
+
+static void free_string(const struct config_key *k, struct config *c)
+{
+	free(*FIELD(c, k, char *));
+	*FIELD(c, k, char *) = NULL;
+}
+
+/* control-group= unset: the group perfrecd where it exists (control.c). */
+static void print_control_group(const struct config_key *k, const struct config *c, FILE *f)
+{
+	const char *s = *CFIELD(c, k, char *);
+
+	fputs(s ? s : "(perfrecd if it exists)", f);
+}
+
+static int check_cpus(const char *v, char *err, size_t errlen);
+
+/* cpus=: "all" (or empty) is NULL. */
+static int parse_cpus(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	int r;
+
+	if (strcmp(v, "all") == 0 || !*v) {
+		free_string(k, c);
+		return 0;
+	}
+	r = check_cpus(v, err, errlen);
+	return r < 0 ? r : set_string(FIELD(c, k, char *), v);
+}
+
+static void print_cpus(const struct config_key *k, const struct config *c, FILE *f)
+{
+	const char *s = *CFIELD(c, k, char *);
+
+	fputs(s ? s : "all", f);
+}
+
+/* events=: the list replaces the one before; it may not be empty. */
+static int parse_events(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	int r;
+
+	config_clear_events(c);
+	r = config_add_events(c, v, err, errlen);
+	if (r == 0 && c->nr_events == 0) {
+		snprintf(err, errlen, "events: empty list");
+		return -EINVAL;
+	}
+	return r;
+}
+
+static void print_events(const struct config_key *k, const struct config *c, FILE *f)
+{
+	for (size_t i = 0; i < c->nr_events; i++)
+		fprintf(f, "%s%s", i ? "," : "", c->events[i]);
+}
+
+static void free_events(const struct config_key *k, struct config *c)
+{
+	config_clear_events(c);
+}
+
+static int parse_clock(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	return parse_clockid(v, FIELD(c, k, int)) < 0 ? bad_value(k, v, err, errlen) : 0;
+}
+
+static void print_clock(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fputs(clockid_name(*CFIELD(c, k, int)), f);
+}
+
+/* compress=: a zstd level, or yes/no ("yes": level 3, as perfrecd -z). */
+static int parse_compress(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	bool b;
+	long l;
+
+	if (parse_long_in(v, 0, 19, &l) == 0) {
+		*FIELD(c, k, int) = (int)l;
+		return 0;
+	}
+	if (parse_bool(v, &b) == 0) {
+		*FIELD(c, k, int) = b ? 3 : 0;
+		return 0;
+	}
+	return bad_value(k, v, err, errlen);
+}
+
+static int parse_mode(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	if (strcmp(v, "continuous") && strcmp(v, "flight")) {
+		snprintf(err, errlen, "%s: '%s' is neither continuous nor flight", k->name, v);
+		return -EINVAL;
+	}
+	*FIELD(c, k, int) = strcmp(v, "flight") == 0 ? CONFIG_MODE_FLIGHT : CONFIG_MODE_CONTINUOUS;
+	return 0;
+}
+
+static void print_mode(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fputs(*CFIELD(c, k, int) == CONFIG_MODE_FLIGHT ? "flight" : "continuous", f);
+}
+
+/* max-overhead=: a percentage above 0 and at most 100, kept as a fraction; empty: none. */
+static int parse_overhead(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	char *end;
+	double d;
+
+	if (!*v) {
+		*FIELD(c, k, double) = 0;
+		return 0;
+	}
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end != '%' || end[1] || errno || !(d > 0 && d <= 100))
+		return bad_value(k, v, err, errlen);
+	*FIELD(c, k, double) = d / 100;
+	return 0;
+}
+
+static void print_overhead(const struct config_key *k, const struct config *c, FILE *f)
+{
+	if (*CFIELD(c, k, double) > 0)
+		fprintf(f, "%g%%", *CFIELD(c, k, double) * 100);
+}
+
+/*
+ * label.NAME=VALUE: NAME is [A-Za-z0-9_]+ so it is a valid JSON and
+ * Prometheus name; kept as "NAME=VALUE", a later one of a NAME replacing
+ * the earlier.  config_set() hands the key without its "label.".
+ */
+static int set_label(struct config *c, const char *name, const char *v, char *err, size_t errlen)
+{
+	size_t n = strlen(name);
+	char *s, **nl;
+
+	if (!n || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n) {
+		snprintf(err, errlen, "label.%s: label names are letters, digits and '_'", name);
+		return -EINVAL;
+	}
+	if (asprintf(&s, "%s=%s", name, v) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nr_labels; i++)
+		if (strncmp(c->labels[i], name, n) == 0 && c->labels[i][n] == '=') {
+			free(c->labels[i]);
+			c->labels[i] = s;
+			return 0;
+		}
+	nl = realloc(c->labels, (c->nr_labels + 1) * sizeof(*nl));
+	if (!nl) {
+		free(s);
+		return -ENOMEM;
+	}
+	c->labels = nl;
+	c->labels[c->nr_labels++] = s;
+	return 0;
+}
+
+static void free_labels(const struct config_key *k, struct config *c)
+{
+	for (size_t i = 0; i < c->nr_labels; i++)
+		free(c->labels[i]);
+	free(c->labels);
+	c->labels = NULL;
+	c->nr_labels = 0;
+}
+
+/* --- checks of single keys -------------------------------------------- */
+
+/* A user or group must exist, so that --check-config catches a typo instead of the start. */
+static int check_user_or_group(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	bool user = strcmp(k->name, "user") == 0;
+
+	if (!*v || (user ? !!getpwnam(v) : !!getgrnam(v)))
+		return 0;
+	snprintf(err, errlen, "%s: no %s named '%s' on this system", k->name, user ? "user" : "group", v);
 	return -ESRCH;
 }
 
-/* 1: not a simple key; else 0 or -errno as config_set(). */
-static int set_simple(struct config *c, const char *section, const char *key, const char *v,
-		      char *err, size_t errlen)
+static int check_not_empty(const struct config_key *k, const char *v, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(simple_keys) / sizeof(simple_keys[0]); i++) {
-		const struct simple_key *k = &simple_keys[i];
-		void *field = (char *)c + k->off;
-		uint64_t u;
-		int r;
-
-		if (strcmp(k->name, key) || strcmp(k->section, section))
-			continue;
-		r = check_name(k->names, key, v, err, errlen);
-		if (r < 0)
-			return r;
-		switch (k->kind) {
-		case KEY_BOOL:
-			if (parse_bool(v, field) < 0) {
-				snprintf(err, errlen, "%s: '%s' is not a boolean (yes/no)", key, v);
-				return -EINVAL;
-			}
-			return 0;
-		case KEY_DURATION:
-		case KEY_SIZE:
-			r = k->kind == KEY_DURATION ? parse_duration(v, &u) : parse_size(v, &u);
-			if (r < 0 || u < k->min) {
-				snprintf(err, errlen, "%s: '%s' is not %s", key, v, k->what);
-				return -EINVAL;
-			}
-			*(uint64_t *)field = u;
-			return 0;
-		case KEY_STRING_OPT:
-			if (!*v) {
-				free(*(char **)field);
-				*(char **)field = NULL;
-				return 0;
-			}
-			return set_string(field, v);
-		case KEY_STRING:
-			return set_string(field, v);
-		}
-	}
-	return 1;
+	if (*v)
+		return 0;
+	snprintf(err, errlen, "%s: empty", k->name);
+	return -EINVAL;
 }
 
-#include "config-fleet.h"
+/* A path: absolute, or (for keys that take it) empty for none. */
+static int check_absolute(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	return !*v || v[0] == '/' ? 0 : bad_value(k, v, err, errlen);
+}
+
+/* A name, made part of file names: no '/'. */
+static int check_file_name(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	return *v && !strchr(v, '/') ? 0 : bad_value(k, v, err, errlen);
+}
+
+static int check_url(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	return strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ? 0 : bad_value(k, v, err, errlen);
+}
+
+/* Only the known placeholders, so a typo fails at start, not per file. */
+static int check_upload_key(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	for (const char *p = v; (p = strchr(p, '{')); p++)
+		if (strncmp(p, "{host}", 6) && strncmp(p, "{date}", 6) && strncmp(p, "{file}", 6) &&
+		    strncmp(p, "{prefix}", 8)) {
+			snprintf(err, errlen, "upload-key: unknown placeholder in '%s' (use {host} {date} {file} {prefix})", v);
+			return -EINVAL;
+		}
+	if (!strstr(v, "{file}")) {
+		snprintf(err, errlen, "upload-key: '%s' lacks {file}, so every file would get the same key", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A loopback 127.x.y.z:PORT: the metrics are no one else's business. */
+static int check_loopback(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	const char *colon = strrchr(v, ':');
+	char host[64];
+	struct in_addr a;
+	char *end;
+	long port;
+
+	if (!colon || (size_t)(colon - v) >= sizeof(host))
+		return bad_value(k, v, err, errlen);
+	memcpy(host, v, (size_t)(colon - v));
+	host[colon - v] = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || port < 1 || port > 65535 || inet_pton(AF_INET, host, &a) != 1 ||
+	    (ntohl(a.s_addr) >> 24) != 127)
+		return bad_value(k, v, err, errlen);
+	return 0;
+}
+
+static const struct config_type {
+	config_parse_fn *parse;
+	config_print_fn *print;
+	void (*free)(const struct config_key *k, struct config *c); /* NULL: nothing to free */
+} t_bool = { parse_bool_key, print_bool_key, NULL },
+  t_duration = { parse_duration_key, print_duration_key, NULL },
+  t_history = { parse_history, print_history, NULL },
+  t_size = { parse_size_key, print_u64, NULL },
+  t_ring = { parse_pow2_size, print_kib, NULL },
+  t_count = { parse_count, print_u64, NULL },
+  t_int = { parse_int_key, print_int, NULL },
+  t_rate = { parse_rate, print_u64, NULL },
+  t_share = { parse_share, print_share, NULL },
+  t_string = { parse_string_key, print_string, free_string },
+  t_string_opt = { parse_string_opt, print_string, free_string },
+  t_control_group = { parse_string_key, print_control_group, free_string },
+  t_cpus = { parse_cpus, print_cpus, free_string },
+  t_events = { parse_events, print_events, free_events },
+  t_clock = { parse_clock, print_clock, NULL },
+  t_compress = { parse_compress, print_int, NULL },
+  t_mode = { parse_mode, print_mode, NULL },
+  t_overhead = { parse_overhead, print_overhead, NULL },
+  t_label = { NULL, NULL, free_labels };  /* config_set() and config_print() do label.NAME */
+
+#define F(field) offsetof(struct config, field)
+/* section, name, type, field, default, one line; then the type's limits and a check, if any */
+#define KEY(sec_, name_, type_, field_, def_, doc_, ...) \
+	{ .section = sec_, .name = name_, .type = &type_, .off = F(field_), .def = def_, .doc = doc_, __VA_ARGS__ }
+
+const struct config_key config_keys[] = {
+	KEY("record", "events", t_events, events, "cpu-clock",
+	    "events to sample, as perf names them, separated by commas"),
+	KEY("record", "frequency", t_rate, freq, "99", "samples per second on each CPU (perf record -F)",
+	    .what = "a positive number of Hz", .aux = F(period)),
+	KEY("record", "period", t_rate, period, NULL, "a sample every N events instead (perf record -c)",
+	    .what = "a positive number", .aux = F(freq)),
+	KEY("record", "callchain", t_bool, callchain, "yes", "record callchains (frame pointers)",
+	    .what = "a boolean (yes/no)"),
+	KEY("record", "clockid", t_clock, clockid, "monotonic", "clock of the timestamps",
+	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)"),
+	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all"),
+	KEY("record", "mmap-size", t_ring, mmap_bytes, "512K", "ring buffer size per CPU",
+	    .min = 4096, .what = "a power of two of at least 4K"),
+	KEY("record", "drain-priority", t_int, drain_priority, "0",
+	    "SCHED_FIFO priority of the draining thread (0: normal scheduling)",
+	    .min = 0, .max = 99, .what = "a real-time priority from 1 to 99 (0: none)"),
+	KEY("record", "flush-interval", t_duration, flush_usec, "1s", "data reaches the file at least this often",
+	    .min = 1000, .what = "a duration of at least 1ms"),
+	KEY("record", "checkpoint-interval", t_duration, checkpoint_usec, "5s",
+	    "the file's header is refreshed this often", .min = 100000, .what = "a duration of at least 100ms"),
+	KEY("record", "context-switch", t_bool, context_switch, "no", "record context switches",
+	    .what = "a boolean (yes/no)"),
+	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)"),
+	KEY("record", "offcpu-min", t_duration, offcpu_min_usec, "0", "shorter blocks are not off-CPU time",
+	    .what = "a duration"),
+	KEY("record", "offcpu-cgroup", t_string_opt, offcpu_cgroup, "",
+	    "off-CPU time of this cgroup v2 path only (empty: all)"),
+	KEY("record", "max-overhead", t_overhead, max_overhead, "",
+	    "keep recording under this share of all CPUs by lowering the frequency (empty: no governor)",
+	    .what = "a percentage above 0 and at most 100 (like 1%)"),
+	KEY("record", "duration", t_duration, duration_usec, "0", "stop after this long (0: when stopped)",
+	    .what = "a duration"),
+	KEY("output", "directory", t_string, directory, "/var/lib/perfrecd", "where the files go (-: stdout)",
+	    .check = check_not_empty),
+	KEY("output", "prefix", t_string, prefix, "perfrecd", "first part of the file names",
+	    .what = "a non-empty name without '/'", .check = check_file_name),
+	/*
+	 * An always-on recorder bounds itself, as journald does: a file every
+	 * 5 minutes, so that a file is the unit of "what was this host doing
+	 * at 14:03?"; a week of them at most; at most 10% of the file system
+	 * and never the last 15% of it, each share at most 4G, so that a
+	 * large disk is neither filled with a month of profiles nor made to
+	 * keep hundreds of GiB free for them.  The README gives what a day of
+	 * this costs.
+	 */
+	KEY("output", "rotate-size", t_size, rotate_bytes, "0", "a new file when one reaches this size (0: never)",
+	    .min = 64 * 1024, .zero_is_off = true, .what = "a size (like 256M)"),
+	KEY("output", "rotate-interval", t_duration, rotate_usec, "5min", "a new file this often (0: never)",
+	    .min = 100000, .zero_is_off = true, .what = "a duration (like 10min)"),
+	KEY("output", "max-files", t_count, max_files, "0", "keep at most this many published files (0: no limit)",
+	    .what = "a number"),
+	KEY("output", "max-bytes", t_share, max_bytes, "10% 4G", "published files take at most this much space",
+	    .aux = F(max_bytes_percent), .max = 100,
+	    .what = "a size, a percentage of the file system or both (like 10% 4G; 0: no limit)"),
+	KEY("output", "max-age", t_duration, max_age_usec, "7d", "published files older than this go (0: never)",
+	    .what = "a duration (like 10min)"),
+	KEY("output", "min-free", t_share, min_free, "15% 4G", "space kept free on the file system",
+	    .aux = F(min_free_percent), .max = 99,
+	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
+	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
+	KEY("output", "compress", t_compress, compress_level, "0", "zstd level of the records (0 or no: off; yes: 3)",
+	    .what = "a zstd level from 1 to 19 (0 or no: off)"),
+	KEY("output", "mode", t_mode, mode, "continuous", "continuous: files; flight: snapshots on demand",
+	    .what = "continuous or flight"),
+	KEY("output", "history", t_history, history_usec, "",
+	    "how far back a snapshot reaches (empty: 5min in flight mode, else 0)",
+	    .what = "a duration (like 5min; 0: none)"),
+	KEY("output", "history-max", t_size, history_max, "256M", "memory cap of the history",
+	    .min = 1ULL << 20, .what = "a size of at least 1M (like 256M)"),
+	KEY("output", "label.", t_label, labels, NULL, "label.NAME=VALUE goes into manifests and metrics"),
+	KEY("service", "user", t_string_opt, user, "", "user to switch to after opening the events",
+	    .check = check_user_or_group),
+	KEY("service", "group", t_string_opt, group, "", "group owning the files (empty: the user's)",
+	    .check = check_user_or_group),
+	KEY("service", "socket", t_string, socket, "/run/perfrecd/io.perfrec", "the control socket (empty: none)",
+	    .what = "an absolute path (or empty for none)", .check = check_absolute),
+	KEY("service", "control-group", t_control_group, control_group, NULL,
+	    "members may call every control method (unset: perfrecd if it exists; empty: none)",
+	    .check = check_user_or_group),
+	KEY("service", "control-public-methods", t_string, control_public_methods, VARLINK_DEFAULT_PUBLIC,
+	    "control methods anyone may call"),
+	KEY("service", "metrics-listen", t_string_opt, metrics_listen, "",
+	    "serve metrics on this loopback address:port (empty: no)",
+	    .what = "a loopback 127.x.y.z:PORT", .check = check_loopback),
+	KEY("service", "metrics-textfile", t_string_opt, metrics_textfile, "",
+	    "write metrics into this *.prom file (empty: no)", .what = "an absolute path", .check = check_absolute),
+	KEY("upload", "upload-url", t_string_opt, upload_url, "", "S3 bucket URL to upload files to (empty: none)",
+	    .what = "an http:// or https:// URL", .check = check_url),
+	KEY("upload", "upload-region", t_string_opt, upload_region, "us-east-1", "the bucket's region"),
+	KEY("upload", "upload-credentials", t_string_opt, upload_credentials, "",
+	    "credentials file (empty: the environment)"),
+	KEY("upload", "upload-key", t_string_opt, upload_key, "{host}/{date}/{file}", "object key template",
+	    .check = check_upload_key),
+};
+#undef KEY
+#undef F
+
+const size_t config_nr_keys = sizeof(config_keys) / sizeof(config_keys[0]);
+
+/* A family of keys (label.NAME) ends in '.'. */
+static bool is_family(const struct config_key *k)
+{
+	return k->name[strlen(k->name) - 1] == '.';
+}
+
+static bool key_matches(const struct config_key *k, const char *key)
+{
+	return is_family(k) ? strncmp(key, k->name, strlen(k->name)) == 0 : strcmp(key, k->name) == 0;
+}
+
+/* Sets every key to its default; a default that does not parse is a bug here. */
+void config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		char err[256];
+
+		if (k->def && k->type->parse(k, c, k->def, err, sizeof(err)) < 0)
+			abort();
+	}
+}
+
+void config_exit(struct config *c)
+{
+	for (size_t i = 0; i < config_nr_keys; i++)
+		if (config_keys[i].type->free)
+			config_keys[i].type->free(&config_keys[i], c);
+	memset(c, 0, sizeof(*c));
+}
+
+void config_print(const struct config *c, bool docs, FILE *f)
+{
+	const char *section = NULL;
+
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		if (!section || strcmp(section, k->section)) {
+			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+			section = k->section;
+		}
+		if (k->type == &t_rate && !rate_in_use(k, c))
+			continue;
+		if (docs)
+			fprintf(f, "# %s\n", k->doc);
+		if (k->type == &t_label) {
+			for (size_t j = 0; j < c->nr_labels; j++)
+				fprintf(f, "%s%s\n", k->name, c->labels[j]);
+			continue;
+		}
+		fprintf(f, "%s=", k->name);
+		k->type->print(k, c, f);
+		fputc('\n', f);
+	}
+}
 
 /*
  * cpus=: a CPU list whose every CPU this host can have (the kernel's
@@ -529,36 +1027,6 @@ static int check_cpus(const char *v, char *err, size_t errlen)
 	return r;
 }
 
-/*
- * The keys config_set() takes in its if-blocks and config_set_fleet(),
- * with their sections (simple_keys[] carry their own), for the messages
- * about a key it does not take.  tests/unit/test-config.c checks that each
- * is taken in its section and no other.
- */
-static const struct { const char *section, *name; } other_keys[] = {
-	{ "record", "events" }, { "record", "frequency" }, { "record", "period" },
-	{ "record", "clockid" }, { "record", "cpus" }, { "record", "drain-priority" },
-	{ "record", "mmap-size" }, { "record", "max-overhead" },
-	{ "output", "directory" }, { "output", "rotate-size" }, { "output", "rotate-interval" },
-	{ "output", "max-files" }, { "output", "max-bytes" }, { "output", "max-age" },
-	{ "output", "min-free" }, { "output", "compress" }, { "output", "mode" },
-	{ "output", "prefix" },
-	{ "service", "socket" }, { "service", "metrics-listen" }, { "service", "metrics-textfile" },
-	{ "upload", "upload-url" }, { "upload", "upload-region" }, { "upload", "upload-credentials" },
-	{ "upload", "upload-key" },
-};
-
-#define NR_KEYS (sizeof(simple_keys) / sizeof(simple_keys[0]) + sizeof(other_keys) / sizeof(other_keys[0]))
-
-/* Key @i of all keys, simple ones first; its section into *@ret_section. */
-static const char *key_at(size_t i, const char **ret_section)
-{
-	size_t ns = sizeof(simple_keys) / sizeof(simple_keys[0]);
-
-	*ret_section = i < ns ? simple_keys[i].section : other_keys[i - ns].section;
-	return i < ns ? simple_keys[i].name : other_keys[i - ns].name;
-}
-
 size_t config_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), row[64];
@@ -593,34 +1061,29 @@ size_t config_edit_distance(const char *a, const char *b)
  */
 static void explain_unknown(const char *section, const char *key, char *err, size_t errlen)
 {
-	const char *best = NULL, *best_section = NULL, *sec, *name;
+	const struct config_key *best = NULL;
 	size_t best_d = SIZE_MAX, len = strlen(key);
 
-	for (size_t i = 0; i < NR_KEYS; i++) {
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
 		size_t d;
 
-		name = key_at(i, &sec);
-		if (strcmp(name, key) == 0) {
-			snprintf(err, errlen, "key '%s' belongs in section [%s], not [%s]", key, sec, section);
+		if (key_matches(k, key)) {
+			snprintf(err, errlen, "key '%s' belongs in section [%s], not [%s]", key, k->section, section);
 			return;
 		}
-		d = config_edit_distance(key, name);
+		d = is_family(k) ? SIZE_MAX : config_edit_distance(key, k->name);
 		if (d < best_d) {
 			best_d = d;
-			best = name;
-			best_section = sec;
+			best = k;
 		}
 	}
-	if (strncmp(key, "label.", 6) == 0) {
-		snprintf(err, errlen, "key '%s' belongs in section [output], not [%s]", key, section);
-		return;
-	}
 	if (best && best_d <= 2 && best_d * 3 < len) {
-		if (strcmp(best_section, section) == 0)
-			snprintf(err, errlen, "unknown key '%s' in section [%s]; did you mean '%s'?", key, section, best);
+		if (strcmp(best->section, section) == 0)
+			snprintf(err, errlen, "unknown key '%s' in section [%s]; did you mean '%s'?", key, section, best->name);
 		else
 			snprintf(err, errlen, "unknown key '%s' in section [%s]; did you mean '%s' in section [%s]?",
-				 key, section, best, best_section);
+				 key, section, best->name, best->section);
 		return;
 	}
 	snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
@@ -629,180 +1092,15 @@ static void explain_unknown(const char *section, const char *key, char *err, siz
 int config_set(struct config *c, const char *section, const char *key, const char *v,
 	       char *err, size_t errlen)
 {
-	uint64_t u;
-	int r;
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
 
-	r = set_simple(c, section, key, v, err, errlen);
-	if (r <= 0)
-		return r;
-#define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
-	if (IS("record", "events")) {
-		config_clear_events(c);
-		r = config_add_events(c, v, err, errlen);
-		if (r == 0 && c->nr_events == 0) {
-			snprintf(err, errlen, "events: empty list");
-			return -EINVAL;
-		}
-		return r;
+		if (strcmp(k->section, section) || !key_matches(k, key))
+			continue;
+		if (k->type == &t_label)
+			return set_label(c, key + strlen(k->name), v, err, errlen);
+		return k->type->parse(k, c, v, err, errlen);
 	}
-	if (IS("record", "frequency")) {
-		if (parse_size(v, &u) < 0 || u == 0) {
-			snprintf(err, errlen, "frequency: '%s' is not a positive number of Hz", v);
-			return -EINVAL;
-		}
-		c->freq = u;
-		c->period = 0;
-		return 0;
-	}
-	if (IS("record", "period")) {
-		if (parse_size(v, &u) < 0 || u == 0) {
-			snprintf(err, errlen, "period: '%s' is not a positive number", v);
-			return -EINVAL;
-		}
-		c->period = u;
-		c->freq = 0;
-		return 0;
-	}
-	if (IS("record", "clockid")) {
-		if (parse_clockid(v, &c->clockid) < 0) {
-			snprintf(err, errlen, "clockid: unknown clock '%s' (monotonic, monotonic_raw, realtime, boottime, tai, perf)", v);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (IS("record", "cpus")) {
-		if (strcmp(v, "all") == 0 || !*v) {
-			free(c->cpus);
-			c->cpus = NULL;
-			return 0;
-		}
-		r = check_cpus(v, err, errlen);
-		if (r < 0)
-			return r;
-		return set_string(&c->cpus, v);
-	}
-	if (IS("record", "drain-priority")) {
-		long l;
-
-		if (parse_long_in(v, 0, 99, &l) < 0) {
-			snprintf(err, errlen, "drain-priority: '%s' is not a real-time priority from 1 to 99 (0: none)", v);
-			return -EINVAL;
-		}
-		c->drain_priority = (int)l;
-		return 0;
-	}
-	if (IS("record", "mmap-size")) {
-		if (parse_size(v, &u) < 0 || u < 4096 || (u & (u - 1))) {
-			snprintf(err, errlen, "mmap-size: '%s' is not a power of two of at least 4K", v);
-			return -EINVAL;
-		}
-		c->mmap_bytes = u;
-		return 0;
-	}
-	if (IS("output", "directory")) {
-		if (!*v) {
-			snprintf(err, errlen, "directory: empty");
-			return -EINVAL;
-		}
-		return set_string(&c->directory, v);
-	}
-	if (IS("output", "rotate-size")) {
-		if (parse_size(v, &u) < 0) {
-			snprintf(err, errlen, "%s: '%s' is not a size (like 256M)", key, v);
-			return -EINVAL;
-		}
-		if (u && u < 64 * 1024) {
-			snprintf(err, errlen, "rotate-size: '%s' is below the minimum of 64K", v);
-			return -EINVAL;
-		}
-		c->rotate_bytes = u;
-		return 0;
-	}
-	/*
-	 * Both in bytes, as a share of the file system the directory is on
-	 * (retention.c measures it when it applies them), or both, the smaller
-	 * applying ("10% 4G").  A floor of 100% would never let a byte be
-	 * written: refused.
-	 */
-	if (IS("output", "max-bytes") || IS("output", "min-free")) {
-		bool floor = strcmp(key, "min-free") == 0;
-		unsigned pct;
-
-		if (parse_size_or_percent(v, &u, &pct) < 0 || (floor && pct == 100)) {
-			snprintf(err, errlen, "%s: '%s' is not a size, a percentage of the file system "
-				 "or both (like %s; 0: no limit)", key, v, floor ? "15% 4G; below 100%" : "10% 4G");
-			return -EINVAL;
-		}
-		*(floor ? &c->min_free : &c->max_bytes) = u;
-		*(floor ? &c->min_free_percent : &c->max_bytes_percent) = pct;
-		return 0;
-	}
-	if (IS("output", "rotate-interval") || IS("output", "max-age")) {
-		if (parse_duration(v, &u) < 0) {
-			snprintf(err, errlen, "%s: '%s' is not a duration (like 10min)", key, v);
-			return -EINVAL;
-		}
-		if (strcmp(key, "rotate-interval") == 0 && u && u < 100000) {
-			snprintf(err, errlen, "rotate-interval: '%s' is below the minimum of 100ms", v);
-			return -EINVAL;
-		}
-		*(strcmp(key, "rotate-interval") == 0 ? &c->rotate_usec : &c->max_age_usec) = u;
-		return 0;
-	}
-	if (IS("output", "max-files")) {
-		char *end;
-
-		errno = 0;
-		u = strtoull(v, &end, 10);
-		if (errno || end == v || *end || *v == '-') {
-			snprintf(err, errlen, "max-files: '%s' is not a number", v);
-			return -EINVAL;
-		}
-		c->max_files = u;
-		return 0;
-	}
-	if (IS("output", "compress")) {
-		bool b;
-		long l;
-
-		/* A zstd level, or yes/no ("yes": level 3, perfrecd -z). */
-		if (parse_long_in(v, 0, 19, &l) == 0) {
-			c->compress_level = (int)l;
-			return 0;
-		}
-		if (parse_bool(v, &b) == 0) {
-			c->compress_level = b ? 3 : 0;
-			return 0;
-		}
-		snprintf(err, errlen, "compress: '%s' is not a zstd level from 1 to 19 (0 or no: off)", v);
-		return -EINVAL;
-	}
-	if (IS("output", "mode")) {
-		if (strcmp(v, "continuous") && strcmp(v, "flight")) {
-			snprintf(err, errlen, "mode: '%s' is neither continuous nor flight", v);
-			return -EINVAL;
-		}
-		c->mode = strcmp(v, "flight") == 0 ? CONFIG_MODE_FLIGHT : CONFIG_MODE_CONTINUOUS;
-		return 0;
-	}
-	if (IS("service", "socket")) {
-		if (*v && v[0] != '/') {
-			snprintf(err, errlen, "socket: '%s' must be an absolute path (or empty for none)", v);
-			return -EINVAL;
-		}
-		return set_string(&c->socket, v);
-	}
-	if (IS("output", "prefix")) {
-		if (!*v || strchr(v, '/')) {
-			snprintf(err, errlen, "prefix: '%s' must be a non-empty name without '/'", v);
-			return -EINVAL;
-		}
-		return set_string(&c->prefix, v);
-	}
-	r = config_set_fleet(c, section, key, v, err, errlen);
-	if (r != -ENOENT)
-		return r;
-#undef IS
 	explain_unknown(section, key, err, errlen);
 	return -EINVAL;
 }
@@ -940,30 +1238,38 @@ static char *read_line(char *buf, int size, void *user)
 	return check_syntax(l, buf) < 0 ? NULL : buf;
 }
 
+/* The key that key @name replaces when set (frequency= and period=), or NULL. */
+static const char *replaced_key(const char *name)
+{
+	const struct config_key *k = NULL;
+
+	for (size_t i = 0; i < config_nr_keys && !k; i++)
+		if (strcmp(config_keys[i].name, name) == 0 && config_keys[i].type == &t_rate)
+			k = &config_keys[i];
+	for (size_t i = 0; k && i < config_nr_keys; i++)
+		if (config_keys[i].type == &t_rate && config_keys[i].off == k->aux)
+			return config_keys[i].name;
+	return NULL;
+}
+
 /*
- * Keys set twice, and frequency= with period=, which replace each other in
- * config_set(): in one file, either is a mistake that the order of the
- * lines would otherwise settle in silence.  0 or -EINVAL (recorded).
+ * Keys set twice, and keys that replace each other in config_set()
+ * (frequency= and period=): in one file, either is a mistake that the
+ * order of the lines would otherwise settle in silence.  0 or -EINVAL
+ * (recorded).
  */
 static int check_repeat(struct load_ctx *l, const char *name)
 {
-	static const char *const exclusive[][2] = { { "frequency", "period" } };
+	const char *other = replaced_key(name);
 	struct seen_key *ns;
 
 	for (size_t i = 0; i < l->nr_seen; i++) {
-		const char *other = NULL;
-
 		if (strcmp(l->seen[i].name, name) == 0) {
 			load_error(l, -EINVAL, l->line, "duplicate key '%s' (already set on line %u)",
 				   name, l->seen[i].line);
 			return -EINVAL;
 		}
-		for (size_t j = 0; j < sizeof(exclusive) / sizeof(exclusive[0]); j++)
-			for (int k = 0; k < 2; k++)
-				if (strcmp(exclusive[j][k], name) == 0 &&
-				    strcmp(exclusive[j][!k], l->seen[i].name) == 0)
-					other = exclusive[j][!k];
-		if (other) {
+		if (other && strcmp(l->seen[i].name, other) == 0) {
 			load_error(l, -EINVAL, l->line, "%s= contradicts %s= on line %u (set one of them)",
 				   name, other, l->seen[i].line);
 			return -EINVAL;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_MAX_EVENTS 32
 
@@ -72,8 +73,44 @@ struct config {
 	double max_overhead;      /* fraction of all CPUs; 0: no governor */
 };
 
+/*
+ * One configuration key: a row of config_keys[] (config.c), from which
+ * parsing, defaults, --check-config and the messages about unknown keys
+ * all come.  A @name ending in '.' is a family of keys (label.NAME).
+ */
+struct config_key;
+typedef int config_parse_fn(const struct config_key *k, struct config *c, const char *v,
+			    char *err, size_t errlen);
+typedef void config_print_fn(const struct config_key *k, const struct config *c, FILE *f);
+typedef int config_check_fn(const struct config_key *k, const char *v, char *err, size_t errlen);
+
+struct config_key {
+	const char *section, *name;
+	const struct config_type *type; /* parses, prints and frees the field */
+	size_t off;                /* the field in struct config */
+	const char *def;           /* the default as a file would write it; NULL: unset (zero) */
+	const char *doc;           /* one line */
+	/* what the type checks, and how it says a value is wrong */
+	const char *what;          /* "KEY: 'VALUE' is not WHAT" */
+	uint64_t min, max;         /* bounds of numbers; max: of percentages */
+	bool zero_is_off;          /* 0 is taken below min, and means off */
+	size_t aux;                /* a second field (the percentage of a space limit, ...) */
+	config_check_fn *check;    /* a check of the key's own, run before a string is taken */
+};
+
+extern const struct config_key config_keys[];
+extern const size_t config_nr_keys;
+
+/* Every key at its default (config_keys[].def). */
 void config_init(struct config *c);
 void config_exit(struct config *c);
+
+/*
+ * What perfrecd --check-config prints: every key in effect as key=value,
+ * by section, in the table's order; with @docs each after a "# " line of
+ * what it is.
+ */
+void config_print(const struct config *c, bool docs, FILE *f);
 
 /*
  * Load @path over @c.  On error returns -errno / -EINVAL and writes a one-line

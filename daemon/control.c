@@ -1178,165 +1178,224 @@ static int subscribe(struct control *ctl, struct client *c)
 	return 0;
 }
 
-static void call(struct control *ctl, struct client *c, struct varlink_call *vc)
+/*
+ * The methods.  Each handler gets a call varlink_parse() has checked
+ * against its row of control_methods[] (parameters there, of their
+ * kinds) and call() has let through; it replies, or leaves the reply to
+ * what it started (a snapshot's copy).
+ */
+static void method_get_info(struct client *c, const struct varlink_call *vc)
 {
-	struct recorder *rec = ctl->rec;
+	struct json_object *p = json_object_new_object();
+
+	J_ADD(p, "vendor", json_object_new_string("perfrec"));
+	J_ADD(p, "product", json_object_new_string("perfrecd"));
+	J_ADD(p, "version", json_object_new_string(perfrec_hostinfo__version()));
+	J_ADD(p, "url", json_object_new_string("https://github.com/perfrec/perfrecd"));
+	J_ADD(p, "interfaces", json_object_new_array());
+	json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string("org.varlink.service"));
+	json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string(VARLINK_INTERFACE));
+	reply(c, p);
+}
+
+static void method_get_interface_description(struct client *c, const struct varlink_call *vc)
+{
+	struct json_object *p = json_object_new_object();
+
+	J_ADD(p, "description", json_object_new_string(
+		strcmp(json_object_get_string(json_object_object_get(vc->params, "interface")), VARLINK_INTERFACE)
+		? "interface org.varlink.service\n" : varlink_interface_description));
+	reply(c, p);
+}
+
+static void method_ping(struct client *c, const struct varlink_call *vc)
+{
+	struct json_object *p = json_object_new_object();
+
+	J_ADD(p, "pong", json_object_new_boolean(true));
+	reply(c, p);
+}
+
+static void method_status(struct client *c, const struct varlink_call *vc)
+{
+	reply(c, status(c->ctl));
+}
+
+static void method_rotate(struct client *c, const struct varlink_call *vc)
+{
+	struct control *ctl = c->ctl;
 	struct json_object *p;
 	char *path = NULL;
 	int r;
 
+	if (pipeout_enabled(ctl->cfg)) {
+		reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a stream to stdout (-o -) does not rotate");
+		return;
+	}
+	r = snapshot_flight_mode(ctl->cfg) ? recorder_snapshot_publish(ctl->rec, &path)
+					   : recorder_rotate(ctl->rec, &path);
+	if (r < 0 || !path) {
+		reply_error(c, VL_ERR_FAILED, "reason", r < 0 ? strerror(-r) : "no file was published");
+	} else {
+		p = json_object_new_object();
+		J_ADD(p, "file", json_object_new_string(path));
+		reply(c, p);
+	}
+	free(path);
+}
+
+static void method_snapshot(struct client *c, const struct varlink_call *vc)
+{
+	struct control *ctl = c->ctl;
+	struct json_object *p;
+	struct stat st;
+	int r;
+
+	if (c->passed_fd < 0) {
+		reply_error(c, VL_ERR_NO_FD, NULL, NULL);
+		return;
+	}
+	if (fstat(c->passed_fd, &st) < 0 || (!S_ISREG(st.st_mode) && isatty(c->passed_fd))) {
+		close(c->passed_fd);
+		c->passed_fd = -1;
+		reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a snapshot is binary perf data; not into a terminal");
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* A pipe or socket: spooled, and copied out at the reader's pace. */
+		r = xfer_start(ctl, c, vc->oneway);
+		if (r < 0) {
+			close(c->passed_fd);
+			c->passed_fd = -1;
+			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+		}
+		return;
+	}
+	r = recorder_snapshot(ctl->rec, c->passed_fd);
+	close(c->passed_fd);
+	c->passed_fd = -1;
+	if (r < 0) {
+		reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+		return;
+	}
+	log_info("Snapshot written for uid %u pid %d: %d samples", (unsigned)c->cred.uid, (int)c->cred.pid, r);
+	p = json_object_new_object();
+	J_ADD(p, "samples", json_object_new_int(r));
+	reply(c, p);
+}
+
+static void pause_or_resume(struct client *c, bool pause)
+{
+	struct control *ctl = c->ctl;
+	int r = pause ? recorder_disable(ctl->rec) : recorder_enable(ctl->rec);
+
+	if (r < 0) {
+		reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+		return;
+	}
+	ctl->paused = pause;
+	log_info("Sampling %s by uid %u pid %d", ctl->paused ? "paused" : "resumed",
+		 (unsigned)c->cred.uid, (int)c->cred.pid);
+	reply(c, NULL);
+}
+
+static void method_pause(struct client *c, const struct varlink_call *vc)
+{
+	pause_or_resume(c, true);
+}
+
+static void method_resume(struct client *c, const struct varlink_call *vc)
+{
+	pause_or_resume(c, false);
+}
+
+static void method_set_frequency(struct client *c, const struct varlink_call *vc)
+{
+	int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
+	int max = perfrec_evlist__max_sample_rate();
+	struct json_object *p;
+	size_t len;
+	char *m;
+	int r;
+
+	/* Refused as -F is, naming the range: perfrecctl shows the reason. */
+	r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(c->ctl->rec->evlist, (uint64_t)hz, 0);
+	if (r == -ERANGE || r == -EINVAL) {
+		char why[200];
+
+		if (r == -EINVAL)
+			snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
+				 "set frequency= in the configuration and reload");
+		else if (max > 0)
+			snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
+				 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
+		else
+			snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
+		p = json_object_new_object();
+		J_ADD(p, "parameter", json_object_new_string("frequency"));
+		J_ADD(p, "reason", json_object_new_string(why));
+		len = 0;
+		m = varlink_error(VL_ERR_INVALID_PARAMETER, p, &len);
+		send_msg(c, m, len);
+		log_notice("SetFrequency by uid %u pid %d refused: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
+		return;
+	}
+	if (r < 0) {
+		reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
+		return;
+	}
+	log_info("Sampling frequency set to %" PRId64 " Hz by uid %u pid %d", hz,
+		 (unsigned)c->cred.uid, (int)c->cred.pid);
+	p = json_object_new_object();
+	J_ADD(p, "frequency", json_object_new_int64(hz));
+	reply(c, p);
+}
+
+static void method_subscribe(struct client *c, const struct varlink_call *vc)
+{
+	int r;
+
+	if (snapshot_flight_mode(c->ctl->cfg)) {
+		reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "flight mode streams nothing; use Snapshot");
+		return;
+	}
+	reply(c, NULL);
+	r = subscribe(c->ctl, c);
+	if (r < 0) {
+		log_warning("Cannot start a stream for pid %d: %s", (int)c->cred.pid, strerror(-r));
+		c->dead = true;
+		return;
+	}
+	log_info("Streaming to uid %u pid %d", (unsigned)c->cred.uid, (int)c->cred.pid);
+}
+
+/* Every method: a new one is a row here and its handler above (and io.perfrec.varlink). */
+const struct varlink_method control_methods[] = {
+	{ "org.varlink.service", "GetInfo", .handle = method_get_info },
+	{ "org.varlink.service", "GetInterfaceDescription", { { "interface", VL_PARAM_INTERFACE } },
+	  .handle = method_get_interface_description },
+	{ VARLINK_INTERFACE, "Ping", .handle = method_ping },
+	{ VARLINK_INTERFACE, "Status", .handle = method_status },
+	{ VARLINK_INTERFACE, "Rotate", .handle = method_rotate },
+	{ VARLINK_INTERFACE, "Snapshot", .handle = method_snapshot },
+	{ VARLINK_INTERFACE, "Pause", .handle = method_pause },
+	{ VARLINK_INTERFACE, "Resume", .handle = method_resume },
+	{ VARLINK_INTERFACE, "SetFrequency", { { "frequency", VL_PARAM_POSITIVE_INT } },
+	  .handle = method_set_frequency },
+	/* The reply comes first, then the stream: a oneway call must not drop it. */
+	{ VARLINK_INTERFACE, "Subscribe", .upgrade = true, .handle = method_subscribe },
+};
+const size_t control_nr_methods = sizeof(control_methods) / sizeof(control_methods[0]);
+
+static void call(struct control *ctl, struct client *c, const struct varlink_call *vc)
+{
 	if (!c->privileged && !varlink_is_public(vc->name, ctl->cfg->control_public_methods)) {
 		refusal(ctl, "Refused %s to uid %u pid %d: not root and not in the control group",
 			vc->name, (unsigned)c->cred.uid, (int)c->cred.pid);
 		reply_error(c, VL_ERR_PERMISSION_DENIED, "method", vc->name);
 		return;
 	}
-	switch (vc->id) {
-	case VL_GET_INFO:
-		p = json_object_new_object();
-		J_ADD(p, "vendor", json_object_new_string("perfrec"));
-		J_ADD(p, "product", json_object_new_string("perfrecd"));
-		J_ADD(p, "version", json_object_new_string(perfrec_hostinfo__version()));
-		J_ADD(p, "url", json_object_new_string("https://github.com/perfrec/perfrecd"));
-		J_ADD(p, "interfaces", json_object_new_array());
-		json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string("org.varlink.service"));
-		json_object_array_add(json_object_object_get(p, "interfaces"), json_object_new_string(VARLINK_INTERFACE));
-		reply(c, p);
-		return;
-	case VL_GET_INTERFACE_DESCRIPTION:
-		p = json_object_new_object();
-		J_ADD(p, "description", json_object_new_string(
-			strcmp(json_object_get_string(json_object_object_get(vc->params, "interface")), VARLINK_INTERFACE)
-			? "interface org.varlink.service\n" : varlink_interface_description));
-		reply(c, p);
-		return;
-	case VL_PING:
-		p = json_object_new_object();
-		J_ADD(p, "pong", json_object_new_boolean(true));
-		reply(c, p);
-		return;
-	case VL_STATUS:
-		reply(c, status(ctl));
-		return;
-	case VL_ROTATE:
-		if (pipeout_enabled(ctl->cfg)) {
-			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a stream to stdout (-o -) does not rotate");
-			return;
-		}
-		r = snapshot_flight_mode(ctl->cfg) ? recorder_snapshot_publish(rec, &path)
-						   : recorder_rotate(rec, &path);
-		if (r < 0 || !path) {
-			reply_error(c, VL_ERR_FAILED, "reason", r < 0 ? strerror(-r) : "no file was published");
-		} else {
-			p = json_object_new_object();
-			J_ADD(p, "file", json_object_new_string(path));
-			reply(c, p);
-		}
-		free(path);
-		return;
-	case VL_SNAPSHOT: {
-		struct stat st;
-
-		if (c->passed_fd < 0) {
-			reply_error(c, VL_ERR_NO_FD, NULL, NULL);
-			return;
-		}
-		if (fstat(c->passed_fd, &st) < 0 || (!S_ISREG(st.st_mode) && isatty(c->passed_fd))) {
-			close(c->passed_fd);
-			c->passed_fd = -1;
-			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a snapshot is binary perf data; not into a terminal");
-			return;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			/* A pipe or socket: spooled, and copied out at the reader's pace. */
-			r = xfer_start(ctl, c, vc->oneway);
-			if (r < 0) {
-				close(c->passed_fd);
-				c->passed_fd = -1;
-				reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-			}
-			return;
-		}
-		r = recorder_snapshot(rec, c->passed_fd);
-		close(c->passed_fd);
-		c->passed_fd = -1;
-		if (r < 0) {
-			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-			return;
-		}
-		log_info("Snapshot written for uid %u pid %d: %d samples", (unsigned)c->cred.uid, (int)c->cred.pid, r);
-		p = json_object_new_object();
-		J_ADD(p, "samples", json_object_new_int(r));
-		reply(c, p);
-		return;
-	}
-	case VL_PAUSE:
-	case VL_RESUME:
-		r = vc->id == VL_PAUSE ? recorder_disable(rec) : recorder_enable(rec);
-		if (r < 0) {
-			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-			return;
-		}
-		ctl->paused = vc->id == VL_PAUSE;
-		log_info("Sampling %s by uid %u pid %d", ctl->paused ? "paused" : "resumed",
-			 (unsigned)c->cred.uid, (int)c->cred.pid);
-		reply(c, NULL);
-		return;
-	case VL_SET_FREQUENCY: {
-		int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
-
-		int max = perfrec_evlist__max_sample_rate();
-		size_t len;
-		char *m;
-
-		/* Refused as -F is, naming the range: perfrecctl shows the reason. */
-		r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(rec->evlist, (uint64_t)hz, 0);
-		if (r == -ERANGE || r == -EINVAL) {
-			char why[200];
-
-			if (r == -EINVAL)
-				snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
-					 "set frequency= in the configuration and reload");
-			else if (max > 0)
-				snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
-					 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
-			else
-				snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
-			p = json_object_new_object();
-			J_ADD(p, "parameter", json_object_new_string("frequency"));
-			J_ADD(p, "reason", json_object_new_string(why));
-			len = 0;
-			m = varlink_error(VL_ERR_INVALID_PARAMETER, p, &len);
-			send_msg(c, m, len);
-			log_notice("SetFrequency by uid %u pid %d refused: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
-			return;
-		}
-		if (r < 0) {
-			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-			return;
-		}
-		log_info("Sampling frequency set to %" PRId64 " Hz by uid %u pid %d", hz,
-			 (unsigned)c->cred.uid, (int)c->cred.pid);
-		p = json_object_new_object();
-		J_ADD(p, "frequency", json_object_new_int64(hz));
-		reply(c, p);
-		return;
-	}
-	case VL_SUBSCRIBE:
-		if (snapshot_flight_mode(ctl->cfg)) {
-			reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "flight mode streams nothing; use Snapshot");
-			return;
-		}
-		reply(c, NULL);
-		r = subscribe(ctl, c);
-		if (r < 0) {
-			log_warning("Cannot start a stream for pid %d: %s", (int)c->cred.pid, strerror(-r));
-			c->dead = true;
-			return;
-		}
-		log_info("Streaming to uid %u pid %d", (unsigned)c->cred.uid, (int)c->cred.pid);
-		return;
-	}
+	vc->method->handle(c, vc);
 }
 
 /* Handle the whole messages in the input buffer, as far as the client takes replies. */
@@ -1371,7 +1430,8 @@ static void handle_input(struct control *ctl, struct client *c)
 			break;
 		}
 		c->request_usec = now_usec();
-		if (varlink_parse(c->in + off, (size_t)n - 1, &vc, &err, &param) < 0) {
+		if (varlink_parse(c->in + off, (size_t)n - 1, control_methods, control_nr_methods,
+				  &vc, &err, &param) < 0) {
 			size_t len = 0;
 			char *m = varlink_error_param(err, param, &len);
 
@@ -1382,7 +1442,7 @@ static void handle_input(struct control *ctl, struct client *c)
 
 			call(ctl, c, &vc);
 			/* A snapshot under way replies (or not) when it ends. */
-			if (oneway && vc.id != VL_SUBSCRIBE && !xfer_active(c))
+			if (oneway && !vc.method->upgrade && !xfer_active(c))
 				c->out_len = before;
 			varlink_call_done(&vc);
 		}

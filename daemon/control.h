@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "recorder.h"
+#include "varlink.h"
 
 struct control;
 
@@ -84,5 +85,9 @@ void control_set_limits(struct control *ctl, const struct control_limits *lim);
 void control_stats(const struct control *ctl, struct control_stats *ret);
 /* Close every client, and remove the socket if we created it. */
 void control_free(struct control *ctl);
+
+/* The io.perfrec and org.varlink.service methods the socket serves (varlink.h). */
+extern const struct varlink_method control_methods[];
+extern const size_t control_nr_methods;
 
 #endif

@@ -17,7 +17,6 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
-#include "varlink.h"
 #include "log.h"
 #include "manager.h"
 #include "version.h"
@@ -84,75 +83,6 @@ static void usage(FILE *f)
 		"      --version          print the version\n\n"
 		"Signals: SIGINT/SIGTERM finish the current file and exit; SIGUSR2 rotates\n"
 		"(in flight mode: writes a snapshot).\n");
-}
-
-/* A duration exactly, in the largest unit that divides it (1.5s: 1500ms). */
-static void print_duration(const char *key, uint64_t usec)
-{
-	if (usec % 1000000 == 0)
-		printf("%s=%" PRIu64 "s\n", key, usec / 1000000);
-	else if (usec % 1000 == 0)
-		printf("%s=%" PRIu64 "ms\n", key, usec / 1000);
-	else
-		printf("%s=%" PRIu64 "us\n", key, usec);
-}
-
-static void print_config(const struct config *c)
-{
-	char buf[64];
-
-	printf("[record]\nevents=");
-	for (size_t i = 0; i < c->nr_events; i++)
-		printf("%s%s", i ? "," : "", c->events[i]);
-	printf("\n");
-	if (c->freq)
-		printf("frequency=%" PRIu64 "\n", c->freq);
-	else
-		printf("period=%" PRIu64 "\n", c->period);
-	printf("callchain=%s\n", c->callchain ? "yes" : "no");
-	printf("clockid=%s\n", clockid_name(c->clockid));
-	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
-	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
-	printf("drain-priority=%d\n", c->drain_priority);
-	print_duration("flush-interval", c->flush_usec);
-	print_duration("checkpoint-interval", c->checkpoint_usec);
-	printf("context-switch=%s\n", c->context_switch ? "yes" : "no");
-	printf("offcpu=%s\n", c->offcpu ? "yes" : "no");
-	print_duration("offcpu-min", c->offcpu_min_usec);
-	printf("offcpu-cgroup=%s\n", c->offcpu_cgroup ? c->offcpu_cgroup : "");
-	if (c->max_overhead > 0)
-		printf("max-overhead=%g%%\n", c->max_overhead * 100);
-	else
-		printf("max-overhead=\n");
-	print_duration("duration", c->duration_usec);
-	printf("\n[output]\ndirectory=%s\nprefix=%s\n", c->directory, c->prefix);
-	printf("rotate-size=%" PRIu64 "\n", c->rotate_bytes);
-	print_duration("rotate-interval", c->rotate_usec);
-	printf("max-files=%" PRIu64 "\n", c->max_files);
-	printf("max-bytes=%s\n", format_size_or_percent(c->max_bytes, c->max_bytes_percent, buf, sizeof(buf)));
-	print_duration("max-age", c->max_age_usec);
-	printf("min-free=%s\n", format_size_or_percent(c->min_free, c->min_free_percent, buf, sizeof(buf)));
-	printf("on-rotate=%s\n", c->on_rotate ? c->on_rotate : "");
-	printf("compress=%d\n", c->compress_level);
-	printf("mode=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "flight" : "continuous");
-	if (c->history_usec == CONFIG_HISTORY_DEFAULT)
-		printf("history=%s\n", c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0");
-	else
-		print_duration("history", c->history_usec);
-	printf("history-max=%" PRIu64 "\n", c->history_max);
-	for (size_t i = 0; i < c->nr_labels; i++)
-		printf("label.%s\n", c->labels[i]);
-	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");
-	printf("socket=%s\n", c->socket ? c->socket : "");
-	printf("control-group=%s\n", c->control_group ? c->control_group : "(perfrecd if it exists)");
-	printf("control-public-methods=%s\n",
-	       c->control_public_methods ? c->control_public_methods : VARLINK_DEFAULT_PUBLIC);
-	printf("metrics-listen=%s\nmetrics-textfile=%s\n", c->metrics_listen ? c->metrics_listen : "",
-	       c->metrics_textfile ? c->metrics_textfile : "");
-	printf("\n[upload]\nupload-url=%s\nupload-region=%s\nupload-credentials=%s\nupload-key=%s\n",
-	       c->upload_url ? c->upload_url : "", c->upload_region ? c->upload_region : "us-east-1",
-	       c->upload_credentials ? c->upload_credentials : "",
-	       c->upload_key ? c->upload_key : "{host}/{date}/{file}");
 }
 
 /*
@@ -377,6 +307,57 @@ enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_CALL_GRAPH, OPT_NO_CALLCHAIN, OP
 
 #define OPTSTRING "c:o:e:F:P:gaC:m:k:d:zvh"
 
+static const struct option long_options[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "period", required_argument, NULL, 'P' },
+	{ "call-graph", optional_argument, NULL, OPT_CALL_GRAPH },
+	{ "no-call-graph", no_argument, NULL, OPT_NO_CALLCHAIN },
+	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "cpus", required_argument, NULL, 'C' },
+	{ "mmap-pages", required_argument, NULL, 'm' },
+	{ "clockid", required_argument, NULL, 'k' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "compress", required_argument, NULL, OPT_COMPRESS },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "history", required_argument, NULL, OPT_HISTORY },
+	{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
+	{ "rotate-interval", required_argument, NULL, OPT_ROTATE_INTERVAL },
+	{ "rotate-size", required_argument, NULL, OPT_ROTATE_SIZE },
+	{ "switch-output", optional_argument, NULL, OPT_SWITCH_OUTPUT },
+	{ "max-files", required_argument, NULL, OPT_MAX_FILES },
+	{ "switch-max-files", required_argument, NULL, OPT_MAX_FILES },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+	{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
+	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ 0 }
+};
+
+/* Options that set one key: to their argument, or to @value. */
+static const struct option_key {
+	int opt;
+	const char *section, *key, *value;
+} option_keys[] = {
+	{ 'o', "output", "directory", NULL }, { 'e', "record", "events", NULL }, { 'F', "record", "frequency", NULL },
+	{ 'P', "record", "period", NULL }, { OPT_CALL_GRAPH, "record", "callchain", "yes" },
+	{ 'g', "record", "callchain", "yes" }, { OPT_NO_CALLCHAIN, "record", "callchain", "no" },
+	{ 'C', "record", "cpus", NULL }, { 'm', "record", "mmap-size", NULL }, { 'k', "record", "clockid", NULL },
+	{ 'd', "record", "duration", NULL }, { OPT_OFFCPU, "record", "offcpu", "yes" },
+	{ 'z', "output", "compress", "yes" }, { OPT_COMPRESS, "output", "compress", NULL },
+	{ OPT_MODE, "output", "mode", NULL }, { OPT_HISTORY, "output", "history", NULL },
+	{ OPT_HISTORY_MAX, "output", "history-max", NULL }, { OPT_ROTATE_INTERVAL, "output", "rotate-interval", NULL },
+	{ OPT_ROTATE_SIZE, "output", "rotate-size", NULL }, { OPT_SWITCH_OUTPUT, "output", NULL, NULL },
+	{ OPT_MAX_FILES, "output", "max-files", NULL }, { OPT_MAX_BYTES, "output", "max-bytes", NULL },
+	{ OPT_MAX_AGE, "output", "max-age", NULL }, { OPT_SOCKET, "service", "socket", NULL },
+};
+
 /*
  * What getopt refused, said plainly: an option without its value, or an
  * unknown one with the nearest real one when it looks like a typo of it
@@ -416,53 +397,87 @@ static void bad_option(const char *arg, const struct option *opts)
 		log_error("Unknown option '--%s' (see --help)", name);
 }
 
-int main(int argc, char **argv)
+/* Remember section.key=@value, applied by build_config().  0, or the exit status 2. */
+static int add_set(const char *section, const char *key, char *value)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "period", required_argument, NULL, 'P' },
-		{ "call-graph", optional_argument, NULL, OPT_CALL_GRAPH },
-		{ "no-call-graph", no_argument, NULL, OPT_NO_CALLCHAIN },
-		{ "all-cpus", no_argument, NULL, 'a' },
-		{ "cpus", required_argument, NULL, 'C' },
-		{ "mmap-pages", required_argument, NULL, 'm' },
-		{ "clockid", required_argument, NULL, 'k' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "compress", required_argument, NULL, OPT_COMPRESS },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "history", required_argument, NULL, OPT_HISTORY },
-		{ "history-max", required_argument, NULL, OPT_HISTORY_MAX },
-		{ "rotate-interval", required_argument, NULL, OPT_ROTATE_INTERVAL },
-		{ "rotate-size", required_argument, NULL, OPT_ROTATE_SIZE },
-		{ "switch-output", optional_argument, NULL, OPT_SWITCH_OUTPUT },
-		{ "max-files", required_argument, NULL, OPT_MAX_FILES },
-		{ "switch-max-files", required_argument, NULL, OPT_MAX_FILES },
-		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
-		{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ 0 }
-	};
-	bool check_only = false, freq_given = false, period_given = false;
-	struct config cfg;
-	struct manager m;
+	if (nr_sets == sizeof(sets) / sizeof(sets[0])) {
+		log_error("Too many command-line options");
+		return 2;
+	}
+	sets[nr_sets].section = section;
+	sets[nr_sets].key = key;
+	sets[nr_sets].value = value;
+	nr_sets++;
+	return 0;
+}
+
+/*
+ * An option of option_keys[] that is more than its key, as perf means it:
+ * checks (a refusal into @err) and may change the key or the value.  0, or
+ * the exit status 1 (out of memory) or 2.
+ */
+static int perf_option(int c, int argc, char **argv, const char **key, char **value, char *err, size_t errlen)
+{
+	char bytes[32];
+
+	switch (c) {
+	case 'o':
+		check_output(optarg, err, errlen);
+		break;
+	case OPT_CALL_GRAPH:
+		/* perf writes "--call-graph fp": take the mode after a space too. */
+		if (!optarg && optind < argc && is_call_graph_mode(argv[optind]))
+			optarg = argv[optind++];
+		call_graph_mode(optarg, err, errlen);
+		break;
+	case 'C':
+		check_cpus_online(optarg, err, errlen);
+		break;
+	case 'm':
+		/* Kept as long as argv is: every reload applies it again. */
+		if (mmap_pages_value(optarg, bytes, sizeof(bytes), err, errlen) == 0 && !(*value = strdup(bytes))) {
+			log_error("Out of memory");
+			return 1;
+		}
+		break;
+	case OPT_SWITCH_OUTPUT:
+		if (switch_output_key(optarg, key, err, errlen) == 0 && !*key) {
+			/*
+			 * signal: as in perf, only SIGUSR2 rotates, so the
+			 * default rotation by time (and any by size) is off.
+			 */
+			if (add_set("output", "rotate-size", "0"))
+				return 2;
+			*key = "rotate-interval";
+			*value = "0";
+		}
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The command line into sets[] and config_path.  Returns the exit status
+ * to end with at once (help, version, a bad option) and sets *@ret_exit,
+ * or 0 to go on.
+ */
+static int parse_options(int argc, char **argv, bool *ret_check_only, bool *ret_exit)
+{
+	bool freq_given = false, period_given = false;
 	char err[512];
-	int c, r;
+	int c;
 
-	log_open();
+	*ret_exit = true;
 	opterr = 0; /* bad_option() says what is wrong, with a suggestion */
-	while ((c = getopt_long(argc, argv, OPTSTRING, opts, NULL)) != -1) {
-		const char *section = "record", *key = NULL;
-		char *value = optarg;
+	while ((c = getopt_long(argc, argv, OPTSTRING, long_options, NULL)) != -1) {
+		const struct option_key *ok = NULL;
+		const char *key;
+		char *value;
+		int r;
 
-		err[0] = 0;
+		for (size_t i = 0; i < sizeof(option_keys) / sizeof(option_keys[0]) && !ok; i++)
+			if (option_keys[i].opt == c)
+				ok = &option_keys[i];
 		switch (c) {
 		case 'c':
 			/* perf's -c N (a period) would otherwise be "cannot read N". */
@@ -473,86 +488,30 @@ int main(int argc, char **argv)
 			}
 			config_path = optarg;
 			continue;
-		case 'o':
-			section = "output"; key = "directory";
-			check_output(optarg, err, sizeof(err));
-			break;
-		case 'e': key = "events"; break;
-		case 'F': key = "frequency"; freq_given = true; break;
-		case 'P': key = "period"; period_given = true; break;
-		case OPT_CALL_GRAPH:
-			/* perf writes "--call-graph fp": take the mode after a space too. */
-			if (!optarg && optind < argc && is_call_graph_mode(argv[optind]))
-				optarg = argv[optind++];
-			call_graph_mode(optarg, err, sizeof(err));
-			/* fall through */
-		case 'g': key = "callchain"; value = "yes"; break;
-		case OPT_NO_CALLCHAIN: key = "callchain"; value = "no"; break;
 		case 'a': continue; /* always system-wide, as perf -a is */
-		case 'C':
-			key = "cpus";
-			check_cpus_online(optarg, err, sizeof(err));
-			break;
-		case 'm': {
-			char bytes[32];
-
-			/* Kept as long as argv is: every reload applies it again. */
-			key = "mmap-size";
-			if (mmap_pages_value(optarg, bytes, sizeof(bytes), err, sizeof(err)) == 0 &&
-			    !(value = strdup(bytes))) {
-				log_error("Out of memory");
-				return 1;
-			}
-			break;
-		}
-		case 'k': key = "clockid"; break;
-		case 'd': key = "duration"; break;
-		case 'z': section = "output"; key = "compress"; value = "yes"; break;
-		case OPT_COMPRESS: section = "output"; key = "compress"; break;
-		case OPT_MODE: section = "output"; key = "mode"; break;
-		case OPT_HISTORY: section = "output"; key = "history"; break;
-		case OPT_HISTORY_MAX: section = "output"; key = "history-max"; break;
-		case OPT_ROTATE_INTERVAL: section = "output"; key = "rotate-interval"; break;
-		case OPT_ROTATE_SIZE: section = "output"; key = "rotate-size"; break;
-		case OPT_SWITCH_OUTPUT:
-			section = "output";
-			if (switch_output_key(optarg, &key, err, sizeof(err)) == 0 && !key) {
-				/*
-				 * signal: as in perf, only SIGUSR2 rotates, so the
-				 * default rotation by time (and any by size) is off.
-				 */
-				if (nr_sets + 2 > sizeof(sets) / sizeof(sets[0])) {
-					log_error("Too many command-line options");
-					return 2;
-				}
-				sets[nr_sets++] = (typeof(sets[0])){ "output", "rotate-size", "0" };
-				key = "rotate-interval";
-				value = "0";
-			}
-			break;
-		case OPT_MAX_FILES: section = "output"; key = "max-files"; break;
-		case OPT_MAX_BYTES: section = "output"; key = "max-bytes"; break;
-		case OPT_MAX_AGE: section = "output"; key = "max-age"; break;
-		case OPT_SOCKET: section = "service"; key = "socket"; break;
-		case OPT_OFFCPU: key = "offcpu"; value = "yes"; break;
 		case 'v': log_max_level = LOG_DEBUG; continue;
-		case OPT_CHECK_CONFIG: check_only = true; continue;
+		case OPT_CHECK_CONFIG: *ret_check_only = true; continue;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("perfrecd %s\n", PERFREC_VERSION); return 0;
-		default: bad_option(argv[optind - 1], opts); return 2;
 		}
+		if (!ok) {
+			bad_option(argv[optind - 1], long_options);
+			return 2;
+		}
+		freq_given |= c == 'F';
+		period_given |= c == 'P';
+		key = ok->key;
+		value = ok->value ? (char *)ok->value : optarg;
+		err[0] = 0;
+		r = perf_option(c, argc, argv, &key, &value, err, sizeof(err));
+		if (r)
+			return r;
 		if (err[0]) {
 			log_error("%s", err);
 			return 2;
 		}
-		if (nr_sets == sizeof(sets) / sizeof(sets[0])) {
-			log_error("Too many command-line options");
+		if (add_set(ok->section, key, value))
 			return 2;
-		}
-		sets[nr_sets].section = section;
-		sets[nr_sets].key = key;
-		sets[nr_sets].value = value;
-		nr_sets++;
 	}
 	if (optind < argc) {
 		log_error("Unexpected argument '%s' (see --help)", argv[optind]);
@@ -567,7 +526,22 @@ int main(int argc, char **argv)
 		log_error("-F/--freq and -P/--period contradict each other: sample by frequency or by period");
 		return 2;
 	}
+	*ret_exit = false;
+	return 0;
+}
 
+int main(int argc, char **argv)
+{
+	bool check_only = false, done;
+	struct config cfg;
+	struct manager m;
+	char err[512];
+	int r;
+
+	log_open();
+	r = parse_options(argc, argv, &check_only, &done);
+	if (done)
+		return r;
 	if (!config_path && access(DEFAULT_CONFIG, F_OK) == 0)
 		config_path = DEFAULT_CONFIG;
 	r = build_config(&cfg, err, sizeof(err));
@@ -577,7 +551,7 @@ int main(int argc, char **argv)
 		return r;
 	}
 	if (check_only) {
-		print_config(&cfg);
+		config_print(&cfg, log_max_level >= LOG_DEBUG, stdout);
 		config_exit(&cfg);
 		return 0;
 	}

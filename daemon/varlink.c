@@ -12,112 +12,21 @@
 
 #include "varlink.h"
 
-/* Kept identical to daemon/io.perfrec.varlink (test-varlink checks). */
-const char varlink_interface_description[] =
-	"# perfrecd's control interface: a host-wide profiler recording perf.data files.\n"
-	"# Callers outside control-group may only call control-public-methods= (by\n"
-	"# default Ping and Status, plus org.varlink.service.GetInfo and\n"
-	"# GetInterfaceDescription); anything else answers PermissionDenied.\n"
-	"interface io.perfrec\n"
-	"\n"
-	"# One CPU's ring (counts since the daemon started).\n"
-	"type CpuStatus (\n"
-	"  cpu: int,\n"
-	"  samples: int,\n"
-	"  lost: int,\n"
-	"  bytes: int\n"
-	")\n"
-	"\n"
-	"# One sampling event and its current rate (frequency in Hz, or period).\n"
-	"type EventStatus (\n"
-	"  name: string,\n"
-	"  frequency: int,\n"
-	"  period: int\n"
-	")\n"
-	"\n"
-	"# Answers at once; for liveness checks.\n"
-	"method Ping() -> (pong: bool)\n"
-	"\n"
-	"# Counters and state.  The counters count from when the events were\n"
-	"# opened (counted_sec ago: at start, or at the last reload that reopened\n"
-	"# them) and the rates are averages over that span.  current_file is the\n"
-	"# file being written as it is on disk (NAME.tmp until published).\n"
-	"method Status() -> (\n"
-	"  pid: int,\n"
-	"  uptime_sec: float,\n"
-	"  paused: bool,\n"
-	"  mode: string,\n"
-	"  samples: int,\n"
-	"  lost: int,\n"
-	"  bytes: int,\n"
-	"  counted_sec: float,\n"
-	"  samples_per_sec: float,\n"
-	"  bytes_per_sec: float,\n"
-	"  cpus: []CpuStatus,\n"
-	"  events: []EventStatus,\n"
-	"  files_published: int,\n"
-	"  current_file: ?string,\n"
-	"  cpu_time_sec: float,\n"
-	"  rss_bytes: int,\n"
-	"  subscribers: int\n"
-	")\n"
-	"\n"
-	"# Finish the current file and start the next; returns the published file\n"
-	"# (flight mode: publishes a snapshot into the output directory).\n"
-	"method Rotate() -> (file: string)\n"
-	"\n"
-	"# Write a self-contained perf.data of the most recent data into the file\n"
-	"# descriptor passed with SCM_RIGHTS alongside this call (a regular file is\n"
-	"# written from offset 0; a pipe or socket gets pipe mode, copied out without\n"
-	"# blocking the daemon).  The reply comes once the last byte is delivered; a\n"
-	"# reader that takes nothing for 10 s gets io.perfrec.Failed.\n"
-	"method Snapshot() -> (samples: int)\n"
-	"\n"
-	"# Stop and restart sampling; the current file stays open.\n"
-	"method Pause() -> ()\n"
-	"method Resume() -> ()\n"
-	"\n"
-	"# Change the sampling frequency of every sampling event live; the next\n"
-	"# file's attrs carry it.\n"
-	"method SetFrequency(frequency: int) -> (frequency: int)\n"
-	"\n"
-	"# After the reply, the connection carries a perf pipe-mode stream of\n"
-	"# everything recorded from now on (attrs, synthesized state, then records\n"
-	"# as they are drained) until the client closes it or perfrecd ends it.\n"
-	"# perfrecd ends a stream after a whole record, with an end marker (a\n"
-	"# record header of size 0, which no record has) followed by a varlink\n"
-	"# message: io.perfrec.Failed (reason) when the stream was cut short -- its\n"
-	"# reader took nothing for 10 s, fell 64 MiB behind, or a reload changed\n"
-	"# the events -- or a reply (reason) when perfrecd stopped.  A stream that\n"
-	"# ends without the marker was cut (perfrecd killed).\n"
-	"method Subscribe() -> ()\n"
-	"\n"
-	"error InvalidRequest (reason: string)\n"
-	"error MessageTooLarge (limit: int)\n"
-	"error PermissionDenied (method: string)\n"
-	"error NoFileDescriptor ()\n"
-	"error NotSupported (reason: string)\n"
-	"error Failed (reason: string)\n"
-	;
-
-struct method_def {
-	const char *iface;
-	const char *name;
-	enum varlink_method_id id;
-};
-
-static const struct method_def methods[] = {
-	{ "org.varlink.service", "GetInfo", VL_GET_INFO },
-	{ "org.varlink.service", "GetInterfaceDescription", VL_GET_INTERFACE_DESCRIPTION },
-	{ VARLINK_INTERFACE, "Ping", VL_PING },
-	{ VARLINK_INTERFACE, "Status", VL_STATUS },
-	{ VARLINK_INTERFACE, "Rotate", VL_ROTATE },
-	{ VARLINK_INTERFACE, "Snapshot", VL_SNAPSHOT },
-	{ VARLINK_INTERFACE, "Pause", VL_PAUSE },
-	{ VARLINK_INTERFACE, "Resume", VL_RESUME },
-	{ VARLINK_INTERFACE, "SetFrequency", VL_SET_FREQUENCY },
-	{ VARLINK_INTERFACE, "Subscribe", VL_SUBSCRIBE },
-};
+/*
+ * The served description is daemon/io.perfrec.varlink itself, copied in by
+ * the assembler and NUL-terminated, so that the interface is written down
+ * once (the Makefile rebuilds varlink.o when the file changes).  The path
+ * is relative to the top of the tree, where every build runs.
+ */
+__asm__(
+	"	.pushsection .rodata\n"
+	"	.globl varlink_interface_description\n"
+	"	.type varlink_interface_description, @object\n"
+	"varlink_interface_description:\n"
+	"	.incbin \"daemon/io.perfrec.varlink\"\n"
+	"	.byte 0\n"
+	"	.size varlink_interface_description, . - varlink_interface_description\n"
+	"	.popsection\n");
 
 int varlink_frame(const char *buf, size_t len)
 {
@@ -137,45 +46,60 @@ static int fail(const char *error, const char *param, const char **ret_error, co
 	return r;
 }
 
-/* Parameters each method takes; anything else is InvalidParameter. */
-static int check_params(const struct varlink_call *c, const char **ret_error, const char **ret_param)
+static bool interface_known(const struct varlink_method *methods, size_t nr_methods, const char *iface, size_t len)
 {
+	for (size_t i = 0; i < nr_methods; i++)
+		if (strlen(methods[i].interface) == len && !strncmp(methods[i].interface, iface, len))
+			return true;
+	return false;
+}
+
+/* The parameters the method's row lists, each of its kind, and no others. */
+static int check_params(const struct varlink_call *c, const struct varlink_method *methods, size_t nr_methods,
+			const char **ret_error, const char **ret_param)
+{
+	const struct varlink_method *m = c->method;
 	struct json_object *v;
 
 	/* The name of an unknown parameter outlives the parameters (freed on failure). */
 	static char unknown[128];
 
 	json_object_object_foreach(c->params, key, val) {
+		bool listed = false;
+
 		(void)val;
-		if (c->id == VL_SET_FREQUENCY && !strcmp(key, "frequency"))
-			continue;
-		if (c->id == VL_GET_INTERFACE_DESCRIPTION && !strcmp(key, "interface"))
+		for (size_t i = 0; i < VARLINK_MAX_PARAMS && m->params[i].name; i++)
+			listed = listed || !strcmp(key, m->params[i].name);
+		if (listed)
 			continue;
 		snprintf(unknown, sizeof(unknown), "%s", key);
 		return fail(VL_ERR_INVALID_PARAMETER, unknown, ret_error, ret_param, -EINVAL);
 	}
-	switch (c->id) {
-	case VL_SET_FREQUENCY:
-		if (!json_object_object_get_ex(c->params, "frequency", &v) ||
-		    !json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0)
-			return fail(VL_ERR_INVALID_PARAMETER, "frequency", ret_error, ret_param, -EINVAL);
-		break;
-	case VL_GET_INTERFACE_DESCRIPTION:
-		if (!json_object_object_get_ex(c->params, "interface", &v) ||
-		    !json_object_is_type(v, json_type_string))
-			return fail(VL_ERR_INVALID_PARAMETER, "interface", ret_error, ret_param, -EINVAL);
-		if (strcmp(json_object_get_string(v), VARLINK_INTERFACE) &&
-		    strcmp(json_object_get_string(v), "org.varlink.service"))
-			return fail(VL_ERR_INTERFACE_NOT_FOUND, "interface", ret_error, ret_param, -ENOENT);
-		break;
-	default:
-		break;
+	for (size_t i = 0; i < VARLINK_MAX_PARAMS && m->params[i].name; i++) {
+		const char *name = m->params[i].name;
+		bool there = json_object_object_get_ex(c->params, name, &v);
+
+		switch (m->params[i].kind) {
+		case VL_PARAM_POSITIVE_INT:
+			if (!there || !json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0)
+				return fail(VL_ERR_INVALID_PARAMETER, name, ret_error, ret_param, -EINVAL);
+			break;
+		case VL_PARAM_INTERFACE:
+			if (!there || !json_object_is_type(v, json_type_string))
+				return fail(VL_ERR_INVALID_PARAMETER, name, ret_error, ret_param, -EINVAL);
+			if (!interface_known(methods, nr_methods, json_object_get_string(v),
+					     strlen(json_object_get_string(v))))
+				return fail(VL_ERR_INTERFACE_NOT_FOUND, name, ret_error, ret_param, -ENOENT);
+			break;
+		case VL_PARAM_NONE:
+			break;
+		}
 	}
 	return 0;
 }
 
-int varlink_parse(const char *msg, size_t len, struct varlink_call *ret,
-		  const char **ret_error, const char **ret_param)
+int varlink_parse(const char *msg, size_t len, const struct varlink_method *methods, size_t nr_methods,
+		  struct varlink_call *ret, const char **ret_error, const char **ret_param)
 {
 	struct json_tokener *tok;
 	struct json_object *root, *m, *p, *v;
@@ -220,27 +144,19 @@ int varlink_parse(const char *msg, size_t len, struct varlink_call *ret,
 	}
 	method = json_object_get_string(m);
 	dot = strrchr(method, '.');
-	ret->name = NULL;
 	if (dot) {
 		size_t ilen = (size_t)(dot - method);
-		bool iface_known = false;
 
-		for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-			if (strlen(methods[i].iface) != ilen || strncmp(methods[i].iface, method, ilen))
-				continue;
-			iface_known = true;
-			if (!strcmp(methods[i].name, dot + 1)) {
-				ret->id = methods[i].id;
-				ret->name = methods[i].name;
-				break;
-			}
-		}
-		if (!ret->name && !iface_known) {
+		for (size_t i = 0; i < nr_methods && !ret->method; i++)
+			if (strlen(methods[i].interface) == ilen && !strncmp(methods[i].interface, method, ilen) &&
+			    !strcmp(methods[i].name, dot + 1))
+				ret->method = &methods[i];
+		if (!ret->method && !interface_known(methods, nr_methods, method, ilen)) {
 			r = fail(VL_ERR_INTERFACE_NOT_FOUND, "interface", ret_error, ret_param, -ENOENT);
 			goto out;
 		}
 	}
-	if (!ret->name) {
+	if (!ret->method) {
 		r = fail(VL_ERR_METHOD_NOT_FOUND, "method", ret_error, ret_param, -ENOENT);
 		goto out;
 	}
@@ -257,11 +173,12 @@ int varlink_parse(const char *msg, size_t len, struct varlink_call *ret,
 			goto out;
 		}
 	}
-	r = check_params(ret, ret_error, ret_param);
+	r = check_params(ret, methods, nr_methods, ret_error, ret_param);
 	if (r < 0) {
 		json_object_put(ret->params);
 		ret->params = NULL;
 	}
+	ret->name = ret->method->name;
 out:
 	json_object_put(root);
 	return r;

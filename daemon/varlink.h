@@ -33,15 +33,38 @@
 #define VL_ERR_NOT_SUPPORTED "io.perfrec.NotSupported"
 #define VL_ERR_NO_FD "io.perfrec.NoFileDescriptor"
 
-enum varlink_method_id {
-	VL_GET_INFO, VL_GET_INTERFACE_DESCRIPTION,
-	VL_PING, VL_STATUS, VL_ROTATE, VL_SNAPSHOT, VL_PAUSE, VL_RESUME,
-	VL_SET_FREQUENCY, VL_SUBSCRIBE,
+struct client;             /* the server's connection (control.c) */
+struct varlink_call;
+
+/* What a parameter must be.  Every parameter a method lists is required. */
+enum varlink_param_kind {
+	VL_PARAM_NONE,
+	VL_PARAM_POSITIVE_INT,     /* an int above 0 */
+	VL_PARAM_INTERFACE,        /* a string naming an interface of the table (else InterfaceNotFound) */
+};
+
+#define VARLINK_MAX_PARAMS 2
+
+/*
+ * One method: a row of the server's table (control.c), from which parsing,
+ * checking and dispatch come.  A new method is a row and its handler.
+ */
+struct varlink_method {
+	const char *interface;     /* "io.perfrec" or "org.varlink.service" */
+	const char *name;          /* short name, as control-public-methods= lists it */
+	struct {
+		const char *name;
+		enum varlink_param_kind kind;
+	} params[VARLINK_MAX_PARAMS]; /* what it takes; anything else is InvalidParameter */
+	bool upgrade;              /* the connection carries other data after the reply,
+				    * so a oneway call gets the reply all the same */
+	/* Acts and replies (or not, until later); the call is checked already. */
+	void (*handle)(struct client *c, const struct varlink_call *vc);
 };
 
 struct varlink_call {
-	enum varlink_method_id id;
-	const char *name;          /* short name ("Status"), static */
+	const struct varlink_method *method; /* the row called, in the table given to varlink_parse() */
+	const char *name;          /* method->name ("Status"), static */
 	struct json_object *params; /* owned; never NULL (an empty object) */
 	bool oneway;               /* the caller wants no reply */
 };
@@ -54,13 +77,14 @@ struct varlink_call {
 int varlink_frame(const char *buf, size_t len);
 
 /*
- * Parse and check one message (@msg, @len bytes, NUL not included).  On
- * success fills @ret (free with varlink_call_done()) and returns 0.  On
- * failure returns -errno and sets *ret_error to the error name to reply
- * with and *ret_param (may stay NULL) to the offending parameter's name.
+ * Parse and check one message (@msg, @len bytes, NUL not included) against
+ * the @nr_methods rows of @methods (which outlive the call).  On success
+ * fills @ret (free with varlink_call_done()) and returns 0.  On failure
+ * returns -errno and sets *ret_error to the error name to reply with and
+ * *ret_param (may stay NULL) to the offending parameter's name.
  */
-int varlink_parse(const char *msg, size_t len, struct varlink_call *ret,
-		  const char **ret_error, const char **ret_param);
+int varlink_parse(const char *msg, size_t len, const struct varlink_method *methods, size_t nr_methods,
+		  struct varlink_call *ret, const char **ret_error, const char **ret_param);
 void varlink_call_done(struct varlink_call *c);
 
 /*
@@ -78,7 +102,7 @@ char *varlink_error(const char *error, struct json_object *params, size_t *ret_l
 /* An error whose parameters are {"parameter": @param} (varlink's InvalidParameter). */
 char *varlink_error_param(const char *error, const char *param, size_t *ret_len);
 
-/* The io.perfrec interface definition (daemon/io.perfrec.varlink). */
+/* The io.perfrec interface definition: daemon/io.perfrec.varlink as built in. */
 extern const char varlink_interface_description[];
 
 #endif

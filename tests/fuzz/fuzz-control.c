@@ -12,6 +12,17 @@
 
 #include "../../daemon/varlink.c"
 
+/* The shape of the daemon's table (control.c), without handlers: each kind of parameter. */
+static const struct varlink_method methods[] = {
+	{ .interface = "org.varlink.service", .name = "GetInfo" },
+	{ .interface = "org.varlink.service", .name = "GetInterfaceDescription",
+	  .params = { { "interface", VL_PARAM_INTERFACE } } },
+	{ .interface = VARLINK_INTERFACE, .name = "Ping" },
+	{ .interface = VARLINK_INTERFACE, .name = "Status" },
+	{ .interface = VARLINK_INTERFACE, .name = "SetFrequency", .params = { { "frequency", VL_PARAM_POSITIVE_INT } } },
+	{ .interface = VARLINK_INTERFACE, .name = "Subscribe", .upgrade = true },
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,12 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* What is left is a partial message: parse it anyway, as if closed. */
 			n = (int)(size - off) + 1;
 		}
-		if (varlink_parse(buf + off, (size_t)n - 1, &c, &err, &param) < 0) {
+		if (varlink_parse(buf + off, (size_t)n - 1, methods, sizeof(methods) / sizeof(methods[0]),
+				  &c, &err, &param) < 0) {
 			if (!err)
 				abort();
 			reply = varlink_error_param(err, param, &len);
 		} else {
-			if (!c.params || !c.name)
+			if (!c.params || !c.name || c.method < methods || c.method >= methods + 6)
 				abort();
 			reply = varlink_is_public(c.name, "Ping,Status") ? varlink_reply(json_object_get(c.params), &len)
 				: varlink_error_param(VL_ERR_PERMISSION_DENIED, c.name, &len);

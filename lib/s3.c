@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include "digest.h"
 #include "s3.h"
 
 /*
@@ -424,35 +425,28 @@ static int perform(struct s3_client *c, const char *what, const char *url, FILE 
 /* Content-MD5 (base64) and the hex SHA-256 of a whole file, in one read. */
 static int hash_file(int fd, char md5_b64[32], char sha_hex[65], uint64_t *ret_size)
 {
-	unsigned char buf[65536], md5[EVP_MAX_MD_SIZE], sha[EVP_MAX_MD_SIZE];
-	EVP_MD_CTX *m = EVP_MD_CTX_new(), *s = EVP_MD_CTX_new();
-	unsigned int ml = 0, sl = 0;
-	uint64_t size = 0;
-	ssize_t n;
-	int r = 0;
+	unsigned char md5[EVP_MAX_MD_SIZE];
+	EVP_MD_CTX *ctx[2] = { EVP_MD_CTX_new(), EVP_MD_CTX_new() };
+	unsigned int ml = 0;
+	int r;
 
-	if (!m || !s || !EVP_DigestInit_ex(m, EVP_md5(), NULL) || !EVP_DigestInit_ex(s, EVP_sha256(), NULL)) {
+	if (!ctx[0] || !ctx[1] || !EVP_DigestInit_ex(ctx[0], EVP_md5(), NULL) ||
+	    !EVP_DigestInit_ex(ctx[1], EVP_sha256(), NULL)) {
 		r = -ENOMEM;
 		goto out;
 	}
-	while ((n = pread(fd, buf, sizeof(buf), (off_t)size)) > 0) {
-		EVP_DigestUpdate(m, buf, (size_t)n);
-		EVP_DigestUpdate(s, buf, (size_t)n);
-		size += (uint64_t)n;
-	}
-	if (n < 0) {
-		r = -errno;
+	r = digest_fd(fd, ctx, 2, ret_size, NULL, NULL);
+	if (r < 0)
+		goto out;
+	if (!EVP_DigestFinal_ex(ctx[0], md5, &ml)) {
+		r = -EIO;
 		goto out;
 	}
-	EVP_DigestFinal_ex(m, md5, &ml);
-	EVP_DigestFinal_ex(s, sha, &sl);
 	EVP_EncodeBlock((unsigned char *)md5_b64, md5, (int)ml);
-	for (unsigned int i = 0; i < sl; i++)
-		sprintf(sha_hex + 2 * i, "%02x", sha[i]);
-	*ret_size = size;
+	r = digest_final_hex(ctx[1], sha_hex, 65);
 out:
-	EVP_MD_CTX_free(m);
-	EVP_MD_CTX_free(s);
+	EVP_MD_CTX_free(ctx[0]);
+	EVP_MD_CTX_free(ctx[1]);
 	return r;
 }
 

@@ -5,8 +5,8 @@
  * feeds any number of OpenSSL digests, and a finished digest is spelled in
  * lowercase hex.
  */
-#ifndef PERFRECD_DIGEST_H
-#define PERFRECD_DIGEST_H
+#ifndef PERFREC_DIGEST_H
+#define PERFREC_DIGEST_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -231,7 +231,11 @@ tests/e2e/blocker: tests/e2e/blocker.c
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
 	$(Q)$(CC) -O1 -g $(LDFLAGS) -o $@ $< -lbpf
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
+# Time-window e2e workload: three phases, each in its own function.
+tests/e2e/phases: tests/e2e/phases.c
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $(LDFLAGS) -o $@ $<
+
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases
 	$(Q)tests/e2e/run.sh
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
@@ -341,5 +345,5 @@ uninstall:
 
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot build-check.results
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot tests/e2e/phases build-check.results
 	rm -rf build-asan build-fuzz build

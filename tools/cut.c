@@ -438,7 +438,7 @@ static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
 	int fd, r;
 
 	for (size_t i = 0; i < n; i++)
-		if (!files[i].error && files[i].in_progress && files[i].start_wall < to)
+		if (!files[i].error && files[i].being_written && files[i].start_wall < to)
 			live = &files[i];
 	if (!live)
 		return NULL;
@@ -480,10 +480,13 @@ static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
 	}
 	fprintf(stderr, "perfrecctl cut: %s: its unpublished data from perfrecd's snapshot (up to now)\n",
 		base(live->path));
+	if (asprintf(&snap.label, "%s (its snapshot)", base(live->path)) < 0)
+		snap.label = NULL;
 	free(live->path);
 	free(live->error);
+	free(live->label);
 	*live = snap;
-	live->in_progress = true;
+	live->being_written = true; /* a whole file, read as one */
 	return strdup(tmpl);
 }
 
@@ -509,7 +512,7 @@ static void report_gaps(const struct cut *c, const struct window_file *const *us
 		if (i < n && used[i]->end_wall > covered)
 			covered = used[i]->end_wall;
 		/* The file being written covers up to now. */
-		if (i < n && used[i]->in_progress)
+		if (i < n && used[i]->being_written)
 			covered = c->to;
 	}
 }
@@ -641,7 +644,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			fprintf(stderr, "perfrecctl cut: skipped %s: %s\n", f->path, f->error);
 			continue;
 		}
-		if (f->start_wall >= c->to || (f->end_wall < c->from && !f->in_progress))
+		if (f->start_wall >= c->to || (f->end_wall < c->from && !f->being_written))
 			continue;
 		if (nu) {
 			skew = (int64_t)(f->clock.wall_ns - f->clock.clock_ns) -
@@ -702,8 +705,9 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 				goto out;
 			}
 		}
-		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n", base(used[i]->path),
-			used[i]->in_progress ? " (being written)" : "", n);
+		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
+			used[i]->label ? used[i]->label : base(used[i]->path),
+			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
 	}
 	report_gaps(c, used, nu);
 	if (c->samples == 0) {

@@ -88,7 +88,8 @@ static void print_text(const struct window_file *files, size_t n)
 			snprintf(local, sizeof(local), "%.23s..%s", ls, le + 11);
 			printf("%-24s  %-24s  %-33s  %8" PRIu64 "  %6" PRIu64 "  %10s  %-5s  %-10s  %s%s\n", s, e, local,
 			       f->samples, f->lost, sz, f->compressed ? "zstd" : "none", f->mode, base(f->path),
-			       f->in_progress ? " (being written)" : "");
+			       f->being_written ? " (being written)"
+			       : f->in_progress ? " (unfinished: its writer is gone; perfrecctl recover)" : "");
 		}
 		if (!any || f->end_wall > covered)
 			covered = f->end_wall;
@@ -127,6 +128,7 @@ static void print_json(const struct window_file *files, size_t n)
 		}
 		json_object_object_add(o, "file", json_object_new_string(base(f->path)));
 		json_object_object_add(o, "in_progress", json_object_new_boolean(f->in_progress));
+		json_object_object_add(o, "being_written", json_object_new_boolean(f->being_written));
 		json_object_object_add(o, "start", jtime(f->start_wall, true));
 		json_object_object_add(o, "end", jtime(f->end_wall, true));
 		json_object_object_add(o, "start_local", jtime(f->start_wall, false));

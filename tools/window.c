@@ -21,6 +21,7 @@
 #include <ini.h>
 #include <json-c/json.h>
 #include <perfrec/event.h>
+#include <perfrec/pdwriter.h>
 #include <perfrec/timespec.h>
 
 #include "window.h"
@@ -141,6 +142,30 @@ static int walk(struct perfrec_pdreader *rd, struct window_file *f, uint64_t *re
 	return r;
 }
 
+/* The UTC start perfrecd writes into a name ("-20261123T140300.250Z-"), or 0. */
+static uint64_t name_stamp_ns(const char *path)
+{
+	const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+	for (const char *p = strchr(b, '-'); p; p = strchr(p + 1, '-')) {
+		struct tm tm = { 0 };
+		unsigned ms;
+		char z;
+		int n = 0;
+
+		if (sscanf(p, "-%4d%2d%2dT%2d%2d%2d.%3u%c-%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+			   &tm.tm_min, &tm.tm_sec, &ms, &z, &n) == 8 && z == 'Z' && n > 0) {
+			time_t t;
+
+			tm.tm_year -= 1900;
+			tm.tm_mon -= 1;
+			t = timegm(&tm);
+			return t > 0 ? (uint64_t)t * 1000000000ULL + ms * 1000000ULL : 0;
+		}
+	}
+	return 0;
+}
+
 /* A .tmp's clock pair, read now on the clock its attrs name. */
 static int clock_now(struct perfrec_pdreader *rd, struct perfrec_clockdata *ret)
 {
@@ -187,6 +212,7 @@ int window_file_load(struct window_file *f, char *path)
 	f->path = path;
 	f->mode = "continuous";
 	f->in_progress = ends_with(path, ".tmp");
+	f->being_written = f->in_progress && perfrec_pdwriter__in_use(path) == 1;
 	if (stat(path, &st) < 0)
 		return set_error(f, -errno, "cannot read: %s", strerror(errno));
 	f->size = (uint64_t)st.st_size;
@@ -248,6 +274,8 @@ int window_file_load(struct window_file *f, char *path)
 				}
 		}
 		if (!f->start_wall)
+			f->start_wall = name_stamp_ns(path);
+		if (!f->start_wall || f->start_wall > f->clock.wall_ns)
 			f->start_wall = f->clock.wall_ns;
 	}
 	f->end_wall = has_last ? perfrec_clockdata__to_wall(&f->clock, last) : f->start_wall;
@@ -264,6 +292,7 @@ void window_files_free(struct window_file *files, size_t n)
 	for (size_t i = 0; files && i < n; i++) {
 		free(files[i].path);
 		free(files[i].error);
+		free(files[i].label);
 	}
 	free(files);
 }
@@ -394,7 +423,7 @@ int window_files(const char *const *paths, size_t n, uint64_t from_wall, uint64_
 	for (size_t i = 0; i < nf; i++) {
 		const struct window_file *f = &files[i];
 
-		if (f->error || f->start_wall >= to_wall || (f->end_wall < from_wall && !f->in_progress))
+		if (f->error || f->start_wall >= to_wall || (f->end_wall < from_wall && !f->being_written))
 			continue;
 		v[k++] = f->path;
 		files[i].path = NULL;

@@ -23,7 +23,8 @@
 
 struct window_file {
 	char *path;
-	bool in_progress;   /* NAME.data.tmp: being written (or left by a crash) */
+	bool in_progress;   /* NAME.data.tmp: being written, or left by a crash */
+	bool being_written; /* in_progress and a live writer holds it (perfrec_pdwriter__in_use) */
 	bool has_manifest;
 	struct perfrec_clockdata clock;
 	uint64_t start_wall; /* file start (clock data), ns since the epoch */
@@ -32,6 +33,7 @@ struct window_file {
 	bool compressed;     /* PERF_RECORD_COMPRESSED inside */
 	const char *mode;    /* "continuous", "flight" (a snapshot), "recovered" */
 	char *error;         /* set: unreadable, with why; the other fields are unset */
+	char *label;         /* how to name it to the user, if not by path (a snapshot standing in for a file) */
 };
 
 /*

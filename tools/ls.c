@@ -34,7 +34,7 @@ static void human_size(uint64_t b, char *buf, size_t sz)
 	snprintf(buf, sz, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
-static const char *base(const char *p)
+static const char *file_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
 
@@ -87,9 +87,22 @@ static void print_text(const struct window_file *files, size_t n)
 
 			snprintf(local, sizeof(local), "%.23s..%s", ls, le + 11);
 			printf("%-24s  %-24s  %-33s  %8" PRIu64 "  %6" PRIu64 "  %10s  %-5s  %-10s  %s%s\n", s, e, local,
-			       f->samples, f->lost, sz, f->compressed ? "zstd" : "none", f->mode, base(f->path),
+			       f->samples, f->lost, sz, f->compressed ? "zstd" : "none", f->mode, file_name(f->path),
 			       f->being_written ? " (being written)"
 			       : f->in_progress ? " (unfinished: its writer is gone; perfrecctl recover)" : "");
+		}
+		for (size_t k = 0; k < f->nr_spans; k++) {
+			const struct perfrec_cpu_span *sp = &f->spans[k];
+
+			if (!window_cpu_short(f, k))
+				continue;
+			if (!sp->samples) {
+				printf("   cpu %u: no samples in this file\n", sp->cpu);
+				continue;
+			}
+			perfrec_timespec__format(perfrec_clockdata__to_wall(&f->clock, sp->first_time), true, s, sizeof(s));
+			perfrec_timespec__format(perfrec_clockdata__to_wall(&f->clock, sp->last_time), true, e, sizeof(e));
+			printf("   cpu %u: covers only %s .. %s\n", sp->cpu, s, e);
 		}
 		if (!any || f->end_wall > covered)
 			covered = f->end_wall;
@@ -126,7 +139,7 @@ static void print_json(const struct window_file *files, size_t n)
 			json_object_object_add(g, "seconds", json_object_new_double((double)(f->start_wall - covered) / 1e9));
 			json_object_array_add(ga, g);
 		}
-		json_object_object_add(o, "file", json_object_new_string(base(f->path)));
+		json_object_object_add(o, "file", json_object_new_string(file_name(f->path)));
 		json_object_object_add(o, "in_progress", json_object_new_boolean(f->in_progress));
 		json_object_object_add(o, "being_written", json_object_new_boolean(f->being_written));
 		json_object_object_add(o, "start", jtime(f->start_wall, true));
@@ -141,6 +154,25 @@ static void print_json(const struct window_file *files, size_t n)
 		json_object_object_add(o, "compression", json_object_new_string(f->compressed ? "zstd" : "none"));
 		json_object_object_add(o, "mode", json_object_new_string(f->mode));
 		json_object_object_add(o, "manifest", json_object_new_boolean(f->has_manifest));
+		if (f->nr_spans) {
+			json_object *cs = json_object_new_array();
+
+			for (size_t k = 0; k < f->nr_spans; k++) {
+				const struct perfrec_cpu_span *sp = &f->spans[k];
+				uint64_t w0 = perfrec_clockdata__to_wall(&f->clock, sp->first_time);
+				uint64_t w1 = perfrec_clockdata__to_wall(&f->clock, sp->last_time);
+				json_object *c = json_object_new_object();
+
+				json_object_object_add(c, "cpu", json_object_new_int((int)sp->cpu));
+				json_object_object_add(c, "samples", json_object_new_uint64(sp->samples));
+
+				json_object_object_add(c, "start", sp->samples ? jtime(w0, true) : NULL);
+				json_object_object_add(c, "end", sp->samples ? jtime(w1, true) : NULL);
+				json_object_object_add(c, "short", json_object_new_boolean(window_cpu_short(f, k)));
+				json_object_array_add(cs, c);
+			}
+			json_object_object_add(o, "cpus", cs);
+		}
 		json_object_array_add(fa, o);
 		if (!any || f->end_wall > covered)
 			covered = f->end_wall;

@@ -226,8 +226,18 @@ int window_file_load(struct window_file *f, char *path)
 		r = set_error(f, -EBADMSG, "not perf data: %s", e[0] ? e : "no events");
 		goto out;
 	}
-	if (perfrec_pdreader__feature(rd, PERFREC_FEAT_SPANS, &d, &len) == 0)
+	if (perfrec_pdreader__feature(rd, PERFREC_FEAT_SPANS, &d, &len) == 0) {
+		const struct perfrec_spans_feature *sf = d;
+
 		f->mode = "flight";
+		if (len >= sizeof(*sf) && sf->nr <= (len - sizeof(*sf)) / sizeof(struct perfrec_cpu_span) && sf->nr) {
+			f->spans = malloc(sf->nr * sizeof(*f->spans));
+			if (f->spans) {
+				memcpy(f->spans, sf + 1, sf->nr * sizeof(*f->spans));
+				f->nr_spans = sf->nr;
+			}
+		}
+	}
 	if (strstr(path, "-recovered"))
 		f->mode = "recovered";
 	f->compressed = perfrec_pdreader__feature(rd, PERFREC_FEAT_COMPRESSED, &d, &len) == 0 ||
@@ -287,12 +297,31 @@ out:
 	return r;
 }
 
+bool window_cpu_short(const struct window_file *f, size_t i)
+{
+	const struct perfrec_cpu_span *s = &f->spans[i];
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t k = 0; k < f->nr_spans; k++) {
+		if (!f->spans[k].samples)
+			continue;
+		if (f->spans[k].first_time < lo)
+			lo = f->spans[k].first_time;
+		if (f->spans[k].last_time > hi)
+			hi = f->spans[k].last_time;
+	}
+	if (!s->samples)
+		return hi > lo;
+	return s->first_time > lo + WINDOW_GAP_NS || s->last_time + WINDOW_GAP_NS < hi;
+}
+
 void window_files_free(struct window_file *files, size_t n)
 {
 	for (size_t i = 0; files && i < n; i++) {
 		free(files[i].path);
 		free(files[i].error);
 		free(files[i].label);
+		free(files[i].spans);
 	}
 	free(files);
 }

@@ -33,8 +33,18 @@ struct window_file {
 	bool compressed;     /* PERF_RECORD_COMPRESSED inside */
 	const char *mode;    /* "continuous", "flight" (a snapshot), "recovered" */
 	char *error;         /* set: unreadable, with why; the other fields are unset */
+	/* The spans feature of a flight-recorder snapshot: each CPU's samples (sample clock). */
+	struct perfrec_cpu_span *spans;
+	size_t nr_spans;
 	char *label;         /* how to name it to the user, if not by path (a snapshot standing in for a file) */
 };
+
+/*
+ * Whether CPU entry @i of @f's spans covers less than the others together
+ * (by more than WINDOW_GAP_NS at either end, or no sample at all): a flight
+ * recorder's history is shorter on a CPU whose ring was busier.
+ */
+bool window_cpu_short(const struct window_file *f, size_t i);
 
 /*
  * Expand @paths (files and directories) into one entry per recorded file,

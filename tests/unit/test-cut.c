@@ -6,7 +6,9 @@
  * which side-band records stay, attrs merged across files or refused with
  * the difference named, files of another boot refused, samples two inputs
  * share kept once, build ids merged, the spans and SAMPLE_TIME features,
- * and an empty window.  The daemon's snapshot is stubbed out (--no-live).
+ * and an empty window; and `ls` of a flight-recorder snapshot whose spans
+ * feature shows CPUs covering less than the others.  The daemon's snapshot
+ * is stubbed out (--no-live).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 
 #include "../../tools/window.c"
 #include "../../tools/cut.c"
+#include "../../tools/ls.c"
 
 /* perfrecctl's main.c and ctl.c, as far as cut.c calls them. */
 int perfrecctl_usage(const char *name)
@@ -409,5 +412,106 @@ Test(cut, an_empty_window_says_what_the_files_hold)
 	cr_expect_eq(run_cut(&err, bad), EXIT_USAGE);
 	cr_expect(strstr(err, "--from: '12:61': minute 61 is out of range"), "%s", err);
 	free(err);
+	free(pa);
+}
+
+/* Run `ls` with @args; its stdout into *ret_out (owned). */
+static int run_ls(char **ret_out, const char *const *args)
+{
+	char *argv[16] = { "ls" }, path[64], *text;
+	int argc = 1, saved, fd, rc;
+	FILE *f;
+	long n;
+
+	for (size_t i = 0; args[i]; i++)
+		argv[argc++] = (char *)args[i];
+	snprintf(path, sizeof(path), "%s/stdout", dir);
+	fflush(stdout);
+	saved = dup(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	dup2(fd, 1);
+	close(fd);
+	rc = cmd_ls(argc, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	f = fopen(path, "re");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*ret_out = text;
+	return rc;
+}
+
+Test(cut, ls_shows_the_cpus_a_snapshot_covers_less_of)
+{
+	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 }, { PERF_RECORD_SAMPLE, C0 + 9 * S, 2 } };
+	struct file_spec a = { "snap.data", W0, C0, 99, 0, 7, ra, 2, NULL };
+	struct {
+		struct perfrec_spans_feature h;
+		struct perfrec_cpu_span c[3];
+	} sp = { { .nr = 3, .window_ns = 10 * S, .snapshot_time = C0 + 10 * S },
+		 { { .cpu = 0, .first_time = C0 + 1 * S, .last_time = C0 + 9 * S, .samples = 800 },
+		   { .cpu = 1, .first_time = C0 + 6 * S, .last_time = C0 + 9 * S, .samples = 300 },
+		   { .cpu = 2, .samples = 0 } } };
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	const char *text_args[] = { dir, NULL }, *json_args[] = { "--json", dir, NULL };
+	char *pa = make_file(&a), *out, *b;
+	struct perfrec_pdreader *r;
+	struct perfrec_pdwriter *w;
+	const struct perf_event_header *h;
+	uint64_t off;
+	int fd;
+
+	/* Add the spans feature to a copy: rewrite the file through reader and writer. */
+	cr_assert_eq(perfrec_pdreader__open(pa, &ro, &r), 0);
+	cr_assert_neq(asprintf(&b, "%s/flight.data", dir), -1);
+	fd = open(b, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_eq(perfrec_pdwriter__new(fd, &wo, &w), 0);
+	cr_assert_eq(perfrec_pdwriter__add_attr(w, &perfrec_pdreader__attr(r, 0)->attr, perfrec_pdreader__attr(r, 0)->ids,
+						 1, "cpu-clock"), 0);
+	while (perfrec_pdreader__next(r, &h, &off) > 0)
+		cr_assert_eq(perfrec_pdwriter__write(w, h, h->size), 0);
+	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
+		const void *d;
+		size_t len;
+
+		if (f != PERFREC_FEAT_EVENT_DESC && perfrec_pdreader__feature(r, f, &d, &len) == 0)
+			cr_assert_eq(perfrec_pdwriter__set_feature(w, f, d, len), 0);
+	}
+	cr_assert_eq(perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, &sp, sizeof(sp)), 0);
+	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
+	perfrec_pdwriter__free(w, false);
+	perfrec_pdreader__free(r);
+	unlink(pa);
+
+	cr_assert_eq(run_ls(&out, text_args), 0);
+	cr_expect(strstr(out, " flight "), "%s", out);
+	cr_expect(strstr(out, "   cpu 1: covers only 2001-09-09T01:46:46.000Z .. 2001-09-09T01:46:49.000Z\n"), "%s", out);
+	cr_expect(strstr(out, "   cpu 2: no samples in this file\n"), "%s", out);
+	cr_expect_null(strstr(out, "cpu 0:"), "%s", out);
+	free(out);
+	cr_assert_eq(run_ls(&out, json_args), 0);
+	{
+		json_object *root = json_tokener_parse(out), *files, *f0, *cpus, *c1, *v;
+
+		cr_assert_not_null(root, "%s", out);
+		cr_assert(json_object_object_get_ex(root, "files", &files));
+		f0 = json_object_array_get_idx(files, 0);
+		cr_expect_str_eq(json_object_get_string(json_object_object_get(f0, "mode")), "flight");
+		cr_assert(json_object_object_get_ex(f0, "cpus", &cpus));
+		cr_assert_eq(json_object_array_length(cpus), 3);
+		c1 = json_object_array_get_idx(cpus, 1);
+		cr_expect(json_object_object_get_ex(c1, "short", &v) && json_object_get_boolean(v));
+		cr_expect_str_eq(json_object_get_string(json_object_object_get(c1, "start")), "2001-09-09T01:46:46.000Z");
+		cr_expect(!json_object_get_boolean(json_object_object_get(json_object_array_get_idx(cpus, 0), "short")));
+		json_object_put(root);
+	}
+	free(out);
+	free(b);
 	free(pa);
 }

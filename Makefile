@@ -161,8 +161,8 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
-# test-cut compiles perfrecctl's cut and window modules in.
-tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/window.c tools/window.h tools/perfrecctl.h
+# test-cut compiles perfrecctl's cut, ls and window modules in.
+tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \

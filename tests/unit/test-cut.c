@@ -300,8 +300,17 @@ Test(cut, joins_files_of_one_recording_by_their_own_clocks)
 	struct seen s;
 	size_t len, n = 0;
 
+	char junk[80];
+	FILE *jf;
+
+	/* An unreadable file among them is named and skipped; the cut goes ahead. */
+	snprintf(junk, sizeof(junk), "%s/c.data", dir);
+	jf = fopen(junk, "we");
+	fputs("not perf data at all", jf);
+	fclose(jf);
 	snprintf(out, sizeof(out), "%s/out.dat", dir); /* not .data: not an input of the next cut */
 	cr_assert_eq(run_cut(&err, args), 0, "%s", err);
+	cr_expect(strstr(err, "skipped ") && strstr(err, "/c.data: not perf data"), "%s", err);
 	r = read_out(out, &s);
 	cr_expect_eq(s.samples, 2);
 	cr_expect_eq(s.times[0], C0 + 2 * S);

@@ -5,14 +5,15 @@
 #   - perfrecctl ls shows the hole as a gap, in text and in JSON;
 #   - a cut across the hole reads the compressed and the plain files, names
 #     the gap on stderr, and holds exactly the samples perf script finds in
-#     that window in the files; with -z it writes the same samples compressed;
+#     that window in the files (perf and perfparser agree); with -z it writes
+#     the same samples compressed;
 #   - a window of the last seconds (--from -3s --to now) gets the part not
 #     yet published from the daemon: samples newer than every published file;
 #   - a window with nothing in it (before the files, inside the hole) exits
 #     1 with "nothing recorded between ..." and writes nothing;
 #   - an unparseable time exits 2 naming it.
 . "$(dirname "$0")/lib.sh"
-require_events; require_perf
+require_events; require_perf; require_perfparser
 
 printf '[output]\nrotate-interval=2s\n' >"$T/conf"
 "$WORKLOAD" 120 1 >/dev/null &
@@ -98,6 +99,9 @@ ref=$(ref_count $from_ns $to_ns "$T"/out/*.data)
 n=$(perf_samples "$T/gap.data")
 [ "$ref" -gt 0 ] && [ "$n" = "$ref" ] || fail "cut across the gap: $n samples, the files hold $ref in the window"
 "$PERFRECCTL" verify "$T/gap.data" >/dev/null || fail "the cut across the gap does not verify"
+perf report -i "$T/gap.data" --stats >/dev/null 2>"$T/report.err"
+check_perf_stderr "perf report (cut across the gap)" "$T/report.err"
+[ "$(check_perfparser "$T/gap.data")" = "$n" ] || fail "perfparser counts other samples in the cut across the gap"
 used_z=0
 for f in $(sed -n 's/^perfrecctl cut: used \([^ :]*\).*/\1/p' "$T/cut.err"); do
 	"$PERFRECCTL" dump "$T/out/$f" | grep -q '^  COMPRESSED' && used_z=$((used_z + 1))
@@ -131,6 +135,7 @@ done
 sed 's/^/# /' "$T/live.err"
 grep -q "unpublished data from perfrecd's snapshot" "$T/live.err" || fail "the live part did not come from the daemon"
 "$PERFRECCTL" verify "$T/live.data" >/dev/null || fail "the live cut does not verify"
+check_perfparser "$T/live.data" >/dev/null
 live_max=$(perf script -i "$T/live.data" -F time --ns 2>/dev/null | tr -d ' :' | sort -n | tail -1 | tr -d .)
 [ -n "$live_max" ] && [ "$live_max" -gt "$pub_max" ] ||
 	fail "the live cut's newest sample ($live_max) is not newer than the published files' ($pub_max)"

@@ -14,8 +14,8 @@
  * rotations); an event whose frequency changed live stays one event; files
  * that cannot share a header (a different sample layout, another boot's
  * clock) are refused, naming the difference.  Features come from the first
- * file that has each; build ids are the union; SAMPLE_TIME and the spans
- * feature say what the window really holds.
+ * file that has each; build ids, BPF programs and BTF are the union;
+ * SAMPLE_TIME and the spans feature say what the window really holds.
  *
  * Where the window reaches into the file being written and perfrecd
  * answers on its control socket, that file is replaced by a Snapshot of
@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfrec/bpfmeta.h>
 #include <perfrec/clockdata.h>
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
@@ -74,6 +75,7 @@ struct cut {
 	bool wrote_init;
 	unsigned char *buildids;
 	size_t buildids_len;
+	struct perfrec_bpfmeta *bpf;     /* the union of the files' BPF programs and BTF */
 };
 
 static const char *base(const char *p)
@@ -247,6 +249,59 @@ static int merge_buildids(struct cut *c, const struct perfrec_pdreader *r)
 	return 0;
 }
 
+static int add_btf(void *ctx, uint32_t id, const void *data, uint32_t size)
+{
+	return perfrec_bpfmeta__add_btf(ctx, id, data, size);
+}
+
+/*
+ * BPF_PROG_INFO and BPF_BTF: the union of the files' programs (a later
+ * file's entry for a program replaces an earlier one's), so a program
+ * loaded or unloaded while the window's files were written is named.
+ * Body: {u32 nr; {u32 info_len, u32 data_len, u64 arrays, info, data}...}.
+ */
+static int merge_bpf(struct cut *c, const struct perfrec_pdreader *r)
+{
+	const unsigned char *d;
+	const void *data;
+	size_t len, off = 4;
+	uint32_t nr;
+	int e;
+
+	if (!c->bpf) {
+		e = perfrec_bpfmeta__new(&c->bpf);
+		if (e < 0)
+			return e;
+	}
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_PROG_INFO, &data, &len) == 0 &&
+	    perfrec_bpfmeta__parse_prog_info(data, len, NULL, NULL) >= 0) {
+		d = data;
+		memcpy(&nr, d, 4);
+		for (uint32_t i = 0; i < nr && len - off >= 16; i++) {
+			uint32_t info_len, data_len;
+			uint64_t arrays;
+
+			memcpy(&info_len, d + off, 4);
+			memcpy(&data_len, d + off + 4, 4);
+			memcpy(&arrays, d + off + 8, 8);
+			off += 16;
+			if (info_len > len - off || data_len > len - off - info_len)
+				break;
+			e = perfrec_bpfmeta__add_prog_info(c->bpf, d + off, info_len, arrays, d + off + info_len,
+							   data_len);
+			if (e == -ENOMEM)
+				return e;
+			off += (size_t)info_len + data_len;
+		}
+	}
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_BTF, &data, &len) == 0) {
+		e = perfrec_bpfmeta__parse_btf(data, len, add_btf, c->bpf);
+		if (e == -ENOMEM)
+			return e;
+	}
+	return 0;
+}
+
 static int set_features(struct cut *c, struct perfrec_pdwriter *w, struct perfrec_pdreader **readers,
 			const struct window_file *files, size_t n)
 {
@@ -261,7 +316,8 @@ static int set_features(struct cut *c, struct perfrec_pdwriter *w, struct perfre
 
 	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
 		if (f == PERFREC_FEAT_EVENT_DESC || f == PERFREC_FEAT_COMPRESSED || f == PERFREC_FEAT_BUILD_ID ||
-		    f == PERFREC_FEAT_SAMPLE_TIME || f == PERFREC_FEAT_SPANS || f == PERFREC_FEAT_CLOCK_DATA)
+		    f == PERFREC_FEAT_SAMPLE_TIME || f == PERFREC_FEAT_SPANS || f == PERFREC_FEAT_CLOCK_DATA ||
+		    f == PERFREC_FEAT_BPF_PROG_INFO || f == PERFREC_FEAT_BPF_BTF)
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			const void *data;
@@ -280,6 +336,9 @@ static int set_features(struct cut *c, struct perfrec_pdwriter *w, struct perfre
 		if (r < 0)
 			return r;
 	}
+	r = perfrec_bpfmeta__add_features(c->bpf, w);
+	if (r < 0)
+		return r;
 	/* The first file's clock pair holds for all: they share one boot's clock (checked). */
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_CLOCK_DATA, &cd, sizeof(cd));
 	if (r < 0)
@@ -672,6 +731,8 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		r = merge_attrs(c, used[i], readers[i]);
 		if (r == 0)
 			r = merge_buildids(c, readers[i]);
+		if (r == 0)
+			r = merge_bpf(c, readers[i]);
 		if (r < 0) {
 			rc = r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
 			goto out;
@@ -839,6 +900,7 @@ out:
 	free(c.attrs);
 	free(c.spans);
 	free(c.buildids);
+	perfrec_bpfmeta__free(c.bpf);
 	free(def);
 	free(paths);
 	return rc;

@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/bpf.h>
+#include <perfrec/bpfmeta.h>
+
 #include "../../tools/window.c"
 #include "../../tools/cut.c"
 #include "../../tools/ls.c"
@@ -83,6 +86,7 @@ struct file_spec {
 	const struct rec *recs;
 	size_t nr_recs;
 	const char *const *buildids; /* file names of BUILD_ID entries, NULL-terminated */
+	const uint32_t *bpf_ids;     /* BPF programs (and BTF ids + 100) in its features, 0-terminated */
 };
 
 static size_t put_sample(unsigned char *p, const struct file_spec *fs, const struct rec *r)
@@ -155,6 +159,20 @@ static char *make_file(const struct file_spec *fs)
 	}
 	if (nb)
 		cr_assert_eq(perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BUILD_ID, bids, nb), 0);
+	if (fs->bpf_ids) {
+		struct perfrec_bpfmeta *m;
+
+		cr_assert_eq(perfrec_bpfmeta__new(&m), 0);
+		for (size_t i = 0; fs->bpf_ids[i]; i++) {
+			struct bpf_prog_info info = { .type = 1, .id = fs->bpf_ids[i] };
+
+			snprintf(info.name, sizeof(info.name), "prog%u", fs->bpf_ids[i]);
+			cr_assert_eq(perfrec_bpfmeta__add_prog_info(m, &info, sizeof(info), 0, NULL, 0), 0);
+			cr_assert_eq(perfrec_bpfmeta__add_btf(m, fs->bpf_ids[i] + 100, "BTF!", 4), 0);
+		}
+		cr_assert_eq(perfrec_bpfmeta__add_features(m, w), 0);
+		perfrec_bpfmeta__free(m);
+	}
 	cr_assert_eq(perfrec_pdwriter__finish(w), 0);
 	perfrec_pdwriter__free(w, false);
 	return path;
@@ -242,7 +260,7 @@ Test(cut, keeps_samples_in_from_to_and_side_band_up_to_the_end)
 		{ PERF_RECORD_SAMPLE, C0 + 3 * S, 0x30 }, { PERF_RECORD_SAMPLE, C0 + 4 * S, 0x40 },
 		{ PERF_RECORD_COMM, C0 + 9 * S / 2, 3 },  { PERF_RECORD_SAMPLE, C0 + 5 * S, 0x50 },
 	};
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, recs, 8, NULL };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, recs, 8, NULL, NULL };
 	char *pa = make_file(&a), *err, out[80];
 	const char *args[] = { "--from", iso(W0 + 2 * S), "--to", iso(W0 + 4 * S), "-o", out, pa, NULL };
 	const struct perfrec_spans_feature *sf;
@@ -290,8 +308,8 @@ Test(cut, joins_files_of_one_recording_by_their_own_clocks)
 	static const struct rec rb[] = { { PERF_RECORD_SAMPLE, C0 + 11 * S, 3 }, { PERF_RECORD_SAMPLE, C0 + 12 * S, 4 } };
 	static const char *const ba[] = { "/bin/a", NULL }, *const bb[] = { "/bin/a", "/bin/b", NULL };
 	/* The frequency changed live between the files: the same event (id 7). */
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, ba };
-	struct file_spec b = { "b.data", W0 + 10 * S + 123, C0 + 10 * S + 123, 49, 0, 7, rb, 2, bb };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, ba, NULL };
+	struct file_spec b = { "b.data", W0 + 10 * S + 123, C0 + 10 * S + 123, 49, 0, 7, rb, 2, bb, NULL };
 	char *pa = make_file(&a), *pb = make_file(&b), *err, out[80], **files = NULL;
 	const char *args[] = { "--from", iso(W0 + 2 * S), "--to", iso(W0 + 12 * S), "-o", out, dir, NULL };
 	const char *paths[] = { dir };
@@ -348,9 +366,9 @@ Test(cut, refuses_files_that_cannot_share_a_header)
 {
 	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 } };
 	static const struct rec rb[] = { { PERF_RECORD_SAMPLE, C0 + 11 * S, 3 } };
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 1, NULL };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 1, NULL, NULL };
 	/* the same event id with another sample layout */
-	struct file_spec b = { "b.data", W0 + 10 * S, C0 + 10 * S, 99, SAMPLE_TYPE | PERF_SAMPLE_ADDR, 7, rb, 1, NULL };
+	struct file_spec b = { "b.data", W0 + 10 * S, C0 + 10 * S, 99, SAMPLE_TYPE | PERF_SAMPLE_ADDR, 7, rb, 1, NULL, NULL };
 	char *pa = make_file(&a), *pb = make_file(&b), *err, out[80];
 	const char *args[] = { "--from", iso(W0), "--to", iso(W0 + 20 * S), "-o", out, pa, pb, NULL };
 
@@ -367,9 +385,9 @@ Test(cut, refuses_files_of_another_boot)
 {
 	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 } };
 	static const struct rec rb[] = { { PERF_RECORD_SAMPLE, 6 * S, 3 } };
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 1, NULL };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 1, NULL, NULL };
 	/* 10 s later, but its clock restarted near zero: a reboot */
-	struct file_spec b = { "b.data", W0 + 10 * S, 5 * S, 99, 0, 8, rb, 1, NULL };
+	struct file_spec b = { "b.data", W0 + 10 * S, 5 * S, 99, 0, 8, rb, 1, NULL, NULL };
 	char *pa = make_file(&a), *pb = make_file(&b), *err, out[80];
 	const char *args[] = { "--from", iso(W0), "--to", iso(W0 + 20 * S), "-o", out, pa, pb, NULL };
 
@@ -387,8 +405,8 @@ Test(cut, samples_two_inputs_share_are_kept_once)
 	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 }, { PERF_RECORD_SAMPLE, C0 + 2 * S, 2 } };
 	/* a snapshot overlapping A, and one sample more */
 	static const struct rec rb[] = { { PERF_RECORD_SAMPLE, C0 + 2 * S, 2 }, { PERF_RECORD_SAMPLE, C0 + 3 * S, 3 } };
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, NULL };
-	struct file_spec b = { "b.data", W0 + S / 2, C0 + S / 2, 99, 0, 7, rb, 2, NULL };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, NULL, NULL };
+	struct file_spec b = { "b.data", W0 + S / 2, C0 + S / 2, 99, 0, 7, rb, 2, NULL, NULL };
 	char *pa = make_file(&a), *pb = make_file(&b), *err, out[80];
 	const char *args[] = { "--from", iso(W0), "--to", iso(W0 + 20 * S), "-o", out, pa, pb, NULL };
 	struct seen s;
@@ -406,7 +424,7 @@ Test(cut, samples_two_inputs_share_are_kept_once)
 Test(cut, an_empty_window_says_what_the_files_hold)
 {
 	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 }, { PERF_RECORD_SAMPLE, C0 + 2 * S, 2 } };
-	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, NULL };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 2, NULL, NULL };
 	char *pa = make_file(&a), *err, out[80];
 	const char *args[] = { "--at", iso(W0 + 100 * S), "--around", "10s", "-o", out, pa, NULL };
 	const char *bad[] = { "--from", "12:61", "--to", "now", "-o", out, pa, NULL };
@@ -458,7 +476,7 @@ static int run_ls(char **ret_out, const char *const *args)
 Test(cut, ls_shows_the_cpus_a_snapshot_covers_less_of)
 {
 	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 }, { PERF_RECORD_SAMPLE, C0 + 9 * S, 2 } };
-	struct file_spec a = { "snap.data", W0, C0, 99, 0, 7, ra, 2, NULL };
+	struct file_spec a = { "snap.data", W0, C0, 99, 0, 7, ra, 2, NULL, NULL };
 	struct {
 		struct perfrec_spans_feature h;
 		struct perfrec_cpu_span c[3];
@@ -523,4 +541,42 @@ Test(cut, ls_shows_the_cpus_a_snapshot_covers_less_of)
 	free(out);
 	free(b);
 	free(pa);
+}
+
+static int note_prog(void *ctx, const struct perfrec_bpf_prog_desc *p)
+{
+	uint32_t *seen = ctx;
+
+	seen[p->id < 8 ? p->id : 0]++;
+	return 0;
+}
+
+Test(cut, bpf_programs_of_every_file_are_named)
+{
+	static const struct rec ra[] = { { PERF_RECORD_SAMPLE, C0 + 1 * S, 1 } };
+	static const struct rec rb[] = { { PERF_RECORD_SAMPLE, C0 + 11 * S, 3 } };
+	/* program 1 was unloaded and program 3 loaded between the files */
+	static const uint32_t pa_ids[] = { 1, 2, 0 }, pb_ids[] = { 2, 3, 0 };
+	struct file_spec a = { "a.data", W0, C0, 99, 0, 7, ra, 1, NULL, pa_ids };
+	struct file_spec b = { "b.data", W0 + 10 * S, C0 + 10 * S, 99, 0, 7, rb, 1, NULL, pb_ids };
+	char *pa = make_file(&a), *pb = make_file(&b), *err, out[80];
+	const char *args[] = { "--from", iso(W0), "--to", iso(W0 + 20 * S), "-o", out, pa, pb, NULL };
+	struct perfrec_pdreader *r;
+	uint32_t seen[8] = { 0 };
+	const void *d;
+	struct seen s;
+	size_t len;
+
+	snprintf(out, sizeof(out), "%s/out.data", dir);
+	cr_assert_eq(run_cut(&err, args), 0, "%s", err);
+	r = read_out(out, &s);
+	cr_assert_eq(perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_PROG_INFO, &d, &len), 0);
+	cr_expect_eq(perfrec_bpfmeta__parse_prog_info(d, len, note_prog, seen), 3);
+	cr_expect(seen[1] == 1 && seen[2] == 1 && seen[3] == 1, "programs seen: %u %u %u", seen[1], seen[2], seen[3]);
+	cr_assert_eq(perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_BTF, &d, &len), 0);
+	cr_expect_eq(perfrec_bpfmeta__parse_btf(d, len, NULL, NULL), 3);
+	perfrec_pdreader__free(r);
+	free(err);
+	free(pa);
+	free(pb);
 }

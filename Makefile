@@ -179,6 +179,9 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 # the unit link): rebuild it when that changes.
 tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
 
+# test-cut compiles perfrecctl's cut, ls and window modules in.
+tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
+
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
@@ -251,7 +254,11 @@ tests/e2e/blocker: tests/e2e/blocker.c
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
 	$(Q)$(CC) -O1 -g $(DEPFLAGS) $(LDFLAGS) -o $@ $< -lbpf
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
+# Time-window e2e workload: three phases, each in its own function.
+tests/e2e/phases: tests/e2e/phases.c
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $(DEPFLAGS) $(LDFLAGS) -o $@ $<
+
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases
 	$(Q)tests/e2e/run.sh
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
@@ -364,7 +371,7 @@ uninstall:
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
 	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
-	  tests/e2e/bpfhot $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
+	  tests/e2e/bpfhot tests/e2e/phases $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
 	rm -f lib/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
@@ -373,7 +380,7 @@ clean:
 # fine: their output has not been built yet, so it will be.
 DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
 	$(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
-	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot \
+	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases \
 	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
 -include $(DEP_FILES)
 

@@ -663,3 +663,32 @@ int cmd_ctl_stream(int argc, char **argv)
 	free(s);
 	return r;
 }
+
+const char *perfrecctl_socket_path(void)
+{
+	return sock();
+}
+
+int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples)
+{
+	struct json_object *p = NULL;
+	FILE *saved = msg_out;
+	bool saved_json = json_out;
+	int r;
+
+	/* The caller's stdout may be its own output: say nothing there. */
+	msg_out = stderr;
+	json_out = false;
+	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
+	msg_out = saved;
+	json_out = saved_json;
+	if (r == 0 && ret_samples)
+		*ret_samples = (uint64_t)geti(p, "samples");
+	json_object_put(p);
+	return r;
+}
+
+bool perfrecctl_json_output(void)
+{
+	return json_out;
+}

@@ -17,6 +17,8 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
+	{ "ls", "[--json] [DIR|FILE...]", "list recorded files on a wall-clock time line, gaps shown (default: the output directory)", cmd_ls },
+	{ "cut", "--from T --to T | --at T [--around D] [-o OUT] [-z] [--force] [--no-live] [DIR|FILE...]", "write one perf.data of a time window across rotated files (and the daemon's unpublished data)", cmd_cut },
 	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
 	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },
 	{ "rotate", "[--socket PATH] [--json]", "publish the current file now and start the next", cmd_ctl_simple },

@@ -16,6 +16,9 @@
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct perfrecctl_cmd {
 	const char *name;
 	const char *args;    /* usage synopsis after the name */
@@ -39,6 +42,19 @@ int cmd_bucket_ls(int argc, char **argv);
 /* Print bucket_list()'s objects as a table or a JSON array (for `ls --bucket`). */
 struct bucket_result;
 void bucket_ls_print(FILE *f, const struct bucket_result *res, bool json);
+/* The control socket in effect (--socket, $PERFRECD_SOCKET, the default). */
+const char *perfrecctl_socket_path(void);
+/*
+ * Ask the daemon for a Snapshot written into @fd (a regular file).  Returns
+ * 0 (*ret_samples: the samples in it, may be NULL) or an exit code with the
+ * problem printed: 1 refused, 3 no daemon, 4 permission denied.
+ */
+int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples);
+/* Whether --json was given before the command. */
+bool perfrecctl_json_output(void);
+/* ls.c, cut.c: looking back over recorded files */
+int cmd_ls(int argc, char **argv);
+int cmd_cut(int argc, char **argv);
 /* Take leading --socket PATH / --json off argv (argv[0] kept in front). */
 int perfrecctl_global_opts(int *argc, char ***argv);
 

@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * `perfrecctl cut --from T --to T | --at T [--around D] [-o OUT] [-z]
+ * [--force] [--no-live] [DIR|FILE...]`: one self-contained perf.data of a
+ * wall-clock window [from, to), however many rotated files it spans.
+ *
+ * Each file's samples are kept when their time, converted by that file's
+ * HEADER_CLOCK_DATA, lies in the window.  Side-band records (COMM, MMAP2,
+ * FORK, EXIT, CGROUP, KSYMBOL, BPF_EVENT, ...) are kept from the start of
+ * every file used up to the window's end: each rotated file begins with
+ * the state perfrecd synthesized from /proc, so the first file used plus
+ * what happened since is every process's state at the window's start.
+ * Attrs are merged by their ids (the same kernel events run across
+ * rotations); an event whose frequency changed live stays one event; files
+ * that cannot share a header (a different sample layout, another boot's
+ * clock) are refused, naming the difference.  Features come from the first
+ * file that has each; build ids, BPF programs and BTF are the union;
+ * SAMPLE_TIME and the spans feature say what the window really holds.
+ *
+ * Where the window reaches into the file being written and perfrecd
+ * answers on its control socket, that file is replaced by a Snapshot of
+ * it, which holds everything up to now; without a daemon the file is read
+ * as far as it was checkpointed.
+ *
+ * Exit: 0 written; 1 nothing recorded in the window, files that cannot be
+ * cut together, or an output that would not verify (nothing is left
+ * behind); 2 usage, unparseable times, unreadable paths, I/O errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <perfrec/bpfmeta.h>
+#include <perfrec/clockdata.h>
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
+#include <perfrec/timespec.h>
+
+#include "perfrecctl.h"
+#include "window.h"
+
+#define NSEC 1000000000ULL
+/* Two files whose clock pairs disagree by more than this are from different boots. */
+#define CLOCK_SKEW_NS (2 * NSEC)
+
+struct out_attr {
+	struct perf_event_attr attr;
+	uint64_t *ids;
+	size_t nr_ids;
+	char *name;
+	const char *first_path;
+};
+
+struct cut {
+	const char *out_path;
+	uint64_t from, to;              /* wall ns, [from, to) */
+	struct out_attr *attrs;
+	size_t nr_attrs;
+	uint32_t attr_size;             /* the largest of the inputs' */
+	/* what was written */
+	uint64_t samples, lost, dup_samples;
+	bool has_time;
+	uint64_t first_time, last_time; /* sample clock */
+	struct perfrec_cpu_span *spans; /* index: cpu */
+	size_t nr_spans;
+	uint64_t seen_max;              /* largest sample time of the files before */
+	bool seen_any;
+	bool wrote_init;
+	unsigned char *buildids;
+	size_t buildids_len;
+	struct perfrec_bpfmeta *bpf;     /* the union of the files' BPF programs and BTF */
+};
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+static void fmt(uint64_t ns, bool utc, char *buf, size_t sz)
+{
+	if (perfrec_timespec__format(ns, utc, buf, sz) < 0)
+		snprintf(buf, sz, "%" PRIu64 " ns", ns);
+}
+
+/* ------------------------------------------------------------------ attrs */
+
+static bool has_id(const struct out_attr *o, uint64_t id)
+{
+	for (size_t i = 0; i < o->nr_ids; i++)
+		if (o->ids[i] == id)
+			return true;
+	return false;
+}
+
+static int add_ids(struct out_attr *o, const uint64_t *ids, size_t n)
+{
+	uint64_t *v = realloc(o->ids, (o->nr_ids + n) * sizeof(*v));
+
+	if (!v && n)
+		return -ENOMEM;
+	o->ids = v;
+	for (size_t i = 0; i < n; i++)
+		if (!has_id(o, ids[i]))
+			o->ids[o->nr_ids++] = ids[i];
+	return 0;
+}
+
+/* The first field in which two attrs differ, as "name (A vs B)", or NULL if only the rate does. */
+static const char *attr_difference(const struct perf_event_attr *a, const struct perf_event_attr *b, char *buf,
+				   size_t sz)
+{
+	struct perf_event_attr x = *a, y = *b;
+
+#define DIFF(f)                                                                                          \
+	if (x.f != y.f) {                                                                                \
+		snprintf(buf, sz, #f " (0x%llx vs 0x%llx)", (unsigned long long)x.f, (unsigned long long)y.f); \
+		return buf;                                                                              \
+	}
+	DIFF(type);
+	DIFF(config);
+	DIFF(sample_type);
+	DIFF(read_format);
+	DIFF(sample_id_all);
+	DIFF(use_clockid);
+	DIFF(clockid);
+	/* The rate may change live (set-freq, the governor): the same events still. */
+	x.sample_freq = y.sample_freq = 0;
+	x.freq = y.freq = 0;
+	x.size = y.size = 0;
+	if (memcmp(&x, &y, sizeof(x))) {
+		snprintf(buf, sz, "other attr fields (exclusion bits, flags)");
+		return buf;
+	}
+	return NULL;
+#undef DIFF
+}
+
+static int merge_attrs(struct cut *c, const struct window_file *f, const struct perfrec_pdreader *r)
+{
+	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(r); i++) {
+		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(r, i);
+		const char *name = a->name ? a->name : "(unnamed)";
+		struct out_attr *o = NULL;
+		char why[160];
+
+		for (size_t k = 0; k < c->nr_attrs && !o; k++) {
+			bool same_ids = false;
+
+			for (size_t j = 0; j < a->nr_ids && !same_ids; j++)
+				same_ids = has_id(&c->attrs[k], a->ids[j]);
+			if (!same_ids && memcmp(&c->attrs[k].attr, &a->attr, sizeof(a->attr)))
+				continue;
+			if (attr_difference(&c->attrs[k].attr, &a->attr, why, sizeof(why))) {
+				if (!same_ids)
+					continue;
+				fprintf(stderr, "perfrecctl cut: %s: event %s differs from %s's in %s; "
+					"cut a window within one recording setup\n", f->path, name,
+					c->attrs[k].first_path, why);
+				return -EINVAL;
+			}
+			o = &c->attrs[k];
+			if (o->attr.freq && a->attr.freq && o->attr.sample_freq != a->attr.sample_freq)
+				fprintf(stderr, "perfrecctl cut: note: %s ran at %llu Hz in %s, %llu Hz in %s: "
+					"kept as one event\n", name, (unsigned long long)o->attr.sample_freq,
+					o->first_path, (unsigned long long)a->attr.sample_freq, base(f->path));
+		}
+		if (!o) {
+			struct out_attr *v;
+
+			/* perf finds every record's event by the id's position, the same in all attrs. */
+			if (c->nr_attrs && (a->attr.sample_id_all != c->attrs[0].attr.sample_id_all ||
+					    !(a->attr.sample_type & PERF_SAMPLE_IDENTIFIER) ||
+					    !(c->attrs[0].attr.sample_type & PERF_SAMPLE_IDENTIFIER))) {
+				fprintf(stderr, "perfrecctl cut: %s: event %s cannot share a file with %s's events "
+					"(no PERF_SAMPLE_IDENTIFIER or a different sample_id_all)\n", f->path, name,
+					c->attrs[0].first_path);
+				return -EINVAL;
+			}
+			for (size_t k = 0; k < c->nr_attrs; k++)
+				if (a->name && c->attrs[k].name && !strcmp(a->name, c->attrs[k].name))
+					fprintf(stderr, "perfrecctl cut: note: %s in %s is not the %s of %s (%s); "
+						"both are kept, as separate events\n", name, base(f->path), name,
+						base(c->attrs[k].first_path),
+						attr_difference(&c->attrs[k].attr, &a->attr, why, sizeof(why)) ?: "the rate");
+			v = realloc(c->attrs, (c->nr_attrs + 1) * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			c->attrs = v;
+			o = &c->attrs[c->nr_attrs++];
+			memset(o, 0, sizeof(*o));
+			o->attr = a->attr;
+			o->name = a->name ? strdup(a->name) : NULL;
+			o->first_path = f->path;
+		}
+		if (a->attr.size > c->attr_size && a->attr.size <= sizeof(a->attr))
+			c->attr_size = a->attr.size;
+		if (add_ids(o, a->ids, a->nr_ids) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- features */
+
+/* BUILD_ID: the union of the files' entries (build_id_event records). */
+static int merge_buildids(struct cut *c, const struct perfrec_pdreader *r)
+{
+	const unsigned char *d;
+	const void *data;
+	size_t len, off = 0;
+
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BUILD_ID, &data, &len) < 0)
+		return 0;
+	d = data;
+	while (off + sizeof(struct perf_event_header) <= len) {
+		struct perf_event_header h;
+		bool seen = false;
+		unsigned char *v;
+
+		memcpy(&h, d + off, sizeof(h));
+		if (h.size < sizeof(h) || h.size > len - off)
+			break;
+		for (size_t p = 0; p + sizeof(h) <= c->buildids_len && !seen;) {
+			struct perf_event_header e;
+
+			memcpy(&e, c->buildids + p, sizeof(e));
+			seen = e.size == h.size && !memcmp(c->buildids + p, d + off, h.size);
+			p += e.size;
+		}
+		if (!seen) {
+			v = realloc(c->buildids, c->buildids_len + h.size);
+			if (!v)
+				return -ENOMEM;
+			c->buildids = v;
+			memcpy(c->buildids + c->buildids_len, d + off, h.size);
+			c->buildids_len += h.size;
+		}
+		off += h.size;
+	}
+	return 0;
+}
+
+static int add_btf(void *ctx, uint32_t id, const void *data, uint32_t size)
+{
+	return perfrec_bpfmeta__add_btf(ctx, id, data, size);
+}
+
+/*
+ * BPF_PROG_INFO and BPF_BTF: the union of the files' programs (a later
+ * file's entry for a program replaces an earlier one's), so a program
+ * loaded or unloaded while the window's files were written is named.
+ * Body: {u32 nr; {u32 info_len, u32 data_len, u64 arrays, info, data}...}.
+ */
+static int merge_bpf(struct cut *c, const struct perfrec_pdreader *r)
+{
+	const unsigned char *d;
+	const void *data;
+	size_t len, off = 4;
+	uint32_t nr;
+	int e;
+
+	if (!c->bpf) {
+		e = perfrec_bpfmeta__new(&c->bpf);
+		if (e < 0)
+			return e;
+	}
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_PROG_INFO, &data, &len) == 0 &&
+	    perfrec_bpfmeta__parse_prog_info(data, len, NULL, NULL) >= 0) {
+		d = data;
+		memcpy(&nr, d, 4);
+		for (uint32_t i = 0; i < nr && len - off >= 16; i++) {
+			uint32_t info_len, data_len;
+			uint64_t arrays;
+
+			memcpy(&info_len, d + off, 4);
+			memcpy(&data_len, d + off + 4, 4);
+			memcpy(&arrays, d + off + 8, 8);
+			off += 16;
+			if (info_len > len - off || data_len > len - off - info_len)
+				break;
+			e = perfrec_bpfmeta__add_prog_info(c->bpf, d + off, info_len, arrays, d + off + info_len,
+							   data_len);
+			if (e == -ENOMEM)
+				return e;
+			off += (size_t)info_len + data_len;
+		}
+	}
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BPF_BTF, &data, &len) == 0) {
+		e = perfrec_bpfmeta__parse_btf(data, len, add_btf, c->bpf);
+		if (e == -ENOMEM)
+			return e;
+	}
+	return 0;
+}
+
+static int set_features(struct cut *c, struct perfrec_pdwriter *w, struct perfrec_pdreader **readers,
+			const struct window_file *files, size_t n)
+{
+	struct {
+		uint32_t version, clockid;
+		uint64_t wall, clk;
+	} cd = { 1, files[0].clock.clockid, files[0].clock.wall_ns, files[0].clock.clock_ns };
+	uint64_t st[2] = { c->first_time, c->last_time };
+	struct perfrec_spans_feature *sf;
+	size_t nr = 0, len;
+	int r;
+
+	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
+		if (f == PERFREC_FEAT_EVENT_DESC || f == PERFREC_FEAT_COMPRESSED || f == PERFREC_FEAT_BUILD_ID ||
+		    f == PERFREC_FEAT_SAMPLE_TIME || f == PERFREC_FEAT_SPANS || f == PERFREC_FEAT_CLOCK_DATA ||
+		    f == PERFREC_FEAT_BPF_PROG_INFO || f == PERFREC_FEAT_BPF_BTF)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			const void *data;
+			size_t dlen;
+
+			if (perfrec_pdreader__feature(readers[i], f, &data, &dlen) < 0)
+				continue;
+			r = perfrec_pdwriter__set_feature(w, f, data, dlen);
+			if (r < 0)
+				return r;
+			break;
+		}
+	}
+	if (c->buildids_len) {
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BUILD_ID, c->buildids, c->buildids_len);
+		if (r < 0)
+			return r;
+	}
+	r = perfrec_bpfmeta__add_features(c->bpf, w);
+	if (r < 0)
+		return r;
+	/* The first file's clock pair holds for all: they share one boot's clock (checked). */
+	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_CLOCK_DATA, &cd, sizeof(cd));
+	if (r < 0)
+		return r;
+	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SAMPLE_TIME, st, sizeof(st));
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < c->nr_spans; i++)
+		nr += c->spans[i].samples > 0;
+	len = sizeof(*sf) + nr * sizeof(struct perfrec_cpu_span);
+	sf = calloc(1, len);
+	if (!sf)
+		return -ENOMEM;
+	sf->nr = (uint32_t)nr;
+	sf->window_ns = c->to - c->from;
+	sf->snapshot_time = perfrec_clockdata__to_sample(&files[0].clock, c->to);
+	nr = 0;
+	for (size_t i = 0; i < c->nr_spans; i++)
+		if (c->spans[i].samples)
+			((struct perfrec_cpu_span *)(sf + 1))[nr++] = c->spans[i];
+	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, len);
+	free(sf);
+	return r;
+}
+
+/* --------------------------------------------------------------- records */
+
+static int note_span(struct cut *c, uint32_t cpu, uint64_t t)
+{
+	struct perfrec_cpu_span *s;
+
+	if (cpu >= 4096)
+		return 0;
+	if (cpu >= c->nr_spans) {
+		s = realloc(c->spans, (cpu + 1) * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		memset(s + c->nr_spans, 0, (cpu + 1 - c->nr_spans) * sizeof(*s));
+		for (size_t i = c->nr_spans; i <= cpu; i++)
+			s[i].cpu = (uint32_t)i;
+		c->spans = s;
+		c->nr_spans = cpu + 1;
+	}
+	s = &c->spans[cpu];
+	if (!s->samples || t < s->first_time)
+		s->first_time = t;
+	if (!s->samples || t > s->last_time)
+		s->last_time = t;
+	s->samples++;
+	return 0;
+}
+
+/* Copy what of @r belongs in the window; counts into @c and *ret_samples. */
+static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_pdreader *r,
+		     struct perfrec_pdwriter *w, uint64_t *ret_samples)
+{
+	uint64_t from = perfrec_clockdata__to_sample(&f->clock, c->from);
+	uint64_t to = perfrec_clockdata__to_sample(&f->clock, c->to);
+	uint64_t off, t, file_max = 0, n = 0;
+	const struct perf_event_header *h;
+	bool last_round = false, file_any = false;
+	uint32_t cpu;
+	int e;
+
+	while ((e = perfrec_pdreader__next(r, &h, &off)) > 0) {
+		int has_t = window_record_time(r, h, &t, &cpu);
+
+		if (h->type == PERF_RECORD_SAMPLE) {
+			if (has_t <= 0)
+				continue;
+			if (!file_any || t > file_max)
+				file_max = t;
+			file_any = true;
+			if (t < from || t >= to)
+				continue;
+			/* Overlapping inputs (a snapshot beside its published files): once. */
+			if (c->seen_any && t <= c->seen_max) {
+				c->dup_samples++;
+				continue;
+			}
+			c->samples++;
+			n++;
+			if (!c->has_time || t < c->first_time)
+				c->first_time = t;
+			if (!c->has_time || t > c->last_time)
+				c->last_time = t;
+			c->has_time = true;
+			if (note_span(c, cpu, t) < 0)
+				return -ENOMEM;
+		} else if (h->type == PERF_RECORD_LOST || h->type == PERF_RECORD_LOST_SAMPLES) {
+			if (has_t > 0 && (t < from || t >= to))
+				continue;
+			c->lost += window_record_lost(h);
+		} else if (h->type == PERFREC_RECORD_FINISHED_ROUND) {
+			if (last_round)
+				continue;
+		} else if (h->type == PERFREC_RECORD_FINISHED_INIT) {
+			if (c->wrote_init)
+				continue;
+			c->wrote_init = true;
+		} else if (h->type >= PERFREC_RECORD_HEADER_ATTR) {
+			/* Header records of pipe input and the like: the writer makes its own. */
+			continue;
+		} else if (has_t > 0 && t >= to) {
+			/* Side-band after the window resolves nothing in it. */
+			continue;
+		}
+		e = perfrec_pdwriter__write(w, h, h->size);
+		if (e < 0)
+			return e;
+		last_round = h->type == PERFREC_RECORD_FINISHED_ROUND;
+	}
+	if (e < 0)
+		return e;
+	/* Each file's records end a round, so the next file's never mix with them. */
+	if (!last_round) {
+		struct perf_event_header round = { .type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round) };
+
+		e = perfrec_pdwriter__write(w, &round, sizeof(round));
+		if (e < 0)
+			return e;
+	}
+	if (file_any && (!c->seen_any || file_max > c->seen_max)) {
+		c->seen_max = file_max;
+		c->seen_any = true;
+	}
+	*ret_samples = n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ live */
+
+/* The stamp perfrecd puts in a file's name for its start: "20261123T140300.250Z". */
+static void name_stamp(uint64_t wall_ns, char *buf, size_t sz)
+{
+	time_t secs = (time_t)(wall_ns / NSEC);
+	struct tm tm;
+	char s[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(s, sizeof(s), "%Y%m%dT%H%M%S", &tm);
+	snprintf(buf, sz, "-%s.%03uZ-", s, (unsigned)(wall_ns / 1000000 % 1000));
+}
+
+/*
+ * The file being written, replaced by a Snapshot of it from the daemon:
+ * everything up to now rather than up to its last checkpoint.  Returns the
+ * snapshot's path (the caller unlinks it) or NULL, having said why.
+ */
+static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
+{
+	struct window_file *live = NULL, snap;
+	const char *sock = perfrecctl_socket_path();
+	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX", stamp[48];
+	struct stat st;
+	int fd, r;
+
+	for (size_t i = 0; i < n; i++)
+		if (!files[i].error && files[i].being_written && files[i].start_wall < to)
+			live = &files[i];
+	if (!live)
+		return NULL;
+	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
+			base(live->path));
+		return NULL;
+	}
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot create a file for the daemon's snapshot: %m\n");
+		return NULL;
+	}
+	r = perfrecctl_snapshot_into(fd, NULL);
+	close(fd);
+	if (r != 0) {
+		fprintf(stderr, "perfrecctl cut: %s is read as far as it was checkpointed\n", base(live->path));
+		unlink(tmpl);
+		return NULL;
+	}
+	r = window_file_load(&snap, strdup(tmpl));
+	if (r < 0 || !snap.path) {
+		fprintf(stderr, "perfrecctl cut: the daemon's snapshot is unusable (%s); %s is read as far as it was "
+			"checkpointed\n", snap.error ? snap.error : strerror(-r), base(live->path));
+		free(snap.path);
+		free(snap.error);
+		unlink(tmpl);
+		return NULL;
+	}
+	/* Only a snapshot of this very file stands in for it (the daemon may record elsewhere). */
+	name_stamp(snap.clock.wall_ns, stamp, sizeof(stamp));
+	if (!strstr(base(live->path), stamp)) {
+		fprintf(stderr, "perfrecctl cut: perfrecd at %s is not writing %s; it is read as far as it was "
+			"checkpointed\n", sock, base(live->path));
+		free(snap.path);
+		free(snap.error);
+		unlink(tmpl);
+		return NULL;
+	}
+	fprintf(stderr, "perfrecctl cut: %s: its unpublished data from perfrecd's snapshot (up to now)\n",
+		base(live->path));
+	if (asprintf(&snap.label, "%s (its snapshot)", base(live->path)) < 0)
+		snap.label = NULL;
+	free(live->path);
+	free(live->error);
+	free(live->label);
+	*live = snap;
+	live->being_written = true; /* a whole file, read as one */
+	return strdup(tmpl);
+}
+
+/* ------------------------------------------------------------------- main */
+
+/* Coverage holes of the files used inside the window, on stderr. */
+static void report_gaps(const struct cut *c, const struct window_file *const *used, size_t n)
+{
+	uint64_t covered = c->from;
+	char a[64], b[64];
+
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t next = i < n ? used[i]->start_wall : c->to;
+
+		if (next > c->to)
+			next = c->to;
+		if (next > covered + WINDOW_GAP_NS) {
+			fmt(covered, true, a, sizeof(a));
+			fmt(next, true, b, sizeof(b));
+			fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): nothing recorded\n", a, b,
+				(double)(next - covered) / 1e9);
+		}
+		if (i < n && used[i]->end_wall > covered)
+			covered = used[i]->end_wall;
+		/* The file being written covers up to now. */
+		if (i < n && used[i]->being_written)
+			covered = c->to;
+	}
+}
+
+static int nothing_recorded(const struct cut *c, const struct window_file *files, size_t n)
+{
+	char a[64], b[64], la[64], x[64], y[64];
+	uint64_t lo = 0, hi = 0;
+	bool any = false;
+
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	for (size_t i = 0; i < n; i++) {
+		if (files[i].error)
+			continue;
+		if (!any || files[i].start_wall < lo)
+			lo = files[i].start_wall;
+		if (!any || files[i].end_wall > hi)
+			hi = files[i].end_wall;
+		any = true;
+	}
+	if (!any) {
+		fprintf(stderr, "perfrecctl cut: nothing recorded between %s and %s (local %s): no recorded files\n", a,
+			b, la);
+		return EXIT_BAD;
+	}
+	fmt(lo, true, x, sizeof(x));
+	fmt(hi, true, y, sizeof(y));
+	fprintf(stderr, "perfrecctl cut: nothing recorded between %s and %s (local %s); the files hold %s to %s\n", a,
+		b, la, x, y);
+	return EXIT_BAD;
+}
+
+static int open_out(const char *path, bool force, int level, char **ret_tmp, struct perfrec_pdwriter **ret)
+{
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = level };
+	struct stat st;
+	char *tmp;
+	int fd, r;
+
+	if (!force && stat(path, &st) == 0) {
+		fprintf(stderr, "perfrecctl cut: %s exists; not overwritten without --force\n", path);
+		return -EEXIST;
+	}
+	if (asprintf(&tmp, "%s.cut-%d.tmp", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
+		free(tmp);
+		return r;
+	}
+	r = perfrec_pdwriter__new(fd, &wo, ret);
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return r;
+	}
+	*ret_tmp = tmp;
+	return 0;
+}
+
+static int verify_out(const char *path)
+{
+	struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
+	struct perfrec_pdreader *r;
+	uint64_t off;
+	int e;
+
+	e = perfrec_pdreader__open(path, &o, &r);
+	if (e < 0)
+		return e;
+	e = perfrec_pdreader__verify(r);
+	if (e < 0)
+		fprintf(stderr, "perfrecctl cut: the cut does not verify: %s at offset %llu\n",
+			perfrec_pdreader__error(r, &off), (unsigned long long)off);
+	perfrec_pdreader__free(r);
+	return e;
+}
+
+static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
+{
+	char err[256];
+
+	if (perfrec_timespec__parse(v, now, ret, err, sizeof(err)) < 0) {
+		fprintf(stderr, "perfrecctl cut: %s: %s\n", opt, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
+{
+	struct window_file *files = NULL;
+	const struct window_file **used = NULL;
+	struct perfrec_pdreader **readers = NULL;
+	struct perfrec_pdwriter *w = NULL;
+	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
+	size_t nf = 0, nu = 0;
+	int r, rc = EXIT_USAGE;
+
+	r = window_scan(paths, np, &files, &nf);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
+			strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (live)
+		snap = live_snapshot(files, nf, c->to);
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	fmt(c->to, false, lb, sizeof(lb));
+	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
+		(double)(c->to - c->from) / 1e9);
+	used = calloc(nf + 1, sizeof(*used));
+	readers = calloc(nf + 1, sizeof(*readers));
+	if (!used || !readers)
+		goto out;
+	for (size_t i = 0; i < nf; i++) {
+		struct window_file *f = &files[i];
+		struct perfrec_pdreader_opts o = { .sz = sizeof(o), .salvage = f->in_progress };
+		int64_t skew;
+
+		if (f->error) {
+			fprintf(stderr, "perfrecctl cut: skipped %s: %s\n", f->path, f->error);
+			continue;
+		}
+		if (f->start_wall >= c->to || (f->end_wall < c->from && !f->being_written))
+			continue;
+		if (nu) {
+			skew = (int64_t)(f->clock.wall_ns - f->clock.clock_ns) -
+			       (int64_t)(used[0]->clock.wall_ns - used[0]->clock.clock_ns);
+			if (skew > (int64_t)CLOCK_SKEW_NS || skew < -(int64_t)CLOCK_SKEW_NS) {
+				fprintf(stderr, "perfrecctl cut: %s was recorded on another boot than %s (their clocks "
+					"differ by %.1f s): cut a window within one boot\n", f->path, used[0]->path,
+					(double)skew / 1e9);
+				rc = EXIT_BAD;
+				goto out;
+			}
+		}
+		r = perfrec_pdreader__open(f->path, &o, &readers[nu]);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl cut: skipped %s: cannot read: %s\n", f->path, strerror(-r));
+			continue;
+		}
+		used[nu++] = f;
+	}
+	if (nu == 0) {
+		rc = nothing_recorded(c, files, nf);
+		goto out;
+	}
+	for (size_t i = 0; i < nu; i++) {
+		r = merge_attrs(c, used[i], readers[i]);
+		if (r == 0)
+			r = merge_buildids(c, readers[i]);
+		if (r == 0)
+			r = merge_bpf(c, readers[i]);
+		if (r < 0) {
+			rc = r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
+			goto out;
+		}
+	}
+	r = open_out(c->out_path, force, level, &tmp, &w);
+	if (r < 0) {
+		rc = r == -EEXIST ? EXIT_BAD : EXIT_USAGE;
+		goto out;
+	}
+	for (size_t i = 0; i < c->nr_attrs; i++) {
+		/* The writer takes one attr size: the largest, zero-extended (the reader did). */
+		c->attrs[i].attr.size = c->attr_size;
+		r = perfrec_pdwriter__add_attr(w, &c->attrs[i].attr, c->attrs[i].ids, c->attrs[i].nr_ids,
+					       c->attrs[i].name);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl cut: cannot write the events: %s\n", strerror(-r));
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < nu; i++) {
+		uint64_t n = 0, off;
+
+		r = copy_file(c, used[i], readers[i], w, &n);
+		if (r < 0) {
+			if (r == -EBADMSG)
+				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
+					used[i]->path, perfrec_pdreader__error(readers[i], &off), (unsigned long long)off);
+			else {
+				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
+				goto out;
+			}
+		}
+		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
+			used[i]->label ? used[i]->label : base(used[i]->path),
+			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
+	}
+	report_gaps(c, used, nu);
+	if (c->samples == 0) {
+		rc = nothing_recorded(c, files, nf);
+		goto out;
+	}
+	r = set_features(c, w, readers, *used, nu);
+	if (r == 0)
+		r = perfrec_pdwriter__finish(w);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot finish %s: %s\n", tmp, strerror(-r));
+		goto out;
+	}
+	perfrec_pdwriter__free(w, false);
+	w = NULL;
+	if (verify_out(tmp) < 0) {
+		rc = EXIT_BAD;
+		goto out;
+	}
+	if (rename(tmp, c->out_path) < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %m\n", c->out_path);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s\n",
+		c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s");
+	if (c->dup_samples)
+		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
+			c->dup_samples);
+	rc = 0;
+out:
+	perfrec_pdwriter__free(w, false);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	for (size_t i = 0; readers && i < nf; i++)
+		perfrec_pdreader__free(readers[i]);
+	free(readers);
+	free(used);
+	window_files_free(files, nf);
+	if (snap)
+		unlink(snap);
+	free(snap);
+	return rc;
+}
+
+int cmd_cut(int argc, char **argv)
+{
+	struct cut c = { .out_path = "perf.data" };
+	const char **paths = calloc((size_t)argc + 1, sizeof(*paths));
+	const char *from_s = NULL, *to_s = NULL, *at_s = NULL, *around_s = NULL;
+	bool force = false, live = true;
+	uint64_t now, at = 0, around = 30 * NSEC;
+	struct timespec ts;
+	char *def = NULL;
+	size_t np = 0;
+	int level = 0, rc;
+
+	if (!paths)
+		return EXIT_USAGE;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		const char **slot = !strcmp(o, "--from") ? &from_s : !strcmp(o, "--to") ? &to_s
+				   : !strcmp(o, "--at") ? &at_s : !strcmp(o, "--around") ? &around_s
+				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c.out_path : NULL;
+
+		if (slot) {
+			if (++i >= argc) {
+				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
+				free(paths);
+				return perfrecctl_usage("cut");
+			}
+			*slot = argv[i];
+		} else if (!strcmp(o, "-z")) {
+			level = 3;
+		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
+			force = true;
+		} else if (!strcmp(o, "--no-live")) {
+			live = false;
+		} else if (o[0] == '-' && o[1]) {
+			fprintf(stderr, "perfrecctl cut: unknown option '%s'\n", o);
+			free(paths);
+			return perfrecctl_usage("cut");
+		} else {
+			paths[np++] = o;
+		}
+	}
+	if (!!at_s == !!(from_s || to_s) || (from_s && !to_s) || (to_s && !from_s) || (around_s && !at_s)) {
+		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
+		free(paths);
+		return perfrecctl_usage("cut");
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+	rc = EXIT_USAGE;
+	if (at_s) {
+		char err[256];
+
+		if (parse_time_arg("--at", at_s, now, &at) < 0)
+			goto out;
+		if (around_s && perfrec_timespec__parse_duration(around_s, &around, err, sizeof(err)) < 0) {
+			fprintf(stderr, "perfrecctl cut: --around: %s\n", err);
+			goto out;
+		}
+		c.from = at > around ? at - around : 0;
+		c.to = at + around;
+	} else if (parse_time_arg("--from", from_s, now, &c.from) < 0 || parse_time_arg("--to", to_s, now, &c.to) < 0) {
+		goto out;
+	}
+	if (c.to <= c.from) {
+		char a[64], b[64];
+
+		fmt(c.from, true, a, sizeof(a));
+		fmt(c.to, true, b, sizeof(b));
+		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", b, a);
+		goto out;
+	}
+	if (np == 0) {
+		def = window_default_dir();
+		paths[np++] = def;
+	}
+	rc = run(&c, paths, np, force, level, live);
+out:
+	for (size_t i = 0; i < c.nr_attrs; i++) {
+		free(c.attrs[i].ids);
+		free(c.attrs[i].name);
+	}
+	free(c.attrs);
+	free(c.spans);
+	free(c.buildids);
+	perfrec_bpfmeta__free(c.bpf);
+	free(def);
+	free(paths);
+	return rc;
+}

@@ -352,6 +352,36 @@ static bool keyword(const char *p, const char *kw, const char **ret_rest)
 	return true;
 }
 
+/* "@1763906580.250": seconds since the epoch, as date(1) takes them (scripts, manifests). */
+static int parse_epoch(const char *p, const char *whole, uint64_t *ret_wall_ns, char *err, size_t errsz)
+{
+	uint64_t secs = 0, ns = 0, scale = NSEC / 10;
+	int n = 0;
+
+	if (!isdigit((unsigned char)*p))
+		return fail(err, errsz, -EINVAL, "'%s': expected seconds since the epoch after '@'", whole);
+	for (; isdigit((unsigned char)*p); p++) {
+		if (secs > (MAX_SECS - 9) / 10)
+			return fail(err, errsz, -ERANGE, "'%s' is too far in the future", whole);
+		secs = secs * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10) {
+			if (++n > 9)
+				return fail(err, errsz, -EINVAL,
+					    "'%s': more than 9 digits of fractional seconds (nanoseconds are the finest)", whole);
+			ns += (uint64_t)(*p - '0') * scale;
+		}
+		if (n == 0)
+			return fail(err, errsz, -EINVAL, "'%s': expected digits after the decimal point", whole);
+	}
+	p = skip_ws(p);
+	if (*p)
+		return fail(err, errsz, -EINVAL, "'%s': unexpected '%s' after the seconds since the epoch", whole, p);
+	*ret_wall_ns = secs * NSEC + ns;
+	return 0;
+}
+
 int perfrec_timespec__parse(const char *s, uint64_t now_wall_ns, uint64_t *ret_wall_ns, char *err, size_t errsz)
 {
 	const char *p, *rest;
@@ -390,6 +420,8 @@ int perfrec_timespec__parse(const char *s, uint64_t now_wall_ns, uint64_t *ret_w
 		}
 		return 0;
 	}
+	if (*p == '@')
+		return parse_epoch(p + 1, s, ret_wall_ns, err, errsz);
 	if (keyword(p, "yesterday", &rest))
 		return parse_local_day(rest, -1, now_wall_ns, s, ret_wall_ns, err, errsz);
 	if (keyword(p, "today", &rest))

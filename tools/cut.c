@@ -26,6 +26,7 @@
  * cut together, or an output that would not verify (nothing is left
  * behind); 2 usage, unparseable times, unreadable paths, I/O errors.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -655,6 +656,20 @@ static int verify_out(const char *path)
 	return e;
 }
 
+/* The files fetch_window() put in @dir, then @dir. */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
 {
 	char err[256];
@@ -820,6 +835,10 @@ int cmd_cut(int argc, char **argv)
 {
 	struct cut c = { .out_path = "perf.data" };
 	const char **paths = calloc((size_t)argc + 1, sizeof(*paths));
+	char **bargv = calloc((size_t)argc + 2, sizeof(*bargv));
+	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
+	bool bucket = false, have_dir = false;
+	int bargc = 1;
 	const char *from_s = NULL, *to_s = NULL, *at_s = NULL, *around_s = NULL;
 	bool force = false, live = true;
 	uint64_t now, at = 0, around = 30 * NSEC;
@@ -828,19 +847,31 @@ int cmd_cut(int argc, char **argv)
 	size_t np = 0;
 	int level = 0, rc;
 
-	if (!paths)
+	if (!paths || !bargv) {
+		free(paths);
+		free(bargv);
 		return EXIT_USAGE;
+	}
+	bargv[0] = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		const char **slot = !strcmp(o, "--from") ? &from_s : !strcmp(o, "--to") ? &to_s
 				   : !strcmp(o, "--at") ? &at_s : !strcmp(o, "--around") ? &around_s
 				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c.out_path : NULL;
 
-		if (slot) {
+		if (perfrecctl_is_bucket_opt(o)) {
+			/* --bucket URL [--host H] [--label K=V]...: for fetch_window() */
+			if (i + 1 >= argc) {
+				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
+				goto usage;
+			}
+			bucket |= !strcmp(o, "--bucket");
+			bargv[bargc++] = argv[i++];
+			bargv[bargc++] = argv[i];
+		} else if (slot) {
 			if (++i >= argc) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				free(paths);
-				return perfrecctl_usage("cut");
+				goto usage;
 			}
 			*slot = argv[i];
 		} else if (!strcmp(o, "-z")) {
@@ -851,16 +882,22 @@ int cmd_cut(int argc, char **argv)
 			live = false;
 		} else if (o[0] == '-' && o[1]) {
 			fprintf(stderr, "perfrecctl cut: unknown option '%s'\n", o);
-			free(paths);
-			return perfrecctl_usage("cut");
+			goto usage;
 		} else {
 			paths[np++] = o;
 		}
 	}
 	if (!!at_s == !!(from_s || to_s) || (from_s && !to_s) || (to_s && !from_s) || (around_s && !at_s)) {
 		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
-		free(paths);
-		return perfrecctl_usage("cut");
+		goto usage;
+	}
+	if (bargc > 1 && !bucket) {
+		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", bargv[1]);
+		goto usage;
+	}
+	if (bucket && np) {
+		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", paths[0]);
+		goto usage;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
@@ -887,12 +924,28 @@ int cmd_cut(int argc, char **argv)
 		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", b, a);
 		goto out;
 	}
-	if (np == 0) {
+	if (bucket) {
+		/* The fleet's files of the window, downloaded and checked, then cut as local ones. */
+		size_t nr = 0;
+
+		if (!mkdtemp(bucket_dir)) {
+			fprintf(stderr, "perfrecctl cut: cannot make a directory for the bucket's files: %m\n");
+			goto out;
+		}
+		have_dir = true;
+		rc = perfrecctl_fetch_window("cut", bargc, bargv, c.from, c.to, bucket_dir, &nr);
+		if (rc)
+			goto out;
+		paths[np++] = bucket_dir;
+		live = false;
+	} else if (np == 0) {
 		def = window_default_dir();
 		paths[np++] = def;
 	}
 	rc = run(&c, paths, np, force, level, live);
 out:
+	if (have_dir)
+		remove_dir(bucket_dir);
 	for (size_t i = 0; i < c.nr_attrs; i++) {
 		free(c.attrs[i].ids);
 		free(c.attrs[i].name);
@@ -903,5 +956,10 @@ out:
 	perfrec_bpfmeta__free(c.bpf);
 	free(def);
 	free(paths);
+	free(bargv);
 	return rc;
+usage:
+	free(paths);
+	free(bargv);
+	return perfrecctl_usage("cut");
 }

@@ -21,29 +21,24 @@
 
 #include <json-c/json.h>
 
+#include <perfrec/timespec.h>
+
 #include "bucket.h"
 #include "perfrecctl.h"
 #include "s3.h"
 
-/*
- * The one place fetch reads a time (--from, --to): ISO 8601 UTC
- * ("2026-11-23T14:03:00Z", fractions allowed) or integer ns since the
- * epoch.  To be replaced by the shared time parser.
- */
-static int parse_time(const char *s, uint64_t *ret_ns)
+/* --from/--to: any time perfrec_timespec__parse() reads; the problem on stderr. */
+static int parse_time(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
 {
-	char *end;
-	unsigned long long v;
+	struct timespec now;
+	char err[256];
 
-	if (s3_parse_utc(s, ret_ns) == 0)
-		return 0;
-	if (*s < '0' || *s > '9')
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (perfrec_timespec__parse(s, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, ret_ns, err,
+				    sizeof(err)) < 0) {
+		fprintf(stderr, "perfrecctl %s: %s: %s\n", cmd, opt, err);
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	*ret_ns = v;
+	}
 	return 0;
 }
 
@@ -163,9 +158,7 @@ int cmd_fetch(int argc, char **argv)
 		r = perfrecctl_usage("fetch");
 		goto out_args;
 	}
-	if (parse_time(a.from, &from) < 0 || parse_time(a.to, &to) < 0) {
-		fprintf(stderr, "perfrecctl fetch: cannot read the time '%s': give ISO 8601 UTC (2026-11-23T14:03:00Z) or ns since the epoch\n",
-			parse_time(a.from, &from) < 0 ? a.from : a.to);
+	if (parse_time("fetch", "--from", a.from, &from) < 0 || parse_time("fetch", "--to", a.to, &to) < 0) {
 		r = EXIT_USAGE;
 		goto out_args;
 	}
@@ -288,12 +281,53 @@ int cmd_bucket_ls(int argc, char **argv)
 		r = perfrecctl_usage("bucket-ls");
 		goto out;
 	}
+	a.json = a.json || perfrecctl_json_output();
 	r = bucket_list(&a.o, &res);
 	if (r < 0) {
 		r = EXIT_USAGE;
 		goto out;
 	}
 	bucket_ls_print(stdout, &res, a.json);
+	bucket_result_exit(&res);
+	r = 0;
+out:
+	free(a.labels);
+	return r;
+}
+
+bool perfrecctl_is_bucket_opt(const char *arg)
+{
+	for (const struct option *o = long_opts; o->name; o++)
+		if (o->val >= OPT_BUCKET && o->val <= OPT_CREDS && arg[0] == '-' && arg[1] == '-' &&
+		    !strcmp(arg + 2, o->name))
+			return true;
+	return false;
+}
+
+int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
+			    size_t *ret_nr)
+{
+	struct bucket_result res = { 0 };
+	struct bucket_args a;
+	int r;
+
+	r = parse_args(cmd, argc, argv, &a);
+	if (r)
+		goto out;
+	r = bucket_fetch(&a.o, from, to, dir, &res);
+	if (r < 0) {
+		r = EXIT_USAGE;
+		goto out;
+	}
+	fprintf(stderr, "fetched %zu file%s of the window from %s\n", res.nr, res.nr == 1 ? "" : "s", a.o.url);
+	print_gaps(&res);
+	if (res.nr_pending)
+		fprintf(stderr, "%zu file%s of the window not uploaded yet (manifest stored, data not)\n",
+			res.nr_pending, res.nr_pending == 1 ? "" : "s");
+	if (res.nr_bad)
+		fprintf(stderr, "perfrecctl %s: %zu object%s rejected (see above): the window has a hole there\n", cmd,
+			res.nr_bad, res.nr_bad == 1 ? "" : "s");
+	*ret_nr = res.nr;
 	bucket_result_exit(&res);
 	r = 0;
 out:

@@ -197,6 +197,13 @@ int cmd_ls(int argc, char **argv)
 	if (!paths)
 		return EXIT_USAGE;
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--bucket")) {
+			/* The fleet's files: the manifests in the bucket, not a directory. */
+			free(paths);
+			return cmd_bucket_ls(argc, argv);
+		}
+	}
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {

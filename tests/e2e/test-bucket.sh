@@ -56,6 +56,8 @@ upload-key=$KEYT
 CONF
 done
 B=(--bucket "$URL" --credentials "$T/creds" --key "$KEYT")
+# Wall-clock ns (manifests' start_ns/end_ns) as a time perfrecctl takes.
+at() { printf '@%d.%09d' $(($1 / 1000000000)) $(($1 % 1000000000)); }
 s3curl() { curl -s -f --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
 	-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"; }
 
@@ -106,7 +108,7 @@ print(min(o["start_ns"] for o in v), max(o["end_ns"] for o in v))' "$T/ls.json")
 
 # fetch --host hosta over its whole span: exactly its files, in time order, no gap.
 mkdir -p "$T/fa"
-"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$A_FROM" --to "$A_TO" -o "$T/fa" >"$T/fa.out" 2>"$T/fa.err" ||
+"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$(at "$A_FROM")" --to "$(at "$A_TO")" -o "$T/fa" >"$T/fa.out" 2>"$T/fa.err" ||
 	{ cat "$T/fa.err"; fail "fetch --host hosta failed"; }
 [ "$(wc -l <"$T/fa.out")" = "$na" ] || { cat "$T/fa.out" "$T/fa.err"; fail "fetch --host hosta gave $(wc -l <"$T/fa.out") files, expected $na"; }
 grep -q '^gap' "$T/fa.err" && { cat "$T/fa.err"; fail "fetch reported a gap inside hosta's recording"; }
@@ -125,14 +127,39 @@ done <"$T/fa.out"
 [ "$(ls "$T/fa" | wc -l)" = $((2 * na)) ] || { ls "$T/fa"; fail "fetch left other files than the data and manifests in $T/fa"; }
 note "fetch --host hosta: $na files, each hosta's own"
 
+# cut --bucket --host hosta around its whole span: one file, only hosta's
+# samples (both hosts sampled the same CPUs), every one of them: as many as
+# hosta's own files hold, counted by perf.
+before=$(ls -d /tmp/perfrecctl-cut-* 2>/dev/null)
+"$PERFRECCTL" cut "${B[@]}" --host hosta --from "$(at $((A_FROM - 2000000000)))" --to "$(at $((A_TO + 2000000000)))" -o "$T/cut-a.data" \
+	2>"$T/cut-a.err" || { cat "$T/cut-a.err"; fail "cut --bucket --host hosta failed"; }
+"$PERFRECCTL" verify "$T/cut-a.data" >/dev/null || fail "cut --bucket output does not verify"
+perf report --header-only -i "$T/cut-a.data" 2>/dev/null | grep -q '^# hostname : hosta$' ||
+	fail "cut --bucket --host hosta: the file's host is not hosta"
+want=0
+for f in "$T"/out-hosta/*.data; do
+	want=$((want + $(perf script -F time -i "$f" 2>/dev/null | wc -l)))
+done
+got=$(perf script -F time -i "$T/cut-a.data" 2>/dev/null | wc -l)
+[ "$want" -gt 0 ] && [ "$got" = "$want" ] || { cat "$T/cut-a.err"; fail "cut --bucket --host hosta holds $got samples, hosta's files $want"; }
+grep -q "fetched $na files" "$T/cut-a.err" || { cat "$T/cut-a.err"; fail "cut --bucket does not say how many files it fetched"; }
+left=$(comm -13 <(echo "$before") <(ls -d /tmp/perfrecctl-cut-* 2>/dev/null))
+[ -z "$left" ] || fail "cut --bucket left its download directory behind: $left"
+note "cut --bucket --host hosta: $got samples, all of hosta's"
+
+# ls --bucket is bucket-ls.
+"$PERFRECCTL" ls "${B[@]}" --host hostb >"$T/ls-b2.txt" || fail "ls --bucket failed"
+[ "$(grep -c hostb "$T/ls-b2.txt")" = "$nb" ] && ! grep -q hosta "$T/ls-b2.txt" ||
+	{ cat "$T/ls-b2.txt"; fail "ls --bucket --host hostb does not list exactly hostb's files"; }
+
 # A second fetch reuses the checked copies (and still names them all).
-"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$A_FROM" --to "$A_TO" -o "$T/fa" >"$T/fa2.out" 2>"$T/fa.err" ||
+"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$(at "$A_FROM")" --to "$(at "$A_TO")" -o "$T/fa" >"$T/fa2.out" 2>"$T/fa.err" ||
 	{ cat "$T/fa.err"; fail "second fetch failed"; }
 cmp -s "$T/fa.out" "$T/fa2.out" || fail "a second fetch names other files"
 
 # By label, without a host: only hostb's files.
 mkdir -p "$T/fb"
-"$PERFRECCTL" fetch "${B[@]}" --label team=db --from "$A_FROM" --to "$A_TO" -o "$T/fb" >"$T/fb.out" 2>"$T/fb.err" ||
+"$PERFRECCTL" fetch "${B[@]}" --label team=db --from "$(at "$A_FROM")" --to "$(at "$A_TO")" -o "$T/fb" >"$T/fb.out" 2>"$T/fb.err" ||
 	{ cat "$T/fb.err"; fail "fetch --label team=db failed"; }
 [ -s "$T/fb.out" ] || fail "fetch --label team=db fetched nothing"
 while read -r p; do
@@ -141,7 +168,7 @@ done <"$T/fb.out"
 
 # A window past hosta's last upload: nothing, and the window is a gap of hosta.
 FROM=$((A_TO + 5000000000)) TO=$((A_TO + 10000000000))
-"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$FROM" --to "$TO" -o "$T/fa" >"$T/late.out" 2>"$T/late.err"
+"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$(at "$FROM")" --to "$(at "$TO")" -o "$T/fa" >"$T/late.out" 2>"$T/late.err"
 rc=$?
 [ "$rc" = 1 ] || { cat "$T/late.err"; fail "fetch of an empty window exited $rc, expected 1"; }
 grep -q 'nothing in the bucket between .* for host hosta' "$T/late.err" || { cat "$T/late.err"; fail "no 'nothing in the bucket' message"; }
@@ -151,7 +178,7 @@ grep -q '^gap for host hosta: ' "$T/late.err" || { cat "$T/late.err"; fail "the 
 # A window reaching past the last upload: the files it has, and the gap
 # from hosta's last sample to the window's end.
 FROM=$((A_TO - 500000000))
-"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$FROM" --to "$TO" -o "$T/fa" >"$T/tail.out" 2>"$T/tail.err" ||
+"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$(at "$FROM")" --to "$(at "$TO")" -o "$T/fa" >"$T/tail.out" 2>"$T/tail.err" ||
 	{ cat "$T/tail.err"; fail "fetch of a window reaching past the last upload failed"; }
 [ -s "$T/tail.out" ] || fail "fetch of a window reaching past the last upload fetched nothing"
 want=$(python3 -c 'import sys, datetime; n = int(sys.argv[1]); print(datetime.datetime.utcfromtimestamp(n // 10**9).strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (n % 10**9 // 10**6))' "$A_TO")
@@ -167,7 +194,7 @@ print(o["key"], o["start_ns"], o["end_ns"])' "$T/ls.json")
 read -r MKEY MSTART MEND <<<"$mid"
 s3curl -X DELETE "$URL/$MKEY" -o /dev/null || fail "cannot delete $MKEY from the bucket"
 mkdir -p "$T/fl"
-"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$MSTART" --to "$MEND" -o "$T/fl" >"$T/lag.out" 2>"$T/lag.err"
+"$PERFRECCTL" fetch "${B[@]}" --host hosta --from "$(at "$MSTART")" --to "$(at "$MEND")" -o "$T/fl" >"$T/lag.out" 2>"$T/lag.err"
 grep -q 'not uploaded yet' "$T/lag.err" || { cat "$T/lag.err"; fail "the missing data object is not reported as not uploaded"; }
 grep -q '^gap for host hosta: ' "$T/lag.err" || { cat "$T/lag.err"; fail "the lagging upload's span is not a gap"; }
 grep -q "$(basename "$MKEY")" "$T/lag.out" && fail "fetch printed $MKEY, whose data is not in the bucket"
@@ -176,7 +203,7 @@ grep "$MKEY" "$T/ls-lag.txt" | grep -q 'not uploaded yet' || { cat "$T/ls-lag.tx
 
 # The fleet by label, no host named: the host with the missing data object
 # shows its gap, the other none.
-"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$MSTART" --to "$MEND" -o "$T/fl" >"$T/lagl.out" 2>"$T/lagl.err" ||
+"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$(at "$MSTART")" --to "$(at "$MEND")" -o "$T/fl" >"$T/lagl.out" 2>"$T/lagl.err" ||
 	{ cat "$T/lagl.err"; fail "fetch --label dc=fra over the lagging upload failed"; }
 grep -q '^gap for host hosta: ' "$T/lagl.err" || { cat "$T/lagl.err"; fail "without --host, hosta's lagging upload is not a gap"; }
 grep -q '^gap for host hostb: ' "$T/lagl.err" && { cat "$T/lagl.err"; fail "hostb, which uploaded that span, shows a gap"; }
@@ -184,10 +211,10 @@ grep -q '^gap for host hostb: ' "$T/lagl.err" && { cat "$T/lagl.err"; fail "host
 # Long after both stopped uploading (beyond what the listing's times can
 # rule in): each host that matches is still named with its gap, not silent.
 FROM=$((A_TO + 900000000000)) TO=$((A_TO + 910000000000))
-"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$FROM" --to "$TO" -o "$T/fl" >/dev/null 2>"$T/silent.err"
+"$PERFRECCTL" fetch "${B[@]}" --label dc=fra --from "$(at "$FROM")" --to "$(at "$TO")" -o "$T/fl" >/dev/null 2>"$T/silent.err"
 grep -q '^gap for host hosta: ' "$T/silent.err" && grep -q '^gap for host hostb: ' "$T/silent.err" ||
 	{ cat "$T/silent.err"; fail "hosts whose uploads stopped before the window are not reported as gaps"; }
-"$PERFRECCTL" fetch "${B[@]}" --label team=db --from "$FROM" --to "$TO" -o "$T/fl" >/dev/null 2>"$T/silent.err"
+"$PERFRECCTL" fetch "${B[@]}" --label team=db --from "$(at "$FROM")" --to "$(at "$TO")" -o "$T/fl" >/dev/null 2>"$T/silent.err"
 grep -q '^gap for host hostb: ' "$T/silent.err" && ! grep -q 'hosta' "$T/silent.err" ||
 	{ cat "$T/silent.err"; fail "--label team=db: expected a gap for hostb only"; }
 
@@ -204,7 +231,7 @@ bad_sha=$(sha256sum "$store" | cut -d' ' -f1)
 good_sha=$(sha256sum "$T/out-hostb/$(basename "$CKEY")" | cut -d' ' -f1)
 [ "$bad_sha" != "$good_sha" ] || fail "the corruption changed nothing"
 mkdir -p "$T/fc"
-"$PERFRECCTL" fetch "${B[@]}" --host hostb --from "$A_FROM" --to "$A_TO" -o "$T/fc" >"$T/fc.out" 2>"$T/fc.err"
+"$PERFRECCTL" fetch "${B[@]}" --host hostb --from "$(at "$A_FROM")" --to "$(at "$A_TO")" -o "$T/fc" >"$T/fc.out" 2>"$T/fc.err"
 rc=$?
 [ "$rc" = 1 ] || { cat "$T/fc.err"; fail "fetch with a corrupted object exited $rc, expected 1"; }
 grep -q "$CKEY: SHA-256 mismatch: its manifest says $good_sha, the object has $bad_sha; not used" "$T/fc.err" ||

@@ -127,6 +127,19 @@ Test(timespec, relative_times_count_from_now)
 	check_ok(cases, sizeof(cases) / sizeof(cases[0]), NOW);
 }
 
+Test(timespec, seconds_since_the_epoch_as_date_takes_them)
+{
+	static const struct ok_case cases[] = {
+		{ "@1795442580", T1403Z },
+		{ "@1795442580.25", T1403Z + 250 * MS },
+		{ "@1795442580.000000001", T1403Z + 1 },
+		{ "@0", 0 },
+	};
+
+	set_tz("Asia/Kolkata"); /* the zone does not matter */
+	check_ok(cases, sizeof(cases) / sizeof(cases[0]), NOW);
+}
+
 struct bad_case {
 	const char *in;
 	int err;
@@ -151,6 +164,11 @@ Test(timespec, refusals_name_what_was_wrong)
 		{ "2026-11-23T14:03:00Z junk", -EINVAL, "unexpected 'junk'" },
 		{ "14:03 junk", -EINVAL, "unexpected 'junk'" },
 		{ "-10", -EINVAL, "needs a unit" },
+		{ "@", -EINVAL, "seconds since the epoch" },
+		{ "@12x", -EINVAL, "unexpected 'x'" },
+		{ "@1.", -EINVAL, "after the decimal point" },
+		{ "@1.0123456789", -EINVAL, "9 digits" },
+		{ "@99999999999999999999", -ERANGE, "future" },
 		{ "-10 parsecs", -EINVAL, "unknown unit 'parsecs'" },
 		{ "-", -EINVAL, "duration" },
 		{ "now 5", -EINVAL, "after 'now'" },

@@ -8,6 +8,7 @@
  *   14:03, 14:03:30, 14:03:30.250                         local time today
  *   yesterday 14:03, today 14:03                          local time that day
  *   now, -10min, -2h, +30s, now-1h30min                   relative to now
+ *   @1763906580, @1763906580.250                          seconds since the epoch (date(1)'s @)
  *
  * Local times go through the process's time zone (TZ, localtime(3)); a
  * local time that does not exist (skipped by a DST change) is refused.

@@ -29,6 +29,13 @@ struct perfrec_synth_opts {
 	 * 0: not known.
 	 */
 	uint64_t kernel_text, kernel_etext;
+	/*
+	 * Processes (thread group ids) perfrec_synth__tasks() describes; NULL
+	 * or nr_pids 0: every process.  A recording of some processes carries
+	 * their state only, not the rest of the host's.  Borrowed for the call.
+	 */
+	const uint32_t *pids;
+	size_t nr_pids;
 };
 
 /*
@@ -63,6 +70,7 @@ PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
  * that vanish or cannot be read are skipped.  Returns 0, -errno when the
  * proc root cannot be opened or memory runs out, or the callback's error
  * (synthesis stops at once).  Records are lent for the callback's duration.
+ * With opts->pids, only those processes (and all their threads).
  */
 PERFREC_API int perfrec_synth__tasks(const struct perfrec_synth_opts *opts,
 				     perfrec_synth_emit_fn emit, void *ctx);

@@ -524,7 +524,7 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
 	eo.clockid = r->clockid;
 	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
-	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_PROCESS);
+	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
 	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
 	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
 		eo.pid = getpid();
@@ -532,6 +532,10 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
 	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
 	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
+	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
+		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
+		goto fail;
+	}
 	if (e < 0) {
 		int max = perfrec_evlist__max_sample_rate();
 
@@ -650,19 +654,26 @@ out:
 /* Copy the data section written so far (on file since the checkpoint) into @to. */
 static int copy_data(struct perfrec_record *r, struct perfrec_pdwriter *to)
 {
-	int fd = perfrec_pdwriter__fd(r->w);
 	struct perfrec_file_header fh;
 	unsigned char *buf;
 	uint64_t off, left;
-	int e = 0;
+	char self[64];
+	int fd, e = 0;
 
-	if (pread(fd, &fh, sizeof(fh), 0) != (ssize_t)sizeof(fh))
-		return -EIO;
+	/* The writer's fd is write-only: read the same file through another. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", perfrec_pdwriter__fd(r->w));
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	buf = malloc(COPY_BUF);
-	if (!buf)
+	if (!buf) {
+		close(fd);
 		return -ENOMEM;
+	}
+	if (pread(fd, &fh, sizeof(fh), 0) != (ssize_t)sizeof(fh))
+		e = -EIO;
 	off = fh.data.offset;
-	left = fh.data.size;
+	left = e ? 0 : fh.data.size;
 	while (left && !e) {
 		size_t want = left < COPY_BUF ? (size_t)left : COPY_BUF;
 		ssize_t n = pread(fd, buf, want, (off_t)off);
@@ -676,6 +687,7 @@ static int copy_data(struct perfrec_record *r, struct perfrec_pdwriter *to)
 		left -= (uint64_t)n;
 	}
 	free(buf);
+	close(fd);
 	return e;
 }
 

@@ -10,7 +10,9 @@
  * reader takes (perf report/script, hotspot).  It is built from the same
  * pieces as perfrecd: evlist, ring, synth, pdwriter, hostinfo.
  *
- *	struct perfrec_record_opts o = { .sz = sizeof(o), .callchain = true };
+ *	struct perfrec_record_opts o = {
+ *		.sz = sizeof(o), .callchain = true, .target = PERFREC_TARGET_PROCESS,
+ *	};
  *	struct perfrec_record *r;
  *
  *	if (perfrec_record__start("self.data", &o, &r) == 0) {
@@ -55,10 +57,11 @@ struct perfrec_record_opts {
 	/* Frame-pointer callchains (kernel and user), as perf record -g. */
 	bool callchain;
 	/*
-	 * What to record (enum perfrec_target_kind, evlist.h).  Default
-	 * PERFREC_TARGET_PROCESS with pid 0: the calling process, its threads
-	 * now and every thread or child it starts later.  PERFREC_TARGET_CPUS
-	 * records the whole host.
+	 * What to record (enum perfrec_target_kind, evlist.h).
+	 * PERFREC_TARGET_PROCESS with pid 0 is the calling process: its
+	 * threads now and every thread or child it starts later (the drain
+	 * thread too).  PERFREC_TARGET_CPUS (0, the default, as for an
+	 * evlist) records the whole host.
 	 */
 	int target;
 	int32_t pid;            /* PROCESS: 0 is the calling process */

@@ -173,4 +173,16 @@ EOF
 else
 	note "not a git checkout with $base: the old-headers check is left out"
 fi
-note "libperfrec example: self, host and ABI checks pass"
+
+
+# --- libperfrec(3) is installed, renders cleanly and covers the API ------
+M=$D/usr/share/man/man3/libperfrec.3
+[ -f "$M" ] || fail "make install did not install libperfrec.3"
+v=$(sed -n 's/^VERSION := //p' Makefile)
+grep -q "^\.TH LIBPERFREC 3 .* \"perfrecd $v\"" "$M" || fail "libperfrec.3's .TH does not carry perfrecd $v"
+warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$M" 2>&1 >/dev/null)
+[ -z "$warn" ] || { echo "$warn"; fail "libperfrec.3 renders with warnings"; }
+for fn in $(grep -o 'perfrec_record__[a-z]*' lib/include/perfrec/record.h | sort -u); do
+	grep -q "^\.BR $fn ()" "$M" || fail "libperfrec.3 does not describe $fn()"
+done
+note "libperfrec example: self, host, ABI and man page checks pass"

@@ -283,3 +283,44 @@ Test(record, rotate_and_snapshot_give_whole_files, .init = setup, .fini = teardo
 	read_file(path_of("one.data"), spinner_tid, &f);
 	cr_assert_eq(f.samples_of_spinner, 0, "the first file has samples of a later thread");
 }
+
+/* Refused by perf_event_paranoid: a negative errno and a reason, no print. */
+static void quiet(void)
+{
+	cr_redirect_stdout();
+	cr_redirect_stderr();
+}
+
+/* No directory: the test gives up root, and the events fail before any file. */
+Test(record, no_permission_is_an_errno_with_a_reason, .init = quiet)
+{
+	struct msgs m = { 0 };
+	struct perfrec_record_opts o = {
+		.sz = sizeof(o), .target = PERFREC_TARGET_CPUS, .msg = on_msg, .msg_ctx = &m,
+	};
+	struct perfrec_record *r = NULL;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int paranoid = 2, e;
+
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = 2;
+		fclose(f);
+	}
+	if (geteuid() != 0)
+		cr_skip_test("needs root to become an unprivileged user");
+	if (paranoid < 1)
+		cr_skip_test("perf_event_paranoid %d lets everyone record the host", paranoid);
+	/* Whole-host events need privileges this user lacks (this process only). */
+	cr_assert_eq(setresgid(65534, 65534, 65534), 0);
+	cr_assert_eq(setresuid(65534, 65534, 65534), 0);
+	e = perfrec_record__start("/nonexistent/denied.data", &o, &r);
+	cr_assert(e == -EACCES || e == -EPERM, "got %d", e);
+	cr_assert_null(r);
+	cr_assert_eq(m.last_err, e);
+	cr_assert_not_null(strstr(m.last, "perf_event_paranoid"), "message: %s", m.last);
+	fflush(stdout);
+	fflush(stderr);
+	cr_assert_stdout_eq_str("", "the library printed");
+	cr_assert_stderr_eq_str("", "the library printed");
+}

@@ -186,3 +186,10 @@ for fn in $(grep -o 'perfrec_record__[a-z]*' lib/include/perfrec/record.h | sort
 	grep -q "^\.BR $fn ()" "$M" || fail "libperfrec.3 does not describe $fn()"
 done
 note "libperfrec example: self, host, ABI and man page checks pass"
+
+# --- symbol versions: the record object is LIBPERFREC_0.2, asked for by name
+objdump -T "$D/usr/lib/libperfrec.so" | grep -q 'LIBPERFREC_0\.2 *perfrec_record__start$' ||
+	fail "perfrec_record__start is not in the LIBPERFREC_0.2 version node"
+objdump -T "$D/usr/lib/libperfrec.so" | grep -q 'LIBPERFREC_0 *perfrec_evlist__new$' ||
+	fail "perfrec_evlist__new left LIBPERFREC_0"
+objdump -p "$T/selfprof" | grep -q 'LIBPERFREC_0\.2' || fail "the example does not ask for LIBPERFREC_0.2"

@@ -107,6 +107,11 @@ PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
  */
 PERFREC_API int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, void *ctx);
 
+/*
+ * Enable or disable every event on every CPU and thread (PERF_EVENT_IOC_*).
+ * Returns 0, or the -errno of the last ioctl that failed (the others still
+ * ran); -EINVAL for NULL.
+ */
 PERFREC_API int perfrec_evlist__enable(struct perfrec_evlist *el);
 PERFREC_API int perfrec_evlist__disable(struct perfrec_evlist *el);
 /*
@@ -122,6 +127,7 @@ PERFREC_API int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t fre
  */
 PERFREC_API int perfrec_evlist__max_sample_rate(void);
 
+/* Rings, one per CPU of the map (0 before __open()). */
 PERFREC_API size_t perfrec_evlist__nr_rings(const struct perfrec_evlist *el);
 /* Ring @idx (borrowed, lives as long as @el); its fd is for poll/epoll. */
 PERFREC_API struct perfrec_ring *perfrec_evlist__ring(struct perfrec_evlist *el, size_t idx);
@@ -132,6 +138,7 @@ PERFREC_API int perfrec_evlist__ring_cpu(const struct perfrec_evlist *el, size_t
 PERFREC_API size_t perfrec_evlist__nr_evsels(const struct perfrec_evlist *el);
 PERFREC_API const struct perfrec_evsel *perfrec_evlist__evsel(const struct perfrec_evlist *el, size_t idx);
 
+/* Unmap the rings, close every fd, free; NULL and half-opened evlists are fine. */
 PERFREC_API void perfrec_evlist__free(struct perfrec_evlist *el);
 
 #endif

@@ -4,7 +4,8 @@
  * OS release, version, arch, CPUs, CPU description and id, memory, command
  * line, CPU/NUMA/memory topology, PMU mappings, caches, sample time, clock
  * id and clock data.  (EVENT_DESC comes from the writer, BUILD_ID from the
- * build id table.)
+ * build id table.)  Thread-safe as the writer it is given allows: one
+ * thread per writer.
  */
 #ifndef PERFREC_HOSTINFO_H
 #define PERFREC_HOSTINFO_H

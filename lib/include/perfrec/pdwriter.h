@@ -168,6 +168,7 @@ PERFREC_API int perfrec_pdwriter__track(struct perfrec_pdwriter *w);
 PERFREC_API int perfrec_pdwriter__sample_times(const struct perfrec_pdwriter *w, uint64_t *ret_first,
 					       uint64_t *ret_last);
 
+/* Copy the counters above into *@ret_stats (zeros for NULL @w). */
 PERFREC_API void perfrec_pdwriter__compress_stats(const struct perfrec_pdwriter *w,
 						  struct perfrec_pdwriter_compress_stats *ret_stats);
 

@@ -5,6 +5,9 @@
  * (with build ids read from the ELF notes where possible), and the kernel
  * and module maps.  Every record gets the sample_id trailer of the side-band
  * attr with a real timestamp, so readers order it correctly.
+ *
+ * The functions keep no state between calls and may run on any thread at
+ * once; opts and what it points to are borrowed for the call.
  */
 #ifndef PERFREC_SYNTH_H
 #define PERFREC_SYNTH_H
@@ -39,16 +42,6 @@ struct perfrec_synth_opts {
 };
 
 /*
- * Kernel map ("[kernel.kallsyms]_text", start = pgoff = _text, len up to
- * _etext, pid -1 / tid 0, misc KERNEL) and one MMAP2 per module of
- * /proc/modules (filename from modules.dep, else "[name]").  Returns 0,
- * -EPERM when kallsyms hides addresses (kptr_restrict; nothing emitted),
- * -errno when kallsyms cannot be read, or the callback's error.  _etext
- * comes from opts->kernel_etext, else on x86-64 from the size of "Kernel
- * code" in /proc/iomem (readable with CAP_SYS_ADMIN), else from kallsyms,
- * where it is near the end: a read of nearly all of it.
- */
-/*
  * The addresses of _text and _etext as perfrec_synth__kernel() finds them
  * (its opts->proc; kernel_text/kernel_etext are returned as given), for a
  * caller to pass back in opts later: read while it still has CAP_SYS_ADMIN,
@@ -58,6 +51,16 @@ struct perfrec_synth_opts {
 PERFREC_API int perfrec_synth__kernel_text(const struct perfrec_synth_opts *opts,
 					   uint64_t *ret_text, uint64_t *ret_etext);
 
+/*
+ * Kernel map ("[kernel.kallsyms]_text", start = pgoff = _text, len up to
+ * _etext, pid -1 / tid 0, misc KERNEL) and one MMAP2 per module of
+ * /proc/modules (filename from modules.dep, else "[name]").  Returns 0,
+ * -EPERM when kallsyms hides addresses (kptr_restrict; nothing emitted),
+ * -errno when kallsyms cannot be read, or the callback's error.  _etext
+ * comes from opts->kernel_etext, else on x86-64 from the size of "Kernel
+ * code" in /proc/iomem (readable with CAP_SYS_ADMIN), else from kallsyms,
+ * where it is near the end: a read of nearly all of it.
+ */
 PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
 				      perfrec_synth_emit_fn emit, void *ctx);
 

@@ -322,6 +322,18 @@ static int drain(struct perfrec_record *r)
 	bool wrote = false;
 	int e = 0;
 
+	if (!r->w) {
+		/* No file (a rotate failed): keep the rings flowing, drop the bytes. */
+		for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
+			struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
+			struct perfrec_ring_batch b;
+
+			perfrec_ring__begin(ring, &b);
+			perfrec_ring__walk_all(ring, &b);
+			perfrec_ring__commit(ring, &b);
+		}
+		return 0;
+	}
 	for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
 		struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
 		const struct perf_event_header *h;
@@ -410,8 +422,7 @@ static void *drain_thread(void *arg)
 			if (pfd[i].revents & (POLLHUP | POLLERR))
 				pfd[i].fd = -pfd[i].fd - 1;
 		pthread_mutex_lock(&r->lock);
-		if (r->w)
-			note_err(r, drain(r));
+		note_err(r, drain(r));
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(pfd);
@@ -630,12 +641,9 @@ int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
 	if (on_drain_thread(r))
 		return -EDEADLK;
 	pthread_mutex_lock(&r->lock);
-	if (!r->w) {
-		e = -EBADFD;
-		goto out;
-	}
 	note_err(r, drain(r));
-	e = end_file(r);
+	/* No file after a failed rotate: only the new one to start. */
+	e = r->w ? end_file(r) : 0;
 	/* The events still run: a new file takes them whatever became of the old one. */
 	e2 = begin_file(r, new_path);
 	if (e2 < 0) {
@@ -646,7 +654,6 @@ int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
 			e = e2;
 	}
 	r->err = 0;
-out:
 	pthread_mutex_unlock(&r->lock);
 	return e;
 }

@@ -324,3 +324,109 @@ Test(record, no_permission_is_an_errno_with_a_reason, .init = quiet)
 	cr_assert_stdout_eq_str("", "the library printed");
 	cr_assert_stderr_eq_str("", "the library printed");
 }
+
+/* The clock decides the clock features; the perf clock cannot have them. */
+Test(record, clocks_and_their_features, .init = setup, .fini = teardown)
+{
+	static const struct {
+		const char *clock;
+		bool features;
+	} t[] = { { "boottime", true }, { "perf", false }, { NULL, true } };
+
+	need_perf();
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct perfrec_record_opts o = {
+			.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .clock = t[i].clock,
+		};
+		struct perfrec_record *r = NULL;
+		struct perfrec_pdreader *rd;
+		const void *body;
+		size_t len;
+		char name[32];
+
+		snprintf(name, sizeof(name), "clock%zu.data", i);
+		cr_assert_eq(perfrec_record__start(path_of(name), &o, &r), 0, "%s", t[i].clock);
+		spin(50000000UL);
+		cr_assert_eq(perfrec_record__stop(r), 0);
+		cr_assert_eq(perfrec_pdreader__open(path_of(name), NULL, &rd), 0);
+		cr_assert_eq(perfrec_pdreader__verify(rd), 0, "%s: %s", t[i].clock, perfrec_pdreader__error(rd, NULL));
+		cr_assert_eq(perfrec_pdreader__feature(rd, PERFREC_FEAT_CLOCKID, &body, &len) == 0,
+			     t[i].features, "%s: CLOCKID", t[i].clock);
+		cr_assert_eq(perfrec_pdreader__feature(rd, PERFREC_FEAT_CLOCK_DATA, &body, &len) == 0,
+			     t[i].features, "%s: CLOCK_DATA", t[i].clock);
+		for (size_t k = 0; k < perfrec_pdreader__nr_attrs(rd); k++) {
+			const struct perf_event_attr *a = &perfrec_pdreader__attr(rd, k)->attr;
+
+			cr_assert_eq(a->use_clockid, t[i].features, "%s: use_clockid", t[i].clock);
+			if (t[i].features)
+				cr_assert_eq(a->clockid, t[i].clock ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
+		}
+		perfrec_pdreader__free(rd);
+	}
+}
+
+static volatile int spin_go;
+
+static void *spin_when_told(void *arg)
+{
+	spinner_tid = (int)syscall(SYS_gettid);
+	while (!spin_go)
+		sched_yield();
+	spin((unsigned long)(uintptr_t)arg);
+	return NULL;
+}
+
+/* A set of threads: their samples only, their process's state only. */
+Test(record, threads_target_records_those_threads, .init = setup, .fini = teardown)
+{
+	struct perfrec_record *r = NULL;
+	struct file_facts f;
+	pthread_t th;
+	int32_t tid;
+
+	need_perf();
+	spinner_tid = 0;
+	cr_assert_eq(pthread_create(&th, NULL, spin_when_told, (void *)(uintptr_t)200000000UL), 0);
+	while (!spinner_tid)
+		sched_yield();
+	tid = spinner_tid;
+
+	struct perfrec_record_opts o = {
+		.sz = sizeof(o), .target = PERFREC_TARGET_THREADS, .tids = &tid, .nr_tids = 1,
+	};
+	cr_assert_eq(perfrec_record__start(path_of("threads.data"), &o, &r), 0);
+	spin_go = 1;
+	spin(100000000UL); /* the main thread works too, unrecorded */
+	pthread_join(th, NULL);
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	read_file(path_of("threads.data"), tid, &f);
+	cr_assert_gt(f.samples_of_spinner, 0);
+	cr_assert_eq(f.samples, f.samples_of_spinner, "%zu samples of other threads",
+		     f.samples - f.samples_of_spinner);
+	cr_assert_gt(f.own_state, 0, "the thread's process is not described");
+	cr_assert_eq(f.foreign_state, 0);
+}
+
+/* A rotate whose new file cannot start keeps the rings flowing; a later one recovers. */
+Test(record, a_failed_rotate_drops_until_the_next_one, .init = setup, .fini = teardown)
+{
+	struct perfrec_record_opts o = { .sz = sizeof(o), .target = PERFREC_TARGET_PROCESS };
+	struct perfrec_record *r = NULL;
+	struct file_facts f;
+
+	need_perf();
+	cr_assert_eq(perfrec_record__start(path_of("first.data"), &o, &r), 0);
+	spin(50000000UL);
+	cr_assert_eq(perfrec_record__rotate(r, "/nonexistent/dir/x.data"), -ENOENT);
+	cr_assert(exists(path_of("first.data")), "the old file was not published");
+	spin(50000000UL);
+	cr_assert_eq(perfrec_record__snapshot(r, path_of("none.data")), -EBADFD);
+	cr_assert_eq(perfrec_record__rotate(r, path_of("again.data")), 0);
+	spin(50000000UL);
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	read_file(path_of("first.data"), 0, &f);
+	cr_assert_gt(f.samples, 0);
+	read_file(path_of("again.data"), 0, &f);
+	cr_assert_gt(f.samples, 0, "the recording did not resume in the next rotate's file");
+	cr_assert(f.finished_init);
+}

@@ -95,7 +95,9 @@ struct perfrec_record_opts {
  * events disabled, synthesizes the kernel maps and the target's tasks
  * (only the target's: a recording of one process does not describe the
  * rest of the host), writes FINISHED_INIT, enables, and starts a drain
- * thread that writes every ring pass followed by FINISHED_ROUND.  On
+ * thread that writes every ring pass followed by FINISHED_ROUND.  A
+ * cgroup or the host gets every process's state: tasks can enter a cgroup
+ * at any time.  On
  * success *ret_record is the caller's, to end with perfrec_record__stop().
  * Returns 0, or a negative errno with nothing left behind: -EINVAL for a
  * bad option (opts->msg names it), -E2BIG for non-zero bytes past the
@@ -137,9 +139,11 @@ PERFREC_API int perfrec_record__snapshot(struct perfrec_record *r, const char *p
  * Finish and publish the current file, and go on recording into @new_path
  * (which starts with its own synthesized state, so it reads on its own).
  * The events stay enabled: nothing is missed between the files.  Returns
- * 0, or -errno; if the old file could not be finished the recording still
- * moves on to @new_path, and the error is returned.  -EDEADLK from the
- * drain thread.  Thread-safe; not async-signal-safe.
+ * 0, or -errno: if the old file could not be finished the recording still
+ * moves on to @new_path; if @new_path cannot be started the rings are
+ * drained into nothing until a later __rotate() succeeds or __stop() ends
+ * the recording.  -EDEADLK from the drain thread.  Thread-safe; not
+ * async-signal-safe.
  */
 PERFREC_API int perfrec_record__rotate(struct perfrec_record *r, const char *new_path);
 

@@ -41,6 +41,10 @@ struct perfrec_record {
 	uint64_t start_clock_ns, start_wall_ns;
 	uint64_t sideband_type;      /* side-band attr sample_type, for synthesis */
 	uint64_t sideband_id;
+	bool callchain;
+	/* Samplers' layout when they share one (no tracepoint RAW): no lookup. */
+	bool one_layout;
+	uint64_t sample_type, read_format;
 	uint32_t *pids;              /* the processes synthesized; NULL: all */
 	size_t nr_pids;
 	bool synth_all;
@@ -311,6 +315,49 @@ static int end_file(struct perfrec_record *r)
 	return e;
 }
 
+/* The sampler that wrote sample @h, by its id. */
+static const struct perf_event_attr *sampler_of(const struct perfrec_record *r,
+						const struct perf_event_header *h)
+{
+	uint64_t id;
+
+	if (perfrec_event__identifier(h, &id) < 0)
+		return NULL;
+	for (size_t e = 1; e < perfrec_evlist__nr_evsels(r->el); e++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, e);
+
+		for (size_t k = 0; k < ev->nr_ids; k++)
+			if (ev->ids[k] == id)
+				return &ev->attr;
+	}
+	return NULL;
+}
+
+/*
+ * Records readers would misread, as perfrecd repairs them: a KSYMBOL or
+ * BPF_EVENT some kernels end in stale bytes, and a user callchain holding
+ * a value in the PERF_CONTEXT range (a frame-pointer walk through a frame
+ * without one), which perf takes for a context marker.  Returns the size of
+ * the fixed copy in @buf, or 0 when @h is fine as it is.
+ */
+static size_t repair(const struct perfrec_record *r, const struct perf_event_header *h, size_t tlen,
+		     void *buf, size_t bufsz)
+{
+	const struct perf_event_attr *a;
+
+	if (h->type == PERF_RECORD_SAMPLE) {
+		if (!r->callchain)
+			return 0;
+		if (r->one_layout)
+			return perfrec_sample__end_user_chain(h, r->sample_type, r->read_format, buf, bufsz);
+		a = sampler_of(r, h);
+		return a ? perfrec_sample__end_user_chain(h, a->sample_type, a->read_format, buf, bufsz) : 0;
+	}
+	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
+		return 0;
+	return perfrec_event__repair_sideband(h, tlen, buf, bufsz);
+}
+
 /* One pass over every ring; FINISHED_ROUND after a pass that wrote.  Locked. */
 static int drain(struct perfrec_record *r)
 {
@@ -349,10 +396,7 @@ static int drain(struct perfrec_record *r)
 			size_t len;
 			struct perfrec_ring_batch before;
 
-			if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
-				continue;
-			/* Some kernels end such records in stale bytes: write the fixed copy. */
-			len = perfrec_event__repair_sideband(h, tlen, fixed, sizeof(fixed));
+			len = repair(r, h, tlen, fixed, sizeof(fixed));
 			if (!len)
 				continue;
 			before = b;
@@ -574,6 +618,19 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 
 		r->sideband_type = sb->attr.sample_type;
 		r->sideband_id = sb->nr_ids ? sb->ids[0] : 0;
+		r->callchain = eo.callchain;
+		r->one_layout = true;
+		for (size_t i = 1; i < perfrec_evlist__nr_evsels(r->el); i++) {
+			const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
+
+			if (i == 1) {
+				r->sample_type = ev->attr.sample_type;
+				r->read_format = ev->attr.read_format;
+			} else if (ev->attr.sample_type != r->sample_type ||
+				   ev->attr.read_format != r->read_format) {
+				r->one_layout = false;
+			}
+		}
 	}
 
 	e = begin_file(r, path);

@@ -430,3 +430,61 @@ Test(record, a_failed_rotate_drops_until_the_next_one, .init = setup, .fini = te
 	cr_assert_gt(f.samples, 0, "the recording did not resume in the next rotate's file");
 	cr_assert(f.finished_init);
 }
+
+#if defined(__x86_64__)
+/* Spins with %rbp at a frame record {next 0, return address -1}. */
+static void *bad_frame_spin(void *arg)
+{
+	static uint64_t fake[2] = { 0, ~0ULL };
+	unsigned long spins = (unsigned long)(uintptr_t)arg;
+
+	__asm__ volatile("push %%rbp\n\tmov %1, %%rbp\n1:\tdec %0\n\tjnz 1b\n\tpop %%rbp"
+			 : "+r"(spins) : "r"(fake) : "cc", "memory");
+	return NULL;
+}
+
+/* A user chain with -1 in it is ended before it, as perfrecd writes it. */
+Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini = teardown)
+{
+	struct perfrec_record_opts o = {
+		.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .callchain = true, .freq = 2000,
+	};
+	struct perfrec_record *r = NULL;
+	struct perfrec_pdreader *rd;
+	const struct perf_event_header *h;
+	size_t chains = 0;
+	pthread_t th;
+
+	need_perf();
+	cr_assert_eq(perfrec_record__start(path_of("chain.data"), &o, &r), 0);
+	cr_assert_eq(pthread_create(&th, NULL, bad_frame_spin, (void *)(uintptr_t)400000000UL), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	cr_assert_eq(perfrec_pdreader__open(path_of("chain.data"), NULL, &rd), 0);
+	while (perfrec_pdreader__next(rd, &h, NULL) > 0) {
+		const struct perfrec_pdreader_attr *a;
+		struct perfrec_sample s;
+		uint64_t id;
+		bool user = false;
+
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		cr_assert_eq(perfrec_event__identifier(h, &id), 0);
+		a = perfrec_pdreader__attr_by_id(rd, id);
+		cr_assert_eq(perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s), 0);
+		for (uint64_t k = 0; k < s.nr_callchain; k++) {
+			uint64_t v = s.callchain[k];
+
+			if (v == PERF_CONTEXT_USER) {
+				user = true;
+				chains++;
+				continue;
+			}
+			cr_assert(!user || v < (uint64_t)-4095, "user frame %llu is %#llx, a context marker to perf",
+				  (unsigned long long)k, (unsigned long long)v);
+		}
+	}
+	cr_assert_gt(chains, 0, "no user chains recorded");
+	perfrec_pdreader__free(rd);
+}
+#endif

@@ -6,11 +6,16 @@
  * check against the real kernel which tasks' samples reach the rings.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -262,6 +267,102 @@ Test(evlist_target, a_process_that_is_gone_is_esrch)
 	m = online();
 	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), 0);
 	cr_assert_eq(perfrec_evlist__open(el, NULL, NULL), -ESRCH);
+	perfrec_evlist__free(el);
+	perfrec_cpumap__free(m);
+}
+
+static char cg[128];
+static pid_t child = -1;
+
+/* Whatever the test's outcome: no spinning child, no cgroup left. */
+static void cgroup_cleanup(void)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (*cg)
+		rmdir(cg);
+}
+
+/* A cgroup: the samples of its member, none of ours, through cgroup2. */
+Test(evlist_target, a_cgroup_records_its_members_only, .fini = cgroup_cleanup)
+{
+	char procs[160], line[32];
+	struct perfrec_cpumap *m;
+	struct perfrec_evspec s;
+	struct perfrec_evlist *el = NULL;
+	struct spinner us = { .go = 1 };
+	struct seen seen = { 0 };
+	int go[2], fd;
+
+	need_perf();
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/unified/test-evlist-target-%d", (int)getpid());
+	if (access("/sys/fs/cgroup/unified/cgroup.procs", W_OK) < 0 || mkdir(cg, 0755) < 0) {
+		*cg = '\0';
+		cr_skip_test("cannot create a cgroup2 group here");
+	}
+	cr_assert_eq(pipe(go), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Spins once it is in the cgroup and told to, until killed. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			sink++;
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	snprintf(line, sizeof(line), "%d\n", (int)child);
+	cr_assert_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	close(fd);
+
+	struct perfrec_evlist_opts o = {
+		.sz = sizeof(o), .freq = 1000, .clockid = CLOCK_MONOTONIC, .mmap_pages = 16,
+		.target = PERFREC_TARGET_CGROUP, .cgroup = cg,
+	};
+	m = online();
+	s = spec("cpu-clock");
+	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), 0);
+	cr_assert_eq(perfrec_evlist__open(el, NULL, NULL), 1);
+	cr_assert_eq(perfrec_evlist__enable(el), 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	/* We spin as well, outside the cgroup. */
+	cr_assert_eq(pthread_create(&us.th, NULL, spin, &us), 0);
+	for (int i = 0; i < 1000 && seen.foreign < 50; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		read_rings(el, -1, &seen);
+	}
+	us.stop = 1;
+	pthread_join(us.th, NULL);
+	cr_assert_eq(perfrec_evlist__disable(el), 0);
+	read_rings(el, -1, &seen);
+	/* read_rings counts samples not of this process as foreign. */
+	cr_assert_gt(seen.foreign, 0, "no samples of the cgroup's member");
+	cr_assert_eq(seen.foreign, seen.samples, "%zu samples from outside the cgroup",
+		     seen.samples - seen.foreign);
+	perfrec_evlist__free(el);
+	perfrec_cpumap__free(m);
+}
+
+Test(evlist_target, a_cgroup_that_does_not_exist_is_enoent)
+{
+	struct perfrec_cpumap *m = online();
+	struct perfrec_evspec s = spec("cpu-clock");
+	struct perfrec_evlist *el = NULL;
+	struct perfrec_evlist_opts o = {
+		.sz = sizeof(o), .freq = 100, .target = PERFREC_TARGET_CGROUP, .cgroup = "/nonexistent/cg",
+	};
+
+	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), 0);
+	cr_assert_eq(perfrec_evlist__open(el, NULL, NULL), -ENOENT);
 	perfrec_evlist__free(el);
 	perfrec_cpumap__free(m);
 }

@@ -26,7 +26,7 @@ export PKG_CONFIG_PATH=$D/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG
 PC=$(pkg-config --cflags --libs libperfrec) || fail "pkg-config libperfrec failed"
 EX=tests/example/selfprof.c
 
-# At most 25 lines of code: no blank lines, comments or preprocessor-free counting tricks.
+# At most 25 lines of code, blank lines and comments not counted.
 loc=$(awk '/^\/\*/ {c=1} c { if (/\*\//) c=0; next } /^[ \t]*$/ || /^[ \t]*\/\// {next} {n++} END {print n}' "$EX")
 [ "$loc" -le 25 ] || fail "$EX has $loc lines of code, more than 25"
 
@@ -43,7 +43,7 @@ build() { # SRC OUT [extra cflags...]
 build "$EX" "$T/selfprof"
 "$T/selfprof" "$T/self.data" >"$T/self.out" 2>&1 || { cat "$T/self.out"; fail "selfprof failed"; }
 [ ! -s "$T/self.out" ] || { cat "$T/self.out"; fail "the library printed something"; }
-[ -f "$T/self.data" ] && [ ! -e "$T/self.data.tmp" ] || fail "self.data was not published"
+{ [ -f "$T/self.data" ] && [ ! -e "$T/self.data.tmp" ]; } || fail "self.data was not published"
 
 top=$(perf report -i "$T/self.data" --stdio --no-children -g none --sort sym 2>"$T/rep.err" |
 	awk '!/^#/ && NF {print $NF; exit}')
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 EOF
 build "$T/newer.c" "$T/newer" -Wno-unused-parameter
 "$T/newer" "$T/newer.data" || fail "trailing non-zero opts bytes were not refused with -E2BIG"
-[ ! -e "$T/newer.data" ] && [ ! -e "$T/newer.data.tmp" ] || fail "a refused start left a file"
+if [ -e "$T/newer.data" ] || [ -e "$T/newer.data.tmp" ]; then fail "a refused start left a file"; fi
 
 # A program built against the headers before libperfrec 0.2 runs on this
 # library: an evlist with the old opts records all CPUs, synthesis with the
@@ -162,7 +162,7 @@ int main(void)
 	return 0;
 }
 EOF
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2046
 	${CC:-cc} -std=gnu11 -Wall -Werror -I"$T/old" -o "$T/oldabi" "$T/oldabi.c" \
 		$(pkg-config --libs libperfrec) -Wl,-rpath,"$D/usr/lib" 2>"$T/cc.log" ||
 		{ cat "$T/cc.log"; fail "a program for the old headers does not build"; }
@@ -173,7 +173,6 @@ EOF
 else
 	note "not a git checkout with $base: the old-headers check is left out"
 fi
-
 
 # --- libperfrec(3) is installed, renders cleanly and covers the API ------
 M=$D/usr/share/man/man3/libperfrec.3

@@ -488,3 +488,29 @@ Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini 
 	perfrec_pdreader__free(rd);
 }
 #endif
+
+/* Compressed files read back whole; a snapshot of one is refused, not garbled. */
+Test(record, compression_is_read_back_and_snapshot_refused, .init = setup, .fini = teardown)
+{
+	struct perfrec_record_opts o = {
+		.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .compress_level = 3,
+	};
+	struct perfrec_record *r = NULL;
+	struct perfrec_pdreader *rd;
+	struct file_facts f;
+	const void *body;
+	size_t len;
+
+	need_perf();
+	cr_assert_eq(perfrec_record__start(path_of("z.data"), &o, &r), 0);
+	spin(100000000UL);
+	cr_assert_eq(perfrec_record__snapshot(r, path_of("zsnap.data")), -EOPNOTSUPP);
+	cr_assert_not(exists(path_of("zsnap.data")) || exists(path_of("zsnap.data.tmp")));
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	cr_assert_eq(perfrec_pdreader__open(path_of("z.data"), NULL, &rd), 0);
+	cr_assert_eq(perfrec_pdreader__feature(rd, PERFREC_FEAT_COMPRESSED, &body, &len), 0, "no COMPRESSED");
+	perfrec_pdreader__free(rd);
+	read_file(path_of("z.data"), 0, &f);
+	cr_assert_gt(f.samples, 0);
+	cr_assert_gt(f.own_state, 0);
+}

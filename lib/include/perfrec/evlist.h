@@ -102,8 +102,10 @@ PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
  * A PROCESS target lists its threads in /proc/<pid>/task; one that is gone
  * gives -ESRCH, and a thread that exits meanwhile is left out.  A thread
  * that a not yet opened thread starts while this runs can be missed, as
- * with perf record -p.  A CGROUP path that cannot be opened gives its
- * -errno (-ENOENT...).
+ * with perf record -p.  Such targets take one fd per event, CPU and
+ * thread: a process of many threads needs RLIMIT_NOFILE to match (-EMFILE
+ * otherwise).  A CGROUP path that cannot be opened gives its -errno
+ * (-ENOENT...).
  */
 PERFREC_API int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, void *ctx);
 

@@ -299,7 +299,7 @@ UNIT_FILES := $(sort $(UNIT_GEN) unit/perfrecd.socket)
 UNIT_SED := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 	-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@PREFIX@|$(PREFIX)|g'
 HEADERS := $(notdir $(wildcard lib/include/perfrec/*.h))
-MAN_PAGES := tools/perfrecctl.1 conf/perfrecd.conf.5 daemon/perfrecd.8
+MAN_PAGES := tools/perfrecctl.1 conf/perfrecd.conf.5 daemon/perfrecd.8 lib/libperfrec.3
 
 .PHONY: units FORCE
 units: $(UNIT_GEN)
@@ -321,7 +321,7 @@ install: all units
 	  $(DESTDIR)$(INCLUDEDIR)/perfrec $(DESTDIR)$(PKGCONFIGDIR) \
 	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 	  $(DESTDIR)$(SYSCONFDIR)/perfrecd $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	  $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 daemon/perfrecd $(DESTDIR)$(SBINDIR)/perfrecd
 	install -m 0755 tools/perfrecctl $(DESTDIR)$(BINDIR)/perfrecctl
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
@@ -345,6 +345,7 @@ install: all units
 	install -m 0644 tools/perfrecctl.1 $(DESTDIR)$(MANDIR)/man1/perfrecctl.1
 	install -m 0644 conf/perfrecd.conf.5 $(DESTDIR)$(MANDIR)/man5/perfrecd.conf.5
 	install -m 0644 daemon/perfrecd.8 $(DESTDIR)$(MANDIR)/man8/perfrecd.8
+	install -m 0644 lib/libperfrec.3 $(DESTDIR)$(MANDIR)/man3/libperfrec.3
 
 # Removes exactly what install wrote (directories only when left empty); the
 # configuration only when it is still the shipped one.
@@ -364,7 +365,7 @@ uninstall:
 	  echo "rm -f $$f"; rm -f "$$f"; rmdir $(DESTDIR)$(SYSCONFDIR)/perfrecd 2>/dev/null || :; \
 	fi
 	rm -f $(DESTDIR)$(MANDIR)/man1/perfrecctl.1 $(DESTDIR)$(MANDIR)/man5/perfrecd.conf.5 \
-	  $(DESTDIR)$(MANDIR)/man8/perfrecd.8
+	  $(DESTDIR)$(MANDIR)/man8/perfrecd.8 $(DESTDIR)$(MANDIR)/man3/libperfrec.3
 
 # Everything a target of this Makefile writes (the globs also catch outputs
 # of sources since removed); tests/e2e/test-build-deps.sh holds it to that.

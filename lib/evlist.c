@@ -9,12 +9,20 @@
  * decode the id of a non-sample record from that trailer before they know
  * which attr it belongs to, so mixing layouts would make records unreadable.
  *
+ * A target other than all tasks crosses the CPU map with a thread map, as
+ * libperf does: each event is opened per (CPU, thread) slot, slot index
+ * cpu_idx * nr_threads + thread_idx; on each CPU the first side-band slot
+ * that opened owns the ring and every other slot of the CPU writes into it.
+ * A process is recorded with inherit, so the threads it starts later carry
+ * its events (into the same ring) without being opened here.
+ *
  * Older kernels reject attr bits they do not know with EINVAL.  Like perf's
  * "missing features" probing, we then drop the newest optional bits one at a
  * time and retry; what had to be dropped is remembered for the whole evlist
  * so every CPU of an event gets the identical attr (the file has one attr per
  * event, not per CPU).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -62,7 +70,7 @@ enum feature {
 struct evsel {
 	struct perfrec_evsel pub;     /* first: handed out as const pointer */
 	struct perf_event_attr want;  /* before dropping missing features */
-	int *fds;                     /* per CPU index of the map, -1: none */
+	int *fds;                     /* per (CPU, thread) slot, -1: none */
 	bool tracepoint;
 };
 
@@ -71,6 +79,7 @@ struct ring_slot {
 	void *base;
 	size_t len;
 	bool inited;
+	int fd;                       /* the side-band fd that owns it (borrowed) */
 };
 
 struct perfrec_evlist {
@@ -84,6 +93,15 @@ struct perfrec_evlist {
 	size_t mmap_pages;
 	uint32_t wakeup_bytes;
 	bool context_switch;
+
+	int target;                   /* enum perfrec_target_kind */
+	int32_t pid;
+	int32_t *tids;                /* THREADS: owned copy */
+	size_t nr_tids;
+	char *cgroup;
+	int cgroup_fd;                /* opened at __open(), -1 before */
+	int32_t *threads;             /* pid argument per thread slot, at __open() */
+	size_t nr_threads;            /* 1 for CPUS and CGROUP */
 
 	unsigned int missing;         /* bit per enum feature */
 	size_t page_size;
@@ -138,6 +156,125 @@ static int check_rate(uint64_t freq, uint64_t period)
 	return 0;
 }
 
+/* The target's fields, checked and copied (the caller's arrays are borrowed). */
+static int copy_target(struct perfrec_evlist *el, const struct perfrec_evlist_opts *opts)
+{
+	const int32_t *tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
+	const char *cg = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
+
+	el->target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
+	el->pid = PERFREC_OPTS_GET(opts, pid, 0);
+	el->nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
+	switch (el->target) {
+	case PERFREC_TARGET_CPUS:
+		el->nr_tids = 0;
+		return 0;
+	case PERFREC_TARGET_PROCESS:
+		el->nr_tids = 0;
+		return el->pid > 0 ? 0 : -EINVAL;
+	case PERFREC_TARGET_THREADS:
+		if (!tids || !el->nr_tids || el->nr_tids > 65536)
+			return -EINVAL;
+		for (size_t i = 0; i < el->nr_tids; i++)
+			if (tids[i] <= 0)
+				return -EINVAL;
+		el->tids = malloc(el->nr_tids * sizeof(*el->tids));
+		if (!el->tids)
+			return -ENOMEM;
+		memcpy(el->tids, tids, el->nr_tids * sizeof(*el->tids));
+		return 0;
+	case PERFREC_TARGET_CGROUP:
+		el->nr_tids = 0;
+		if (!cg || !*cg)
+			return -EINVAL;
+		el->cgroup = strdup(cg);
+		return el->cgroup ? 0 : -ENOMEM;
+	default:
+		el->nr_tids = 0;
+		return -EINVAL;
+	}
+}
+
+/*
+ * The threads of process @pid now, the leader first.  Only the leader
+ * needs to be there: the others exit at will.
+ */
+static int list_threads(int32_t pid, int32_t **ret, size_t *ret_nr)
+{
+	char path[64];
+	struct dirent *de;
+	int32_t *t = NULL, *n;
+	size_t nr = 1, cap = 16;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	t = malloc(cap * sizeof(*t));
+	if (!t) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	t[0] = pid;
+	while ((de = readdir(d))) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+
+		if (*end || end == de->d_name || v <= 0 || v > INT32_MAX || v == pid)
+			continue;
+		if (nr == cap) {
+			n = realloc(t, cap * 2 * sizeof(*t));
+			if (!n) {
+				free(t);
+				closedir(d);
+				return -ENOMEM;
+			}
+			t = n;
+			cap *= 2;
+		}
+		t[nr++] = (int32_t)v;
+	}
+	closedir(d);
+	*ret = t;
+	*ret_nr = nr;
+	return 0;
+}
+
+/* The thread map of the target, and the cgroup fd, at __open(). */
+static int open_target(struct perfrec_evlist *el)
+{
+	switch (el->target) {
+	case PERFREC_TARGET_PROCESS:
+		return list_threads(el->pid, &el->threads, &el->nr_threads);
+	case PERFREC_TARGET_THREADS:
+		el->threads = malloc(el->nr_tids * sizeof(*el->threads));
+		if (!el->threads)
+			return -ENOMEM;
+		memcpy(el->threads, el->tids, el->nr_tids * sizeof(*el->threads));
+		el->nr_threads = el->nr_tids;
+		return 0;
+	case PERFREC_TARGET_CGROUP:
+		el->cgroup_fd = open(el->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (el->cgroup_fd < 0)
+			return -errno;
+		break;
+	default:
+		break;
+	}
+	el->threads = malloc(sizeof(*el->threads));
+	if (!el->threads)
+		return -ENOMEM;
+	el->threads[0] = -1;
+	el->nr_threads = 1;
+	return 0;
+}
+
+static size_t nr_slots(const struct perfrec_evlist *el)
+{
+	return (size_t)el->cpus->nr * el->nr_threads;
+}
+
 static struct perfrec_cpumap *cpumap_dup(const struct perfrec_cpumap *m)
 {
 	size_t sz = sizeof(*m) + (size_t)m->nr * sizeof(m->cpus[0]);
@@ -175,6 +312,10 @@ int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 	el->context_switch = PERFREC_OPTS_GET(opts, context_switch, false);
 	if (!el->mmap_pages)
 		el->mmap_pages = DEFAULT_MMAP_PAGES;
+	el->cgroup_fd = -1;
+	r = copy_target(el, opts);
+	if (r < 0)
+		goto fail;
 
 	r = check_rate(el->freq, el->period);
 	if (r < 0)
@@ -256,6 +397,9 @@ static void common_attr(const struct perfrec_evlist *el, struct perf_event_attr 
 		a->use_clockid = 1;
 		a->clockid = el->clockid;
 	}
+	/* A process's later threads and children carry its events. */
+	if (el->target == PERFREC_TARGET_PROCESS)
+		a->inherit = 1;
 }
 
 static void sideband_attr(const struct perfrec_evlist *el, struct perf_event_attr *a)
@@ -367,9 +511,27 @@ static void apply_missing(struct perf_event_attr *a, const struct perf_event_att
 	}
 }
 
-static int sys_perf_event_open(struct perf_event_attr *a, int cpu)
+/* Where slot @t of @ev opens: (pid argument, extra flags). */
+static int slot_pid(const struct perfrec_evlist *el, const struct evsel *ev, size_t t,
+		    unsigned long *ret_flags)
 {
-	int fd = (int)syscall(__NR_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	*ret_flags = 0;
+	if (el->target == PERFREC_TARGET_CGROUP) {
+		/*
+		 * The side-band stays host-wide: a task's MMAP2 and COMM come
+		 * before it may move into the cgroup, and readers need them.
+		 */
+		if (ev->pub.is_sideband)
+			return -1;
+		*ret_flags = PERF_FLAG_PID_CGROUP;
+		return el->cgroup_fd;
+	}
+	return el->threads[t];
+}
+
+static int sys_perf_event_open(struct perf_event_attr *a, int pid, int cpu, unsigned long flags)
+{
+	int fd = (int)syscall(__NR_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC | flags);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -382,14 +544,15 @@ static int sys_perf_event_open(struct perf_event_attr *a, int cpu)
  * is kept only if the event opened, so an event that is simply invalid (a
  * bad raw config, a bad clockid) does not strip features from the others.
  */
-static int open_probe(struct perfrec_evlist *el, const struct evsel *ev, int cpu)
+static int open_probe(struct perfrec_evlist *el, const struct evsel *ev, int pid, int cpu,
+		      unsigned long flags)
 {
 	struct perf_event_attr a;
 	unsigned int missing = el->missing, dropped;
 	int fd, fd2, first, f;
 
 	apply_missing(&a, &ev->want, missing);
-	fd = sys_perf_event_open(&a, cpu);
+	fd = sys_perf_event_open(&a, pid, cpu, flags);
 	if (fd >= 0 || fd != -EINVAL)
 		return fd;
 	first = fd;
@@ -398,7 +561,7 @@ static int open_probe(struct perfrec_evlist *el, const struct evsel *ev, int cpu
 			continue;
 		missing |= 1u << f;
 		apply_missing(&a, &ev->want, missing);
-		fd = sys_perf_event_open(&a, cpu);
+		fd = sys_perf_event_open(&a, pid, cpu, flags);
 		if (fd >= 0 || fd != -EINVAL)
 			break;
 	}
@@ -410,7 +573,7 @@ static int open_probe(struct perfrec_evlist *el, const struct evsel *ev, int cpu
 		if (!(dropped & (1u << g)))
 			continue;
 		apply_missing(&a, &ev->want, missing & ~(1u << g));
-		fd2 = sys_perf_event_open(&a, cpu);
+		fd2 = sys_perf_event_open(&a, pid, cpu, flags);
 		if (fd2 >= 0) {
 			close(fd);
 			fd = fd2;
@@ -423,7 +586,7 @@ static int open_probe(struct perfrec_evlist *el, const struct evsel *ev, int cpu
 
 static void close_evsel_fds(struct perfrec_evlist *el, struct evsel *ev)
 {
-	for (int i = 0; ev->fds && i < el->cpus->nr; i++) {
+	for (size_t i = 0; ev->fds && i < nr_slots(el); i++) {
 		if (ev->fds[i] >= 0)
 			close(ev->fds[i]);
 		ev->fds[i] = -1;
@@ -443,7 +606,7 @@ static void evsel_exit(struct perfrec_evlist *el, struct evsel *ev)
 static int evsel_init(struct perfrec_evlist *el, struct evsel *ev, const char *name,
 		      const struct perf_event_attr *want, bool sideband)
 {
-	size_t n = (size_t)el->cpus->nr;
+	size_t n = nr_slots(el);
 
 	memset(ev, 0, sizeof(*ev));
 	snprintf(ev->pub.name, sizeof(ev->pub.name), "%s", name);
@@ -461,40 +624,49 @@ static int evsel_init(struct perfrec_evlist *el, struct evsel *ev, const char *n
 }
 
 /*
- * Open @ev on every CPU.  Samplers are redirected into the side-band ring of
- * their CPU (which must already be mapped: the kernel refuses SET_OUTPUT to
- * an event without a buffer).  On failure every fd of @ev is closed, and
- * *ret_cpu names the CPU that failed.
+ * Open @ev on every (CPU, thread) slot.  Samplers are redirected into the
+ * ring of their CPU (which must already be mapped: the kernel refuses
+ * SET_OUTPUT to an event without a buffer); the side-band's own extra slots
+ * are redirected by redirect_sideband() once the rings exist.  A thread
+ * that exited (ESRCH) leaves its slot empty.  On failure every fd of @ev
+ * is closed, and *ret_cpu names the CPU that failed.
  */
 static int evsel_open(struct perfrec_evlist *el, struct evsel *ev, int *ret_cpu)
 {
-	const struct evsel *sb = &el->evsels[0];
+	size_t n = nr_slots(el), nthr = el->nr_threads, opened;
+	unsigned long flags;
 	unsigned int start;
 	uint64_t id;
-	int fd, r, cpu = -1;
+	int fd, pid, r, cpu = -1;
 
 restart:
 	start = el->missing;
-	for (int i = 0; i < el->cpus->nr; i++) {
-		cpu = el->cpus->cpus[i];
-		fd = open_probe(el, ev, cpu);
+	opened = 0;
+	for (size_t i = 0; i < n; i++) {
+		cpu = el->cpus->cpus[i / nthr];
+		pid = slot_pid(el, ev, i % nthr, &flags);
+		fd = open_probe(el, ev, pid, cpu, flags);
+		if (fd == -ESRCH && pid > 0)
+			continue;
 		if (fd < 0) {
 			r = fd;
 			goto fail;
 		}
 		ev->fds[i] = fd;
 		/*
-		 * A later CPU needed to give up a feature the earlier ones kept:
+		 * A later slot needed to give up a feature the earlier ones kept:
 		 * reopen them all so the event has one attr everywhere.
 		 */
 		if (el->missing != start) {
-			if (i > 0) {
+			if (opened > 0) {
 				close_evsel_fds(el, ev);
 				goto restart;
 			}
 			start = el->missing;
 		}
-		if (!ev->pub.is_sideband && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, sb->fds[i]) < 0) {
+		opened++;
+		if (!ev->pub.is_sideband &&
+		    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, el->rings[i / nthr].fd) < 0) {
 			r = -errno;
 			goto fail;
 		}
@@ -502,9 +674,14 @@ restart:
 			r = -errno;
 			goto fail;
 		}
-		ev->pub.ids[i] = id;
-		ev->pub.cpus[i] = cpu;
-		ev->pub.nr_ids = (size_t)i + 1;
+		ev->pub.ids[ev->pub.nr_ids] = id;
+		ev->pub.cpus[ev->pub.nr_ids] = cpu;
+		ev->pub.nr_ids++;
+	}
+	if (!opened) {
+		/* Every thread of the target is gone. */
+		r = -ESRCH;
+		goto fail;
 	}
 	apply_missing(&ev->pub.attr, &ev->want, el->missing);
 	return 0;
@@ -512,6 +689,20 @@ fail:
 	close_evsel_fds(el, ev);
 	*ret_cpu = cpu;
 	return r;
+}
+
+/* The side-band slots of a CPU other than the ring's owner write into it. */
+static int redirect_sideband(struct perfrec_evlist *el)
+{
+	const struct evsel *sb = &el->evsels[0];
+
+	for (size_t i = 0; i < nr_slots(el); i++) {
+		int fd = sb->fds[i], owner = el->rings[i / el->nr_threads].fd;
+
+		if (fd >= 0 && fd != owner && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 static int map_rings(struct perfrec_evlist *el)
@@ -527,13 +718,20 @@ static int map_rings(struct perfrec_evlist *el)
 		struct ring_slot *s = &el->rings[i];
 		size_t len = el->page_size + data_size(el);
 
+		/* The CPU's first side-band slot that opened owns its ring. */
+		s->fd = -1;
+		for (size_t t = 0; t < el->nr_threads && s->fd < 0; t++)
+			s->fd = sb->fds[i * el->nr_threads + t];
+		if (s->fd < 0)
+			return -ESRCH;
+
 		/*
 		 * Writable so we can store data_tail: the kernel then never
 		 * overwrites unread data.  EPERM/ENOMEM here mostly mean the
 		 * locked-memory limit (kernel.perf_event_mlock_kb plus
 		 * RLIMIT_MEMLOCK) was exceeded by an unprivileged caller.
 		 */
-		s->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sb->fds[i], 0);
+		s->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 		if (s->base == MAP_FAILED) {
 			s->base = NULL;
 			return -errno;
@@ -561,6 +759,9 @@ int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, vo
 	el->evsels = calloc(1 + el->nr_specs, sizeof(*el->evsels));
 	if (!el->evsels)
 		return -ENOMEM;
+	r = open_target(el);
+	if (r < 0)
+		return r;
 
 	/* The side-band event owns the rings: without it nothing can record. */
 	sideband_attr(el, &want);
@@ -575,6 +776,9 @@ int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, vo
 		return r;
 	}
 	r = map_rings(el);
+	if (r < 0)
+		return r;
+	r = redirect_sideband(el);
 	if (r < 0)
 		return r;
 
@@ -611,7 +815,7 @@ static int ioctl_all(struct perfrec_evlist *el, unsigned long req)
 	for (size_t e = 0; e < el->nr_evsels; e++) {
 		struct evsel *ev = &el->evsels[e];
 
-		for (int i = 0; i < el->cpus->nr; i++)
+		for (size_t i = 0; i < nr_slots(el); i++)
 			if (ev->fds[i] >= 0 && ioctl(ev->fds[i], req, 0) < 0)
 				r = -errno;
 	}
@@ -660,7 +864,7 @@ int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t freq, uint64_t 
 		if (freq && ev->want.type == PERF_TYPE_SOFTWARE &&
 		    (ev->want.config == PERF_COUNT_SW_CPU_CLOCK || ev->want.config == PERF_COUNT_SW_TASK_CLOCK))
 			v = freq < 1000000000ULL ? 1000000000ULL / freq : 1;
-		for (int i = 0; i < el->cpus->nr; i++)
+		for (size_t i = 0; i < nr_slots(el); i++)
 			if (ev->fds[i] >= 0 && ioctl(ev->fds[i], PERF_EVENT_IOC_PERIOD, &v) < 0)
 				return -errno;
 		if (freq) {
@@ -692,7 +896,7 @@ int perfrec_evlist__ring_fd(const struct perfrec_evlist *el, size_t idx)
 {
 	if (!el || idx >= el->nr_rings)
 		return -EINVAL;
-	return el->evsels[0].fds[idx];
+	return el->rings[idx].fd;
 }
 
 int perfrec_evlist__ring_cpu(const struct perfrec_evlist *el, size_t idx)
@@ -734,5 +938,10 @@ void perfrec_evlist__free(struct perfrec_evlist *el)
 	free(el->evsels);
 	free(el->specs);
 	free(el->cpus);
+	free(el->tids);
+	free(el->threads);
+	free(el->cgroup);
+	if (el->cgroup_fd >= 0)
+		close(el->cgroup_fd);
 	free(el);
 }

@@ -470,6 +470,14 @@ static int build_total_mem(const struct ctx *c, struct featbuf *fb)
 	return 0;
 }
 
+/* The recording program's name, for the version line and CMDLINE. */
+static const char *program_name(const struct perfrec_hostinfo_opts *opts)
+{
+	const char *p = PERFREC_OPTS_GET(opts, program, (const char *)NULL);
+
+	return p && *p ? p : "perfrecd";
+}
+
 /*
  * perf stores the full path of its binary in place of argv[0] and then the
  * rest of the arguments; we do the same with our own executable.
@@ -488,7 +496,7 @@ static int build_cmdline(const struct ctx *c, struct featbuf *fb)
 	if (n > 0)
 		exe[n] = '\0';
 	else
-		snprintf(exe, sizeof(exe), "%s", argc > 0 && argv[0] ? argv[0] : "perfrecd");
+		snprintf(exe, sizeof(exe), "%s", argc > 0 && argv[0] ? argv[0] : program_name(c->opts));
 	featbuf_u32(fb, argc > 0 ? (uint32_t)argc : 1);
 	featbuf_string(fb, exe);
 	for (int i = 1; i < argc; i++)
@@ -1233,7 +1241,16 @@ int hostinfo_build_feature(int feat, const struct perfrec_hostinfo_opts *opts, s
 		err = build_uname(feat, fb);
 		break;
 	case PERFREC_FEAT_VERSION:
-		featbuf_string(fb, HOSTINFO_VERSION);
+		if (!strcmp(program_name(opts), "perfrecd")) {
+			featbuf_string(fb, HOSTINFO_VERSION);
+		} else {
+			char v[256];
+
+			/* Another program on the library: both named, neither guessed. */
+			snprintf(v, sizeof(v), "%s-%s-libperfrec-%s", PERF_FORMAT_VERSION,
+				 program_name(opts), PERFREC_VERSION);
+			featbuf_string(fb, v);
+		}
 		err = 0;
 		break;
 	case PERFREC_FEAT_NRCPUS:

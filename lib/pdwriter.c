@@ -30,7 +30,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <perfrec/buildid.h>
 #include <perfrec/compress.h>
+#include <perfrec/event.h>
 #include <perfrec/pdwriter.h>
 
 #include "featbuf.h"
@@ -97,6 +99,12 @@ struct perfrec_pdwriter {
 	unsigned char rec_hdr[8];
 	size_t rec_hdr_len;
 	bool rec_unsynced;
+
+	/* __track(): what the writer learns from the records it writes. */
+	struct perfrec_buildid_table *bids; /* NULL: not tracking */
+	uint64_t *track_buf;                /* a record split across iovecs */
+	const struct wattr *last_attr;      /* of the last sample's id */
+	uint64_t first_time, last_time;
 };
 
 static uint64_t align8(uint64_t v)
@@ -801,6 +809,156 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 
 static int flush_all(struct perfrec_pdwriter *w);
 
+static const struct wattr *attr_of(struct perfrec_pdwriter *w, uint64_t id)
+{
+	const struct wattr *a = w->last_attr;
+
+	for (size_t k = 0; a && k < a->nr_ids; k++)
+		if (a->ids[k] == id)
+			return a;
+	for (size_t i = 0; i < w->nr_attrs; i++)
+		for (size_t k = 0; k < w->attrs[i].nr_ids; k++)
+			if (w->attrs[i].ids[k] == id)
+				return w->last_attr = &w->attrs[i];
+	return NULL;
+}
+
+/* Learn what a record says about build ids and sample times. */
+static void track_record(struct perfrec_pdwriter *w, const struct perf_event_header *h)
+{
+	const struct wattr *a;
+	struct perfrec_sample smp;
+	uint64_t id;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (perfrec_event__identifier(h, &id) < 0 || !(a = attr_of(w, id)) ||
+		    perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0)
+			return;
+		if (a->attr.sample_type & PERF_SAMPLE_TIME) {
+			if (!w->first_time || smp.time < w->first_time)
+				w->first_time = smp.time;
+			if (smp.time > w->last_time)
+				w->last_time = smp.time;
+		}
+		perfrec_buildid_table__note_sample_pid(w->bids, smp.pid,
+			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		break;
+	case PERF_RECORD_MMAP2:
+		perfrec_buildid_table__note_mmap2(w->bids, h);
+		break;
+	case PERF_RECORD_EXIT:
+		perfrec_buildid_table__note_exit(w->bids, h);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Copy @len bytes at the cursor (@seg, @off) of @iov into @dst, moving it. */
+static bool iov_take(const struct iovec *iov, int iovcnt, int *seg, size_t *off, void *dst, size_t len)
+{
+	unsigned char *d = dst;
+
+	while (len) {
+		size_t n;
+
+		while (*seg < iovcnt && *off == iov[*seg].iov_len) {
+			(*seg)++;
+			*off = 0;
+		}
+		if (*seg >= iovcnt)
+			return false;
+		n = iov[*seg].iov_len - *off;
+		if (n > len)
+			n = len;
+		memcpy(d, (const unsigned char *)iov[*seg].iov_base + *off, n);
+		d += n;
+		len -= n;
+		*off += n;
+	}
+	return true;
+}
+
+/*
+ * Walk the records of one write, which holds whole records (a ring drain's
+ * two segments, a synthesized record...).  A record within one segment is
+ * looked at in place; one split between segments is gathered into
+ * track_buf.  Bytes that do not parse as records end the walk: tracking is
+ * best effort and never fails a write.
+ */
+static void track_iov(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
+{
+	int seg = 0;
+	size_t off = 0;
+
+	for (;;) {
+		struct perf_event_header h;
+		int s2;
+		size_t o2;
+
+		while (seg < iovcnt && off == iov[seg].iov_len) {
+			seg++;
+			off = 0;
+		}
+		s2 = seg;
+		o2 = off;
+		if (!iov_take(iov, iovcnt, &s2, &o2, &h, sizeof(h)) || h.size < sizeof(h))
+			return;
+		if (iov[seg].iov_len - off >= h.size) {
+			const unsigned char *p = (const unsigned char *)iov[seg].iov_base + off;
+
+			/* Records are u64-aligned in a ring; a caller's buffer may not be. */
+			if (((uintptr_t)p & 7) == 0) {
+				track_record(w, (const struct perf_event_header *)p);
+				off += h.size;
+				continue;
+			}
+		}
+		s2 = seg;
+		o2 = off;
+		if (!iov_take(iov, iovcnt, &s2, &o2, w->track_buf, h.size))
+			return;
+		track_record(w, (const struct perf_event_header *)w->track_buf);
+		seg = s2;
+		off = o2;
+	}
+}
+
+int perfrec_pdwriter__track(struct perfrec_pdwriter *w)
+{
+	int r;
+
+	if (!w)
+		return -EINVAL;
+	if (w->bids)
+		return 0;
+	if (w->data_started || w->finished)
+		return -EBUSY;
+	w->track_buf = malloc(PERFREC_RECORD_MAX + 1);
+	if (!w->track_buf)
+		return -ENOMEM;
+	r = perfrec_buildid_table__new(&w->bids);
+	if (r < 0) {
+		free(w->track_buf);
+		w->track_buf = NULL;
+		return r;
+	}
+	return 0;
+}
+
+int perfrec_pdwriter__sample_times(const struct perfrec_pdwriter *w, uint64_t *ret_first,
+				   uint64_t *ret_last)
+{
+	if (!w || !ret_first || !ret_last)
+		return -EINVAL;
+	if (!w->bids || !w->first_time)
+		return -ENODATA;
+	*ret_first = w->first_time;
+	*ret_last = w->last_time;
+	return 0;
+}
+
 int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -822,6 +980,8 @@ int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov
 	r = begin_data(w);
 	if (r < 0)
 		return r;
+	if (w->bids)
+		track_iov(w, iov, iovcnt);
 	r = w->zc ? compress_records(w, iov, iovcnt) : data_out(w, iov, iovcnt, total);
 	/*
 	 * A stream goes out at each FINISHED_ROUND (the end of a drain pass):
@@ -939,6 +1099,28 @@ static int build_event_desc(struct perfrec_pdwriter *w)
 	return r;
 }
 
+/* What __track() learnt, unless the caller set it itself. */
+static int tracked_features(struct perfrec_pdwriter *w)
+{
+	int r;
+
+	if (!w->bids)
+		return 0;
+	if (!w->feats[PERFREC_FEAT_BUILD_ID].set) {
+		r = perfrec_buildid_table__add_feature(w->bids, w);
+		if (r < 0)
+			return r;
+	}
+	if (w->first_time && !w->feats[PERFREC_FEAT_SAMPLE_TIME].set) {
+		uint64_t t[2] = { w->first_time, w->last_time };
+
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SAMPLE_TIME, t, sizeof(t));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 {
 	struct perfrec_file_section *table = NULL;
@@ -956,6 +1138,9 @@ int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 	if (r < 0)
 		return r;
 	r = flush_all(w);
+	if (r < 0)
+		return r;
+	r = tracked_features(w);
 	if (r < 0)
 		return r;
 	if (w->pipe) {
@@ -1077,6 +1262,8 @@ void perfrec_pdwriter__free(struct perfrec_pdwriter *w, bool discard)
 	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
 		free(w->feats[f].data);
 	perfrec_compress__free(w->zc);
+	perfrec_buildid_table__free(w->bids);
+	free(w->track_buf);
 	free(w->buf);
 	free(w->path);
 	free(w->tmp_path);

@@ -83,6 +83,8 @@ struct synth {
 	const char *proc;
 	const char *sysfs;
 	uint64_t kernel_text, kernel_etext; /* from the caller, 0: read them */
+	const uint32_t *pids;               /* borrowed; NULL: every process */
+	size_t nr_pids;
 	size_t trailer;
 	perfrec_synth_emit_fn emit;
 	void *ctx;
@@ -114,6 +116,10 @@ static int synth_new(const struct perfrec_synth_opts *opts, perfrec_synth_emit_f
 	s->build_ids = PERFREC_OPTS_GET(opts, build_ids, false);
 	s->kernel_text = PERFREC_OPTS_GET(opts, kernel_text, 0);
 	s->kernel_etext = PERFREC_OPTS_GET(opts, kernel_etext, 0);
+	s->pids = PERFREC_OPTS_GET(opts, pids, (const uint32_t *)NULL);
+	s->nr_pids = PERFREC_OPTS_GET(opts, nr_pids, (size_t)0);
+	if (!s->pids)
+		s->nr_pids = 0;
 	s->trailer = perfrec_sample_id__size(s->sample_type);
 	s->emit = emit;
 	s->ctx = ctx;
@@ -668,6 +674,17 @@ out:
 	return r;
 }
 
+/* Whether @pid is one of the processes asked for (all when no list). */
+static bool wanted(const struct synth *s, uint32_t pid)
+{
+	if (!s->nr_pids)
+		return true;
+	for (size_t i = 0; i < s->nr_pids; i++)
+		if (s->pids[i] == pid)
+			return true;
+	return false;
+}
+
 int perfrec_synth__tasks(const struct perfrec_synth_opts *opts, perfrec_synth_emit_fn emit, void *ctx)
 {
 	struct synth *s = NULL;
@@ -692,7 +709,7 @@ int perfrec_synth__tasks(const struct perfrec_synth_opts *opts, perfrec_synth_em
 	while ((de = readdir(d))) {
 		uint32_t pid;
 
-		if (!all_digits(de->d_name, &pid))
+		if (!all_digits(de->d_name, &pid) || !wanted(s, pid))
 			continue;
 		r = synth_process(s, dirfd(d), de->d_name, pid);
 		if (r < 0)

@@ -34,6 +34,7 @@ expected=(
 	usr/lib/tmpfiles.d/perfrecd.conf
 	etc/perfrecd/perfrecd.conf
 	usr/share/man/man1/perfrecctl.1
+	usr/share/man/man3/libperfrec.3
 	usr/share/man/man5/perfrecd.conf.5
 	usr/share/man/man8/perfrecd.8
 )

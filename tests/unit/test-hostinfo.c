@@ -298,6 +298,26 @@ Test(hostinfo, version_names_perfrecd_and_its_own_version)
 	cr_assert_str_eq(ours + strlen("-perfrecd-"), PERFREC_VERSION, "%s", v);
 }
 
+/* A program recording through the library is named, not taken for perfrecd. */
+Test(hostinfo, version_names_the_calling_program)
+{
+	struct perfrec_hostinfo_opts o = { .sz = sizeof(o), .program = "selfprof" };
+	struct cur c;
+	int major = 0, minor = 0;
+
+	built(&c, PERFREC_FEAT_VERSION, &o);
+	const char *v = str(&c);
+	cr_assert_str_eq(v, "6.1.0-selfprof-libperfrec-" PERFREC_VERSION);
+	cr_assert_eq(sscanf(v, "%d.%d", &major, &minor), 2);
+	cr_assert(strstr(v, "perfrecd") == NULL, "%s", v);
+	done(&c);
+	/* An older opts without the field: perfrecd's own line. */
+	o.sz = offsetof(struct perfrec_hostinfo_opts, program);
+	built(&c, PERFREC_FEAT_VERSION, &o);
+	cr_assert_str_eq(str(&c), perfrec_hostinfo__version());
+	done(&c);
+}
+
 Test(hostinfo, nrcpus_online_matches_sysconf_on_this_machine)
 {
 	struct cur c;

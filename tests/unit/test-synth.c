@@ -737,3 +737,38 @@ Test(synth, kernel_bounds_given_by_the_caller_spare_kallsyms)
 	rm_tree(d);
 	free(d);
 }
+
+/* A recording of some processes carries their state only. */
+Test(synth, pid_filter_keeps_only_the_listed_processes)
+{
+	static const uint32_t only100[] = { 100 }, only2[] = { 2, 999 }, none[] = { 999 };
+	static const struct {
+		const uint32_t *pids;
+		size_t nr;
+		size_t want_recs;   /* records in all */
+		uint32_t want_pid;  /* the one pid they are all about; 0: any */
+	} t[] = {
+		{ only100, 1, 10, 100 },
+		{ only2, 2, 2, 2 },
+		{ none, 1, 0, 0 },
+		{ NULL, 3, 12, 0 },   /* no list: nr_pids ignored, every process */
+		{ only100, 0, 12, 0 }, /* empty list: every process */
+	};
+	char *d = make_tmp();
+
+	make_fake_tasks(d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct perfrec_synth_opts o = make_opts(d, false);
+		struct collect c = {0};
+
+		o.pids = t[i].pids;
+		o.nr_pids = t[i].nr;
+		cr_assert_eq(perfrec_synth__tasks(&o, collect_cb, &c), 0);
+		cr_assert_eq(c.nr, t[i].want_recs, "case %zu: %zu records", i, c.nr);
+		for (size_t k = 0; t[i].want_pid && k < c.nr; k++)
+			cr_assert_eq(u32_at(c.recs[k], 8), t[i].want_pid, "case %zu record %zu", i, k);
+		collect_free(&c);
+	}
+	rm_tree(d);
+	free(d);
+}

@@ -30,6 +30,11 @@ PERFREC_API int perfrec_buildid__kernel(const char *sysfs, uint8_t ret_id[PERFRE
  */
 struct perfrec_buildid_table;
 
+/*
+ * An empty table the caller owns (perfrec_buildid_table__free()); 0 or
+ * -ENOMEM.  Not thread-safe: one thread feeds a table.  A pdwriter with
+ * perfrec_pdwriter__track() keeps one itself.
+ */
 PERFREC_API int perfrec_buildid_table__new(struct perfrec_buildid_table **ret_table);
 /* Look at one record: MMAP2 with a build id, or a sample (pid noted). */
 PERFREC_API void perfrec_buildid_table__note_mmap2(struct perfrec_buildid_table *t,

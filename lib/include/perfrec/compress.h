@@ -61,13 +61,16 @@ PERFREC_API int perfrec_compress__flush(struct perfrec_compress *c, perfrec_comp
 PERFREC_API void perfrec_compress__counters(const struct perfrec_compress *c, uint64_t *ret_in,
 					    uint64_t *ret_out, uint64_t *ret_frames, uint64_t *ret_cpu_ns);
 
+/* The zstd level @c was made with. */
 PERFREC_API int perfrec_compress__level(const struct perfrec_compress *c);
 
 /* Input bytes in the pending (not yet emitted) record. */
 PERFREC_API size_t perfrec_compress__pending(const struct perfrec_compress *c);
 
+/* Free @c (NULL is fine); a pending record is dropped: flush first. */
 PERFREC_API void perfrec_compress__free(struct perfrec_compress *c);
 
+/* A decompressor the caller owns (perfrec_decompress__free()); 0 or -ENOMEM. */
 PERFREC_API int perfrec_decompress__new(struct perfrec_decompress **ret_decompress);
 
 /*
@@ -82,6 +85,7 @@ PERFREC_API ssize_t perfrec_decompress__frame(struct perfrec_decompress *d, cons
 /* Start over at a new stream (a new file, or a rewind). */
 PERFREC_API void perfrec_decompress__reset(struct perfrec_decompress *d);
 
+/* Free @d; NULL is fine. */
 PERFREC_API void perfrec_decompress__free(struct perfrec_decompress *d);
 
 #endif

@@ -27,6 +27,7 @@ PERFREC_API int perfrec_cpumap__read(const char *path, struct perfrec_cpumap **r
 /* Format @map back into list syntax into @buf; returns length or -ENOSPC. */
 PERFREC_API int perfrec_cpumap__format(const struct perfrec_cpumap *map, char *buf, size_t len);
 
+/* Free a map from __parse() or __read(); NULL is fine. */
 PERFREC_API void perfrec_cpumap__free(struct perfrec_cpumap *map);
 
 #endif

@@ -4,6 +4,14 @@
  * owns the ring buffer (MMAP2 with build ids, COMM with exec, TASK, ...) and
  * every sampling event redirected into it with PERF_EVENT_IOC_SET_OUTPUT.
  * Every attr carries sample_id_all and PERF_SAMPLE_IDENTIFIER.
+ *
+ * What is recorded is the CPU map crossed with a target, as libperf crosses
+ * its CPU and thread maps: all tasks (the default), one process, a set of
+ * threads, or a cgroup.  For a process or threads each event is opened once
+ * per thread and CPU, and all of a CPU's events still share one ring.
+ *
+ * Not thread-safe: one thread drives an evlist (rings may be read by the
+ * thread that drives it while nothing else calls into it).
  */
 #ifndef PERFREC_EVLIST_H
 #define PERFREC_EVLIST_H
@@ -22,6 +30,31 @@ struct perfrec_evlist_opts {
 	size_t mmap_pages;      /* data pages per ring, a power of 2 (0: 128) */
 	uint32_t wakeup_bytes;  /* watermark; 0: half the ring */
 	bool context_switch;    /* PERF_RECORD_SWITCH on the side-band event */
+	/*
+	 * The target (since LIBPERFREC_0.1; an older opts records all tasks):
+	 *   PERFREC_TARGET_CPUS     every task on the map's CPUs
+	 *   PERFREC_TARGET_PROCESS  process @pid: each of its threads at open
+	 *                           time with inherit, so threads and children
+	 *                           it starts later are recorded too
+	 *   PERFREC_TARGET_THREADS  exactly the @nr_tids threads @tids, no
+	 *                           inherit (copied by __new())
+	 *   PERFREC_TARGET_CGROUP   tasks in the cgroup directory @cgroup (a
+	 *                           cgroup2 or perf_event v1 path); side-band
+	 *                           records stay host-wide, so tasks that enter
+	 *                           the cgroup later are still described
+	 */
+	int target;
+	int32_t pid;
+	const int32_t *tids;
+	size_t nr_tids;
+	const char *cgroup;
+};
+
+enum perfrec_target_kind {
+	PERFREC_TARGET_CPUS = 0,
+	PERFREC_TARGET_PROCESS = 1,
+	PERFREC_TARGET_THREADS = 2,
+	PERFREC_TARGET_CGROUP = 3,
 };
 
 /* One opened event (a spec, or the side-band dummy) across all CPUs. */
@@ -29,7 +62,7 @@ struct perfrec_evsel {
 	char name[PERFREC_EVSPEC_NAME_MAX];
 	struct perf_event_attr attr; /* as the kernel accepted it */
 	size_t nr_ids;
-	uint64_t *ids;               /* one per CPU opened */
+	uint64_t *ids;               /* one per CPU (and thread) opened */
 	int *cpus;                   /* CPU of ids[i] */
 	bool is_sideband;
 };
@@ -47,7 +80,10 @@ typedef void (*perfrec_evlist_err_fn)(void *ctx, const char *event, int cpu, int
  * NULL @opts, or fields past an older opts' sz, mean: freq 1000, clockid
  * CLOCK_MONOTONIC, 128 pages.  Returns -EINVAL when freq and period are both
  * 0, when freq exceeds perfrec_evlist__max_sample_rate(), when mmap_pages
- * is not a power of 2, or for a clockid perf_event_open does not take.
+ * is not a power of 2, for a clockid perf_event_open does not take, for an
+ * unknown target, a PROCESS target without a pid > 0, THREADS without tids
+ * (or a tid <= 0) and CGROUP without a path.  The caller owns the result
+ * (perfrec_evlist__free()).
  */
 PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 				    const struct perfrec_evspec *specs, size_t nr_specs,
@@ -63,9 +99,21 @@ PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
  * same sample_id trailer layout; tracepoints sample every hit (period 1)
  * and add PERF_SAMPLE_RAW.  Returns the number of sampling events opened
  * (> 0), or a negative errno: that of the last failure when none opened.
+ * A PROCESS target lists its threads in /proc/<pid>/task; one that is gone
+ * gives -ESRCH, and a thread that exits meanwhile is left out.  A thread
+ * that a not yet opened thread starts while this runs can be missed, as
+ * with perf record -p.  Such targets take one fd per event, CPU and
+ * thread: a process of many threads needs RLIMIT_NOFILE to match (-EMFILE
+ * otherwise).  A CGROUP path that cannot be opened gives its -errno
+ * (-ENOENT...).
  */
 PERFREC_API int perfrec_evlist__open(struct perfrec_evlist *el, perfrec_evlist_err_fn cb, void *ctx);
 
+/*
+ * Enable or disable every event on every CPU and thread (PERF_EVENT_IOC_*).
+ * Returns 0, or the -errno of the last ioctl that failed (the others still
+ * ran); -EINVAL for NULL.
+ */
 PERFREC_API int perfrec_evlist__enable(struct perfrec_evlist *el);
 PERFREC_API int perfrec_evlist__disable(struct perfrec_evlist *el);
 /*
@@ -81,6 +129,7 @@ PERFREC_API int perfrec_evlist__set_freq(struct perfrec_evlist *el, uint64_t fre
  */
 PERFREC_API int perfrec_evlist__max_sample_rate(void);
 
+/* Rings, one per CPU of the map (0 before __open()). */
 PERFREC_API size_t perfrec_evlist__nr_rings(const struct perfrec_evlist *el);
 /* Ring @idx (borrowed, lives as long as @el); its fd is for poll/epoll. */
 PERFREC_API struct perfrec_ring *perfrec_evlist__ring(struct perfrec_evlist *el, size_t idx);
@@ -91,6 +140,7 @@ PERFREC_API int perfrec_evlist__ring_cpu(const struct perfrec_evlist *el, size_t
 PERFREC_API size_t perfrec_evlist__nr_evsels(const struct perfrec_evlist *el);
 PERFREC_API const struct perfrec_evsel *perfrec_evlist__evsel(const struct perfrec_evlist *el, size_t idx);
 
+/* Unmap the rings, close every fd, free; NULL and half-opened evlists are fine. */
 PERFREC_API void perfrec_evlist__free(struct perfrec_evlist *el);
 
 #endif

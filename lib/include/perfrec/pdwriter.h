@@ -149,6 +149,26 @@ struct perfrec_pdwriter_compress_stats {
 	uint64_t cpu_ns;     /* thread CPU time spent in zstd */
 };
 
+/*
+ * Have the writer keep what perf's post-pass would find (off by default;
+ * only before the first data write, -EBUSY after): every record written
+ * from now on is looked at, MMAP2 with build ids, EXIT and samples going
+ * into a build-id table the writer owns, and sample times into the first
+ * and last.  __finish() then writes HEADER_BUILD_ID (the sampled binaries
+ * and the kernel) and SAMPLE_TIME, unless the caller set them.  Each write
+ * must hold whole records (in any number of iovecs); other bytes are
+ * written but not looked at.  Returns 0, -EINVAL, -EBUSY or -ENOMEM.
+ */
+PERFREC_API int perfrec_pdwriter__track(struct perfrec_pdwriter *w);
+
+/*
+ * First and last sample time seen by a tracking writer: 0, -ENODATA when it
+ * does not track or saw no sample (outputs untouched), -EINVAL.
+ */
+PERFREC_API int perfrec_pdwriter__sample_times(const struct perfrec_pdwriter *w, uint64_t *ret_first,
+					       uint64_t *ret_last);
+
+/* Copy the counters above into *@ret_stats (zeros for NULL @w). */
 PERFREC_API void perfrec_pdwriter__compress_stats(const struct perfrec_pdwriter *w,
 						  struct perfrec_pdwriter_compress_stats *ret_stats);
 

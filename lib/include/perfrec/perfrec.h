@@ -22,5 +22,9 @@
 #include <perfrec/buildid.h>
 #include <perfrec/recover.h>
 #include <perfrec/tracing.h>
+#include <perfrec/compress.h>
+#include <perfrec/offcpu.h>
+#include <perfrec/bpfmeta.h>
+#include <perfrec/record.h>
 
 #endif

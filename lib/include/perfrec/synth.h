@@ -5,6 +5,9 @@
  * (with build ids read from the ELF notes where possible), and the kernel
  * and module maps.  Every record gets the sample_id trailer of the side-band
  * attr with a real timestamp, so readers order it correctly.
+ *
+ * The functions keep no state between calls and may run on any thread at
+ * once; opts and what it points to are borrowed for the call.
  */
 #ifndef PERFREC_SYNTH_H
 #define PERFREC_SYNTH_H
@@ -29,7 +32,24 @@ struct perfrec_synth_opts {
 	 * 0: not known.
 	 */
 	uint64_t kernel_text, kernel_etext;
+	/*
+	 * Processes (thread group ids) perfrec_synth__tasks() describes; NULL
+	 * or nr_pids 0: every process.  A recording of some processes carries
+	 * their state only, not the rest of the host's.  Borrowed for the call.
+	 */
+	const uint32_t *pids;
+	size_t nr_pids;
 };
+
+/*
+ * The addresses of _text and _etext as perfrec_synth__kernel() finds them
+ * (its opts->proc; kernel_text/kernel_etext are returned as given), for a
+ * caller to pass back in opts later: read while it still has CAP_SYS_ADMIN,
+ * /proc/iomem spares it the pass over kallsyms.  Returns 0, -EPERM when
+ * kallsyms hides addresses, or -errno.
+ */
+PERFREC_API int perfrec_synth__kernel_text(const struct perfrec_synth_opts *opts,
+					   uint64_t *ret_text, uint64_t *ret_etext);
 
 /*
  * Kernel map ("[kernel.kallsyms]_text", start = pgoff = _text, len up to
@@ -41,16 +61,6 @@ struct perfrec_synth_opts {
  * code" in /proc/iomem (readable with CAP_SYS_ADMIN), else from kallsyms,
  * where it is near the end: a read of nearly all of it.
  */
-/*
- * The addresses of _text and _etext as perfrec_synth__kernel() finds them
- * (its opts->proc; kernel_text/kernel_etext are returned as given), for a
- * caller to pass back in opts later: read while it still has CAP_SYS_ADMIN,
- * /proc/iomem spares it the pass over kallsyms.  Returns 0, -EPERM when
- * kallsyms hides addresses, or -errno.
- */
-PERFREC_API int perfrec_synth__kernel_text(const struct perfrec_synth_opts *opts,
-					   uint64_t *ret_text, uint64_t *ret_etext);
-
 PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
 				      perfrec_synth_emit_fn emit, void *ctx);
 
@@ -63,6 +73,7 @@ PERFREC_API int perfrec_synth__kernel(const struct perfrec_synth_opts *opts,
  * that vanish or cannot be read are skipped.  Returns 0, -errno when the
  * proc root cannot be opened or memory runs out, or the callback's error
  * (synthesis stops at once).  Records are lent for the callback's duration.
+ * With opts->pids, only those processes (and all their threads).
  */
 PERFREC_API int perfrec_synth__tasks(const struct perfrec_synth_opts *opts,
 				     perfrec_synth_emit_fn emit, void *ctx);

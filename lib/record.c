@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The record object: the whole job of a recording behind start and stop,
+ * on the same lower layer perfrecd drives (evlist for the events and rings,
+ * synth for the state before the start, pdwriter with tracking for the file,
+ * its build ids and sample times, hostinfo for the features).  One drain
+ * thread per recording polls the rings and writes each pass followed by
+ * FINISHED_ROUND; a mutex makes the drain, rotate, snapshot and stop take
+ * turns on the writer and the rings, which are not thread-safe themselves.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <perfrec/event.h>
+#include <perfrec/hostinfo.h>
+#include <perfrec/pdwriter.h>
+#include <perfrec/record.h>
+#include <perfrec/synth.h>
+
+#define DEFAULT_EVENTS "cpu-clock"
+#define MAX_EVENTS 32
+/* A pass at least this often even when no watermark woke us. */
+#define POLL_MS 100
+#define COPY_BUF (256u * 1024)
+
+struct perfrec_record {
+	struct perfrec_evlist *el;
+	struct perfrec_pdwriter *w;
+	char *path;
+
+	int clockid;                 /* -1: the perf clock */
+	uint64_t start_clock_ns, start_wall_ns;
+	uint64_t sideband_type;      /* side-band attr sample_type, for synthesis */
+	uint64_t sideband_id;
+	bool callchain;
+	/* Samplers' layout when they share one (no tracepoint RAW): no lookup. */
+	bool one_layout;
+	uint64_t sample_type, read_format;
+	uint32_t *pids;              /* the processes synthesized; NULL: all */
+	size_t nr_pids;
+	bool synth_all;
+	int compress_level;
+
+	char *program;
+	int argc;
+	char **argv;
+	perfrec_record_msg_fn msg;
+	void *msg_ctx;
+
+	pthread_mutex_t lock;        /* the writer and the rings */
+	pthread_t thread;
+	bool thread_started;
+	int stop_fd;                 /* eventfd: the drain thread ends */
+	int err;                     /* first drain error, under lock */
+};
+
+static void say(const struct perfrec_record *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(const struct perfrec_record *r, int err, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!r->msg)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r->msg(r->msg_ctx, err, buf);
+}
+
+/*
+ * libbpf's rule: fields past an older struct's sz take defaults; bytes past
+ * ours must be zero, or the caller asks for something we cannot do.
+ */
+static int check_opts(const struct perfrec_record_opts *o)
+{
+	const unsigned char *p = (const unsigned char *)o;
+
+	if (!o)
+		return 0;
+	if (o->sz < sizeof(size_t))
+		return -EINVAL;
+	for (size_t i = sizeof(*o); i < o->sz; i++)
+		if (p[i])
+			return -E2BIG;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int clockid;
+} clocks[] = {
+	{ "monotonic", CLOCK_MONOTONIC },
+	{ "monotonic_raw", CLOCK_MONOTONIC_RAW },
+	{ "boottime", CLOCK_BOOTTIME },
+	{ "realtime", CLOCK_REALTIME },
+	{ "tai", CLOCK_TAI },
+	{ "perf", -1 },
+};
+
+static int parse_clock(const char *name, int *ret)
+{
+	if (!name) {
+		*ret = CLOCK_MONOTONIC;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (!strcmp(clocks[i].name, name)) {
+			*ret = clocks[i].clockid;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static uint64_t now_ns(int clockid)
+{
+	struct timespec ts;
+
+	if (clockid < 0 || clock_gettime(clockid, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int parse_events(struct perfrec_record *r, const char *list, struct perfrec_evspec *specs,
+			size_t *ret_nr)
+{
+	char *copy = strdup(list ? list : DEFAULT_EVENTS), *save = NULL, *tok;
+	size_t nr = 0;
+	int e = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char why[160] = "";
+
+		if (nr == MAX_EVENTS) {
+			say(r, -E2BIG, "more than %d events", MAX_EVENTS);
+			e = -E2BIG;
+			break;
+		}
+		e = perfrec_evspec__parse(tok, NULL, &specs[nr], why, sizeof(why));
+		if (e < 0) {
+			say(r, e, "event \"%s\": %s", tok, *why ? why : strerror(-e));
+			break;
+		}
+		nr++;
+	}
+	free(copy);
+	if (!e && !nr) {
+		say(r, -EINVAL, "no event given");
+		e = -EINVAL;
+	}
+	*ret_nr = nr;
+	return e;
+}
+
+static void open_failed(void *ctx, const char *event, int cpu, int err)
+{
+	struct perfrec_record *r = ctx;
+
+	say(r, -err, "%s on CPU %d: %s%s", event, cpu, strerror(err),
+	    err == EACCES || err == EPERM ?
+	    " (kernel.perf_event_paranoid, or CAP_PERFMON missing)" : "");
+}
+
+/* The thread group of @tid, from /proc/<tid>/status. */
+static int tgid_of(int32_t tid, uint32_t *ret)
+{
+	char path[64], line[256];
+	FILE *f;
+	int e = -ESRCH;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", ret) == 1) {
+			e = 0;
+			break;
+		}
+	fclose(f);
+	return e;
+}
+
+/*
+ * The processes whose state goes into the file: the target's, and all for
+ * the whole host or a cgroup (whose members can come from anywhere).
+ */
+static int target_pids(struct perfrec_record *r, const struct perfrec_evlist_opts *eo)
+{
+	switch (eo->target) {
+	case PERFREC_TARGET_PROCESS:
+		r->pids = malloc(sizeof(*r->pids));
+		if (!r->pids)
+			return -ENOMEM;
+		r->pids[0] = (uint32_t)eo->pid;
+		r->nr_pids = 1;
+		return 0;
+	case PERFREC_TARGET_THREADS:
+		r->pids = calloc(eo->nr_tids, sizeof(*r->pids));
+		if (!r->pids)
+			return -ENOMEM;
+		for (size_t i = 0; i < eo->nr_tids; i++) {
+			uint32_t tg;
+
+			/* A thread that is gone is refused by the open anyway. */
+			if (tgid_of(eo->tids[i], &tg) < 0)
+				continue;
+			r->pids[r->nr_pids++] = tg;
+		}
+		return 0;
+	default:
+		r->synth_all = true;
+		return 0;
+	}
+}
+
+/* Called with the lock held (or before the drain thread runs). */
+static int emit(void *ctx, const struct perf_event_header *h)
+{
+	struct perfrec_record *r = ctx;
+
+	return perfrec_pdwriter__write(r->w, h, h->size);
+}
+
+/* A new file at @path: attrs, tracking, the state before now, FINISHED_INIT. */
+static int begin_file(struct perfrec_record *r, const char *path)
+{
+	struct perfrec_synth_opts so = {
+		.sz = sizeof(so), .sample_type = r->sideband_type, .id = r->sideband_id,
+		.build_ids = true,
+	};
+	int e;
+
+	e = perfrec_pdwriter__create(path, &r->w);
+	if (e < 0) {
+		say(r, e, "%s.tmp: %s", path, strerror(-e));
+		return e;
+	}
+	free(r->path);
+	r->path = strdup(path);
+	if (!r->path)
+		return -ENOMEM;
+	if (r->compress_level) {
+		e = perfrec_pdwriter__set_compress(r->w, r->compress_level);
+		if (e < 0)
+			return e;
+	}
+	e = perfrec_pdwriter__track(r->w);
+	if (e < 0)
+		return e;
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(r->el); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
+
+		e = perfrec_pdwriter__add_attr(r->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		if (e < 0)
+			return e;
+	}
+	/*
+	 * Stamped with the start: every ring record is newer, so readers
+	 * apply this state first.  The perf clock cannot be read here; time 0
+	 * sorts before everything as well.
+	 */
+	r->start_wall_ns = now_ns(CLOCK_REALTIME);
+	r->start_clock_ns = now_ns(r->clockid);
+	so.time = r->start_clock_ns;
+	if (!r->synth_all) {
+		so.pids = r->pids;
+		so.nr_pids = r->nr_pids;
+	}
+	e = perfrec_synth__kernel(&so, emit, r);
+	if (e == -EPERM)
+		say(r, 0, "kernel addresses are hidden (kernel.kptr_restrict): kernel symbols will not resolve");
+	else if (e < 0)
+		return e;
+	/* A filter that matches nothing would mean every process: skip instead. */
+	if (r->synth_all || r->nr_pids) {
+		e = perfrec_synth__tasks(&so, emit, r);
+		if (e < 0)
+			return e;
+	}
+	return perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, r);
+}
+
+/* Features, build ids and sample times, finish, rename.  Frees the writer. */
+static int end_file(struct perfrec_record *r)
+{
+	struct perfrec_hostinfo_opts ho = {
+		.sz = sizeof(ho), .argc = r->argc, .argv = r->argv, .clockid = r->clockid,
+		.clock_ns = r->start_clock_ns, .wall_ns = r->start_wall_ns, .program = r->program,
+	};
+	int e;
+
+	e = perfrec_hostinfo__add_features(r->w, &ho);
+	if (e == 0)
+		e = perfrec_pdwriter__finish(r->w);
+	if (e == 0)
+		e = perfrec_pdwriter__publish(r->w);
+	if (e < 0)
+		say(r, e, "%s: %s", r->path, strerror(-e));
+	perfrec_pdwriter__free(r->w, false);
+	r->w = NULL;
+	return e;
+}
+
+/* The sampler that wrote sample @h, by its id. */
+static const struct perf_event_attr *sampler_of(const struct perfrec_record *r,
+						const struct perf_event_header *h)
+{
+	uint64_t id;
+
+	if (perfrec_event__identifier(h, &id) < 0)
+		return NULL;
+	for (size_t e = 1; e < perfrec_evlist__nr_evsels(r->el); e++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, e);
+
+		for (size_t k = 0; k < ev->nr_ids; k++)
+			if (ev->ids[k] == id)
+				return &ev->attr;
+	}
+	return NULL;
+}
+
+/*
+ * Records readers would misread, as perfrecd repairs them: a KSYMBOL or
+ * BPF_EVENT some kernels end in stale bytes, and a user callchain holding
+ * a value in the PERF_CONTEXT range (a frame-pointer walk through a frame
+ * without one), which perf takes for a context marker.  Returns the size of
+ * the fixed copy in @buf, or 0 when @h is fine as it is.
+ */
+static size_t repair(const struct perfrec_record *r, const struct perf_event_header *h, size_t tlen,
+		     void *buf, size_t bufsz)
+{
+	const struct perf_event_attr *a;
+
+	if (h->type == PERF_RECORD_SAMPLE) {
+		if (!r->callchain)
+			return 0;
+		if (r->one_layout)
+			return perfrec_sample__end_user_chain(h, r->sample_type, r->read_format, buf, bufsz);
+		a = sampler_of(r, h);
+		return a ? perfrec_sample__end_user_chain(h, a->sample_type, a->read_format, buf, bufsz) : 0;
+	}
+	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
+		return 0;
+	return perfrec_event__repair_sideband(h, tlen, buf, bufsz);
+}
+
+/* One pass over every ring; FINISHED_ROUND after a pass that wrote.  Locked. */
+static int drain(struct perfrec_record *r)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	size_t tlen = perfrec_sample_id__size(r->sideband_type);
+	uint64_t fixed[1024];
+	bool wrote = false;
+	int e = 0;
+
+	if (!r->w) {
+		/* No file (a rotate failed): keep the rings flowing, drop the bytes. */
+		for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
+			struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
+			struct perfrec_ring_batch b;
+
+			perfrec_ring__begin(ring, &b);
+			perfrec_ring__walk_all(ring, &b);
+			perfrec_ring__commit(ring, &b);
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
+		struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
+		const struct perf_event_header *h;
+		struct perfrec_ring_batch b;
+		struct iovec iov[2];
+		int n, w;
+
+		if (perfrec_ring__begin(ring, &b) <= 0) {
+			perfrec_ring__commit(ring, &b);
+			continue;
+		}
+		while ((n = perfrec_ring__next(ring, &b, &h)) > 0) {
+			size_t len;
+			struct perfrec_ring_batch before;
+
+			len = repair(r, h, tlen, fixed, sizeof(fixed));
+			if (!len)
+				continue;
+			before = b;
+			before.pos = b.pos - h->size;
+			w = perfrec_pdwriter__writev(r->w, iov, perfrec_ring__iov(ring, &before, iov));
+			if (w == 0)
+				w = perfrec_pdwriter__write(r->w, fixed, len);
+			if (w < 0 && !e)
+				e = w;
+			b.start = b.pos;
+			wrote = true;
+		}
+		n = perfrec_ring__iov(ring, &b, iov);
+		if (n > 0) {
+			w = perfrec_pdwriter__writev(r->w, iov, n);
+			if (w < 0 && !e)
+				e = w;
+			wrote = true;
+		}
+		perfrec_ring__commit(ring, &b);
+	}
+	if (wrote) {
+		int w = perfrec_pdwriter__write(r->w, &round, sizeof(round));
+
+		if (w < 0 && !e)
+			e = w;
+	}
+	return e;
+}
+
+static void note_err(struct perfrec_record *r, int e)
+{
+	if (e < 0 && !r->err) {
+		r->err = e;
+		say(r, e, "writing %s.tmp: %s", r->path, strerror(-e));
+	}
+}
+
+static void *drain_thread(void *arg)
+{
+	struct perfrec_record *r = arg;
+	size_t n = perfrec_evlist__nr_rings(r->el);
+	struct pollfd *pfd = calloc(n + 1, sizeof(*pfd));
+
+	if (!pfd) {
+		pthread_mutex_lock(&r->lock);
+		note_err(r, -ENOMEM);
+		pthread_mutex_unlock(&r->lock);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = perfrec_evlist__ring_fd(r->el, i), .events = POLLIN };
+	pfd[n] = (struct pollfd){ .fd = r->stop_fd, .events = POLLIN };
+	for (;;) {
+		int p = poll(pfd, n + 1, POLL_MS);
+
+		if (p < 0 && errno != EINTR)
+			break;
+		if (pfd[n].revents)
+			break;
+		/*
+		 * A ring of a process target hangs up when every task on it
+		 * exited: drain it as usual, but stop polling it or poll()
+		 * would return at once forever.
+		 */
+		for (size_t i = 0; i < n; i++)
+			if (pfd[i].revents & (POLLHUP | POLLERR))
+				pfd[i].fd = -pfd[i].fd - 1;
+		pthread_mutex_lock(&r->lock);
+		note_err(r, drain(r));
+		pthread_mutex_unlock(&r->lock);
+	}
+	free(pfd);
+	return NULL;
+}
+
+static bool on_drain_thread(const struct perfrec_record *r)
+{
+	return r->thread_started && pthread_equal(pthread_self(), r->thread);
+}
+
+static void record_free(struct perfrec_record *r)
+{
+	if (!r)
+		return;
+	/* Never published: the .tmp goes, nothing is left behind. */
+	perfrec_pdwriter__free(r->w, true);
+	perfrec_evlist__free(r->el);
+	if (r->stop_fd >= 0)
+		close(r->stop_fd);
+	pthread_mutex_destroy(&r->lock);
+	for (int i = 0; r->argv && i < r->argc; i++)
+		free(r->argv[i]);
+	free(r->argv);
+	free(r->program);
+	free(r->pids);
+	free(r->path);
+	free(r);
+}
+
+static int copy_args(struct perfrec_record *r, const struct perfrec_record_opts *o)
+{
+	const char *prog = PERFREC_OPTS_GET(o, program, (const char *)NULL);
+	int argc = PERFREC_OPTS_GET(o, argc, 0);
+	char *const *argv = PERFREC_OPTS_GET(o, argv, (char *const *)NULL);
+
+	r->program = strdup(prog ? prog : program_invocation_short_name);
+	if (!r->program)
+		return -ENOMEM;
+	if (argc <= 0 || !argv)
+		return 0;
+	r->argv = calloc((size_t)argc + 1, sizeof(*r->argv));
+	if (!r->argv)
+		return -ENOMEM;
+	for (int i = 0; i < argc; i++) {
+		r->argv[i] = strdup(argv[i] ? argv[i] : "");
+		if (!r->argv[i])
+			return -ENOMEM;
+		r->argc = i + 1;
+	}
+	return 0;
+}
+
+int perfrec_record__start(const char *path, const struct perfrec_record_opts *opts,
+			  struct perfrec_record **ret_record)
+{
+	struct perfrec_evspec specs[MAX_EVENTS];
+	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
+	struct perfrec_cpumap *cpus = NULL;
+	struct perfrec_record *r;
+	const char *cpulist, *clock;
+	size_t nr_specs = 0;
+	int e;
+
+	if (!path || !*path || !ret_record)
+		return -EINVAL;
+	e = check_opts(opts);
+	if (e < 0) {
+		/* The callback itself may be among the bytes not understood: stay quiet. */
+		return e;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->stop_fd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	r->msg = PERFREC_OPTS_GET(opts, msg, (perfrec_record_msg_fn)NULL);
+	r->msg_ctx = PERFREC_OPTS_GET(opts, msg_ctx, (void *)NULL);
+	r->compress_level = PERFREC_OPTS_GET(opts, compress_level, 0);
+	if (r->compress_level < 0 || r->compress_level > 19) {
+		say(r, -EINVAL, "compress_level %d: not 0..19", r->compress_level);
+		e = -EINVAL;
+		goto fail;
+	}
+	clock = PERFREC_OPTS_GET(opts, clock, (const char *)NULL);
+	e = parse_clock(clock, &r->clockid);
+	if (e < 0) {
+		say(r, e, "clock \"%s\": not monotonic, monotonic_raw, boottime, realtime, tai or perf", clock);
+		goto fail;
+	}
+	e = copy_args(r, opts);
+	if (e < 0)
+		goto fail;
+	e = parse_events(r, PERFREC_OPTS_GET(opts, events, (const char *)NULL), specs, &nr_specs);
+	if (e < 0)
+		goto fail;
+
+	cpulist = PERFREC_OPTS_GET(opts, cpus, (const char *)NULL);
+	e = cpulist ? perfrec_cpumap__parse(cpulist, &cpus) : perfrec_cpumap__read(NULL, &cpus);
+	if (e < 0) {
+		say(r, e, cpulist ? "CPU list \"%s\": %s" : "%sonline CPUs: %s", cpulist ? cpulist : "",
+		    strerror(-e));
+		goto fail;
+	}
+
+	eo.freq = PERFREC_OPTS_GET(opts, freq, (uint64_t)0);
+	eo.period = PERFREC_OPTS_GET(opts, period, (uint64_t)0);
+	if (!eo.freq && !eo.period)
+		eo.freq = 1000;
+	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
+	eo.clockid = r->clockid;
+	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
+	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
+	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
+	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
+		eo.pid = getpid();
+	eo.tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
+	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
+	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
+	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
+	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
+		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
+		goto fail;
+	}
+	if (e < 0) {
+		int max = perfrec_evlist__max_sample_rate();
+
+		if (eo.freq && max > 0 && eo.freq > (uint64_t)max)
+			say(r, e, "frequency %llu above kernel.perf_event_max_sample_rate (%d)",
+			    (unsigned long long)eo.freq, max);
+		else
+			say(r, e, "bad target, ring size (%zu pages, a power of 2) or sampling options",
+			    eo.mmap_pages);
+		goto fail;
+	}
+	e = target_pids(r, &eo);
+	if (e < 0)
+		goto fail;
+	e = perfrec_evlist__open(r->el, open_failed, r);
+	if (e < 0) {
+		if (e == -ESRCH)
+			say(r, e, "process %d: no such process", (int)eo.pid);
+		else if (e == -ENOENT && eo.target == PERFREC_TARGET_CGROUP)
+			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
+		goto fail;
+	}
+	{
+		const struct perfrec_evsel *sb = perfrec_evlist__evsel(r->el, 0);
+
+		r->sideband_type = sb->attr.sample_type;
+		r->sideband_id = sb->nr_ids ? sb->ids[0] : 0;
+		r->callchain = eo.callchain;
+		r->one_layout = true;
+		for (size_t i = 1; i < perfrec_evlist__nr_evsels(r->el); i++) {
+			const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
+
+			if (i == 1) {
+				r->sample_type = ev->attr.sample_type;
+				r->read_format = ev->attr.read_format;
+			} else if (ev->attr.sample_type != r->sample_type ||
+				   ev->attr.read_format != r->read_format) {
+				r->one_layout = false;
+			}
+		}
+	}
+
+	e = begin_file(r, path);
+	if (e < 0)
+		goto fail;
+	r->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->stop_fd < 0) {
+		e = -errno;
+		goto fail;
+	}
+	e = perfrec_evlist__enable(r->el);
+	if (e < 0) {
+		say(r, e, "enabling the events: %s", strerror(-e));
+		goto fail;
+	}
+	e = -pthread_create(&r->thread, NULL, drain_thread, r);
+	if (e < 0)
+		goto fail;
+	r->thread_started = true;
+	perfrec_cpumap__free(cpus);
+	*ret_record = r;
+	return 0;
+fail:
+	perfrec_cpumap__free(cpus);
+	record_free(r);
+	return e;
+}
+
+int perfrec_record__stop(struct perfrec_record *r)
+{
+	uint64_t one = 1;
+	int e, e2;
+
+	if (!r)
+		return -EINVAL;
+	if (on_drain_thread(r))
+		return -EDEADLK;
+	if (write(r->stop_fd, &one, sizeof(one)) < 0)
+		return -errno;
+	pthread_join(r->thread, NULL);
+	r->thread_started = false;
+
+	e = perfrec_evlist__disable(r->el);
+	pthread_mutex_lock(&r->lock);
+	if (r->w) {
+		/* What the events wrote before they were disabled. */
+		note_err(r, drain(r));
+		e2 = end_file(r);
+		if (!e)
+			e = e2;
+	}
+	if (r->err)
+		e = r->err;
+	pthread_mutex_unlock(&r->lock);
+	record_free(r);
+	return e;
+}
+
+int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
+{
+	int e, e2;
+
+	if (!r || !new_path || !*new_path)
+		return -EINVAL;
+	if (on_drain_thread(r))
+		return -EDEADLK;
+	pthread_mutex_lock(&r->lock);
+	note_err(r, drain(r));
+	/* No file after a failed rotate: only the new one to start. */
+	e = r->w ? end_file(r) : 0;
+	/* The events still run: a new file takes them whatever became of the old one. */
+	e2 = begin_file(r, new_path);
+	if (e2 < 0) {
+		say(r, e2, "starting %s: %s", new_path, strerror(-e2));
+		perfrec_pdwriter__free(r->w, true);
+		r->w = NULL;
+		if (!e)
+			e = e2;
+	}
+	r->err = 0;
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+/* Copy the data section written so far (on file since the checkpoint) into @to. */
+static int copy_data(struct perfrec_record *r, struct perfrec_pdwriter *to)
+{
+	struct perfrec_file_header fh;
+	unsigned char *buf;
+	uint64_t off, left;
+	char self[64];
+	int fd, e = 0;
+
+	/* The writer's fd is write-only: read the same file through another. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", perfrec_pdwriter__fd(r->w));
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(COPY_BUF);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (pread(fd, &fh, sizeof(fh), 0) != (ssize_t)sizeof(fh))
+		e = -EIO;
+	off = fh.data.offset;
+	left = e ? 0 : fh.data.size;
+	while (left && !e) {
+		size_t want = left < COPY_BUF ? (size_t)left : COPY_BUF;
+		ssize_t n = pread(fd, buf, want, (off_t)off);
+
+		if (n <= 0) {
+			e = n < 0 ? -errno : -EIO;
+			break;
+		}
+		e = perfrec_pdwriter__write(to, buf, (size_t)n);
+		off += (uint64_t)n;
+		left -= (uint64_t)n;
+	}
+	free(buf);
+	close(fd);
+	return e;
+}
+
+int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
+{
+	struct perfrec_pdwriter *cur;
+	int e;
+
+	if (!r || !path || !*path)
+		return -EINVAL;
+	if (on_drain_thread(r))
+		return -EDEADLK;
+	/* Compressed data would need its frames' feature: not copied. */
+	if (r->compress_level)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&r->lock);
+	cur = r->w;
+	if (!cur) {
+		e = -EBADFD;
+		goto out;
+	}
+	note_err(r, drain(r));
+	/* Everything so far on the file, the header saying how much. */
+	e = perfrec_pdwriter__checkpoint(cur);
+	if (e < 0)
+		goto out;
+	e = perfrec_pdwriter__create(path, &r->w);
+	if (e < 0) {
+		r->w = cur;
+		say(r, e, "%s.tmp: %s", path, strerror(-e));
+		goto out;
+	}
+	e = perfrec_pdwriter__track(r->w);
+	for (size_t i = 0; e == 0 && i < perfrec_evlist__nr_evsels(r->el); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
+
+		e = perfrec_pdwriter__add_attr(r->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+	}
+	if (e == 0) {
+		struct perfrec_pdwriter *copy = r->w;
+
+		r->w = cur;
+		e = copy_data(r, copy);
+		r->w = copy;
+	}
+	if (e == 0) {
+		char *keep = r->path;
+
+		r->path = (char *)path;
+		e = end_file(r);
+		r->path = keep;
+	} else {
+		perfrec_pdwriter__free(r->w, true);
+	}
+	r->w = cur;
+out:
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}

@@ -47,6 +47,22 @@ bool perfrecctl_json_output(void)
 {
 	return false;
 }
+/* fetch.c: the bucket is test-bucket's and the e2e test-bucket's; here it is never reached. */
+bool perfrecctl_is_bucket_opt(const char *arg)
+{
+	return !strcmp(arg, "--bucket");
+}
+int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
+			    size_t *ret_nr)
+{
+	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)dir, (void)ret_nr;
+	return EXIT_USAGE;
+}
+int cmd_bucket_ls(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	return EXIT_USAGE;
+}
 
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
 		     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)

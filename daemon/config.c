@@ -50,6 +50,7 @@ void config_init(struct config *c)
 	c->nr_events = 1;
 	c->freq = 99;
 	c->callchain = true;
+	c->stack_size = 8192;
 	c->clockid = CLOCK_MONOTONIC;
 	c->mmap_bytes = 512 * 1024;
 	c->flush_usec = 1000000;
@@ -403,7 +404,6 @@ static const struct simple_key {
 } simple_keys[] = {
 #define K(sec, name, kind, field, min, what) { sec, name, kind, offsetof(struct config, field), min, what, NAMES_ANY }
 #define KN(sec, name, kind, field, names) { sec, name, kind, offsetof(struct config, field), 0, NULL, names }
-	K("record", "callchain", KEY_BOOL, callchain, 0, NULL),
 	K("record", "context-switch", KEY_BOOL, context_switch, 0, NULL),
 	K("record", "offcpu", KEY_BOOL, offcpu, 0, NULL),
 	K("record", "offcpu-min", KEY_DURATION, offcpu_min_usec, 0, "a duration"),
@@ -538,7 +538,8 @@ static int check_cpus(const char *v, char *err, size_t errlen)
 static const struct { const char *section, *name; } other_keys[] = {
 	{ "record", "events" }, { "record", "frequency" }, { "record", "period" },
 	{ "record", "clockid" }, { "record", "cpus" }, { "record", "drain-priority" },
-	{ "record", "mmap-size" }, { "record", "max-overhead" },
+	{ "record", "mmap-size" }, { "record", "max-overhead" }, { "record", "callchain" },
+	{ "record", "stack-size" },
 	{ "output", "directory" }, { "output", "rotate-size" }, { "output", "rotate-interval" },
 	{ "output", "max-files" }, { "output", "max-bytes" }, { "output", "max-age" },
 	{ "output", "min-free" }, { "output", "compress" }, { "output", "mode" },
@@ -632,10 +633,32 @@ int config_set(struct config *c, const char *section, const char *key, const cha
 	uint64_t u;
 	int r;
 
+#define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
+	/* callchain=: yes (fp) / no as a boolean, or dwarf, as perf's --call-graph. */
+	if (IS("record", "callchain")) {
+		c->dwarf = strcmp(v, "dwarf") == 0;
+		if (c->dwarf || strcmp(v, "fp") == 0) {
+			c->callchain = true;
+			return 0;
+		}
+		if (parse_bool(v, &c->callchain) < 0) {
+			snprintf(err, errlen, "callchain: '%s' is not yes (frame pointers), dwarf or no", v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (IS("record", "stack-size")) {
+		/* The kernel takes a multiple of 8 that fits a record's u16 size. */
+		if (parse_size(v, &u) < 0 || u == 0 || u % 8 || u > 65528) {
+			snprintf(err, errlen, "stack-size: '%s' is not a multiple of 8 from 8 to 65528 bytes", v);
+			return -EINVAL;
+		}
+		c->stack_size = u;
+		return 0;
+	}
 	r = set_simple(c, section, key, v, err, errlen);
 	if (r <= 0)
 		return r;
-#define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
 	if (IS("record", "events")) {
 		config_clear_events(c);
 		r = config_add_events(c, v, err, errlen);

@@ -68,7 +68,9 @@ static void usage(FILE *f)
 		"  -F, --freq HZ          sample at HZ per CPU\n"
 		"  -P, --period N         sample every N events instead\n"
 		"  -g                     record callchains (frame pointers)\n"
-		"      --call-graph[=fp]  the same, as perf spells it (dwarf, lbr: not supported)\n"
+		"      --call-graph[=fp]  the same, as perf spells it\n"
+		"      --call-graph=dwarf[,SIZE]  copy SIZE bytes (8192) of user stack per sample,\n"
+		"                         unwound by the reader with DWARF CFI (perf report)\n"
 		"      --no-call-graph    do not record callchains\n"
 		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
 		"  -a, --all-cpus         system-wide (always so; accepted as perf accepts it)\n"
@@ -108,7 +110,8 @@ static void print_config(const struct config *c)
 		printf("frequency=%" PRIu64 "\n", c->freq);
 	else
 		printf("period=%" PRIu64 "\n", c->period);
-	printf("callchain=%s\n", c->callchain ? "yes" : "no");
+	printf("callchain=%s\n", !c->callchain ? "no" : c->dwarf ? "dwarf" : "yes");
+	printf("stack-size=%" PRIu64 "\n", c->stack_size);
 	printf("clockid=%s\n", clockid_name(c->clockid));
 	printf("cpus=%s\n", c->cpus ? c->cpus : "all");
 	printf("mmap-size=%" PRIu64 "K\n", c->mmap_bytes / 1024);
@@ -296,21 +299,29 @@ static int switch_output_key(const char *v, const char **ret_key, char *err, siz
 	return -EINVAL;
 }
 
-/* --call-graph MODE: fp is what we record; the others are refused with why. */
-static int call_graph_mode(const char *v, char *err, size_t errlen)
+/*
+ * --call-graph MODE: fp (walked by the kernel), or dwarf[,SIZE] (user
+ * stacks copied for unwinding later), as perf spells them; lbr is refused
+ * with why.  Returns the callchain= value, with *ret_size pointing at the
+ * SIZE after "dwarf," (NULL when none); NULL on error with @err written.
+ */
+static const char *call_graph_mode(const char *v, const char **ret_size, char *err, size_t errlen)
 {
+	*ret_size = NULL;
 	if (!v || strcmp(v, "fp") == 0)
-		return 0;
-	if (strcmp(v, "dwarf") == 0 || strncmp(v, "dwarf,", 6) == 0)
-		snprintf(err, errlen, "--call-graph %s: not supported yet: perfrecd does not copy user stacks "
-			 "to unwind them with DWARF, so its callchains come from frame pointers only "
-			 "(--call-graph fp, or -g)", v);
-	else if (strcmp(v, "lbr") == 0)
-		snprintf(err, errlen, "--call-graph lbr: not supported: perfrecd walks frame pointers only "
-			 "(--call-graph fp, or -g)");
+		return "yes";
+	if (strcmp(v, "dwarf") == 0)
+		return "dwarf";
+	if (strncmp(v, "dwarf,", 6) == 0) {
+		*ret_size = v + 6;
+		return "dwarf";
+	}
+	if (strcmp(v, "lbr") == 0)
+		snprintf(err, errlen, "--call-graph lbr: not supported: perfrecd records frame-pointer "
+			 "or DWARF callchains (--call-graph fp, or dwarf[,SIZE])");
 	else
-		snprintf(err, errlen, "--call-graph %s: unknown mode (fp; dwarf and lbr are not supported)", v);
-	return -EINVAL;
+		snprintf(err, errlen, "--call-graph %s: unknown mode (fp, or dwarf[,SIZE]; lbr is not supported)", v);
+	return NULL;
 }
 
 /* A word perf's --call-graph takes as its value, after a space. */
@@ -479,12 +490,23 @@ int main(int argc, char **argv)
 		case 'e': key = "events"; break;
 		case 'F': key = "frequency"; freq_given = true; break;
 		case 'P': key = "period"; period_given = true; break;
-		case OPT_CALL_GRAPH:
+		case OPT_CALL_GRAPH: {
+			const char *size;
+
 			/* perf writes "--call-graph fp": take the mode after a space too. */
 			if (!optarg && optind < argc && is_call_graph_mode(argv[optind]))
 				optarg = argv[optind++];
-			call_graph_mode(optarg, err, sizeof(err));
-			/* fall through */
+			key = "callchain";
+			value = (char *)call_graph_mode(optarg, &size, err, sizeof(err));
+			if (size) {
+				if (nr_sets + 2 > sizeof(sets) / sizeof(sets[0])) {
+					log_error("Too many command-line options");
+					return 2;
+				}
+				sets[nr_sets++] = (typeof(sets[0])){ "record", "stack-size", (char *)size };
+			}
+			break;
+		}
 		case 'g': key = "callchain"; value = "yes"; break;
 		case OPT_NO_CALLCHAIN: key = "callchain"; value = "no"; break;
 		case 'a': continue; /* always system-wide, as perf -a is */

@@ -159,6 +159,10 @@ int manifest_write(const struct manifest_info *mi)
 	}
 	json_object_object_add(root, "events", evs);
 	json_object_object_add(root, "callchain", json_object_new_boolean(c && c->callchain));
+	if (c && c->callchain)
+		json_object_object_add(root, "callchain_mode", json_object_new_string(c->dwarf ? "dwarf" : "fp"));
+	if (c && c->callchain && c->dwarf)
+		json_object_object_add(root, "stack_size", json_object_new_uint64(c->stack_size));
 
 	cpus = json_object_new_array();
 	for (size_t i = 0; i < mi->nr_cpus; i++) {

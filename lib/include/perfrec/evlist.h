@@ -22,7 +22,23 @@ struct perfrec_evlist_opts {
 	size_t mmap_pages;      /* data pages per ring, a power of 2 (0: 128) */
 	uint32_t wakeup_bytes;  /* watermark; 0: half the ring */
 	bool context_switch;    /* PERF_RECORD_SWITCH on the side-band event */
+	/*
+	 * DWARF callchains (with callchain): bytes of user stack copied per
+	 * sample with the user registers, for unwinding later; the kernel
+	 * then walks only the kernel part.  0: frame pointers.  A multiple of
+	 * 8, at most PERFREC_STACK_USER_MAX.
+	 */
+	uint32_t stack_user;
 };
+
+#define PERFREC_STACK_USER_MAX 65528u
+#define PERFREC_STACK_USER_DEFAULT 8192u
+/*
+ * The user registers perf copies for DWARF unwinding on x86_64: every
+ * general register, ip, sp and flags, all but the segment registers
+ * (perf's PERF_REGS_MASK).
+ */
+#define PERFREC_REGS_USER_X86_64 0xff0fffULL
 
 /* One opened event (a spec, or the side-band dummy) across all CPUs. */
 struct perfrec_evsel {
@@ -46,7 +62,8 @@ typedef void (*perfrec_evlist_err_fn)(void *ctx, const char *event, int cpu, int
  * Copy @cpus, @specs and @opts into a new evlist (nothing is opened yet).
  * NULL @opts, or fields past an older opts' sz, mean: freq 1000, clockid
  * CLOCK_MONOTONIC, 128 pages.  Returns -EINVAL when freq and period are both
- * 0, when freq exceeds perfrec_evlist__max_sample_rate(), when mmap_pages
+ * 0, for a stack_user that is not a multiple of 8 or passes
+ * PERFREC_STACK_USER_MAX, -EOPNOTSUPP for stack_user off x86_64, when freq exceeds perfrec_evlist__max_sample_rate(), when mmap_pages
  * is not a power of 2, or for a clockid perf_event_open does not take.
  */
 PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,

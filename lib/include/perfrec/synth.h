@@ -29,6 +29,11 @@ struct perfrec_synth_opts {
 	 * 0: not known.
 	 */
 	uint64_t kernel_text, kernel_etext;
+	/*
+	 * Also the readable file mappings without exec (misc MMAP_DATA), as
+	 * perf's mmap_data: a DWARF unwinder reads .eh_frame_hdr there.
+	 */
+	bool data_maps;
 };
 
 /*

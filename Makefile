@@ -227,11 +227,15 @@ tests/e2e/workload: tests/e2e/workload.c
 tests/e2e/blocker: tests/e2e/blocker.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(LDFLAGS) -o $@ $<
 
+# DWARF callchain e2e workload: no frame pointers, paths through libc.
+tests/e2e/nofp: tests/e2e/nofp.c
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -pthread $(LDFLAGS) -o $@ $<
+
 # BPF-symbol e2e workload: a hot socket filter loaded with libbpf.
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
 	$(Q)$(CC) -O1 -g $(LDFLAGS) -o $@ $< -lbpf
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/nofp
 	$(Q)tests/e2e/run.sh
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
@@ -341,5 +345,5 @@ uninstall:
 
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot build-check.results
+	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/bpfhot tests/e2e/nofp build-check.results
 	rm -rf build-asan build-fuzz build

@@ -15,6 +15,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "dump", "[--json] FILE", "show features, attrs, record counts and sample stats of a perf.data file", cmd_dump },
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
+	{ "unwind", "IN [-o] OUT", "rewrite a raw DWARF recording (--call-graph dwarf) into callchains unwound on this host: small, and whole stacks in every reader", cmd_unwind },
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
 	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
 	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },

@@ -92,6 +92,7 @@ struct current {
 	uint64_t sp;
 	uint64_t *frames;
 	unsigned nr_frames, max_frames;
+	const struct space *space;
 };
 
 struct perfrec_unwinder {
@@ -562,6 +563,23 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
+static bool in_exec_map(const struct space *s, uint64_t pc)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->maps[mid].end <= pc)
+			lo = mid + 1;
+		else if (s->maps[mid].start > pc)
+			hi = mid;
+		else
+			return s->maps[mid].exec;
+	}
+	return false;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct current *c = &((struct perfrec_unwinder *)arg)->cur;
@@ -569,6 +587,13 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	bool activation;
 
 	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
+		return DWARF_CB_ABORT;
+	/*
+	 * A caller outside every executable mapping is a return address read
+	 * from garbage (or past a frame without CFI): the chain ends before
+	 * it, never with a guess.
+	 */
+	if (c->nr_frames && !in_exec_map(c->space, pc))
 		return DWARF_CB_ABORT;
 	/* The call, not the instruction after it, as perf's unwinders report callers. */
 	if (!activation)
@@ -672,6 +697,7 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 	u->cur = (struct current){
 		.regs = s->regs, .mask = s->regs_mask, .stack = s->stack,
 		.stack_len = s->stack_dyn_size, .frames = u->frames, .max_frames = u->max_frames,
+		.space = sp,
 	};
 	u->cur.sp = reg(&u->cur, P_SP);
 	if (!sp || !sp->nr) {

@@ -93,6 +93,7 @@ struct current {
 	uint64_t *frames;
 	unsigned nr_frames, max_frames;
 	const struct space *space;
+	uint64_t prev_pc;        /* where the last frame was looked up */
 };
 
 struct perfrec_unwinder {
@@ -580,6 +581,33 @@ static bool in_exec_map(const struct space *s, uint64_t pc)
 	return false;
 }
 
+/*
+ * Whether CFI covers @pc.  libdwfl falls back to walking frame pointers
+ * where there is none (x86_64's ebl unwind), which on code built without
+ * them is a guess: a frame found after a pc without CFI is not taken.
+ */
+static bool has_cfi(Dwfl *dwfl, uint64_t pc)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Frame *frame;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+
+	if (!mod)
+		return false;
+	cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	cfi = dwfl_module_dwarf_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	return false;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct current *c = &((struct perfrec_unwinder *)arg)->cur;
@@ -595,9 +623,12 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	 */
 	if (c->nr_frames && !in_exec_map(c->space, pc))
 		return DWARF_CB_ABORT;
+	if (c->nr_frames && !has_cfi(dwfl_thread_dwfl(dwfl_frame_thread(state)), c->prev_pc))
+		return DWARF_CB_ABORT;
 	/* The call, not the instruction after it, as perf's unwinders report callers. */
 	if (!activation)
 		pc--;
+	c->prev_pc = pc;
 	c->frames[c->nr_frames++] = pc;
 	return c->nr_frames < c->max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }

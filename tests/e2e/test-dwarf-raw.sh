@@ -153,4 +153,27 @@ grep -q COMPRESSED "$T/dump" || { cat "$T/dump"; fail "the -z snapshot has no CO
 perf evlist -v -i "$f" 2>&1 | grep -q "sample_stack_user: 65528" || fail "stack-size 65528 is not in the attr"
 check_file "$f" "flight snapshot"
 check_paths "$f" "flight snapshot (-z, 65528)"
+
+note "recovery of a DWARF recording killed with SIGKILL (-z)"
+mkdir -p "$T/rc"
+"$T/$WL" 30 >/dev/null &
+BG=$!
+"$PERFRECD" -o "$T/rc" --socket= -z -e cpu-clock -F 499 -m 8M --call-graph dwarf 2>"$T/rc.log" &
+DAEMON_PID=$!
+# Enough samples on disk for the path counts: the workload ran 4 CPU
+# seconds under recording, and the .tmp has grown past its first flushes.
+wait_for 30 grep -q "Recording" "$T/rc.log" || { cat "$T/rc.log"; fail "the recorder did not start"; }
+t0=$(cpu_secs)
+ran_4s() { [ $(($(cpu_secs) - t0)) -ge 4 ]; }
+wait_for 60 ran_4s || fail "the workload did not run 4 CPU seconds"
+grown() { [ "$(stat -c %s "$(ls "$T"/rc/*.tmp | head -1)")" -ge $((1 << 20)) ]; }
+wait_for 30 grown || { ls -la "$T/rc"; fail "the DWARF recording wrote less than 1 MiB"; }
+kill -9 $DAEMON_PID
+wait $DAEMON_PID 2>/dev/null
+DAEMON_PID=
+kill $BG; wait $BG; BG=
+"$PERFRECCTL" recover "$(ls "$T"/rc/*.tmp)" -o "$T/recovered.data" >/dev/null 2>&1 ||
+	fail "perfrecctl recover failed on a DWARF .tmp"
+check_file "$T/recovered.data" "recovered file"
+check_paths "$T/recovered.data" "recovered file"
 exit 0

@@ -96,6 +96,15 @@ struct current {
 	uint64_t prev_pc;        /* where the last frame was looked up */
 };
 
+/* A record waiting in the queue (perfrec_unwinder__push()). */
+struct queued {
+	size_t off;              /* in qbuf */
+	uint64_t time;
+	const struct perf_event_attr *attr;
+	int out;                 /* > 0: rewritten, at out_off in obuf */
+	size_t out_off;
+};
+
 struct perfrec_unwinder {
 	char proc[256];
 	bool use_proc;
@@ -107,6 +116,11 @@ struct perfrec_unwinder {
 	struct elf_entry *elves;
 	struct current cur;
 	struct perfrec_unwinder_stats st;
+	unsigned char *qbuf, *obuf;
+	size_t qlen, qcap, olen, ocap;
+	struct queued *q;
+	size_t nq, qslots;
+	uint64_t last_time;
 	uint64_t frames[DEFAULT_MAX_FRAMES > 512 ? DEFAULT_MAX_FRAMES : 512];
 };
 
@@ -820,6 +834,157 @@ int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const struct perf_even
 	return (int)len;
 }
 
+/* --- the queue ------------------------------------------------------------ */
+
+static int grow(unsigned char **buf, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : 1 << 16;
+	unsigned char *b;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	b = realloc(*buf, c);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = c;
+	return 0;
+}
+
+static uint64_t record_time(const struct perf_event_header *rec, const struct perf_event_attr *a, bool *ret_known)
+{
+	struct perfrec_sample_id sid;
+	struct perfrec_sample s;
+
+	*ret_known = false;
+	if (!a || !(a->sample_type & PERF_SAMPLE_TIME))
+		return 0;
+	if (rec->type == PERF_RECORD_SAMPLE) {
+		if (perfrec_sample__parse(rec, a->sample_type, a->read_format, &s) < 0)
+			return 0;
+		*ret_known = true;
+		return s.time;
+	}
+	if (rec->type >= PERF_RECORD_MAX || !a->sample_id_all || perfrec_sample_id__parse(rec, a->sample_type, &sid) < 0)
+		return 0;
+	*ret_known = true;
+	return sid.time;
+}
+
+int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+			   const struct perf_event_attr *attr)
+{
+	bool known;
+	uint64_t t;
+
+	if (!u || !rec || rec->size < sizeof(*rec))
+		return -EINVAL;
+	if (grow(&u->qbuf, &u->qcap, u->qlen + rec->size) < 0)
+		return -ENOMEM;
+	if (u->nq == u->qslots) {
+		size_t n = u->qslots ? u->qslots * 2 : 1024;
+		struct queued *q = realloc(u->q, n * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		u->q = q;
+		u->qslots = n;
+	}
+	t = record_time(rec, attr, &known);
+	if (!known)
+		t = u->last_time;
+	u->last_time = t;
+	memcpy(u->qbuf + u->qlen, rec, rec->size);
+	u->q[u->nq++] = (struct queued){ .off = u->qlen, .time = t, .attr = attr };
+	u->qlen += rec->size;
+	return 0;
+}
+
+/* By time, then by position: records of the same time keep their order. */
+static int by_time(const void *a, const void *b, void *arg)
+{
+	const struct queued *q = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+	if (q[i].time != q[j].time)
+		return q[i].time < q[j].time ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx)
+{
+	static _Thread_local unsigned char one[PERFREC_RECORD_MAX + 1];
+	size_t *order;
+	int r = 0;
+
+	if (!u || !emit)
+		return -EINVAL;
+	if (!u->nq)
+		return 0;
+	order = malloc(u->nq * sizeof(*order));
+	if (!order) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < u->nq; i++)
+		order[i] = i;
+	qsort_r(order, u->nq, sizeof(*order), by_time, u->q);
+	u->olen = 0;
+	for (size_t k = 0; k < u->nq; k++) {
+		struct queued *q = &u->q[order[k]];
+		const struct perf_event_header *rec = (const void *)(u->qbuf + q->off);
+		int n = perfrec_unwinder__rewrite(u, rec, q->attr, one, sizeof(one));
+
+		q->out = 0;
+		if (n < 0) {
+			/*
+			 * A sample that cannot be rewritten cannot go out either:
+			 * its layout is not the rewritten attr's.  Counted.
+			 */
+			if (rec->type == PERF_RECORD_SAMPLE) {
+				q->out = -1;
+				u->st.dropped++;
+			}
+			if (!r)
+				r = n;
+			continue;
+		}
+		if (n > 0) {
+			if (grow(&u->obuf, &u->ocap, u->olen + (size_t)n) < 0) {
+				if (!r)
+					r = -ENOMEM;
+				q->out = -1;
+				u->st.dropped++;
+				continue;
+			}
+			memcpy(u->obuf + u->olen, one, (size_t)n);
+			q->out = n;
+			q->out_off = u->olen;
+			u->olen += (size_t)n;
+		}
+	}
+	free(order);
+	for (size_t i = 0; i < u->nq; i++) {
+		const struct queued *q = &u->q[i];
+		int e;
+
+		if (q->out < 0)
+			continue;
+		e = emit(ctx, q->out > 0 ? (const void *)(u->obuf + q->out_off) : (const void *)(u->qbuf + q->off));
+
+		if (e < 0) {
+			r = e;
+			break;
+		}
+	}
+out:
+	u->nq = 0;
+	u->qlen = 0;
+	return r;
+}
+
 /* --- object -------------------------------------------------------------- */
 
 int perfrec_unwinder__new(const struct perfrec_unwinder_opts *opts, struct perfrec_unwinder **ret)
@@ -877,6 +1042,9 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 		u->elves = e->next;
 		elf_entry_free(e);
 	}
+	free(u->qbuf);
+	free(u->obuf);
+	free(u->q);
 	free(u);
 }
 

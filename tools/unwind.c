@@ -37,162 +37,54 @@ static const struct perf_event_attr *record_attr(struct perfrec_pdreader *in, co
 	return a ? &a->attr : NULL;
 }
 
-/* A record's time: the sample's, or its sample_id trailer's; 0 when it has none. */
-static uint64_t record_time(struct perfrec_pdreader *in, const struct perf_event_header *rec)
-{
-	const struct perf_event_attr *a = record_attr(in, rec);
-	struct perfrec_sample_id sid;
-	struct perfrec_sample s;
+struct emit_ctx {
+	struct perfrec_pdwriter *out;
+	const char *out_path;
+};
 
-	if (!a || !(a->sample_type & PERF_SAMPLE_TIME))
+static int emit(void *ctx, const struct perf_event_header *rec)
+{
+	struct emit_ctx *e = ctx;
+
+	/*
+	 * Maps of data segments were there for unwinders reading
+	 * .eh_frame_hdr (perf's mmap_data); with the stacks unwound they
+	 * only cost bytes, as in a -g file.
+	 */
+	if (rec->type == PERF_RECORD_MMAP2 && (rec->misc & PERF_RECORD_MISC_MMAP_DATA))
 		return 0;
-	if (rec->type == PERF_RECORD_SAMPLE)
-		return perfrec_sample__parse(rec, a->sample_type, a->read_format, &s) < 0 ? 0 : s.time;
-	if (rec->type >= PERF_RECORD_MAX || !a->sample_id_all)
-		return 0;
-	return perfrec_sample_id__parse(rec, a->sample_type, &sid) < 0 ? 0 : sid.time;
+	return perfrec_pdwriter__write(e->out, rec, rec->size);
 }
 
 /*
- * The records of one round (up to a FINISHED_ROUND), copied: a file holds
- * each CPU's records in turn, so a process's FORK or MMAP2 on one CPU can
- * come after its samples on another.  The unwinder sees them in time order,
- * as perf's readers do; the output keeps the input's order.
+ * Flush what the unwinder queued; EXIT_* on failure.  A sample it could
+ * not rewrite is named and the copy refused: the input verified, so that
+ * is a bug or memory running out, not something to leave out quietly.
  */
-struct round {
-	unsigned char *buf;
-	size_t len, cap;
-	struct slot { size_t off, len; uint64_t time; int out; size_t out_off; } *slots;
-	size_t nr, slots_cap;
-	unsigned char *outbuf;
-	size_t out_len, out_cap;
-};
-
-static int round_add(struct round *rd, const struct perf_event_header *rec, uint64_t time)
+static int flush(struct perfrec_unwinder *u, struct emit_ctx *e, const char *in_path)
 {
-	if (rd->len + rec->size > rd->cap) {
-		size_t cap = rd->cap ? rd->cap * 2 : 1 << 20;
-		unsigned char *b;
+	struct perfrec_unwinder_stats st;
+	int r = perfrec_unwinder__flush(u, emit, e);
 
-		while (cap < rd->len + rec->size)
-			cap *= 2;
-		b = realloc(rd->buf, cap);
-		if (!b)
-			return -ENOMEM;
-		rd->buf = b;
-		rd->cap = cap;
-	}
-	if (rd->nr == rd->slots_cap) {
-		size_t cap = rd->slots_cap ? rd->slots_cap * 2 : 4096;
-		struct slot *sl = realloc(rd->slots, cap * sizeof(*sl));
-
-		if (!sl)
-			return -ENOMEM;
-		rd->slots = sl;
-		rd->slots_cap = cap;
-	}
-	memcpy(rd->buf + rd->len, rec, rec->size);
-	rd->slots[rd->nr++] = (struct slot){ .off = rd->len, .len = rec->size, .time = time, .out = 0 };
-	rd->len += rec->size;
-	return 0;
-}
-
-static const struct round *sort_round;
-
-/* By time, then by position: stable, so records of equal time keep their order. */
-static int by_time(const void *a, const void *b)
-{
-	const struct slot *x = &sort_round->slots[*(const size_t *)a], *y = &sort_round->slots[*(const size_t *)b];
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : *(const size_t *)a > *(const size_t *)b;
-}
-
-/* Unwind the round in time order, write it in file order, empty it. */
-static int round_flush(struct round *rd, struct perfrec_pdreader *in, struct perfrec_unwinder *u,
-		       struct perfrec_pdwriter *out, const char *in_path, const char *out_path)
-{
-	static unsigned char buf[65536];
-	size_t *order;
-	int r = 0;
-
-	if (!rd->nr)
+	if (r == 0)
 		return 0;
-	order = malloc(rd->nr * sizeof(*order));
-	if (!order)
-		return EXIT_USAGE;
-	for (size_t i = 0; i < rd->nr; i++)
-		order[i] = i;
-	sort_round = rd;
-	qsort(order, rd->nr, sizeof(*order), by_time);
-	rd->out_len = 0;
-	for (size_t k = 0; k < rd->nr && !r; k++) {
-		struct slot *sl = &rd->slots[order[k]];
-		const struct perf_event_header *rec = (const void *)(rd->buf + sl->off);
-		int n = perfrec_unwinder__rewrite(u, rec, rec->type == PERF_RECORD_SAMPLE ? record_attr(in, rec) : NULL,
-						  buf, sizeof(buf));
-
-		if (n < 0) {
-			fprintf(stderr, "perfrecctl unwind: %s: a %s record: %s\n", in_path,
-				perfrec_event__type_name(rec->type), strerror(-n));
-			r = n == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
-			break;
-		}
-		sl->out = n;
-		if (n > 0) {
-			if (rd->out_len + (size_t)n > rd->out_cap) {
-				size_t cap = rd->out_cap ? rd->out_cap * 2 : 1 << 20;
-				unsigned char *b;
-
-				while (cap < rd->out_len + (size_t)n)
-					cap *= 2;
-				b = realloc(rd->outbuf, cap);
-				if (!b) {
-					r = EXIT_USAGE;
-					break;
-				}
-				rd->outbuf = b;
-				rd->out_cap = cap;
-			}
-			memcpy(rd->outbuf + rd->out_len, buf, (size_t)n);
-			sl->out_off = rd->out_len;
-			rd->out_len += (size_t)n;
-		}
+	perfrec_unwinder__stats(u, &st);
+	if (st.dropped) {
+		fprintf(stderr, "perfrecctl unwind: %s: %llu samples could not be rewritten: %s\n", in_path,
+			(unsigned long long)st.dropped, strerror(-r));
+		return r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
 	}
-	free(order);
-	for (size_t i = 0; i < rd->nr && !r; i++) {
-		const struct slot *sl = &rd->slots[i];
-		const struct perf_event_header *rec = (const void *)(rd->buf + sl->off);
-		int w;
-
-		/*
-		 * Maps of data segments were there for unwinders reading
-		 * .eh_frame_hdr (perf's mmap_data); with the stacks unwound
-		 * they only cost bytes, as in a -g file.
-		 */
-		if (rec->type == PERF_RECORD_MMAP2 && (rec->misc & PERF_RECORD_MISC_MMAP_DATA))
-			continue;
-		w = sl->out > 0 ? perfrec_pdwriter__write(out, rd->outbuf + sl->out_off, (size_t)sl->out)
-				    : perfrec_pdwriter__write(out, rd->buf + sl->off, sl->len);
-
-		if (w < 0) {
-			fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", out_path, strerror(-w));
-			r = EXIT_USAGE;
-		}
-	}
-	rd->nr = 0;
-	rd->len = 0;
-	return r;
+	fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", e->out_path, strerror(-r));
+	return EXIT_USAGE;
 }
 
 static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char *out_path,
 		   struct perfrec_pdwriter *out, struct perfrec_unwinder *u)
 {
+	struct emit_ctx e = { .out = out, .out_path = out_path };
 	const struct perf_event_header *rec;
-	struct round rd = {0};
 	uint64_t off;
-	int r, rc = 0;
+	int r, rc;
 
 	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(in); i++) {
 		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(in, i);
@@ -219,26 +111,27 @@ static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char 
 			return EXIT_USAGE;
 		}
 	}
+	/*
+	 * The unwinder sees each round (up to FINISHED_ROUND) in time order
+	 * and gives it back in file order: a process's FORK or MMAP2 on one
+	 * CPU can come after its samples on another in the file.
+	 */
 	while ((r = perfrec_pdreader__next(in, &rec, &off)) > 0) {
 		if (rec->type == PERFREC_RECORD_HEADER_ATTR || rec->type == PERFREC_RECORD_HEADER_FEATURE)
 			continue;
-		if (round_add(&rd, rec, record_time(in, rec)) < 0) {
-			rc = EXIT_USAGE;
-			break;
+		if (perfrec_unwinder__push(u, rec, record_attr(in, rec)) < 0) {
+			fprintf(stderr, "perfrecctl unwind: %s\n", strerror(ENOMEM));
+			return EXIT_USAGE;
 		}
-		if (rec->type == PERFREC_RECORD_FINISHED_ROUND && (rc = round_flush(&rd, in, u, out, in_path, out_path)))
-			break;
+		if (rec->type == PERFREC_RECORD_FINISHED_ROUND && (rc = flush(u, &e, in_path)))
+			return rc;
 	}
-	if (!rc && r < 0) {
+	if (r < 0) {
 		fprintf(stderr, "perfrecctl unwind: %s: %s at offset %llu\n", in_path,
 			perfrec_pdreader__error(in, &off), (unsigned long long)off);
-		rc = EXIT_BAD;
+		return EXIT_BAD;
 	}
-	if (!rc)
-		rc = round_flush(&rd, in, u, out, in_path, out_path);
-	free(rd.buf);
-	free(rd.slots);
-	free(rd.outbuf);
+	rc = flush(u, &e, in_path);
 	if (rc)
 		return rc;
 	r = perfrec_pdwriter__finish(out);

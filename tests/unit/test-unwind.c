@@ -540,3 +540,84 @@ Test(unwind, fork_copies_and_exec_clears_an_address_space)
 	cr_expect_eq(st.spaces, 0);
 	perfrec_unwinder__free(u);
 }
+
+struct collected {
+	unsigned char buf[1 << 17];
+	size_t len, nr;
+	uint32_t types[16];
+};
+
+static int collect(void *ctx, const struct perf_event_header *rec)
+{
+	struct collected *c = ctx;
+
+	cr_assert_leq(c->len + rec->size, sizeof(c->buf));
+	memcpy(c->buf + c->len, rec, rec->size);
+	c->len += rec->size;
+	if (c->nr < 16)
+		c->types[c->nr] = rec->type;
+	c->nr++;
+	return 0;
+}
+
+/*
+ * A round in drain order: the sample (time 2000) of a process forked from
+ * this one comes before its FORK (time 1000), written from another CPU's
+ * ring.  Flushed, the sample is unwound with the maps the FORK gave it,
+ * and the records come back in the order pushed.
+ */
+Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
+{
+	static unsigned char in[65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na;
+	struct perf_event_header *h = sample(&snap, in);
+	_Alignas(8) unsigned char fork_rec[64] = {0};
+	struct perf_event_header *fh = (void *)fork_rec;
+	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
+	uint64_t v;
+	struct perfrec_sample s;
+	const struct perf_event_header *out;
+
+	feed_maps(u, NULL, NULL);
+	/* The sample is the child's, at time 2000. */
+	v = (uint64_t)child << 32 | child;
+	memcpy(in + sizeof(*h) + 16, &v, 8);
+	v = 2000;
+	memcpy(in + sizeof(*h) + 24, &v, 8);
+	/* The FORK at time 1000, its trailer laid out for TID and TIME. */
+	a.sample_id_all = 1;
+	fh->type = PERF_RECORD_FORK;
+	fh->size = sizeof(*fh) + 24 + 16;
+	memcpy(fork_rec + sizeof(*fh), ids, 16);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);             /* fork's own time */
+	v = (uint64_t)child << 32 | child;
+	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);             /* trailer: pid, tid */
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);             /* trailer: time */
+	{
+		/* The trailer of attr() minus IDENTIFIER/CGROUP: TID, TIME. */
+		static struct perf_event_attr sb;
+
+		sb = a;
+		sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+		cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
+		cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
+		cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	}
+	cr_assert_eq(got.nr, 2);
+	cr_expect_eq(got.types[0], PERF_RECORD_SAMPLE, "not in push order");
+	cr_expect_eq(got.types[1], PERF_RECORD_FORK);
+	out = (const void *)got.buf;
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr(out, &na, &s), 0);
+	{
+		struct chain c = { .nr = s.nr_callchain - 1 };
+
+		memcpy(c.ip, s.callchain + 1, c.nr * 8);
+		cr_expect(chain_has(&c, outer_marker), "the sample was unwound before its FORK (%" PRIu64 " frames)", c.nr);
+	}
+	perfrec_unwinder__free(u);
+}

@@ -41,6 +41,7 @@ struct perfrec_unwinder_stats {
 	uint64_t frames;        /* user frames written, all samples */
 	uint64_t no_user;       /* no user registers (kernel threads) */
 	uint64_t no_space;      /* no maps known for the process */
+	uint64_t dropped;       /* samples __flush() could not rewrite (bad input, no memory) */
 	uint64_t elf_opened;    /* ELF files opened (misses of the cache) */
 	uint64_t elf_hits;      /* lookups the cache answered */
 	uint64_t elf_missing;   /* maps whose file was not found or did not match */
@@ -75,6 +76,28 @@ PERFREC_API int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const stru
  * with user callchains.  Attrs without a user stack come out unchanged.
  */
 PERFREC_API void perfrec_unwinder__rewrite_attr(const struct perf_event_attr *in, struct perf_event_attr *out);
+
+/*
+ * The sink's entry points.  Records reach a sink in the order they were
+ * drained, one CPU's ring after another, so a process's FORK or MMAP2 on
+ * one CPU can come after its samples on another.  __push() copies @rec
+ * (with @attr, the attr it belongs to, borrowed until the next __flush();
+ * NULL if not known) into a queue; __flush() feeds the queue to
+ * __rewrite() in time order (samples by their time, other records by their
+ * sample_id trailer; a record without a time keeps its place after the one
+ * before it) and hands every record to @emit in push order, rewritten
+ * where it is a DWARF sample.  Flush at each FINISHED_ROUND: records
+ * before one are older than any after it.  __push() returns 0 or -ENOMEM;
+ * __flush() 0, the first rewrite error (such a sample is left out, its
+ * layout not being the rewritten attr's, and counted in stats.dropped), or
+ * the first error of @emit, which stops it (the queue is emptied either
+ * way).
+ */
+typedef int (*perfrec_unwinder_emit_fn)(void *ctx, const struct perf_event_header *rec);
+
+PERFREC_API int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+				       const struct perf_event_attr *attr);
+PERFREC_API int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx);
 
 /* Counters and cache sizes now. */
 PERFREC_API void perfrec_unwinder__stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_stats *ret);

@@ -342,6 +342,11 @@ static int send_tracing_data(struct perfrec_pdwriter *w)
 	return stream_out(w, iov, 3);
 }
 
+static bool has_chains(const struct perf_event_attr *a)
+{
+	return a->sample_type & (PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+}
+
 /*
  * Pipe mode's counterpart of the attrs section: the pipe header, one
  * HEADER_ATTR {header, attr, ids} per event, then the features known now
@@ -367,15 +372,23 @@ static int begin_stream(struct perfrec_pdwriter *w)
 	 * Attrs with callchains or user stacks first: perf 6.1 (script and
 	 * report) sets up unwinding from the evlist's combined sample_type,
 	 * which it computes at the first HEADER_ATTR and then keeps; a
-	 * side-band attr first would leave DWARF stacks not unwound.
+	 * side-band attr first would leave DWARF stacks not unwound.  The
+	 * attrs themselves are reordered (stably), so that EVENT_DESC lists
+	 * them in the order of the HEADER_ATTR records, as readers check.
 	 */
-	for (size_t k = 0; k < 2 * w->nr_attrs; k++) {
-		size_t i = k % w->nr_attrs;
-		bool chains = w->attrs[i].attr.sample_type &
-			      (PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+	for (size_t i = 1; i < w->nr_attrs; i++) {
+		struct wattr a = w->attrs[i];
+		size_t j = i;
 
-		if (chains != (k < w->nr_attrs))
+		if (!has_chains(&a.attr))
 			continue;
+		while (j > 0 && !has_chains(&w->attrs[j - 1].attr)) {
+			w->attrs[j] = w->attrs[j - 1];
+			j--;
+		}
+		w->attrs[j] = a;
+	}
+	for (size_t i = 0; i < w->nr_attrs; i++) {
 		h.type = PERFREC_RECORD_HEADER_ATTR;
 		h.misc = 0;
 		h.size = (uint16_t)(sizeof(h) + w->attr_sz + w->attrs[i].nr_ids * sizeof(uint64_t));

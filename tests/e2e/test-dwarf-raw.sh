@@ -118,6 +118,7 @@ note "rotated files: $hw of $hot by_key samples and $rw of $rd read samples have
 n=$(check_perfparser "$(ls "$T"/out/*.data | head -1)") || { echo "$n"; exit 1; }
 note "perfparser: $n samples in the first file"
 
+"$PERFRECCTL" verify "$T/live.data" >/dev/null || fail "perfrecctl verify rejects the live stream"
 check_paths "$T/live.data" "live stream"
 check_file "$T/snap.data" "snapshot"
 check_paths "$T/snap.data" "snapshot"

@@ -761,77 +761,118 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 	return u->cur.nr_frames;
 }
 
+/*
+ * Where a DWARF sample's parts lie: everything up to the chain is kept as
+ * it is; the chain; RAW as it is; then REGS_USER and STACK_USER, dropped;
+ * what follows (weight ... cgroup) as it is.
+ */
+struct layout {
+	struct perfrec_sample s;
+	const unsigned char *base, *chain_end, *regs_start, *stack_end;
+	size_t prefix;
+};
+
+/* 1 and @l filled for a DWARF sample of @attr, 0 for anything else, -EINVAL if it does not parse. */
+static int sample_layout(const struct perf_event_header *rec, const struct perf_event_attr *attr, struct layout *l)
+{
+	if (rec->type != PERF_RECORD_SAMPLE || !attr || !(attr->sample_type & PERF_SAMPLE_STACK_USER) ||
+	    !(attr->sample_type & PERF_SAMPLE_REGS_USER))
+		return 0;
+	/* No CALLCHAIN in the attr: perfrecd always asks for it with stacks. */
+	if (!(attr->sample_type & PERF_SAMPLE_CALLCHAIN) || perfrec_sample__parse_attr(rec, attr, &l->s) < 0 ||
+	    !l->s.callchain)
+		return -EINVAL;
+	l->base = (const unsigned char *)rec;
+	l->prefix = (size_t)((const unsigned char *)l->s.callchain - l->base) - sizeof(uint64_t);
+	l->chain_end = (const unsigned char *)(l->s.callchain + l->s.nr_callchain);
+	l->regs_start = l->s.raw ? (const unsigned char *)l->s.raw + l->s.raw_size : l->chain_end;
+	l->stack_end = l->regs_start + 8 + (l->s.regs_abi ? (size_t)l->s.nr_regs * 8 : 0) + 8 +
+		       (size_t)l->s.stack_size + (l->s.stack_size ? 8 : 0);
+	if (l->stack_end > l->base + rec->size)
+		return -EINVAL;
+	return 1;
+}
+
+/* Write the sample of @l with @nr user frames (none: no PERF_CONTEXT_USER either). */
+static int write_sample(const struct layout *l, const uint64_t *frames, unsigned nr, void *out, size_t outsz)
+{
+	const struct perf_event_header *rec = (const void *)l->base;
+	uint64_t ctx = PERF_CONTEXT_USER, kern = l->s.nr_callchain, n = kern + (nr ? 1 + nr : 0);
+	size_t len = l->prefix + 8 + (size_t)n * 8 + (size_t)(l->regs_start - l->chain_end) +
+		     (size_t)(l->base + rec->size - l->stack_end);
+	struct perf_event_header nh = *rec;
+	unsigned char *o = out;
+
+	if (len > outsz || len > PERFREC_RECORD_MAX)
+		return -ENOBUFS;
+	memcpy(o, l->base, l->prefix);
+	memcpy(o + l->prefix, &n, 8);
+	memcpy(o + l->prefix + 8, l->s.callchain, (size_t)kern * 8);
+	o += l->prefix + 8 + (size_t)kern * 8;
+	if (nr) {
+		memcpy(o, &ctx, 8);
+		memcpy(o + 8, frames, (size_t)nr * 8);
+		o += 8 + (size_t)nr * 8;
+	}
+	memcpy(o, l->chain_end, (size_t)(l->regs_start - l->chain_end));
+	o += l->regs_start - l->chain_end;
+	memcpy(o, l->stack_end, (size_t)(l->base + rec->size - l->stack_end));
+	nh.size = (uint16_t)len;
+	memcpy(out, &nh, sizeof(nh));
+	return (int)len;
+}
+
 int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const struct perf_event_header *rec,
 			      const struct perf_event_attr *attr, void *out, size_t outsz)
 {
-	const unsigned char *base = (const unsigned char *)rec, *chain_end, *regs_start, *stack_end;
-	unsigned char *o = out;
-	struct perfrec_sample s;
-	struct perf_event_header nh;
-	size_t prefix, kern = 0, len;
+	struct layout l;
 	unsigned nr = 0;
-	uint64_t ctx = PERF_CONTEXT_USER, n;
+	int r;
 
 	if (!u || !rec)
 		return -EINVAL;
 	if (rec->type != PERF_RECORD_SAMPLE)
 		return note_sideband(u, rec);
-	if (!attr || !(attr->sample_type & PERF_SAMPLE_STACK_USER) || !(attr->sample_type & PERF_SAMPLE_REGS_USER))
-		return 0;
-	if (perfrec_sample__parse_attr(rec, attr, &s) < 0)
-		return -EINVAL;
-	/*
-	 * Layout: everything up to the chain as it is; the chain; RAW as it
-	 * is; then REGS_USER and STACK_USER, dropped; what follows as it is.
-	 */
-	if (s.callchain) {
-		prefix = (size_t)((const unsigned char *)s.callchain - base) - sizeof(uint64_t);
-		chain_end = (const unsigned char *)(s.callchain + s.nr_callchain);
-		kern = (size_t)s.nr_callchain;
-	} else {
-		/* No CALLCHAIN in the attr: it is added where it goes, after READ. */
-		return -EINVAL;
-	}
-	regs_start = s.raw ? (const unsigned char *)s.raw + s.raw_size : chain_end;
-	stack_end = regs_start + 8 + (s.regs_abi ? (size_t)s.nr_regs * 8 : 0) + 8 + (size_t)s.stack_size +
-		    (s.stack_size ? 8 : 0);
-	if (stack_end > base + rec->size)
-		return -EINVAL;
+	r = sample_layout(rec, attr, &l);
+	if (r <= 0)
+		return r;
 	u->st.samples++;
-	if (s.regs_abi && s.regs && s.stack_size) {
-		nr = unwind(u, &s);
+	if (l.s.regs_abi && l.s.regs && l.s.stack_size) {
+		nr = unwind(u, &l.s);
 		u->st.frames += nr;
 		if (nr > 1)
 			u->st.unwound++;
-	} else if (s.regs_abi && s.regs) {
+	} else if (l.s.regs_abi && l.s.regs) {
 		/* Registers but no room for a stack: the sampled ip alone. */
-		u->cur = (struct current){ .regs = s.regs, .mask = s.regs_mask };
+		u->cur = (struct current){ .regs = l.s.regs, .mask = l.s.regs_mask };
 		u->frames[0] = reg(&u->cur, P_IP);
 		nr = 1;
 		u->st.frames++;
 	} else {
 		u->st.no_user++;
 	}
-	n = kern + (nr ? 1 + nr : 0);
-	len = prefix + 8 + (size_t)n * 8 + (size_t)(regs_start - chain_end) + (size_t)(base + rec->size - stack_end);
-	if (len > outsz || len > PERFREC_RECORD_MAX)
-		return -ENOBUFS;
-	memcpy(o, base, prefix);
-	memcpy(o + prefix, &n, 8);
-	memcpy(o + prefix + 8, s.callchain, kern * 8);
-	o += prefix + 8 + kern * 8;
-	if (nr) {
-		memcpy(o, &ctx, 8);
-		memcpy(o + 8, u->frames, (size_t)nr * 8);
-		o += 8 + (size_t)nr * 8;
-	}
-	memcpy(o, chain_end, (size_t)(regs_start - chain_end));
-	o += regs_start - chain_end;
-	memcpy(o, stack_end, (size_t)(base + rec->size - stack_end));
-	nh = *rec;
-	nh.size = (uint16_t)len;
-	memcpy(out, &nh, sizeof(nh));
-	return (int)len;
+	return write_sample(&l, u->frames, nr, out, outsz);
+}
+
+int perfrec_unwinder__strip(const struct perf_event_header *rec, const struct perf_event_attr *attr,
+			    void *out, size_t outsz)
+{
+	struct current c = {0};
+	struct layout l;
+	uint64_t ip;
+	int r;
+
+	if (!rec)
+		return -EINVAL;
+	r = sample_layout(rec, attr, &l);
+	if (r <= 0)
+		return r;
+	if (!l.s.regs_abi || !l.s.regs)
+		return write_sample(&l, NULL, 0, out, outsz);
+	c.regs = l.s.regs;
+	c.mask = l.s.regs_mask;
+	ip = reg(&c, P_IP);
+	return write_sample(&l, &ip, 1, out, outsz);
 }
 
 /* --- the queue ------------------------------------------------------------ */

@@ -621,3 +621,27 @@ Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
 	}
 	perfrec_unwinder__free(u);
 }
+
+/* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
+Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
+{
+	static unsigned char in[65536], out[65536];
+	struct perf_event_attr a = attr(), na;
+	struct perf_event_header *h = sample(&snap, in);
+	struct perfrec_sample s;
+	int n = perfrec_unwinder__strip(h, &a, out, sizeof(out));
+
+	cr_assert_gt(n, 0);
+	cr_expect_lt((size_t)n, (size_t)h->size / 20, "the stack is still in it");
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr((void *)out, &na, &s), 0);
+	cr_assert_eq(s.nr_callchain, 2);
+	cr_expect_eq(s.callchain[0], PERF_CONTEXT_USER);
+	cr_expect_eq(s.callchain[1], snap.regs[R_IP]);
+	cr_expect_eq(s.cgroup, 0x77);
+	cr_expect_eq(s.time, 1000);
+	/* Too small a buffer, and records that are not DWARF samples. */
+	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, 16), -ENOBUFS);
+	a.sample_type &= ~(uint64_t)PERF_SAMPLE_STACK_USER;
+	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, sizeof(out)), 0);
+}

@@ -72,6 +72,18 @@ PERFREC_API int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const stru
 					  const struct perf_event_attr *attr, void *out, size_t outsz);
 
 /*
+ * What a sink does with a DWARF sample it has no time to unwind: the same
+ * rewrite with the sampled user ip as the only user frame (the chain ends
+ * there, as where CFI is missing), in the layout of
+ * perfrec_unwinder__rewrite_attr(@attr), so it can go into the same file.
+ * Needs no unwinder: cheap, no state, thread-safe, for the draining thread
+ * when the queue to the unwinding worker is full.  Returns as
+ * perfrec_unwinder__rewrite() for samples, 0 for other records.
+ */
+PERFREC_API int perfrec_unwinder__strip(const struct perf_event_header *rec, const struct perf_event_attr *attr,
+					void *out, size_t outsz);
+
+/*
  * The attr of rewritten samples: @in without REGS_USER / STACK_USER and
  * with user callchains.  Attrs without a user stack come out unchanged.
  */

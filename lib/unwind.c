@@ -956,7 +956,7 @@ static int by_time(const void *a, const void *b, void *arg)
 
 int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx)
 {
-	static _Thread_local unsigned char one[PERFREC_RECORD_MAX + 1];
+	static _Thread_local _Alignas(8) unsigned char one[PERFREC_RECORD_MAX + 1];
 	size_t *order;
 	int r = 0;
 

@@ -65,15 +65,20 @@ static void find_stack_end(void)
  * the next one, whose rule for the CFA is that of the whole body) and the
  * stack from there up, as the kernel would copy them.
  */
-__attribute__((noinline)) void capture_here(struct snap *s);
-__attribute__((noinline)) void capture_here(struct snap *s)
+/*
+ * Reading the raw stack, as the kernel does, crosses ASan's redzones: not
+ * instrumented, and copied byte by byte (memcpy would be intercepted).
+ */
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s);
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s)
 {
 	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
 
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%rbx, %3\n\t"
 			 "mov %%r12, %4\n\tmov %%r13, %5\n\tmov %%r14, %6\n\tmov %%r15, %7"
 			 : "=&r"(ip), "=&r"(sp), "=&r"(bp), "=&r"(bx), "=&r"(r12), "=&r"(r13), "=&r"(r14), "=&r"(r15));
-	memset(s->regs, 0, sizeof(s->regs));
+	for (int i = 0; i < NR_REGS; i++)
+		s->regs[i] = 0;
 	s->regs[1] = bx;
 	s->regs[R_BP] = bp;
 	s->regs[R_SP] = sp;
@@ -83,7 +88,8 @@ __attribute__((noinline)) void capture_here(struct snap *s)
 	s->regs[18] = r14;
 	s->regs[19] = r15;
 	s->dyn = stack_end && stack_end - sp < STACK ? stack_end - sp : STACK;
-	memcpy(s->stack, (const void *)sp, s->dyn);
+	for (uint64_t i = 0; i < s->dyn; i++)
+		s->stack[i] = ((const volatile unsigned char *)sp)[i];
 }
 
 __attribute__((noinline)) void middle_marker(struct snap *s);

@@ -121,7 +121,7 @@ struct perfrec_unwinder {
 	struct queued *q;
 	size_t nq, qslots;
 	uint64_t last_time;
-	uint64_t frames[DEFAULT_MAX_FRAMES > 512 ? DEFAULT_MAX_FRAMES : 512];
+	uint64_t frames[512];     /* max_frames is capped to this */
 };
 
 /* --- ELF cache ----------------------------------------------------------- */

@@ -250,6 +250,10 @@ tests/e2e/workload: tests/e2e/workload.c
 tests/e2e/blocker: tests/e2e/blocker.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
+# DWARF callchain e2e workload: no frame pointers, paths through libc.
+tests/e2e/nofp: tests/e2e/nofp.c
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
+
 # BPF-symbol e2e workload: a hot socket filter loaded with libbpf.
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
 	$(Q)$(CC) -O1 -g $(DEPFLAGS) $(LDFLAGS) -o $@ $< -lbpf
@@ -258,7 +262,7 @@ tests/e2e/bpfhot: tests/e2e/bpfhot.c
 tests/e2e/phases: tests/e2e/phases.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp
 	$(Q)tests/e2e/run.sh
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
@@ -372,7 +376,7 @@ uninstall:
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
 	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
-	  tests/e2e/bpfhot tests/e2e/phases $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
+	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
 	rm -f lib/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
@@ -381,7 +385,7 @@ clean:
 # fine: their output has not been built yet, so it will be.
 DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
 	$(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
-	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases \
+	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp \
 	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
 -include $(DEP_FILES)
 

@@ -357,6 +357,36 @@ static void print_bool_key(const struct config_key *k, const struct config *c, F
 	fputs(*CFIELD(c, k, bool) ? "yes" : "no", f);
 }
 
+/* callchain=: yes or fp (frame pointers), dwarf (user stacks copied, as perf's --call-graph), no. */
+static int parse_callchain(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	bool dwarf = strcmp(v, "dwarf") == 0;
+
+	if (dwarf || strcmp(v, "fp") == 0) {
+		c->callchain = true;
+	} else if (parse_bool(v, &c->callchain) < 0) {
+		return bad_value(k, v, err, errlen);
+	}
+	c->dwarf = dwarf;
+	return 0;
+}
+
+static void print_callchain(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fputs(!c->callchain ? "no" : c->dwarf ? "dwarf" : "yes", f);
+}
+
+/* stack-size=: a multiple of 8 that fits a sample record's u16 size with the rest. */
+static int parse_stack_size(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	uint64_t u;
+
+	if (parse_size(v, &u) < 0 || u == 0 || u % 8 || u > 65528)
+		return bad_value(k, v, err, errlen);
+	c->stack_size = u;
+	return 0;
+}
+
 /*
  * Below k->min: a key where 0 is "off" says the minimum (a small value is
  * likely a slip of the unit); the others say what they take.
@@ -798,6 +828,8 @@ static const struct config_type {
 	config_print_fn *print;
 	void (*free)(const struct config_key *k, struct config *c); /* NULL: nothing to free */
 } t_bool = { parse_bool_key, print_bool_key, NULL },
+  t_callchain = { parse_callchain, print_callchain, NULL },
+  t_stack_size = { parse_stack_size, print_u64, NULL },
   t_duration = { parse_duration_key, print_duration_key, NULL },
   t_history = { parse_history, print_history, NULL },
   t_size = { parse_size_key, print_u64, NULL },
@@ -829,8 +861,12 @@ const struct config_key config_keys[] = {
 	    .what = "a positive number of Hz", .aux = F(period)),
 	KEY("record", "period", t_rate, period, NULL, "a sample every N events instead (perf record -c)",
 	    .what = "a positive number", .aux = F(freq)),
-	KEY("record", "callchain", t_bool, callchain, "yes", "record callchains (frame pointers)",
-	    .what = "a boolean (yes/no)"),
+	KEY("record", "callchain", t_callchain, callchain, "yes",
+	    "record callchains: yes (frame pointers), dwarf (user stacks copied for unwinding) or no",
+	    .what = "yes (frame pointers), dwarf or no"),
+	KEY("record", "stack-size", t_stack_size, stack_size, "8192",
+	    "bytes of user stack copied per sample with callchain=dwarf",
+	    .what = "a multiple of 8 from 8 to 65528 bytes"),
 	KEY("record", "clockid", t_clock, clockid, "monotonic", "clock of the timestamps",
 	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)"),
 	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all"),

@@ -24,6 +24,8 @@ struct config {
 	uint64_t freq;            /* Hz; 0 when period is used */
 	uint64_t period;
 	bool callchain;
+	bool dwarf;               /* callchain=dwarf: user stacks copied, not walked */
+	uint64_t stack_size;      /* stack-size=: bytes of user stack per DWARF sample */
 	int clockid;
 	char *cpus;               /* NULL: all online */
 	uint64_t mmap_bytes;      /* per-CPU ring data size */

@@ -230,9 +230,11 @@ static int cmp_double(const void *a, const void *b)
  * (the lower quartile) and the larger of the two wins: an overestimate only
  * lowers the frequency further than needed.
  */
-static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
+static int calibrate(bool callchain, uint32_t stack_user, uint64_t freq, double *ret_cost)
 {
-	enum { ROUNDS = 24, PAGES = 16 };
+	enum { ROUNDS = 24 };
+	/* Room for a chunk's samples even when each carries a stack copy. */
+	const size_t PAGES = stack_user ? 256 : 16;
 	struct perf_event_attr a = {
 		.size = sizeof(a),
 		.type = PERF_TYPE_SOFTWARE,
@@ -243,6 +245,18 @@ static int calibrate(bool callchain, uint64_t freq, double *ret_cost)
 			       PERF_SAMPLE_PERIOD | (callchain ? PERF_SAMPLE_CALLCHAIN : 0),
 		.disabled = 1,
 	};
+	/*
+	 * DWARF callchains: the kernel copies the user registers and stack
+	 * into each sample, which is most of what such a sample costs; the
+	 * calibration must pay it too (and what the drain then writes
+	 * shows in its own CPU time, as for any sample).
+	 */
+	if (callchain && stack_user) {
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = PERFREC_REGS_USER_X86_64;
+		a.sample_stack_user = stack_user;
+		a.exclude_callchain_user = 1;
+	}
 	double w_off[ROUNDS], w_on[ROUNDS], cpu_off = 0, cpu_on = 0, t;
 	size_t psz = (size_t)sysconf(_SC_PAGESIZE), len = (1 + PAGES) * psz;
 	uint64_t samples = 0;
@@ -343,7 +357,8 @@ int governor_new(const struct config *cfg, struct governor **ret)
 	cal_freq = cfg->freq > 1000 ? cfg->freq : 1000;
 	if (perfrec_evlist__max_sample_rate() > 0 && cal_freq > (uint64_t)perfrec_evlist__max_sample_rate())
 		cal_freq = (uint64_t)perfrec_evlist__max_sample_rate();
-	r = calibrate(cfg->callchain, cal_freq, &g->sample_cost_sec);
+	r = calibrate(cfg->callchain, cfg->dwarf ? (uint32_t)cfg->stack_size : 0, cal_freq,
+		      &g->sample_cost_sec);
 	g->calibrated = r >= 0;
 	if (r < 0) {
 		g->sample_cost_sec = FALLBACK_SAMPLE_COST_SEC;

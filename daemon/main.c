@@ -68,7 +68,9 @@ static void usage(FILE *f)
 		"  -F, --freq HZ          sample at HZ per CPU\n"
 		"  -P, --period N         sample every N events instead\n"
 		"  -g                     record callchains (frame pointers)\n"
-		"      --call-graph[=fp]  the same, as perf spells it (dwarf, lbr: not supported)\n"
+		"      --call-graph[=fp]  the same, as perf spells it\n"
+		"      --call-graph=dwarf[,SIZE]  copy SIZE bytes (8192) of user stack per sample,\n"
+		"                         unwound by the reader with DWARF CFI (perf report)\n"
 		"      --no-call-graph    do not record callchains\n"
 		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
 		"  -a, --all-cpus         system-wide (always so; accepted as perf accepts it)\n"
@@ -227,21 +229,29 @@ static int switch_output_key(const char *v, const char **ret_key, char *err, siz
 	return -EINVAL;
 }
 
-/* --call-graph MODE: fp is what we record; the others are refused with why. */
-static int call_graph_mode(const char *v, char *err, size_t errlen)
+/*
+ * --call-graph MODE: fp (walked by the kernel), or dwarf[,SIZE] (user
+ * stacks copied for unwinding later), as perf spells them; lbr is refused
+ * with why.  Returns the callchain= value, with *ret_size pointing at the
+ * SIZE after "dwarf," (NULL when none); NULL on error with @err written.
+ */
+static const char *call_graph_mode(const char *v, const char **ret_size, char *err, size_t errlen)
 {
+	*ret_size = NULL;
 	if (!v || strcmp(v, "fp") == 0)
-		return 0;
-	if (strcmp(v, "dwarf") == 0 || strncmp(v, "dwarf,", 6) == 0)
-		snprintf(err, errlen, "--call-graph %s: not supported yet: perfrecd does not copy user stacks "
-			 "to unwind them with DWARF, so its callchains come from frame pointers only "
-			 "(--call-graph fp, or -g)", v);
-	else if (strcmp(v, "lbr") == 0)
-		snprintf(err, errlen, "--call-graph lbr: not supported: perfrecd walks frame pointers only "
-			 "(--call-graph fp, or -g)");
+		return "yes";
+	if (strcmp(v, "dwarf") == 0)
+		return "dwarf";
+	if (strncmp(v, "dwarf,", 6) == 0) {
+		*ret_size = v + 6;
+		return "dwarf";
+	}
+	if (strcmp(v, "lbr") == 0)
+		snprintf(err, errlen, "--call-graph lbr: not supported: perfrecd records frame-pointer "
+			 "or DWARF callchains (--call-graph fp, or dwarf[,SIZE])");
 	else
-		snprintf(err, errlen, "--call-graph %s: unknown mode (fp; dwarf and lbr are not supported)", v);
-	return -EINVAL;
+		snprintf(err, errlen, "--call-graph %s: unknown mode (fp, or dwarf[,SIZE]; lbr is not supported)", v);
+	return NULL;
 }
 
 /* A word perf's --call-graph takes as its value, after a space. */
@@ -424,12 +434,19 @@ static int perf_option(int c, int argc, char **argv, const char **key, char **va
 	case 'o':
 		check_output(optarg, err, errlen);
 		break;
-	case OPT_CALL_GRAPH:
+	case OPT_CALL_GRAPH: {
+		const char *size, *mode;
+
 		/* perf writes "--call-graph fp": take the mode after a space too. */
 		if (!optarg && optind < argc && is_call_graph_mode(argv[optind]))
 			optarg = argv[optind++];
-		call_graph_mode(optarg, err, errlen);
+		mode = call_graph_mode(optarg, &size, err, errlen);
+		if (mode)
+			*value = (char *)mode;
+		if (size && add_set("record", "stack-size", (char *)size))
+			return 2;
 		break;
+	}
 	case 'C':
 		check_cpus_online(optarg, err, errlen);
 		break;

@@ -245,6 +245,10 @@ int manifest_write(const struct manifest_info *mi)
 	json_object_object_add(root, "recovered", json_object_new_boolean(mi->recovered));
 	json_object_object_add(root, "events", events_json(mi));
 	json_object_object_add(root, "callchain", json_object_new_boolean(c && c->callchain));
+	if (c && c->callchain)
+		json_object_object_add(root, "callchain_mode", json_object_new_string(c->dwarf ? "dwarf" : "fp"));
+	if (c && c->callchain && c->dwarf)
+		json_object_object_add(root, "stack_size", json_object_new_uint64(c->stack_size));
 	json_object_object_add(root, "cpus", cpus_json(mi));
 	json_object_object_add(root, "samples", json_object_new_uint64(mi->samples));
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));

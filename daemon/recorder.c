@@ -124,6 +124,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	eo.freq = cfg->freq;
 	eo.period = cfg->period;
 	eo.callchain = cfg->callchain;
+	eo.stack_user = cfg->callchain && cfg->dwarf ? (uint32_t)cfg->stack_size : 0;
 	eo.clockid = cfg->clockid;
 	/* mmap-size is a power of two >= 4K (config.c); pages follow. */
 	eo.mmap_pages = cfg->mmap_bytes / (size_t)sysconf(_SC_PAGESIZE);
@@ -334,6 +335,7 @@ struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64
 		.sz = sizeof(struct perfrec_synth_opts),
 		.sample_type = rec->sideband_sample_type, .id = rec->sideband_id, .time = time,
 		.build_ids = true, .kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+		.data_maps = rec->cfg->callchain && rec->cfg->dwarf,
 	};
 }
 

@@ -193,8 +193,65 @@ static void skip_read_format(struct cursor *c, uint64_t rf)
 	}
 }
 
-int perfrec_sample__parse(const struct perf_event_header *rec, uint64_t st, uint64_t rf,
-			  struct perfrec_sample *ret)
+/*
+ * The body after RAW: BRANCH_STACK, REGS_USER, STACK_USER, WEIGHT,
+ * DATA_SRC, TRANSACTION, REGS_INTR, PHYS_ADDR, CGROUP (perf_output_sample();
+ * the UAPI comment leaves CGROUP out).  Register sets need their attr's
+ * masks: without @a only a body free of variable-size fields before CGROUP
+ * is walked, and CGROUP is left 0.
+ */
+static void parse_tail(struct cursor *c, uint64_t st, const struct perf_event_attr *a,
+		       struct perfrec_sample *s)
+{
+	uint64_t var = PERF_SAMPLE_BRANCH_STACK | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+		       PERF_SAMPLE_REGS_INTR;
+
+	/* Branch stacks depend on branch_sample_type (HW_INDEX): never recorded here. */
+	if (st & PERF_SAMPLE_BRANCH_STACK)
+		return;
+	if (!a && (st & var))
+		return;
+	if (st & PERF_SAMPLE_REGS_USER) {
+		s->regs_abi = take64(c);
+		if (s->regs_abi) {
+			s->regs_mask = a->sample_regs_user;
+			s->nr_regs = (uint32_t)__builtin_popcountll(s->regs_mask);
+			s->regs = take_bytes(c, (uint64_t)s->nr_regs * 8);
+		}
+	}
+	if (st & PERF_SAMPLE_STACK_USER) {
+		/*
+		 * size, then size bytes, then (only when size != 0) the
+		 * dyn_size the kernel could actually copy, at most size.
+		 */
+		s->stack_size = take64(c);
+		if (!c->err && s->stack_size > (uint64_t)(c->end - c->p))
+			c->err = -EINVAL;
+		s->stack = take_bytes(c, s->stack_size);
+		if (s->stack_size) {
+			s->stack_dyn_size = take64(c);
+			if (!c->err && s->stack_dyn_size > s->stack_size)
+				c->err = -EINVAL;
+		}
+	}
+	if (st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT))
+		take64(c);
+	if (st & PERF_SAMPLE_DATA_SRC)
+		take64(c);
+	if (st & PERF_SAMPLE_TRANSACTION)
+		take64(c);
+	if (st & PERF_SAMPLE_REGS_INTR) {
+		if (take64(c))
+			take_bytes(c, (uint64_t)__builtin_popcountll(a->sample_regs_intr) * 8);
+	}
+	if (st & PERF_SAMPLE_PHYS_ADDR)
+		take64(c);
+	if (st & PERF_SAMPLE_CGROUP)
+		s->cgroup = take64(c);
+}
+
+static int parse(const struct perf_event_header *rec, uint64_t st, uint64_t rf,
+		 const struct perf_event_attr *a, struct perfrec_sample *ret)
 {
 	struct perfrec_sample s = {0};
 	struct cursor c;
@@ -242,29 +299,24 @@ int perfrec_sample__parse(const struct perf_event_header *rec, uint64_t st, uint
 			s.raw = take_bytes(&c, s.raw_size);
 		}
 	}
-	/*
-	 * The kernel writes cgroup after phys_addr and before the page sizes
-	 * and AUX (perf_output_sample(); the UAPI comment leaves it out).
-	 * Between RAW and it only fixed-size fields can be stepped over here:
-	 * branch stacks and register sets need attr fields we are not given.
-	 */
-	if ((st & PERF_SAMPLE_CGROUP) &&
-	    !(st & (PERF_SAMPLE_BRANCH_STACK | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
-		    PERF_SAMPLE_REGS_INTR))) {
-		if (st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT))
-			take64(&c);
-		if (st & PERF_SAMPLE_DATA_SRC)
-			take64(&c);
-		if (st & PERF_SAMPLE_TRANSACTION)
-			take64(&c);
-		if (st & PERF_SAMPLE_PHYS_ADDR)
-			take64(&c);
-		s.cgroup = take64(&c);
-	}
+	if (!c.err)
+		parse_tail(&c, st, a, &s);
 	if (c.err)
 		return c.err;
 	*ret = s;
 	return 0;
+}
+
+int perfrec_sample__parse(const struct perf_event_header *rec, uint64_t st, uint64_t rf,
+			  struct perfrec_sample *ret)
+{
+	return parse(rec, st, rf, NULL, ret);
+}
+
+int perfrec_sample__parse_attr(const struct perf_event_header *rec, const struct perf_event_attr *attr,
+			       struct perfrec_sample *ret)
+{
+	return parse(rec, attr->sample_type, attr->read_format, attr, ret);
 }
 
 int perfrec_event__identifier(const struct perf_event_header *rec, uint64_t *ret_id)

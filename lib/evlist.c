@@ -93,6 +93,7 @@ struct perfrec_evlist {
 	size_t mmap_pages;
 	uint32_t wakeup_bytes;
 	bool context_switch;
+	uint32_t stack_user;
 
 	int target;                   /* enum perfrec_target_kind */
 	int32_t pid;
@@ -310,6 +311,7 @@ int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 	el->mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
 	el->wakeup_bytes = PERFREC_OPTS_GET(opts, wakeup_bytes, (uint32_t)0);
 	el->context_switch = PERFREC_OPTS_GET(opts, context_switch, false);
+	el->stack_user = PERFREC_OPTS_GET(opts, stack_user, (uint32_t)0);
 	if (!el->mmap_pages)
 		el->mmap_pages = DEFAULT_MMAP_PAGES;
 	el->cgroup_fd = -1;
@@ -317,6 +319,17 @@ int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 	if (r < 0)
 		goto fail;
 
+	if (el->stack_user % 8 || el->stack_user > PERFREC_STACK_USER_MAX) {
+		r = -EINVAL;
+		goto fail;
+	}
+#ifndef __x86_64__
+	/* The register mask is per architecture; only x86_64's is known here. */
+	if (el->stack_user) {
+		r = -EOPNOTSUPP;
+		goto fail;
+	}
+#endif
 	r = check_rate(el->freq, el->period);
 	if (r < 0)
 		goto fail;
@@ -419,6 +432,8 @@ static void sideband_attr(const struct perfrec_evlist *el, struct perf_event_att
 	a->cgroup = 1;
 	a->namespaces = 1;
 	a->context_switch = el->context_switch;
+	/* DWARF unwinders read .eh_frame_hdr from the data mappings (as perf). */
+	a->mmap_data = el->stack_user != 0;
 }
 
 static void sampler_attr(const struct perfrec_evlist *el, const struct perfrec_evspec *spec,
@@ -431,6 +446,18 @@ static void sampler_attr(const struct perfrec_evlist *el, const struct perfrec_e
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		a->exclude_callchain_user = 0;
 		a->exclude_callchain_kernel = 0;
+		if (el->stack_user) {
+			/*
+			 * DWARF mode, as perf record --call-graph dwarf: the
+			 * kernel walks only kernel frames, and the user part is
+			 * the registers plus a copy of the stack from SP up,
+			 * unwound later with the binaries' CFI.
+			 */
+			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a->sample_regs_user = PERFREC_REGS_USER_X86_64;
+			a->sample_stack_user = el->stack_user;
+			a->exclude_callchain_user = 1;
+		}
 	}
 	if (a->type == PERF_TYPE_TRACEPOINT) {
 		/* Every hit, with its payload, as perf record does for tracepoints. */

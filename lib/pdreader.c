@@ -1221,7 +1221,7 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 		a = perfrec_pdreader__attr_by_id(r, id);
 		break;
 	case ID_SAME_LAYOUT:
-		if (perfrec_sample__parse(rec, r->attrs[0].attr.sample_type, r->attrs[0].attr.read_format, &s) < 0)
+		if (perfrec_sample__parse_attr(rec, &r->attrs[0].attr, &s) < 0)
 			return fail(r, off, "SAMPLE does not parse for sample_type 0x%llx",
 				    (unsigned long long)r->attrs[0].attr.sample_type);
 		id = s.id;
@@ -1230,7 +1230,7 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 	}
 	if (!a)
 		return fail(r, off, "SAMPLE with unknown id %llu", (unsigned long long)id);
-	if (perfrec_sample__parse(rec, a->attr.sample_type, a->attr.read_format, &s) < 0)
+	if (perfrec_sample__parse_attr(rec, &a->attr, &s) < 0)
 		return fail(r, off, "SAMPLE (size %u) does not parse for its attr's sample_type 0x%llx read_format 0x%llx",
 			    rec->size, (unsigned long long)a->attr.sample_type, (unsigned long long)a->attr.read_format);
 
@@ -1240,6 +1240,11 @@ static int check_sample(struct perfrec_pdreader *r, const struct perf_event_head
 
 	r->stats.nr_samples++;
 	r->per_attr[attr_index(r, a)]++;
+	if (s.stack_size) {
+		r->stats.stack_samples++;
+		r->stats.stack_bytes += s.stack_size;
+		r->stats.stack_dyn_bytes += s.stack_dyn_size;
+	}
 	if (a->attr.sample_type & PERF_SAMPLE_CPU) {
 		if (s.cpu < MAX_CPUS) {
 			r->per_cpu[s.cpu]++;

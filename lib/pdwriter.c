@@ -105,6 +105,7 @@ struct perfrec_pdwriter {
 	uint64_t *track_buf;                /* a record split across iovecs */
 	const struct wattr *last_attr;      /* of the last sample's id */
 	uint64_t first_time, last_time;
+	bool rec_raw;      /* the record in rec_left goes out uncompressed */
 };
 
 static uint64_t align8(uint64_t v)
@@ -349,6 +350,11 @@ static int send_tracing_data(struct perfrec_pdwriter *w)
 	return stream_out(w, iov, 3);
 }
 
+static bool has_chains(const struct perf_event_attr *a)
+{
+	return a->sample_type & (PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+}
+
 /*
  * Pipe mode's counterpart of the attrs section: the pipe header, one
  * HEADER_ATTR {header, attr, ids} per event, then the features known now
@@ -370,6 +376,26 @@ static int begin_stream(struct perfrec_pdwriter *w)
 	r = stream_out(w, iov, 1);
 	if (r < 0)
 		return r;
+	/*
+	 * Attrs with callchains or user stacks first: perf 6.1 (script and
+	 * report) sets up unwinding from the evlist's combined sample_type,
+	 * which it computes at the first HEADER_ATTR and then keeps; a
+	 * side-band attr first would leave DWARF stacks not unwound.  The
+	 * attrs themselves are reordered (stably), so that EVENT_DESC lists
+	 * them in the order of the HEADER_ATTR records, as readers check.
+	 */
+	for (size_t i = 1; i < w->nr_attrs; i++) {
+		struct wattr a = w->attrs[i];
+		size_t j = i;
+
+		if (!has_chains(&a.attr))
+			continue;
+		while (j > 0 && !has_chains(&w->attrs[j - 1].attr)) {
+			w->attrs[j] = w->attrs[j - 1];
+			j--;
+		}
+		w->attrs[j] = a;
+	}
 	for (size_t i = 0; i < w->nr_attrs; i++) {
 		h.type = PERFREC_RECORD_HEADER_ATTR;
 		h.misc = 0;
@@ -390,7 +416,7 @@ static int begin_stream(struct perfrec_pdwriter *w)
 		struct perfrec_compressed_feature cf = {
 			.version = 0, .type = PERFREC_COMP_ZSTD,
 			.level = (uint32_t)perfrec_compress__level(w->zc),
-			.ratio = 0, .mmap_len = PERFREC_COMPRESS_CHUNK,
+			.ratio = 0, .mmap_len = PERFREC_COMPRESS_MMAP_LEN,
 		};
 
 		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
@@ -694,11 +720,21 @@ static int feed(struct perfrec_pdwriter *w, const unsigned char *p, size_t len)
 	return perfrec_compress__feed(w->zc, &v, 1, emit_compressed, w);
 }
 
+/* A record larger than a chunk, written as it is after the pending COMPRESSED one. */
+static int raw_out(struct perfrec_pdwriter *w, const unsigned char *p, size_t len)
+{
+	struct iovec v = { .iov_base = (void *)p, .iov_len = len };
+
+	return data_out(w, &v, 1, len);
+}
+
 /*
  * Compress whole records: before a record that would take the pending
- * COMPRESSED record past PERFREC_COMPRESS_CHUNK input bytes, close it.  Only
- * a single record larger than that (rare: 60 KiB+) is split across two, which
- * readers (perf's included) join again.
+ * COMPRESSED record past PERFREC_COMPRESS_CHUNK input bytes, close it.  A
+ * record larger than a chunk (a sample with a DWARF stack copy of up to
+ * 64 KiB) goes out uncompressed: perf 6.1 refuses a record that does not
+ * fit in what one COMPRESSED record decompresses to, and a compressed
+ * record of its own could outgrow 64 KiB on incompressible bytes.
  */
 static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov, int iovcnt)
 {
@@ -727,6 +763,19 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 				if (h.size >= sizeof(h) && h.size <= left) {
 					size_t pending = perfrec_compress__pending(w->zc) + run_len;
 
+					if (h.size > PERFREC_COMPRESS_CHUNK) {
+						r = run_len ? feed(w, run, run_len) : 0;
+						if (r == 0)
+							r = perfrec_compress__flush(w->zc, emit_compressed, w);
+						if (r == 0)
+							r = raw_out(w, p, h.size);
+						if (r < 0)
+							return r;
+						run_len = 0;
+						p += h.size;
+						left -= h.size;
+						continue;
+					}
 					if (pending && pending + h.size > PERFREC_COMPRESS_CHUNK) {
 						r = run_len ? feed(w, run, run_len) : 0;
 						if (r == 0)
@@ -752,7 +801,7 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 			}
 			if (w->rec_left) {
 				n = left < w->rec_left ? left : w->rec_left;
-				r = feed(w, p, n);
+				r = w->rec_raw ? raw_out(w, p, n) : feed(w, p, n);
 				if (r < 0)
 					return r;
 				w->rec_left -= n;
@@ -787,13 +836,14 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 				}
 				return 0;
 			}
+			w->rec_raw = h.size > PERFREC_COMPRESS_CHUNK;
 			if (perfrec_compress__pending(w->zc) &&
-			    perfrec_compress__pending(w->zc) + h.size > PERFREC_COMPRESS_CHUNK) {
+			    (w->rec_raw || perfrec_compress__pending(w->zc) + h.size > PERFREC_COMPRESS_CHUNK)) {
 				r = perfrec_compress__flush(w->zc, emit_compressed, w);
 				if (r < 0)
 					return r;
 			}
-			r = feed(w, w->rec_hdr, sizeof(h));
+			r = w->rec_raw ? raw_out(w, w->rec_hdr, sizeof(h)) : feed(w, w->rec_hdr, sizeof(h));
 			if (r < 0)
 				return r;
 			w->rec_left = h.size - sizeof(h);
@@ -1154,7 +1204,7 @@ int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 		struct perfrec_compressed_feature cf = {
 			.version = 0, .type = PERFREC_COMP_ZSTD,
 			.level = (uint32_t)perfrec_compress__level(w->zc),
-			.mmap_len = PERFREC_COMPRESS_CHUNK,
+			.mmap_len = PERFREC_COMPRESS_MMAP_LEN,
 		};
 		uint64_t in, out;
 

@@ -153,7 +153,7 @@ static const struct perfrec_pdreader_attr *sample_attr(const struct walk *wk, co
 		const struct perf_event_attr *a0 = &perfrec_pdreader__attr(wk->r, 0)->attr;
 
 		if (!(a0->sample_type & PERF_SAMPLE_ID) ||
-		    perfrec_sample__parse(rec, a0->sample_type, a0->read_format, &s) < 0)
+		    perfrec_sample__parse_attr(rec, a0, &s) < 0)
 			return NULL;
 	}
 	return perfrec_pdreader__attr_by_id(wk->r, s.id);
@@ -170,7 +170,7 @@ static bool sound_record(struct walk *wk, const struct perf_event_header *rec)
 		const struct perfrec_pdreader_attr *a = sample_attr(wk, rec);
 		struct perfrec_sample s;
 
-		if (!a || perfrec_sample__parse(rec, a->attr.sample_type, a->attr.read_format, &s) < 0)
+		if (!a || perfrec_sample__parse_attr(rec, &a->attr, &s) < 0)
 			return false;
 		wk->st.samples++;
 		if (a->attr.sample_type & PERF_SAMPLE_TIME) {
@@ -425,8 +425,8 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 		/* A .tmp has no HEADER_COMPRESSED yet; readers need its mmap_len. */
 		struct perfrec_compressed_feature cf = {
 			.type = PERFREC_COMP_ZSTD,
-			.mmap_len = wk->max_frame > PERFREC_COMPRESS_CHUNK ? (uint32_t)wk->max_frame
-									   : PERFREC_COMPRESS_CHUNK,
+			.mmap_len = wk->max_frame > PERFREC_COMPRESS_MMAP_LEN ? (uint32_t)wk->max_frame
+									      : PERFREC_COMPRESS_MMAP_LEN,
 		};
 
 		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));

@@ -80,6 +80,7 @@ struct bid_entry {
 struct synth {
 	uint64_t sample_type, id, time;
 	bool build_ids;
+	bool data_maps;
 	const char *proc;
 	const char *sysfs;
 	uint64_t kernel_text, kernel_etext; /* from the caller, 0: read them */
@@ -114,6 +115,7 @@ static int synth_new(const struct perfrec_synth_opts *opts, perfrec_synth_emit_f
 	if (!s->sysfs)
 		s->sysfs = "/sys";
 	s->build_ids = PERFREC_OPTS_GET(opts, build_ids, false);
+	s->data_maps = PERFREC_OPTS_GET(opts, data_maps, false);
 	s->kernel_text = PERFREC_OPTS_GET(opts, kernel_text, 0);
 	s->kernel_etext = PERFREC_OPTS_GET(opts, kernel_etext, 0);
 	s->pids = PERFREC_OPTS_GET(opts, pids, (const uint32_t *)NULL);
@@ -450,8 +452,11 @@ static int synth_map_line(struct synth *s, uint32_t pid, char *line)
 	perms = p;
 	if (strnlen(perms, 4) < 4 || perms[4] != ' ')
 		return 0;
-	/* Only code matters for symbol resolution, as in perf's default. */
-	if (perms[2] != 'x')
+	/*
+	 * Only code matters for symbol resolution, as in perf's default;
+	 * with data_maps, readable files too (their CFI index for unwinders).
+	 */
+	if (perms[2] != 'x' && !(s->data_maps && perms[0] == 'r'))
 		return 0;
 	p += 5;
 	if (!parse_hex(&p, &pgoff) || !skip_char(&p, ' ') || !parse_hex(&p, &maj) ||
@@ -461,6 +466,8 @@ static int synth_map_line(struct synth *s, uint32_t pid, char *line)
 	skip_spaces(&p);
 	name = p;
 	name_len = strlen(name);
+	if (perms[2] != 'x' && name[0] != '/')
+		return 0;
 	if (!name_len) {
 		/* perf names anonymous executable memory (JIT code) like this. */
 		name = anon;
@@ -469,7 +476,7 @@ static int synth_map_line(struct synth *s, uint32_t pid, char *line)
 	if (end <= start)
 		return 0;
 
-	a.misc = PERF_RECORD_MISC_USER;
+	a.misc = PERF_RECORD_MISC_USER | (perms[2] == 'x' ? 0 : PERF_RECORD_MISC_MMAP_DATA);
 	a.pid = pid;
 	a.tid = pid;
 	a.start = start;
@@ -478,7 +485,8 @@ static int synth_map_line(struct synth *s, uint32_t pid, char *line)
 	a.maj = (uint32_t)maj;
 	a.min = (uint32_t)min;
 	a.ino = ino;
-	a.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
+	a.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+		 (perms[2] == 'x' ? PROT_EXEC : 0);
 	a.flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
 	a.name = name;
 	a.name_len = name_len;

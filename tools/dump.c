@@ -129,6 +129,11 @@ static void dump_text(struct perfrec_pdreader *r, const char *path, int vret)
 			printf("  cpu %-4zu %llu\n", c, (unsigned long long)st->samples_per_cpu[c]);
 	if (st->samples_other_cpu)
 		printf("  cpu ?    %llu\n", (unsigned long long)st->samples_other_cpu);
+	if (st->stack_samples)
+		printf("user stacks: %llu samples, %llu bytes copied per sample, %llu of them filled\n",
+		       (unsigned long long)st->stack_samples,
+		       (unsigned long long)(st->stack_bytes / st->stack_samples),
+		       (unsigned long long)(st->stack_dyn_bytes / st->stack_samples));
 	printf("lost: %llu events (LOST), %llu samples (LOST_SAMPLES)\n",
 	       (unsigned long long)st->lost, (unsigned long long)st->lost_samples);
 	if (st->has_time)
@@ -209,6 +214,9 @@ static void dump_json(struct perfrec_pdreader *r, const char *path, int vret)
 	}
 	json_object_object_add(o, "samples_per_cpu", cpus);
 	json_object_object_add(o, "lost", json_object_new_uint64(st->lost));
+	json_object_object_add(o, "stack_samples", json_object_new_uint64(st->stack_samples));
+	json_object_object_add(o, "stack_bytes", json_object_new_uint64(st->stack_bytes));
+	json_object_object_add(o, "stack_dyn_bytes", json_object_new_uint64(st->stack_dyn_bytes));
 	json_object_object_add(o, "lost_samples", json_object_new_uint64(st->lost_samples));
 	if (st->has_time) {
 		json_object_object_add(o, "first_time", json_object_new_uint64(st->first_time));

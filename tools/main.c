@@ -16,6 +16,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "dump", "[--json] FILE", "show features, attrs, record counts and sample stats of a perf.data file", cmd_dump },
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
+	{ "unwind", "IN [-o] OUT", "rewrite a raw DWARF recording (--call-graph dwarf) into callchains unwound on this host: small, and whole stacks in every reader", cmd_unwind },
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
 	{ "ls", "[--json] [DIR|FILE...] | --bucket URL [--host NAME] [--label K=V]...", "list recorded files on a wall-clock time line, gaps shown (default: the output directory)", cmd_ls },
 	{ "cut", "--from T --to T | --at T [--around D] [-o OUT] [-z] [--force] [--no-live] [DIR|FILE... | --bucket URL [--host NAME] [--label K=V]...]", "write one perf.data of a time window across rotated files (and the daemon's unpublished data)", cmd_cut },

@@ -66,14 +66,15 @@ if [ ! -d $c7 ] || [ "$(cat $c7/online 2>/dev/null)" = 0 ]; then
 fi
 shows "-C 0" "cpus=0" -C 0
 
-# --call-graph: fp, as perf spells it (after = or a space); dwarf and lbr
-# refused with the limitation named.
+# --call-graph: fp or dwarf[,SIZE], as perf spells them (after = or a
+# space); lbr refused with the limitation named.
 shows "--call-graph fp" "callchain=yes" --no-call-graph --call-graph fp
 shows "--call-graph=fp" "callchain=yes" --no-call-graph --call-graph=fp
 shows "--call-graph alone" "callchain=yes" --no-call-graph --call-graph
 shows "--call-graph fp -F 99" "frequency=99" --call-graph fp -F 99
-refused "--call-graph dwarf" 2 "--call-graph dwarf: not supported yet: .*frame pointers" --call-graph dwarf
-refused "--call-graph=dwarf,8192" 2 "--call-graph dwarf,8192: not supported yet" --call-graph=dwarf,8192
+shows "--call-graph dwarf" "callchain=dwarf" --call-graph dwarf
+shows "--call-graph=dwarf,4096" "stack-size=4096" --call-graph=dwarf,4096
+shows "--call-graph dwarf -g" "callchain=yes" --call-graph dwarf -g
 refused "--call-graph lbr" 2 "--call-graph lbr: not supported" --call-graph lbr
 refused "--call-graph xyz" 2 "--call-graph xyz: unknown mode" --call-graph=xyz
 

@@ -37,7 +37,7 @@ static void exercise(const uint8_t *data, size_t size, bool salvage)
 		if (perfrec_event__identifier(rec, &id) == 0 && perfrec_pdreader__attr_by_id(r, id))
 			a = perfrec_pdreader__attr_by_id(r, id);
 		if (a && rec->type == PERF_RECORD_SAMPLE)
-			perfrec_sample__parse(rec, a->attr.sample_type, a->attr.read_format, &s);
+			perfrec_sample__parse_attr(rec, &a->attr, &s);
 	}
 	perfrec_pdreader__free(r);
 }

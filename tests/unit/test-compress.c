@@ -337,7 +337,8 @@ Test(compress, writer_levels_read_back_like_the_uncompressed_file)
 		cr_assert_eq(cf.version, 0);
 		cr_assert_eq(cf.type, PERFREC_COMP_ZSTD);
 		cr_assert_eq(cf.level, (uint32_t)levels[i]);
-		cr_assert_eq(cf.mmap_len, PERFREC_COMPRESS_CHUNK);
+		/* Room for a chunk and a whole 64 KiB record cut at its end (perf 6.1). */
+		cr_assert_geq(cf.mmap_len, PERFREC_COMPRESS_CHUNK + PERFREC_RECORD_MAX);
 		cr_assert_geq(cf.ratio, 3);
 		cr_assert_leq(st->max_decompressed, cf.mmap_len);
 

@@ -114,7 +114,7 @@ Test(config, errors_name_file_line_and_key)
 		{ "[record]\nevents=\n", "t.conf:2: events" },
 		{ "[record]\ndrain-priority=100\n", "t.conf:2: drain-priority: '100' is not a real-time priority" },
 		{ "[record]\ndrain-priority=-1\n", "t.conf:2: drain-priority" },
-		{ "[record]\ncallchain=maybe\n", "t.conf:2: callchain: 'maybe' is not a boolean" },
+		{ "[record]\ncallchain=maybe\n", "t.conf:2: callchain: 'maybe' is not yes (frame pointers), dwarf or no" },
 		{ "[record]\ncheckpoint-interval=50ms\n", "is not a duration of at least 100ms" },
 		{ "[output]\nhistory-max=1K\n", "t.conf:2: history-max: '1K' is not a size of at least 1M" },
 	};

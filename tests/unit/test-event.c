@@ -206,3 +206,94 @@ Test(event, a_chain_is_not_ended_without_room_or_callchains)
 	cr_assert_eq(perfrec_sample__end_user_chain(h, BASE | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP, 0, out,
 						    sizeof(out)), 0);
 }
+
+/*
+ * DWARF callchains: after the callchain, REGS_USER (abi, one u64 per bit
+ * of sample_regs_user) and STACK_USER (size, the bytes, dyn_size), then
+ * the cgroup.  @stack_size bytes of stack, @dyn of them filled; abi 0 (a
+ * kernel thread) has no registers.
+ */
+static struct perf_event_header *build_dwarf(struct builder *b, struct perf_event_attr *a,
+					     uint64_t abi, uint64_t stack_size, uint64_t dyn)
+{
+	struct perf_event_header *h = (struct perf_event_header *)b->buf;
+
+	memset(a, 0, sizeof(*a));
+	a->sample_type = BASE | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+			 PERF_SAMPLE_CGROUP;
+	a->sample_regs_user = 0x7; /* three registers */
+	a->sample_stack_user = (uint32_t)stack_size;
+	build(b, BASE | PERF_SAMPLE_CALLCHAIN);
+	put(b, abi);
+	if (abi)
+		for (uint64_t r = 0; r < 3; r++)
+			put(b, 0x1000 + r);
+	put(b, stack_size);
+	for (uint64_t i = 0; i < stack_size / 8; i++)
+		put(b, 0x5100 + i);
+	if (stack_size)
+		put(b, dyn);
+	put(b, CGID);
+	h->size = (uint16_t)b->len;
+	return h;
+}
+
+Test(event, registers_and_the_stack_copy_are_decoded_with_the_attr)
+{
+	static const struct { uint64_t abi, size, dyn; } cases[] = {
+		{ PERF_SAMPLE_REGS_ABI_64, 64, 40 },
+		{ PERF_SAMPLE_REGS_ABI_64, 64, 64 },
+		{ PERF_SAMPLE_REGS_ABI_NONE, 0, 0 },  /* kernel thread: neither */
+		{ PERF_SAMPLE_REGS_ABI_64, 0, 0 },    /* no room left for a stack */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct perf_event_attr a;
+		struct builder b;
+		struct perf_event_header *h = build_dwarf(&b, &a, cases[i].abi, cases[i].size, cases[i].dyn);
+		struct perfrec_sample s;
+
+		cr_assert_eq(perfrec_sample__parse_attr(h, &a, &s), 0, "case %zu", i);
+		cr_expect_eq(s.nr_callchain, 3, "case %zu", i);
+		cr_expect_eq(s.regs_abi, cases[i].abi, "case %zu", i);
+		cr_expect_eq(s.nr_regs, cases[i].abi ? 3 : 0, "case %zu", i);
+		if (cases[i].abi) {
+			cr_assert_not_null(s.regs);
+			cr_expect_eq(s.regs[0], 0x1000);
+			cr_expect_eq(s.regs[2], 0x1002);
+		}
+		cr_expect_eq(s.stack_size, cases[i].size, "case %zu", i);
+		cr_expect_eq(s.stack_dyn_size, cases[i].dyn, "case %zu", i);
+		if (cases[i].size) {
+			uint64_t first;
+
+			memcpy(&first, s.stack, 8);
+			cr_expect_eq(first, 0x5100, "case %zu", i);
+		}
+		cr_expect_eq(s.cgroup, CGID, "case %zu: the cgroup after the stack", i);
+		/* Without the attr's masks the parser stops before the registers. */
+		cr_assert_eq(perfrec_sample__parse(h, a.sample_type, 0, &s), 0);
+		cr_expect_eq(s.cgroup, 0, "case %zu: a cgroup guessed without the masks", i);
+		cr_expect_eq(s.stack_size, 0);
+	}
+}
+
+Test(event, a_stack_copy_that_does_not_add_up_does_not_parse)
+{
+	struct perf_event_attr a;
+	struct builder b;
+	struct perf_event_header *h;
+	struct perfrec_sample s;
+
+	/* dyn_size larger than the copy. */
+	h = build_dwarf(&b, &a, PERF_SAMPLE_REGS_ABI_64, 32, 40);
+	cr_expect_eq(perfrec_sample__parse_attr(h, &a, &s), -EINVAL);
+	/* A size running past the record's end. */
+	h = build_dwarf(&b, &a, PERF_SAMPLE_REGS_ABI_64, 32, 8);
+	memcpy((char *)b.buf + h->size - 8 - 8 - 32 - 8, &(uint64_t){ 4096 }, 8);
+	cr_expect_eq(perfrec_sample__parse_attr(h, &a, &s), -EINVAL);
+	/* Cut inside the registers. */
+	h = build_dwarf(&b, &a, PERF_SAMPLE_REGS_ABI_64, 0, 0);
+	h->size = (uint16_t)(sizeof(*h) + 6 * 8 + 4 * 8 + 8 + 16);
+	cr_expect_eq(perfrec_sample__parse_attr(h, &a, &s), -EINVAL);
+}

@@ -24,6 +24,15 @@
  * 65535 - 8 bytes a record's payload may have.
  */
 #define PERFREC_COMPRESS_CHUNK (60u * 1024)
+/*
+ * The mmap_len writers state in HEADER_COMPRESSED: perf 6.1 decompresses
+ * each record into a buffer of the bytes a cut record left over plus
+ * mmap_len, and refuses ("fuzzed or compressed perf.data?") any record
+ * larger than that buffer.  A chunk can end in the first bytes of a record
+ * up to 64 KiB long (a sample with a DWARF stack copy), so the buffer must
+ * hold such a record whole, not just a chunk.
+ */
+#define PERFREC_COMPRESS_MMAP_LEN (PERFREC_COMPRESS_CHUNK + 64u * 1024)
 
 /* Body of HEADER_COMPRESSED (feature 27), as perf 6.1 reads it. */
 struct perfrec_compressed_feature {

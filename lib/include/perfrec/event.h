@@ -38,6 +38,24 @@ struct perfrec_sample {
 	 * variable-size field this parser does not walk precedes it).
 	 */
 	uint64_t cgroup;
+	/*
+	 * PERF_SAMPLE_REGS_USER (perfrec_sample__parse_attr() only): the ABI
+	 * (PERF_SAMPLE_REGS_ABI_*, 0: no user registers, e.g. a kernel
+	 * thread), then one u64 per bit of the attr's sample_regs_user.
+	 */
+	uint64_t regs_abi;
+	uint64_t regs_mask;
+	uint32_t nr_regs;
+	const uint64_t *regs;
+	/*
+	 * PERF_SAMPLE_STACK_USER (perfrec_sample__parse_attr() only): the
+	 * copy's room (the attr's sample_stack_user, or less when the record
+	 * would pass 64 KiB) and how many bytes from the user stack pointer
+	 * the kernel could actually copy (<= stack_size).
+	 */
+	uint64_t stack_size;
+	const void *stack;
+	uint64_t stack_dyn_size;
 };
 
 /* Bytes the sample_id trailer takes for @sample_type. */
@@ -71,11 +89,23 @@ PERFREC_API int perfrec_sample_id__parse(const struct perf_event_header *rec,
 /*
  * Decode a PERF_RECORD_SAMPLE laid out for @sample_type / @read_format.
  * Returns 0, or -EINVAL when a field would run past the record's end.
- * Fields not in sample_type are left zero.
+ * Fields not in sample_type are left zero, and so are register sets,
+ * user stacks and what follows them (their sizes need the attr's masks:
+ * perfrec_sample__parse_attr()).
  */
 PERFREC_API int perfrec_sample__parse(const struct perf_event_header *rec,
 				      uint64_t sample_type, uint64_t read_format,
 				      struct perfrec_sample *ret_sample);
+
+/*
+ * Decode a PERF_RECORD_SAMPLE laid out for @attr, including the register
+ * sets and the user stack copy that need the attr's masks (DWARF
+ * callchains), and CGROUP after them.  Returns 0, or -EINVAL when a field
+ * would run past the record's end or a stack's dyn_size passes its size.
+ */
+PERFREC_API int perfrec_sample__parse_attr(const struct perf_event_header *rec,
+					   const struct perf_event_attr *attr,
+					   struct perfrec_sample *ret_sample);
 
 /*
  * A frame-pointer walk of user stacks copies whatever it finds, and a

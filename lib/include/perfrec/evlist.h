@@ -48,6 +48,13 @@ struct perfrec_evlist_opts {
 	const int32_t *tids;
 	size_t nr_tids;
 	const char *cgroup;
+	/*
+	 * DWARF callchains (with callchain): bytes of user stack copied per
+	 * sample with the user registers, for unwinding later; the kernel
+	 * then walks only the kernel part.  0: frame pointers.  A multiple of
+	 * 8, at most PERFREC_STACK_USER_MAX.
+	 */
+	uint32_t stack_user;
 };
 
 enum perfrec_target_kind {
@@ -56,6 +63,15 @@ enum perfrec_target_kind {
 	PERFREC_TARGET_THREADS = 2,
 	PERFREC_TARGET_CGROUP = 3,
 };
+
+#define PERFREC_STACK_USER_MAX 65528u
+#define PERFREC_STACK_USER_DEFAULT 8192u
+/*
+ * The user registers perf copies for DWARF unwinding on x86_64: every
+ * general register, ip, sp and flags, all but the segment registers
+ * (perf's PERF_REGS_MASK).
+ */
+#define PERFREC_REGS_USER_X86_64 0xff0fffULL
 
 /* One opened event (a spec, or the side-band dummy) across all CPUs. */
 struct perfrec_evsel {
@@ -82,8 +98,9 @@ typedef void (*perfrec_evlist_err_fn)(void *ctx, const char *event, int cpu, int
  * 0, when freq exceeds perfrec_evlist__max_sample_rate(), when mmap_pages
  * is not a power of 2, for a clockid perf_event_open does not take, for an
  * unknown target, a PROCESS target without a pid > 0, THREADS without tids
- * (or a tid <= 0) and CGROUP without a path.  The caller owns the result
- * (perfrec_evlist__free()).
+ * (or a tid <= 0), CGROUP without a path, and for a stack_user that is not
+ * a multiple of 8 or passes PERFREC_STACK_USER_MAX; -EOPNOTSUPP for
+ * stack_user off x86_64.  The caller owns the result (perfrec_evlist__free()).
  */
 PERFREC_API int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 				    const struct perfrec_evspec *specs, size_t nr_specs,

@@ -118,6 +118,12 @@ struct perfrec_pdreader_stats {
 	/* COMPRESSED records: count in by_type[81]; payload bytes in, bytes out */
 	uint64_t compressed_in, decompressed_out;
 	uint64_t max_decompressed;        /* largest output of one COMPRESSED record */
+	/*
+	 * Samples with a user stack copy (DWARF callchains): how many, the
+	 * bytes their records give it (the copy's size) and the bytes the
+	 * kernel could fill (dyn_size).
+	 */
+	uint64_t stack_samples, stack_bytes, stack_dyn_bytes;
 };
 
 /* Stats of the last __verify() (zeros before one); valid while @r lives. */

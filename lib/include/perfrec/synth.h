@@ -39,6 +39,11 @@ struct perfrec_synth_opts {
 	 */
 	const uint32_t *pids;
 	size_t nr_pids;
+	/*
+	 * Also the readable file mappings without exec (misc MMAP_DATA), as
+	 * perf's mmap_data: a DWARF unwinder reads .eh_frame_hdr there.
+	 */
+	bool data_maps;
 };
 
 /*

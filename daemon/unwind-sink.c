@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Host unwinding as a sink (see unwind-sink.h): the draining thread fills
+ * a round, the worker takes whole rounds off a queue and runs the unwinder
+ * on them.  One mutex guards the queue and the counters; the condition
+ * variable wakes the worker for a round and the syncing thread when the
+ * worker is idle with nothing queued.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind-sink.h"
+
+#define DEFAULT_MAX_QUEUE (64ULL << 20)
+
+struct item {
+	size_t off;
+	const struct perf_event_attr *attr;
+};
+
+struct round {
+	unsigned char *buf;
+	size_t len, cap;
+	struct item *items;
+	size_t nr, items_cap;
+	struct round *next;
+};
+
+struct unwind_sink {
+	struct perfrec_unwinder *u;    /* the worker's */
+	unwind_sink_emit_fn emit;
+	void *ctx;
+	uint64_t max_queue;
+	struct round *cur;             /* the drain's, being filled */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct round *head, *tail;     /* handed over, oldest first */
+	bool busy;                     /* the worker holds a round */
+	bool stop;
+	struct unwind_sink_stats st;
+	pthread_t worker;
+	bool started;
+	_Alignas(8) unsigned char strip[PERFREC_RECORD_MAX + 1];
+};
+
+static void round_free(struct round *r)
+{
+	if (!r)
+		return;
+	free(r->buf);
+	free(r->items);
+	free(r);
+}
+
+static int round_add(struct round *r, const struct perf_event_header *rec, const struct perf_event_attr *attr)
+{
+	if (r->len + rec->size > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1 << 16;
+		unsigned char *b;
+
+		while (cap < r->len + rec->size)
+			cap *= 2;
+		b = realloc(r->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		r->buf = b;
+		r->cap = cap;
+	}
+	if (r->nr == r->items_cap) {
+		size_t cap = r->items_cap ? r->items_cap * 2 : 256;
+		struct item *it = realloc(r->items, cap * sizeof(*it));
+
+		if (!it)
+			return -ENOMEM;
+		r->items = it;
+		r->items_cap = cap;
+	}
+	memcpy(r->buf + r->len, rec, rec->size);
+	r->items[r->nr++] = (struct item){ .off = r->len, .attr = attr };
+	r->len += rec->size;
+	return 0;
+}
+
+static void *work(void *arg)
+{
+	struct unwind_sink *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct perfrec_unwinder_stats ust;
+		struct round *r;
+		int err = 0;
+
+		while (!s->head && !s->stop)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (!s->head)
+			break;
+		r = s->head;
+		s->head = r->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->busy = true;
+		pthread_mutex_unlock(&s->lock);
+
+		for (size_t i = 0; i < r->nr && !err; i++)
+			err = perfrec_unwinder__push(s->u, (const void *)(r->buf + r->items[i].off), r->items[i].attr);
+		if (!err)
+			err = perfrec_unwinder__flush(s->u, s->emit, s->ctx);
+		perfrec_unwinder__stats(s->u, &ust);
+
+		pthread_mutex_lock(&s->lock);
+		s->st.unwinder = ust;
+		s->st.queued_bytes -= r->len;
+		s->st.rounds++;
+		if (err && !s->st.error)
+			s->st.error = err;
+		s->busy = false;
+		round_free(r);
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emit, void *ctx,
+		    struct unwind_sink **ret)
+{
+	struct perfrec_unwinder_opts uo = { .sz = sizeof(uo) };
+	struct unwind_sink *s;
+	int r;
+
+	if (!emit || !ret)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->emit = emit;
+	s->ctx = ctx;
+	s->max_queue = opts && opts->max_queue_bytes ? opts->max_queue_bytes : DEFAULT_MAX_QUEUE;
+	r = perfrec_unwinder__new(opts && opts->unwinder.sz ? &opts->unwinder : &uo, &s->u);
+	if (r == 0) {
+		s->cur = calloc(1, sizeof(*s->cur));
+		if (!s->cur)
+			r = -ENOMEM;
+	}
+	if (r == 0) {
+		r = -pthread_create(&s->worker, NULL, work, s);
+		s->started = r == 0;
+	}
+	if (r < 0) {
+		unwind_sink_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *rec,
+		       const struct perf_event_attr *attr)
+{
+	bool over;
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	over = s->st.queued_bytes + rec->size > s->max_queue;
+	pthread_mutex_unlock(&s->lock);
+	if (over && rec->type == PERF_RECORD_SAMPLE) {
+		int n = perfrec_unwinder__strip(rec, attr, s->strip, sizeof(s->strip));
+
+		if (n > 0) {
+			/* Already in the unwound layout: the worker passes it on as it is. */
+			r = round_add(s->cur, (const void *)s->strip, NULL);
+			pthread_mutex_lock(&s->lock);
+			if (r == 0) {
+				s->st.behind++;
+				s->st.queued_bytes += (uint64_t)n;
+			}
+			pthread_mutex_unlock(&s->lock);
+			return r;
+		}
+	}
+	r = round_add(s->cur, rec, attr);
+	if (r == 0) {
+		pthread_mutex_lock(&s->lock);
+		s->st.queued_bytes += rec->size;
+		if (s->st.queued_bytes > s->st.max_queued_bytes)
+			s->st.max_queued_bytes = s->st.queued_bytes;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return r;
+}
+
+int unwind_sink_round(struct unwind_sink *s)
+{
+	struct round *next;
+
+	if (!s->cur->nr)
+		return 0;
+	next = calloc(1, sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->lock);
+	if (s->tail)
+		s->tail->next = s->cur;
+	else
+		s->head = s->cur;
+	s->tail = s->cur;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	s->cur = next;
+	return 0;
+}
+
+int unwind_sink_sync(struct unwind_sink *s)
+{
+	int r = unwind_sink_round(s);
+
+	pthread_mutex_lock(&s->lock);
+	while ((s->head || s->busy) && s->started)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void unwind_sink_stats(struct unwind_sink *s, struct unwind_sink_stats *ret)
+{
+	pthread_mutex_lock(&s->lock);
+	*ret = s->st;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void unwind_sink_free(struct unwind_sink *s)
+{
+	if (!s)
+		return;
+	if (s->started) {
+		unwind_sink_sync(s);
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->worker, NULL);
+	}
+	while (s->head) {
+		struct round *r = s->head;
+
+		s->head = r->next;
+		round_free(r);
+	}
+	round_free(s->cur);
+	perfrec_unwinder__free(s->u);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Host unwinding as a sink of the drain (--unwind host): DWARF samples in,
+ * callchain samples out, unwound on a worker thread so that the drain never
+ * waits for it.
+ *
+ * The draining thread hands over every record (unwind_sink_record()) and
+ * closes a round at each FINISHED_ROUND (unwind_sink_round()); the worker
+ * unwinds each round in time order (perfrec_unwinder__push/__flush) and
+ * calls @emit with every record of it, in drain order, DWARF samples
+ * rewritten into the layout of perfrec_unwinder__rewrite_attr().  @emit
+ * runs on the worker thread: whatever it writes to is the worker's.
+ *
+ * Falling behind: the records waiting for the worker are bounded in bytes
+ * (max_queue_bytes).  When a DWARF sample would pass the bound, the
+ * draining thread rewrites it itself with its sampled ip as the only user
+ * frame (perfrec_unwinder__strip(), a few hundred bytes) and queues that:
+ * nothing waits, nothing is dropped, the file stays in one layout, and
+ * such samples are counted (stats.behind).  Side-band records always go
+ * into the queue (the address spaces need them).
+ *
+ * Attrs passed with records are borrowed until unwind_sink_sync() returns
+ * or the sink is freed: sync before freeing the events they belong to.
+ * One thread drives the record/round/sync calls.
+ */
+#ifndef PERFRECD_UNWIND_SINK_H
+#define PERFRECD_UNWIND_SINK_H
+
+#include <perfrec/unwind.h>
+
+struct unwind_sink;
+
+typedef int (*unwind_sink_emit_fn)(void *ctx, const struct perf_event_header *rec);
+
+struct unwind_sink_opts {
+	uint64_t max_queue_bytes;             /* 0: 64 MiB */
+	struct perfrec_unwinder_opts unwinder; /* sz 0: defaults */
+};
+
+struct unwind_sink_stats {
+	struct perfrec_unwinder_stats unwinder; /* as of the last round done */
+	uint64_t behind;        /* samples only stripped: the worker was too far behind */
+	uint64_t queued_bytes;  /* waiting for the worker now */
+	uint64_t max_queued_bytes;
+	uint64_t rounds;        /* rounds done */
+	int error;              /* first error of @emit or of unwinding (negative errno), 0 */
+};
+
+/* Start the worker.  0, -EINVAL, -ENOMEM, or pthread_create's error. */
+int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emit, void *ctx,
+		    struct unwind_sink **ret);
+/* Queue @rec (copied) of @attr (NULL when it has none).  0 or -ENOMEM. */
+int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *rec,
+		       const struct perf_event_attr *attr);
+/* Hand the records queued since the last round to the worker.  0 or -ENOMEM. */
+int unwind_sink_round(struct unwind_sink *s);
+/* Close the round and wait until the worker has emitted everything: before a file is closed. */
+int unwind_sink_sync(struct unwind_sink *s);
+void unwind_sink_stats(struct unwind_sink *s, struct unwind_sink_stats *ret);
+/* Sync, stop and join the worker, free.  NULL is fine. */
+void unwind_sink_free(struct unwind_sink *s);
+
+#endif

@@ -1,0 +1,1095 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The host unwinder (see perfrec/unwind.h).  Three pieces:
+ *
+ * - Address spaces: per process, the file mappings from MMAP/MMAP2 (later
+ *   ones cut earlier ones where they overlap, as mmap does), copied on
+ *   FORK of a new process, emptied by COMM with exec, dropped at the
+ *   leader's EXIT.  Each keeps a libdwfl session (Dwfl) built lazily from
+ *   its executable mappings at the first sample after a change; the
+ *   sessions are bounded (LRU), the maps are not (a few bytes each).
+ *
+ * - ELF files: opened once per build id (or device + inode when the map
+ *   has none), checked against what the map says, kept open in an LRU
+ *   bounded by count and bytes.  A session gets a dup of the cached fd, so
+ *   it never opens a path, and eviction never pulls a file from under a
+ *   session.  A map whose file cannot be found or does not match is marked
+ *   and not looked up again.
+ *
+ * - Unwinding: libdwfl's dwfl_getthread_frames() with our callbacks: the
+ *   initial registers are the sample's regs_user (perf's x86_64 order mapped
+ *   to DWARF numbers), and memory reads are served only from the sample's
+ *   stack copy.  CFI comes from .eh_frame and .debug_frame of the mapped
+ *   file.  Anything out of reach fails the read and ends the chain there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <perfrec/event.h>
+#include <perfrec/unwind.h>
+
+#define DEFAULT_MAX_ELVES 256
+#define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
+#define DEFAULT_MAX_SPACES 128
+#define DEFAULT_MAX_FRAMES 127
+#define NR_BUCKETS 1024
+#define BUILD_ID_MAX 20
+#define KEY_MAX 64
+
+/* perf's x86_64 register numbers (PERF_REG_X86_*), as bits of sample_regs_user. */
+enum { P_AX, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
+
+struct elf_entry {
+	char key[KEY_MAX];
+	int fd;
+	uint64_t size;
+	uint64_t last_use;
+	struct elf_entry *next;  /* cache list */
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	uint32_t maj, min;
+	uint64_t ino;
+	uint8_t build_id[BUILD_ID_MAX];
+	uint8_t build_id_len;
+	bool exec;
+	bool missing;            /* its file was not found or did not match */
+	char *name;
+};
+
+struct space {
+	uint32_t pid;
+	struct map *maps;        /* sorted by start, not overlapping */
+	size_t nr, cap;
+	Dwfl *dwfl;              /* NULL: not built (or dropped) */
+	bool stale;              /* maps changed since dwfl was built */
+	uint64_t last_use;
+	struct space *next;      /* hash chain */
+};
+
+/* What the callbacks read: the sample being unwound. */
+struct current {
+	const uint64_t *regs;
+	uint64_t mask;
+	const unsigned char *stack;
+	uint64_t stack_len;
+	uint64_t sp;
+	uint64_t *frames;
+	unsigned nr_frames, max_frames;
+	const struct space *space;
+	uint64_t prev_pc;        /* where the last frame was looked up */
+};
+
+/* A record waiting in the queue (perfrec_unwinder__push()). */
+struct queued {
+	size_t off;              /* in qbuf */
+	uint64_t time;
+	const struct perf_event_attr *attr;
+	int out;                 /* > 0: rewritten, at out_off in obuf */
+	size_t out_off;
+};
+
+struct perfrec_unwinder {
+	char proc[256];
+	bool use_proc;
+	size_t max_elves, max_spaces;
+	uint64_t max_elf_bytes;
+	unsigned max_frames;
+	uint64_t clock;
+	struct space *buckets[NR_BUCKETS];
+	struct elf_entry *elves;
+	struct current cur;
+	struct perfrec_unwinder_stats st;
+	unsigned char *qbuf, *obuf;
+	size_t qlen, qcap, olen, ocap;
+	struct queued *q;
+	size_t nq, qslots;
+	uint64_t last_time;
+	uint64_t frames[512];     /* max_frames is capped to this */
+};
+
+/* --- ELF cache ----------------------------------------------------------- */
+
+static void elf_entry_free(struct elf_entry *e)
+{
+	if (!e)
+		return;
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
+static void evict_elves(struct perfrec_unwinder *u)
+{
+	while (u->st.elves > u->max_elves || (u->st.elves > 1 && u->st.elf_bytes > u->max_elf_bytes)) {
+		struct elf_entry **pp, **oldest = NULL;
+
+		for (pp = &u->elves; *pp; pp = &(*pp)->next)
+			if (!oldest || (*pp)->last_use < (*oldest)->last_use)
+				oldest = pp;
+		if (!oldest)
+			break;
+		{
+			struct elf_entry *e = *oldest;
+
+			*oldest = e->next;
+			u->st.elves--;
+			u->st.elf_bytes -= e->size;
+			u->st.elf_evicted++;
+			elf_entry_free(e);
+		}
+	}
+}
+
+static void map_key(const struct map *m, char *key)
+{
+	if (m->build_id_len) {
+		for (unsigned i = 0; i < m->build_id_len; i++)
+			snprintf(key + 2 * i, 3, "%02x", m->build_id[i]);
+	} else {
+		snprintf(key, KEY_MAX, "%x:%x:%" PRIu64, m->maj, m->min, m->ino);
+	}
+}
+
+/* Is the file open at @fd the one @m maps?  By build id, else by device and inode. */
+static bool file_matches(int fd, const struct map *m, uint64_t *ret_size)
+{
+	struct stat st;
+	bool ok = false;
+	Elf *elf;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	*ret_size = (uint64_t)st.st_size;
+	if (!m->build_id_len)
+		return major(st.st_dev) == m->maj && minor(st.st_dev) == m->min && (uint64_t)st.st_ino == m->ino;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf) {
+		const void *id;
+		ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+
+		ok = n == m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0;
+		elf_end(elf);
+	}
+	return ok;
+}
+
+/* An fd (ours, cached) for @m's file in process @pid, or -1. */
+static int find_elf_fd(struct perfrec_unwinder *u, uint32_t pid, const struct map *m)
+{
+	char key[KEY_MAX], path[PATH_MAX + 300];
+	struct elf_entry *e;
+	int fd = -1;
+	uint64_t size = 0;
+
+	map_key(m, key);
+	for (e = u->elves; e; e = e->next)
+		if (strcmp(e->key, key) == 0) {
+			e->last_use = ++u->clock;
+			u->st.elf_hits++;
+			return e->fd;
+		}
+	/*
+	 * map_files sees deleted binaries and other mount namespaces; root
+	 * sees the process's view of the path; the path itself serves files
+	 * read after the process is gone.  Only a file that is the one the
+	 * map named is taken.
+	 */
+	for (int how = 0; how < 3 && fd < 0; how++) {
+		if (how < 2 && !u->use_proc)
+			continue;
+		if (how == 0)
+			snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc, pid, m->start, m->end);
+		else if (how == 1)
+			snprintf(path, sizeof(path), "%s/%u/root%s", u->proc, pid, m->name);
+		else
+			snprintf(path, sizeof(path), "%s", m->name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !file_matches(fd, m, &size)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return -1;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		close(fd);
+		return -1;
+	}
+	memcpy(e->key, key, sizeof(key));
+	e->fd = fd;
+	e->size = size;
+	e->last_use = ++u->clock;
+	e->next = u->elves;
+	u->elves = e;
+	u->st.elves++;
+	u->st.elf_bytes += size;
+	u->st.elf_opened++;
+	evict_elves(u);
+	/* Evicting never takes the newest entry, which was just used. */
+	return fd;
+}
+
+/* --- address spaces ------------------------------------------------------ */
+
+static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool create)
+{
+	struct space **pp = &u->buckets[pid % NR_BUCKETS], *s;
+
+	for (s = *pp; s; s = s->next)
+		if (s->pid == pid)
+			return s;
+	if (!create)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->next = *pp;
+	*pp = s;
+	u->st.spaces++;
+	return s;
+}
+
+static void drop_dwfl(struct space *s)
+{
+	if (s->dwfl) {
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+	}
+}
+
+static void clear_maps(struct space *s)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		free(s->maps[i].name);
+	s->nr = 0;
+	s->stale = true;
+}
+
+static void free_space(struct space *s)
+{
+	drop_dwfl(s);
+	clear_maps(s);
+	free(s->maps);
+	free(s);
+}
+
+static void remove_space(struct perfrec_unwinder *u, uint32_t pid)
+{
+	struct space **pp = &u->buckets[pid % NR_BUCKETS];
+
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->pid == pid) {
+			struct space *s = *pp;
+
+			*pp = s->next;
+			free_space(s);
+			u->st.spaces--;
+			return;
+		}
+}
+
+static int reserve(struct space *s, size_t n)
+{
+	if (s->nr + n > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct map *m;
+
+		while (cap < s->nr + n)
+			cap *= 2;
+		m = realloc(s->maps, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		s->maps = m;
+		s->cap = cap;
+	}
+	return 0;
+}
+
+/* Map @nm (its name owned by the space from now on) over whatever it overlaps. */
+static int add_map(struct space *s, struct map *nm)
+{
+	size_t i = 0;
+	int r;
+
+	r = reserve(s, 2);
+	if (r < 0) {
+		free(nm->name);
+		return r;
+	}
+	while (i < s->nr) {
+		struct map *m = &s->maps[i];
+
+		if (m->end <= nm->start || m->start >= nm->end) {
+			i++;
+			continue;
+		}
+		if (m->start < nm->start && m->end > nm->end) {
+			/* Split around the new one. */
+			struct map tail = *m;
+
+			tail.name = strdup(m->name);
+			if (!tail.name) {
+				free(nm->name);
+				return -ENOMEM;
+			}
+			tail.pgoff += nm->end - m->start;
+			tail.start = nm->end;
+			m->end = nm->start;
+			memmove(&s->maps[i + 2], &s->maps[i + 1], (s->nr - i - 1) * sizeof(*m));
+			s->maps[i + 1] = tail;
+			s->nr++;
+			i += 2;
+		} else if (m->start < nm->start) {
+			m->end = nm->start;
+			i++;
+		} else if (m->end > nm->end) {
+			m->pgoff += nm->end - m->start;
+			m->start = nm->end;
+			i++;
+		} else {
+			free(m->name);
+			memmove(m, m + 1, (s->nr - i - 1) * sizeof(*m));
+			s->nr--;
+		}
+	}
+	for (i = 0; i < s->nr && s->maps[i].start < nm->start; i++)
+		;
+	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
+	s->maps[i] = *nm;
+	s->nr++;
+	s->stale = true;
+	return 0;
+}
+
+static int copy_space(struct perfrec_unwinder *u, uint32_t from, uint32_t to)
+{
+	struct space *src = find_space(u, from, false), *dst;
+	int r;
+
+	remove_space(u, to);
+	if (!src || !src->nr)
+		return 0;
+	dst = find_space(u, to, true);
+	if (!dst)
+		return -ENOMEM;
+	r = reserve(dst, src->nr);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < src->nr; i++) {
+		dst->maps[i] = src->maps[i];
+		dst->maps[i].name = strdup(src->maps[i].name);
+		if (!dst->maps[i].name)
+			return -ENOMEM;
+		dst->nr = i + 1;
+	}
+	dst->stale = true;
+	return 0;
+}
+
+/* Side-band bodies: fixed offsets after the header. */
+static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1), *end = (const unsigned char *)h + h->size;
+	bool v2 = h->type == PERF_RECORD_MMAP2;
+	size_t fixed = v2 ? 4 + 4 + 8 * 3 + 24 + 4 + 4 : 4 + 4 + 8 * 3;
+	struct map m = {0};
+	uint32_t pid, prot = PROT_EXEC;
+	size_t name_len;
+	struct space *s;
+
+	if ((size_t)(end - p) <= fixed)
+		return 0;
+	memcpy(&pid, p, 4);
+	memcpy(&m.start, p + 8, 8);
+	memcpy(&m.end, p + 16, 8);
+	memcpy(&m.pgoff, p + 24, 8);
+	if (m.end > UINT64_MAX - m.start || !m.end)
+		return 0;
+	m.end += m.start;
+	if (v2) {
+		const unsigned char *q = p + 32;
+
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			m.build_id_len = q[0] <= BUILD_ID_MAX ? q[0] : BUILD_ID_MAX;
+			memcpy(m.build_id, q + 4, m.build_id_len);
+		} else {
+			memcpy(&m.maj, q, 4);
+			memcpy(&m.min, q + 4, 4);
+			memcpy(&m.ino, q + 8, 8);
+		}
+		memcpy(&prot, q + 24, 4);
+	}
+	m.exec = v2 ? !!(prot & PROT_EXEC) : !(h->misc & PERF_RECORD_MISC_MMAP_DATA);
+	if (pid == UINT32_MAX || (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
+		return 0;
+	name_len = strnlen((const char *)p + fixed, (size_t)(end - p) - fixed);
+	m.name = strndup((const char *)p + fixed, name_len);
+	if (!m.name)
+		return -ENOMEM;
+	s = find_space(u, pid, true);
+	if (!s) {
+		free(m.name);
+		return -ENOMEM;
+	}
+	return add_map(s, &m);
+}
+
+static int note_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	uint32_t pid, ppid, tid;
+
+	switch (h->type) {
+	case PERF_RECORD_MMAP:
+	case PERF_RECORD_MMAP2:
+		return note_mmap(u, h);
+	case PERF_RECORD_COMM:
+		/* A new image: its mappings come next. */
+		if (h->size >= sizeof(*h) + 8 && (h->misc & PERF_RECORD_MISC_COMM_EXEC)) {
+			struct space *s;
+
+			memcpy(&pid, p, 4);
+			s = find_space(u, pid, false);
+			if (s)
+				clear_maps(s);
+		}
+		return 0;
+	case PERF_RECORD_FORK:
+		if (h->size < sizeof(*h) + 16)
+			return 0;
+		memcpy(&pid, p, 4);
+		memcpy(&ppid, p + 4, 4);
+		memcpy(&tid, p + 8, 4);
+		/* A new process (not a thread) starts with its parent's mappings. */
+		if (pid == tid && pid != ppid)
+			return copy_space(u, ppid, pid);
+		return 0;
+	case PERF_RECORD_EXIT:
+		if (h->size < sizeof(*h) + 16)
+			return 0;
+		memcpy(&pid, p, 4);
+		memcpy(&tid, p + 8, 4);
+		if (pid == tid)
+			remove_space(u, pid);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* --- libdwfl ------------------------------------------------------------- */
+
+static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
+{
+	(void)mod; (void)userdata; (void)modname; (void)base; (void)file_name; (void)elfp;
+	return -1;
+}
+
+/* No separate debug files: the mapped file's own .eh_frame and .debug_frame. */
+static int no_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			     const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			     char **debuginfo_file_name)
+{
+	(void)mod; (void)userdata; (void)modname; (void)base; (void)file_name;
+	(void)debuglink_file; (void)debuglink_crc; (void)debuginfo_file_name;
+	return -1;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = no_find_elf,
+	.find_debuginfo = no_find_debuginfo,
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl; (void)arg; (void)thread_argp;
+	return 0;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl; (void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+/* Only the stack copy: an address outside it fails, which ends the chain. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	const struct current *c = &((struct perfrec_unwinder *)arg)->cur;
+
+	(void)dwfl;
+	if (addr < c->sp || addr - c->sp > c->stack_len || c->stack_len - (addr - c->sp) < sizeof(*result))
+		return false;
+	memcpy(result, c->stack + (addr - c->sp), sizeof(*result));
+	return true;
+}
+
+/* perf register @reg of the sample, 0 when the mask does not carry it. */
+static uint64_t reg(const struct current *c, unsigned reg)
+{
+	if (!(c->mask & (1ULL << reg)))
+		return 0;
+	return c->regs[__builtin_popcountll(c->mask & ((1ULL << reg) - 1))];
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct current *c = &((struct perfrec_unwinder *)arg)->cur;
+	/* DWARF numbering on x86_64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. */
+	static const unsigned from_perf[8] = { P_AX, P_DX, P_CX, P_BX, P_SI, P_DI, P_BP, P_SP };
+	Dwarf_Word dw[17];
+
+	for (unsigned i = 0; i < 8; i++)
+		dw[i] = reg(c, from_perf[i]);
+	for (unsigned i = 0; i < 8; i++)
+		dw[8 + i] = reg(c, P_R8 + i);
+	dw[16] = reg(c, P_IP);
+	if (!dwfl_thread_state_registers(thread, 0, 17, dw))
+		return false;
+	dwfl_thread_state_register_pc(thread, dw[16]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+static bool in_exec_map(const struct space *s, uint64_t pc)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->maps[mid].end <= pc)
+			lo = mid + 1;
+		else if (s->maps[mid].start > pc)
+			hi = mid;
+		else
+			return s->maps[mid].exec;
+	}
+	return false;
+}
+
+/*
+ * Whether CFI covers @pc.  libdwfl falls back to walking frame pointers
+ * where there is none (x86_64's ebl unwind), which on code built without
+ * them is a guess: a frame found after a pc without CFI is not taken.
+ */
+static bool has_cfi(Dwfl *dwfl, uint64_t pc)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Frame *frame;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+
+	if (!mod)
+		return false;
+	cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	cfi = dwfl_module_dwarf_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	return false;
+}
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct current *c = &((struct perfrec_unwinder *)arg)->cur;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
+		return DWARF_CB_ABORT;
+	/*
+	 * A caller outside every executable mapping is a return address read
+	 * from garbage (or past a frame without CFI): the chain ends before
+	 * it, never with a guess.
+	 */
+	if (c->nr_frames && !in_exec_map(c->space, pc))
+		return DWARF_CB_ABORT;
+	if (c->nr_frames && !has_cfi(dwfl_thread_dwfl(dwfl_frame_thread(state)), c->prev_pc))
+		return DWARF_CB_ABORT;
+	/* The call, not the instruction after it, as perf's unwinders report callers. */
+	if (!activation)
+		pc--;
+	c->prev_pc = pc;
+	c->frames[c->nr_frames++] = pc;
+	return c->nr_frames < c->max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+static void evict_spaces(struct perfrec_unwinder *u)
+{
+	size_t live = 0;
+	struct space *oldest = NULL;
+
+	for (size_t b = 0; b < NR_BUCKETS; b++)
+		for (struct space *s = u->buckets[b]; s; s = s->next)
+			if (s->dwfl) {
+				live++;
+				if (!oldest || s->last_use < oldest->last_use)
+					oldest = s;
+			}
+	if (live > u->max_spaces && oldest)
+		drop_dwfl(oldest);
+}
+
+/* Build @s's session from its executable file mappings; false if none could be. */
+static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
+{
+	size_t reported = 0;
+
+	drop_dwfl(s);
+	s->stale = false;
+	s->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!s->dwfl)
+		return false;
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->nr; i++) {
+		struct map *m = &s->maps[i];
+		Dwfl_Module *mod;
+		int fd;
+
+		if (!m->exec || m->missing || m->name[0] != '/' || m->pgoff > m->start)
+			continue;
+		/* One module per file and base: its other segments share it. */
+		{
+			bool seen = false;
+
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = s->maps[j].exec && !s->maps[j].missing &&
+				       s->maps[j].start - s->maps[j].pgoff == m->start - m->pgoff &&
+				       strcmp(s->maps[j].name, m->name) == 0;
+			if (seen)
+				continue;
+		}
+		fd = find_elf_fd(u, s->pid, m);
+		if (fd < 0) {
+			m->missing = true;
+			u->st.elf_missing++;
+			continue;
+		}
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		/* Like perf: the file's offset 0 sits at start - pgoff. */
+		mod = dwfl_report_elf(s->dwfl, m->name, m->name, fd, m->start - m->pgoff, false);
+		if (!mod) {
+			close(fd);
+			m->missing = true;
+			u->st.elf_missing++;
+			continue;
+		}
+		reported++;
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!reported || !dwfl_attach_state(s->dwfl, NULL, (pid_t)s->pid, &thread_callbacks, u)) {
+		drop_dwfl(s);
+		return false;
+	}
+	evict_spaces(u);
+	return true;
+}
+
+/* --- samples ------------------------------------------------------------- */
+
+void perfrec_unwinder__rewrite_attr(const struct perf_event_attr *in, struct perf_event_attr *out)
+{
+	*out = *in;
+	if (!(in->sample_type & PERF_SAMPLE_STACK_USER))
+		return;
+	out->sample_type &= ~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+	out->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	out->sample_regs_user = 0;
+	out->sample_stack_user = 0;
+	out->exclude_callchain_user = 0;
+}
+
+/* Unwind the sample into u->frames; returns how many. */
+static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *s)
+{
+	struct space *sp = find_space(u, s->pid, false);
+
+	u->cur = (struct current){
+		.regs = s->regs, .mask = s->regs_mask, .stack = s->stack,
+		.stack_len = s->stack_dyn_size, .frames = u->frames, .max_frames = u->max_frames,
+		.space = sp,
+	};
+	u->cur.sp = reg(&u->cur, P_SP);
+	if (!sp || !sp->nr) {
+		u->st.no_space++;
+		u->frames[0] = reg(&u->cur, P_IP);
+		return 1;
+	}
+	sp->last_use = ++u->clock;
+	if ((!sp->dwfl || sp->stale) && !build_dwfl(u, sp)) {
+		u->frames[0] = reg(&u->cur, P_IP);
+		return 1;
+	}
+	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);
+	if (!u->cur.nr_frames)
+		u->frames[u->cur.nr_frames++] = reg(&u->cur, P_IP);
+	return u->cur.nr_frames;
+}
+
+/*
+ * Where a DWARF sample's parts lie: everything up to the chain is kept as
+ * it is; the chain; RAW as it is; then REGS_USER and STACK_USER, dropped;
+ * what follows (weight ... cgroup) as it is.
+ */
+struct layout {
+	struct perfrec_sample s;
+	const unsigned char *base, *chain_end, *regs_start, *stack_end;
+	size_t prefix;
+};
+
+/* 1 and @l filled for a DWARF sample of @attr, 0 for anything else, -EINVAL if it does not parse. */
+static int sample_layout(const struct perf_event_header *rec, const struct perf_event_attr *attr, struct layout *l)
+{
+	if (rec->type != PERF_RECORD_SAMPLE || !attr || !(attr->sample_type & PERF_SAMPLE_STACK_USER) ||
+	    !(attr->sample_type & PERF_SAMPLE_REGS_USER))
+		return 0;
+	/* No CALLCHAIN in the attr: perfrecd always asks for it with stacks. */
+	if (!(attr->sample_type & PERF_SAMPLE_CALLCHAIN) || perfrec_sample__parse_attr(rec, attr, &l->s) < 0 ||
+	    !l->s.callchain)
+		return -EINVAL;
+	l->base = (const unsigned char *)rec;
+	l->prefix = (size_t)((const unsigned char *)l->s.callchain - l->base) - sizeof(uint64_t);
+	l->chain_end = (const unsigned char *)(l->s.callchain + l->s.nr_callchain);
+	l->regs_start = l->s.raw ? (const unsigned char *)l->s.raw + l->s.raw_size : l->chain_end;
+	l->stack_end = l->regs_start + 8 + (l->s.regs_abi ? (size_t)l->s.nr_regs * 8 : 0) + 8 +
+		       (size_t)l->s.stack_size + (l->s.stack_size ? 8 : 0);
+	if (l->stack_end > l->base + rec->size)
+		return -EINVAL;
+	return 1;
+}
+
+/* Write the sample of @l with @nr user frames (none: no PERF_CONTEXT_USER either). */
+static int write_sample(const struct layout *l, const uint64_t *frames, unsigned nr, void *out, size_t outsz)
+{
+	const struct perf_event_header *rec = (const void *)l->base;
+	uint64_t ctx = PERF_CONTEXT_USER, kern = l->s.nr_callchain, n = kern + (nr ? 1 + nr : 0);
+	size_t len = l->prefix + 8 + (size_t)n * 8 + (size_t)(l->regs_start - l->chain_end) +
+		     (size_t)(l->base + rec->size - l->stack_end);
+	struct perf_event_header nh = *rec;
+	unsigned char *o = out;
+
+	if (len > outsz || len > PERFREC_RECORD_MAX)
+		return -ENOBUFS;
+	memcpy(o, l->base, l->prefix);
+	memcpy(o + l->prefix, &n, 8);
+	memcpy(o + l->prefix + 8, l->s.callchain, (size_t)kern * 8);
+	o += l->prefix + 8 + (size_t)kern * 8;
+	if (nr) {
+		memcpy(o, &ctx, 8);
+		memcpy(o + 8, frames, (size_t)nr * 8);
+		o += 8 + (size_t)nr * 8;
+	}
+	memcpy(o, l->chain_end, (size_t)(l->regs_start - l->chain_end));
+	o += l->regs_start - l->chain_end;
+	memcpy(o, l->stack_end, (size_t)(l->base + rec->size - l->stack_end));
+	nh.size = (uint16_t)len;
+	memcpy(out, &nh, sizeof(nh));
+	return (int)len;
+}
+
+int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+			      const struct perf_event_attr *attr, void *out, size_t outsz)
+{
+	struct layout l;
+	unsigned nr = 0;
+	int r;
+
+	if (!u || !rec)
+		return -EINVAL;
+	if (rec->type != PERF_RECORD_SAMPLE)
+		return note_sideband(u, rec);
+	r = sample_layout(rec, attr, &l);
+	if (r <= 0)
+		return r;
+	u->st.samples++;
+	if (l.s.regs_abi && l.s.regs && l.s.stack_size) {
+		nr = unwind(u, &l.s);
+		u->st.frames += nr;
+		if (nr > 1)
+			u->st.unwound++;
+	} else if (l.s.regs_abi && l.s.regs) {
+		/* Registers but no room for a stack: the sampled ip alone. */
+		u->cur = (struct current){ .regs = l.s.regs, .mask = l.s.regs_mask };
+		u->frames[0] = reg(&u->cur, P_IP);
+		nr = 1;
+		u->st.frames++;
+	} else {
+		u->st.no_user++;
+	}
+	return write_sample(&l, u->frames, nr, out, outsz);
+}
+
+int perfrec_unwinder__strip(const struct perf_event_header *rec, const struct perf_event_attr *attr,
+			    void *out, size_t outsz)
+{
+	struct current c = {0};
+	struct layout l;
+	uint64_t ip;
+	int r;
+
+	if (!rec)
+		return -EINVAL;
+	r = sample_layout(rec, attr, &l);
+	if (r <= 0)
+		return r;
+	if (!l.s.regs_abi || !l.s.regs)
+		return write_sample(&l, NULL, 0, out, outsz);
+	c.regs = l.s.regs;
+	c.mask = l.s.regs_mask;
+	ip = reg(&c, P_IP);
+	return write_sample(&l, &ip, 1, out, outsz);
+}
+
+/* --- the queue ------------------------------------------------------------ */
+
+static int grow(unsigned char **buf, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : 1 << 16;
+	unsigned char *b;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	b = realloc(*buf, c);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = c;
+	return 0;
+}
+
+static uint64_t record_time(const struct perf_event_header *rec, const struct perf_event_attr *a, bool *ret_known)
+{
+	struct perfrec_sample_id sid;
+	struct perfrec_sample s;
+
+	*ret_known = false;
+	if (!a || !(a->sample_type & PERF_SAMPLE_TIME))
+		return 0;
+	if (rec->type == PERF_RECORD_SAMPLE) {
+		if (perfrec_sample__parse(rec, a->sample_type, a->read_format, &s) < 0)
+			return 0;
+		*ret_known = true;
+		return s.time;
+	}
+	if (rec->type >= PERF_RECORD_MAX || !a->sample_id_all || perfrec_sample_id__parse(rec, a->sample_type, &sid) < 0)
+		return 0;
+	*ret_known = true;
+	return sid.time;
+}
+
+int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+			   const struct perf_event_attr *attr)
+{
+	bool known;
+	uint64_t t;
+
+	if (!u || !rec || rec->size < sizeof(*rec))
+		return -EINVAL;
+	if (grow(&u->qbuf, &u->qcap, u->qlen + rec->size) < 0)
+		return -ENOMEM;
+	if (u->nq == u->qslots) {
+		size_t n = u->qslots ? u->qslots * 2 : 1024;
+		struct queued *q = realloc(u->q, n * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		u->q = q;
+		u->qslots = n;
+	}
+	t = record_time(rec, attr, &known);
+	if (!known)
+		t = u->last_time;
+	u->last_time = t;
+	memcpy(u->qbuf + u->qlen, rec, rec->size);
+	u->q[u->nq++] = (struct queued){ .off = u->qlen, .time = t, .attr = attr };
+	u->qlen += rec->size;
+	return 0;
+}
+
+/* By time, then by position: records of the same time keep their order. */
+static int by_time(const void *a, const void *b, void *arg)
+{
+	const struct queued *q = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+	if (q[i].time != q[j].time)
+		return q[i].time < q[j].time ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx)
+{
+	static _Thread_local _Alignas(8) unsigned char one[PERFREC_RECORD_MAX + 1];
+	size_t *order;
+	int r = 0;
+
+	if (!u || !emit)
+		return -EINVAL;
+	if (!u->nq)
+		return 0;
+	order = malloc(u->nq * sizeof(*order));
+	if (!order) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < u->nq; i++)
+		order[i] = i;
+	qsort_r(order, u->nq, sizeof(*order), by_time, u->q);
+	u->olen = 0;
+	for (size_t k = 0; k < u->nq; k++) {
+		struct queued *q = &u->q[order[k]];
+		const struct perf_event_header *rec = (const void *)(u->qbuf + q->off);
+		int n = perfrec_unwinder__rewrite(u, rec, q->attr, one, sizeof(one));
+
+		q->out = 0;
+		if (n < 0) {
+			/*
+			 * A sample that cannot be rewritten cannot go out either:
+			 * its layout is not the rewritten attr's.  Counted.
+			 */
+			if (rec->type == PERF_RECORD_SAMPLE) {
+				q->out = -1;
+				u->st.dropped++;
+			}
+			if (!r)
+				r = n;
+			continue;
+		}
+		if (n > 0) {
+			if (grow(&u->obuf, &u->ocap, u->olen + (size_t)n) < 0) {
+				if (!r)
+					r = -ENOMEM;
+				q->out = -1;
+				u->st.dropped++;
+				continue;
+			}
+			memcpy(u->obuf + u->olen, one, (size_t)n);
+			q->out = n;
+			q->out_off = u->olen;
+			u->olen += (size_t)n;
+		}
+	}
+	free(order);
+	for (size_t i = 0; i < u->nq; i++) {
+		const struct queued *q = &u->q[i];
+		int e;
+
+		if (q->out < 0)
+			continue;
+		e = emit(ctx, q->out > 0 ? (const void *)(u->obuf + q->out_off) : (const void *)(u->qbuf + q->off));
+
+		if (e < 0) {
+			r = e;
+			break;
+		}
+	}
+out:
+	u->nq = 0;
+	u->qlen = 0;
+	return r;
+}
+
+/* --- object -------------------------------------------------------------- */
+
+int perfrec_unwinder__new(const struct perfrec_unwinder_opts *opts, struct perfrec_unwinder **ret)
+{
+	struct perfrec_unwinder *u;
+	const char *proc;
+
+	if (!ret || !PERFREC_OPTS_VALID(opts, struct perfrec_unwinder_opts))
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	proc = PERFREC_OPTS_GET(opts, proc, (const char *)NULL);
+	if (!proc)
+		proc = "/proc";
+	u->use_proc = proc[0] != 0;
+	if (strlen(proc) >= sizeof(u->proc)) {
+		free(u);
+		return -EINVAL;
+	}
+	strcpy(u->proc, proc);
+	u->max_elves = PERFREC_OPTS_GET(opts, max_elves, (size_t)0);
+	u->max_elf_bytes = PERFREC_OPTS_GET(opts, max_elf_bytes, (uint64_t)0);
+	u->max_spaces = PERFREC_OPTS_GET(opts, max_spaces, (size_t)0);
+	u->max_frames = PERFREC_OPTS_GET(opts, max_frames, 0u);
+	if (!u->max_elves)
+		u->max_elves = DEFAULT_MAX_ELVES;
+	if (!u->max_elf_bytes)
+		u->max_elf_bytes = DEFAULT_MAX_ELF_BYTES;
+	if (!u->max_spaces)
+		u->max_spaces = DEFAULT_MAX_SPACES;
+	if (!u->max_frames)
+		u->max_frames = DEFAULT_MAX_FRAMES;
+	if (u->max_frames > sizeof(u->frames) / sizeof(u->frames[0]))
+		u->max_frames = sizeof(u->frames) / sizeof(u->frames[0]);
+	elf_version(EV_CURRENT);
+	*ret = u;
+	return 0;
+}
+
+void perfrec_unwinder__free(struct perfrec_unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t b = 0; b < NR_BUCKETS; b++)
+		while (u->buckets[b]) {
+			struct space *s = u->buckets[b];
+
+			u->buckets[b] = s->next;
+			free_space(s);
+		}
+	while (u->elves) {
+		struct elf_entry *e = u->elves;
+
+		u->elves = e->next;
+		elf_entry_free(e);
+	}
+	free(u->qbuf);
+	free(u->obuf);
+	free(u->q);
+	free(u);
+}
+
+void perfrec_unwinder__stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_stats *ret)
+{
+	*ret = u ? u->st : (struct perfrec_unwinder_stats){0};
+}

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Tests of the unwinding sink: this process's maps and a sample of its own
+ * stack go in on the calling thread, come out of the worker in drain
+ * order, unwound; a worker too far behind gets samples stripped to their
+ * ip by the drain, counted, none lost.  (The capture and map helpers are
+ * those of test-unwind.c.)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <perfrec/event.h>
+#include <perfrec/evlist.h>
+#include <perfrec/unwind.h>
+
+#include "unwind-sink.h"
+
+#define STACK 8192
+#define NR_REGS 20 /* bits of PERFREC_REGS_USER_X86_64 */
+/* Index in the regs array of perf's register numbers SP, BP and IP. */
+#define R_BP 6
+#define R_SP 7
+#define R_IP 8
+
+struct snap {
+	uint64_t regs[NR_REGS];
+	unsigned char stack[STACK];
+	uint64_t dyn;
+};
+
+static uint64_t stack_end;
+
+/* Where the main stack ends, so the copy does not read past it. */
+static void find_stack_end(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t a, b;
+
+		if (strstr(line, "[stack]") && sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2)
+			stack_end = b;
+	}
+	fclose(f);
+}
+
+/*
+ * The registers the CFI needs at a known instruction (the lea's target is
+ * the next one, whose rule for the CFA is that of the whole body) and the
+ * stack from there up, as the kernel would copy them.
+ */
+/*
+ * Reading the raw stack, as the kernel does, crosses ASan's redzones: not
+ * instrumented, and copied byte by byte (memcpy would be intercepted).
+ */
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s);
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s)
+{
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%rbx, %3\n\t"
+			 "mov %%r12, %4\n\tmov %%r13, %5\n\tmov %%r14, %6\n\tmov %%r15, %7"
+			 : "=&r"(ip), "=&r"(sp), "=&r"(bp), "=&r"(bx), "=&r"(r12), "=&r"(r13), "=&r"(r14), "=&r"(r15));
+	for (int i = 0; i < NR_REGS; i++)
+		s->regs[i] = 0;
+	s->regs[1] = bx;
+	s->regs[R_BP] = bp;
+	s->regs[R_SP] = sp;
+	s->regs[R_IP] = ip;
+	s->regs[16] = r12;
+	s->regs[17] = r13;
+	s->regs[18] = r14;
+	s->regs[19] = r15;
+	s->dyn = stack_end && stack_end - sp < STACK ? stack_end - sp : STACK;
+	for (uint64_t i = 0; i < s->dyn; i++)
+		s->stack[i] = ((const volatile unsigned char *)sp)[i];
+}
+
+__attribute__((noinline)) void middle_marker(struct snap *s);
+__attribute__((noinline)) void middle_marker(struct snap *s)
+{
+	capture_here(s);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) void outer_marker(struct snap *s);
+__attribute__((noinline)) void outer_marker(struct snap *s)
+{
+	middle_marker(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+static struct perf_event_attr attr(void)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+			       PERF_SAMPLE_CGROUP,
+		.sample_regs_user = PERFREC_REGS_USER_X86_64,
+		.sample_stack_user = STACK,
+		.exclude_callchain_user = 1,
+	};
+	return a;
+}
+
+/* A SAMPLE of attr() for @s, pid/tid ours, in @buf (64 KiB). */
+static struct perf_event_header *sample(const struct snap *s, unsigned char *buf)
+{
+	struct perf_event_header *h = (void *)buf;
+	unsigned char *p = buf + sizeof(*h);
+	uint64_t v;
+
+#define PUT(x) do { v = (x); memcpy(p, &v, 8); p += 8; } while (0)
+	PUT(42);                                          /* identifier */
+	PUT(s->regs[R_IP]);                               /* ip */
+	PUT((uint64_t)getpid() << 32 | (uint32_t)getpid()); /* pid, tid */
+	PUT(1000);                                        /* time */
+	PUT(0);                                           /* callchain: no kernel part */
+	PUT(PERF_SAMPLE_REGS_ABI_64);
+	memcpy(p, s->regs, sizeof(s->regs));
+	p += sizeof(s->regs);
+	PUT(STACK);
+	memcpy(p, s->stack, STACK);
+	p += STACK;
+	PUT(s->dyn);
+	PUT(0x77);                                        /* cgroup */
+#undef PUT
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = PERF_RECORD_MISC_USER;
+	h->size = (uint16_t)(p - buf);
+	return h;
+}
+
+/*
+ * This process's file mappings as MMAP2 records (device and inode form),
+ * with @path_for naming a file in place of @exe when given, and
+ * @build_id (20 bytes) in place of dev/ino for that one when given.
+ */
+static void feed_maps(struct unwind_sink *u, const char *swap_path, const uint8_t *build_id)
+{
+	char exe[PATH_MAX], line[PATH_MAX + 128];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	cr_assert(n > 0);
+	exe[n] = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		_Alignas(8) unsigned char rec[PATH_MAX + 256] = {0};
+		struct perf_event_header *h = (void *)rec;
+		uint64_t start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8], name[PATH_MAX] = "";
+		unsigned char *p = rec + sizeof(*h);
+		uint32_t pid = (uint32_t)getpid(), prot;
+		size_t len;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %4095s",
+			   &start, &end, perms, &pgoff, &maj, &min, &ino, name) < 7 || name[0] != '/')
+			continue;
+		prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+		memcpy(p, &pid, 4);
+		memcpy(p + 4, &pid, 4);
+		memcpy(p + 8, &start, 8);
+		end -= start;
+		memcpy(p + 16, &end, 8);
+		memcpy(p + 24, &pgoff, 8);
+		h->misc = PERF_RECORD_MISC_USER;
+		if (strcmp(name, exe) == 0 && build_id) {
+			h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+			p[32] = 20;
+			memcpy(p + 36, build_id, 20);
+		} else {
+			memcpy(p + 32, &maj, 4);
+			memcpy(p + 36, &min, 4);
+			memcpy(p + 40, &ino, 8);
+		}
+		memcpy(p + 56, &prot, 4);
+		if (strcmp(name, exe) == 0 && swap_path)
+			snprintf(name, sizeof(name), "%s", swap_path);
+		len = strlen(name) + 1;
+		memcpy(p + 64, name, len);
+		h->type = PERF_RECORD_MMAP2;
+		h->size = (uint16_t)((sizeof(*h) + 64 + len + 7) & ~(size_t)7);
+		cr_assert_eq(unwind_sink_record(u, h, NULL), 0);
+	}
+	fclose(f);
+}
+
+
+struct got {
+	pthread_mutex_t lock;
+	size_t nr, samples;
+	uint64_t frames[64];   /* user frames of each sample */
+	uint32_t types[4096];
+	bool bad;
+};
+
+static struct perf_event_attr rewritten;
+
+static int collect(void *ctx, const struct perf_event_header *rec)
+{
+	struct got *g = ctx;
+	struct perfrec_sample s;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->nr < 4096)
+		g->types[g->nr] = rec->type;
+	g->nr++;
+	if (rec->type == PERF_RECORD_SAMPLE) {
+		if (perfrec_sample__parse_attr(rec, &rewritten, &s) < 0 || s.cgroup != 0x77 || s.nr_callchain < 2 ||
+		    s.callchain[0] != PERF_CONTEXT_USER)
+			g->bad = true;
+		else if (g->samples < 64)
+			g->frames[g->samples] = s.nr_callchain - 1;
+		g->samples++;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static struct snap snap;
+
+static void setup(void)
+{
+	struct perf_event_attr a = attr();
+
+	find_stack_end();
+	outer_marker(&snap);
+	perfrec_unwinder__rewrite_attr(&a, &rewritten);
+}
+
+TestSuite(unwind_sink, .init = setup);
+
+Test(unwind_sink, records_come_back_in_drain_order_unwound)
+{
+	static unsigned char in[65536];
+	static struct got g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct perf_event_attr a = attr();
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+	size_t maps;
+
+	cr_assert_eq(unwind_sink_new(NULL, collect, &g, &s), 0);
+	feed_maps(s, NULL, NULL);
+	cr_assert_eq(unwind_sink_round(s), 0);
+	cr_assert_eq(unwind_sink_record(s, sample(&snap, in), &a), 0);
+	cr_assert_eq(unwind_sink_record(s, sample(&snap, in), &a), 0);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	unwind_sink_stats(s, &st);
+	maps = g.nr - 2;
+	cr_assert_geq(maps, 1);
+	cr_expect_eq(g.types[maps], PERF_RECORD_SAMPLE, "the samples do not come after the maps");
+	cr_expect_eq(g.samples, 2);
+	cr_expect(!g.bad, "a sample came out not in the rewritten layout");
+	cr_expect_geq(g.frames[0], 3, "not unwound: %" PRIu64 " user frames", g.frames[0]);
+	cr_expect_eq(st.behind, 0);
+	cr_expect_eq(st.unwinder.unwound, 2);
+	cr_expect_eq(st.queued_bytes, 0);
+	cr_expect_eq(st.error, 0);
+	unwind_sink_free(s);
+}
+
+Test(unwind_sink, a_worker_behind_gets_stripped_samples_and_loses_none)
+{
+	static unsigned char in[65536];
+	static struct got g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct unwind_sink_opts o = { .max_queue_bytes = 64 << 10 };
+	struct perf_event_attr a = attr();
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+	size_t before, nr_samples = 0;
+
+	cr_assert_eq(unwind_sink_new(&o, collect, &g, &s), 0);
+	feed_maps(s, NULL, NULL);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	before = g.nr;
+	/* A round of 40 samples of 8 KiB: far past 64 KiB before any is unwound. */
+	for (int i = 0; i < 40; i++, nr_samples++)
+		cr_assert_eq(unwind_sink_record(s, sample(&snap, in), &a), 0);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(g.nr - before, nr_samples, "samples lost: %zu of %zu came out", g.nr - before, nr_samples);
+	cr_expect(!g.bad);
+	cr_expect_gt(st.behind, 0, "nothing stripped past the bound");
+	cr_expect_lt(st.behind, nr_samples, "all stripped: the bound was not used");
+	cr_expect_leq(st.max_queued_bytes, o.max_queue_bytes + sizeof(in));
+	cr_expect_eq(st.unwinder.samples + st.behind, nr_samples);
+	unwind_sink_free(s);
+}

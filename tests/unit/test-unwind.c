@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Tests of the host unwinder on this very process: its mappings become
+ * MMAP2 records, a sample is made of the registers and stack captured in
+ * capture_here(), and the unwound chain must reach its callers.  Then the
+ * same sample with bad parts: garbage stack bytes, garbage registers, a
+ * stack pointer outside the copy, a file that is missing, one that changed
+ * (another build id), and a copy whose CFI is cut off.  Each time the
+ * chain must end cleanly (no crash under ASan/UBSan, only frames in
+ * executable mappings, the sample otherwise intact).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <perfrec/event.h>
+#include <perfrec/evlist.h>
+#include <perfrec/unwind.h>
+
+#define STACK 8192
+#define NR_REGS 20 /* bits of PERFREC_REGS_USER_X86_64 */
+/* Index in the regs array of perf's register numbers SP, BP and IP. */
+#define R_BP 6
+#define R_SP 7
+#define R_IP 8
+
+struct snap {
+	uint64_t regs[NR_REGS];
+	unsigned char stack[STACK];
+	uint64_t dyn;
+};
+
+static uint64_t stack_end;
+
+/* Where the main stack ends, so the copy does not read past it. */
+static void find_stack_end(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t a, b;
+
+		if (strstr(line, "[stack]") && sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2)
+			stack_end = b;
+	}
+	fclose(f);
+}
+
+/*
+ * The registers the CFI needs at a known instruction (the lea's target is
+ * the next one, whose rule for the CFA is that of the whole body) and the
+ * stack from there up, as the kernel would copy them.
+ */
+/*
+ * Reading the raw stack, as the kernel does, crosses ASan's redzones: not
+ * instrumented, and copied byte by byte (memcpy would be intercepted).
+ */
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s);
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s)
+{
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%rbx, %3\n\t"
+			 "mov %%r12, %4\n\tmov %%r13, %5\n\tmov %%r14, %6\n\tmov %%r15, %7"
+			 : "=&r"(ip), "=&r"(sp), "=&r"(bp), "=&r"(bx), "=&r"(r12), "=&r"(r13), "=&r"(r14), "=&r"(r15));
+	for (int i = 0; i < NR_REGS; i++)
+		s->regs[i] = 0;
+	s->regs[1] = bx;
+	s->regs[R_BP] = bp;
+	s->regs[R_SP] = sp;
+	s->regs[R_IP] = ip;
+	s->regs[16] = r12;
+	s->regs[17] = r13;
+	s->regs[18] = r14;
+	s->regs[19] = r15;
+	s->dyn = stack_end && stack_end - sp < STACK ? stack_end - sp : STACK;
+	for (uint64_t i = 0; i < s->dyn; i++)
+		s->stack[i] = ((const volatile unsigned char *)sp)[i];
+}
+
+__attribute__((noinline)) void middle_marker(struct snap *s);
+__attribute__((noinline)) void middle_marker(struct snap *s)
+{
+	capture_here(s);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) void outer_marker(struct snap *s);
+__attribute__((noinline)) void outer_marker(struct snap *s)
+{
+	middle_marker(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+static struct perf_event_attr attr(void)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+			       PERF_SAMPLE_CGROUP,
+		.sample_regs_user = PERFREC_REGS_USER_X86_64,
+		.sample_stack_user = STACK,
+		.exclude_callchain_user = 1,
+	};
+	return a;
+}
+
+/* A SAMPLE of attr() for @s, pid/tid ours, in @buf (64 KiB). */
+static struct perf_event_header *sample(const struct snap *s, unsigned char *buf)
+{
+	struct perf_event_header *h = (void *)buf;
+	unsigned char *p = buf + sizeof(*h);
+	uint64_t v;
+
+#define PUT(x) do { v = (x); memcpy(p, &v, 8); p += 8; } while (0)
+	PUT(42);                                          /* identifier */
+	PUT(s->regs[R_IP]);                               /* ip */
+	PUT((uint64_t)getpid() << 32 | (uint32_t)getpid()); /* pid, tid */
+	PUT(1000);                                        /* time */
+	PUT(0);                                           /* callchain: no kernel part */
+	PUT(PERF_SAMPLE_REGS_ABI_64);
+	memcpy(p, s->regs, sizeof(s->regs));
+	p += sizeof(s->regs);
+	PUT(STACK);
+	memcpy(p, s->stack, STACK);
+	p += STACK;
+	PUT(s->dyn);
+	PUT(0x77);                                        /* cgroup */
+#undef PUT
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = PERF_RECORD_MISC_USER;
+	h->size = (uint16_t)(p - buf);
+	return h;
+}
+
+/*
+ * This process's file mappings as MMAP2 records (device and inode form),
+ * with @path_for naming a file in place of @exe when given, and
+ * @build_id (20 bytes) in place of dev/ino for that one when given.
+ */
+static void feed_maps(struct perfrec_unwinder *u, const char *swap_path, const uint8_t *build_id)
+{
+	char exe[PATH_MAX], line[PATH_MAX + 128];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	cr_assert(n > 0);
+	exe[n] = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		_Alignas(8) unsigned char rec[PATH_MAX + 256] = {0};
+		struct perf_event_header *h = (void *)rec;
+		uint64_t start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8], name[PATH_MAX] = "";
+		unsigned char *p = rec + sizeof(*h);
+		uint32_t pid = (uint32_t)getpid(), prot;
+		size_t len;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %4095s",
+			   &start, &end, perms, &pgoff, &maj, &min, &ino, name) < 7 || name[0] != '/')
+			continue;
+		prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+		memcpy(p, &pid, 4);
+		memcpy(p + 4, &pid, 4);
+		memcpy(p + 8, &start, 8);
+		end -= start;
+		memcpy(p + 16, &end, 8);
+		memcpy(p + 24, &pgoff, 8);
+		h->misc = PERF_RECORD_MISC_USER;
+		if (strcmp(name, exe) == 0 && build_id) {
+			h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+			p[32] = 20;
+			memcpy(p + 36, build_id, 20);
+		} else {
+			memcpy(p + 32, &maj, 4);
+			memcpy(p + 36, &min, 4);
+			memcpy(p + 40, &ino, 8);
+		}
+		memcpy(p + 56, &prot, 4);
+		if (strcmp(name, exe) == 0 && swap_path)
+			snprintf(name, sizeof(name), "%s", swap_path);
+		len = strlen(name) + 1;
+		memcpy(p + 64, name, len);
+		h->type = PERF_RECORD_MMAP2;
+		h->size = (uint16_t)((sizeof(*h) + 64 + len + 7) & ~(size_t)7);
+		cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	}
+	fclose(f);
+}
+
+/* This process's executable mappings: where every caller must lie. */
+static struct { uint64_t start, end; } exec_ranges[256];
+static size_t nr_exec;
+
+static bool in_exec(uint64_t pc)
+{
+	if (!nr_exec) {
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[PATH_MAX + 128], perms[8];
+
+		while (f && fgets(line, sizeof(line), f) && nr_exec < 256) {
+			uint64_t a, b;
+
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &a, &b, perms) == 3 && perms[2] == 'x') {
+				exec_ranges[nr_exec].start = a;
+				exec_ranges[nr_exec++].end = b;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	for (size_t i = 0; i < nr_exec; i++)
+		if (pc >= exec_ranges[i].start && pc < exec_ranges[i].end)
+			return true;
+	return false;
+}
+
+struct chain {
+	uint64_t nr;
+	uint64_t ip[600];
+	uint64_t cgroup;
+};
+
+/* Unwind @s; the rewritten sample must parse, end in the cgroup, and carry only the chain. */
+static struct chain unwind(struct perfrec_unwinder *u, const struct snap *s)
+{
+	static unsigned char in[65536], out[65536];
+	struct perf_event_attr a = attr(), na;
+	struct perf_event_header *h = sample(s, in);
+	struct perfrec_sample smp;
+	struct chain c = {0};
+	int n = perfrec_unwinder__rewrite(u, h, &a, out, sizeof(out));
+
+	cr_assert_gt(n, 0, "rewrite: %d", n);
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(na.sample_type & (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER), 0);
+	cr_assert_eq(perfrec_sample__parse_attr((void *)out, &na, &smp), 0);
+	cr_assert_eq(((struct perf_event_header *)out)->size, (unsigned)n);
+	cr_assert_geq(smp.nr_callchain, 2, "PERF_CONTEXT_USER and the ip at least");
+	cr_assert_eq(smp.callchain[0], PERF_CONTEXT_USER);
+	cr_assert_eq(smp.callchain[1], s->regs[R_IP]);
+	c.nr = smp.nr_callchain - 1;
+	cr_assert_leq(c.nr, 127);
+	/* Callers are return addresses - 1: the call lies in code. */
+	for (uint64_t i = 1; i < c.nr; i++)
+		cr_assert(in_exec(smp.callchain[1 + i] + 1), "frame %" PRIu64 " %#" PRIx64 " is not in code",
+			  i, smp.callchain[1 + i]);
+	memcpy(c.ip, smp.callchain + 1, c.nr * 8);
+	c.cgroup = smp.cgroup;
+	cr_assert_eq(c.cgroup, 0x77, "the fields after the stack are kept");
+	return c;
+}
+
+static bool chain_has(const struct chain *c, void (*fn)(struct snap *))
+{
+	uint64_t a = (uint64_t)(uintptr_t)fn;
+
+	for (uint64_t i = 1; i < c->nr; i++)
+		if (c->ip[i] >= a && c->ip[i] < a + 128)
+			return true;
+	return false;
+}
+
+static struct perfrec_unwinder *new_unwinder(void)
+{
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o) };
+	struct perfrec_unwinder *u;
+
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	return u;
+}
+
+static struct snap snap;
+
+static void setup(void)
+{
+	find_stack_end();
+	outer_marker(&snap);
+}
+
+TestSuite(unwind, .init = setup);
+
+Test(unwind, a_real_stack_unwinds_through_its_callers)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	feed_maps(u, NULL, NULL);
+	c = unwind(u, &snap);
+	cr_expect(chain_has(&c, middle_marker), "middle_marker is not a caller (%" PRIu64 " frames)", c.nr);
+	cr_expect(chain_has(&c, outer_marker), "outer_marker is not a caller");
+	/* Again: the cached ELF and session serve it, nothing is opened. */
+	perfrec_unwinder__stats(u, &st);
+	{
+		uint64_t opened = st.elf_opened;
+
+		c = unwind(u, &snap);
+		perfrec_unwinder__stats(u, &st);
+		cr_expect_eq(st.elf_opened, opened, "a file was opened again for the same process");
+		cr_expect(chain_has(&c, outer_marker));
+	}
+	cr_expect_eq(st.samples, 2);
+	cr_expect_eq(st.unwound, 2);
+	perfrec_unwinder__free(u);
+}
+
+Test(unwind, garbage_stack_bytes_end_the_chain_cleanly)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct snap s = snap;
+
+	feed_maps(u, NULL, NULL);
+	srand(7);
+	for (int round = 0; round < 50; round++) {
+		for (size_t i = 0; i < STACK; i++)
+			s.stack[i] = (unsigned char)rand();
+		/* Some words that look like code addresses of the binary. */
+		for (size_t i = 0; i < STACK / 8; i += 7) {
+			uint64_t v = snap.regs[R_IP] + (uint64_t)(rand() % 4096);
+
+			memcpy(s.stack + i * 8, &v, 8);
+		}
+		(void)unwind(u, &s);
+	}
+	perfrec_unwinder__free(u);
+}
+
+Test(unwind, garbage_registers_end_the_chain_cleanly)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct snap s = snap;
+
+	feed_maps(u, NULL, NULL);
+	srand(11);
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < NR_REGS; i++)
+			s.regs[i] = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 2) ^ (uint64_t)rand();
+		if (round % 2)
+			s.regs[R_IP] = snap.regs[R_IP] + (uint64_t)(rand() % 65536) - 32768;
+		(void)unwind(u, &s);
+	}
+	perfrec_unwinder__free(u);
+}
+
+/*
+ * The copy starts at the stack pointer, so memory is read relative to it:
+ * what lies past the bytes the kernel could copy (dyn_size) is out of reach.
+ */
+Test(unwind, frames_past_the_stack_copy_end_the_chain)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct chain whole, c;
+	struct snap s;
+
+	feed_maps(u, NULL, NULL);
+	whole = unwind(u, &snap);
+	cr_assert_geq(whole.nr, 3);
+	s = snap;
+	s.dyn = 0;
+	c = unwind(u, &s);
+	cr_expect_eq(c.nr, 1, "no stack copied, yet %" PRIu64 " frames", c.nr);
+	s.dyn = 8;
+	c = unwind(u, &s);
+	cr_expect_lt(c.nr, whole.nr, "8 bytes of stack gave the whole chain");
+	/* A stack pointer at the top of the address space: reads must not wrap. */
+	s = snap;
+	s.regs[R_SP] = UINT64_MAX - 7;
+	s.regs[R_BP] = UINT64_MAX - 7;
+	c = unwind(u, &s);
+	cr_expect_leq(c.nr, 2);
+	perfrec_unwinder__free(u);
+}
+
+Test(unwind, a_missing_or_changed_file_is_not_used)
+{
+	static const uint8_t other_id[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "" };
+	struct perfrec_unwinder_stats st;
+	struct perfrec_unwinder *u;
+	struct chain c;
+
+	/* Missing: the map names a path that does not exist (and no procfs). */
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	feed_maps(u, "/nonexistent/perfrec-unwind-test", NULL);
+	c = unwind(u, &snap);
+	cr_expect(!chain_has(&c, outer_marker), "unwound through a binary it could not have read");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_geq(st.elf_missing, 1);
+	perfrec_unwinder__free(u);
+
+	/* Changed: the path is there, with another build id than the map's. */
+	u = new_unwinder();
+	feed_maps(u, NULL, other_id);
+	c = unwind(u, &snap);
+	cr_expect(!chain_has(&c, outer_marker), "used a file whose build id differs from the map's");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_geq(st.elf_missing, 1);
+	perfrec_unwinder__free(u);
+}
+
+/* A copy of this binary with .eh_frame and .eh_frame_hdr cut to a few bytes of zeros. */
+static void cut_cfi(const char *path)
+{
+	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), out;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	char buf[65536];
+	ssize_t n;
+
+	cr_assert_geq(in, 0);
+	out = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(in, ELF_C_READ, NULL);
+	cr_assert_not_null(elf);
+	cr_assert_eq(elf_getshdrstrndx(elf, &shstrndx), 0);
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		gelf_getshdr(scn, &sh);
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
+			     !strcmp(name, ".debug_frame"))) {
+			/* Keep the first 4 bytes (a length), zero the rest: CFI that stops short. */
+			memset(buf, 0, sizeof(buf));
+			for (uint64_t off = 4; off < sh.sh_size; off += sizeof(buf)) {
+				size_t len = sh.sh_size - off < sizeof(buf) ? sh.sh_size - off : sizeof(buf);
+
+				cr_assert_eq(pwrite(out, buf, len, (off_t)(sh.sh_offset + off)), (ssize_t)len);
+			}
+		}
+	}
+	elf_end(elf);
+	close(in);
+	close(out);
+}
+
+Test(unwind, truncated_cfi_ends_the_chain_cleanly)
+{
+	char path[] = "/tmp/perfrec-unwind-cfi-XXXXXX";
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "" };
+	struct perfrec_unwinder *u;
+	struct chain c;
+	int fd = mkstemp(path);
+	struct stat st;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cut_cfi(path);
+	cr_assert_eq(stat(path, &st), 0);
+	/* The map names the cut copy by its device and inode. */
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	feed_maps(u, path, NULL);
+	{
+		/* feed_maps() gave the exe's dev/ino: say the copy's instead. */
+		_Alignas(8) unsigned char rec[512] = {0};
+		struct perf_event_header *h = (void *)rec;
+		unsigned char *p = rec + sizeof(*h);
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[PATH_MAX + 128], exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		cr_assert(n > 0);
+		exe[n] = 0;
+		while (fgets(line, sizeof(line), f)) {
+			uint64_t start, end, pgoff, ino = (uint64_t)st.st_ino;
+			char perms[8], name[PATH_MAX] = "";
+			uint32_t pid = (uint32_t)getpid(), prot = PROT_READ | PROT_EXEC;
+			unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %4095s",
+				   &start, &end, perms, &pgoff, name) < 5 || strcmp(name, exe) || perms[2] != 'x')
+				continue;
+			memcpy(p, &pid, 4);
+			memcpy(p + 4, &pid, 4);
+			memcpy(p + 8, &start, 8);
+			end -= start;
+			memcpy(p + 16, &end, 8);
+			memcpy(p + 24, &pgoff, 8);
+			memcpy(p + 32, &maj, 4);
+			memcpy(p + 36, &min, 4);
+			memcpy(p + 40, &ino, 8);
+			memcpy(p + 56, &prot, 4);
+			strcpy((char *)p + 64, path);
+			h->type = PERF_RECORD_MMAP2;
+			h->misc = PERF_RECORD_MISC_USER;
+			h->size = (uint16_t)((sizeof(*h) + 64 + strlen(path) + 1 + 7) & ~(size_t)7);
+			cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+		}
+		fclose(f);
+	}
+	c = unwind(u, &snap);
+	cr_expect(!chain_has(&c, outer_marker), "unwound through a binary without CFI");
+	perfrec_unwinder__free(u);
+	unlink(path);
+}
+
+Test(unwind, fork_copies_and_exec_clears_an_address_space)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	_Alignas(8) unsigned char rec[64] = {0};
+	struct perf_event_header *h = (void *)rec;
+	uint32_t ids[4] = { (uint32_t)getpid(), 1, (uint32_t)getpid(), 1 };
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	feed_maps(u, NULL, NULL);
+	perfrec_unwinder__stats(u, &st);
+	cr_assert_eq(st.spaces, 1);
+	/* COMM with exec: a new image, none of the old maps. */
+	h->type = PERF_RECORD_COMM;
+	h->misc = PERF_RECORD_MISC_COMM_EXEC;
+	h->size = sizeof(*h) + 8 + 16;
+	memcpy(rec + sizeof(*h), ids, 8);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	c = unwind(u, &snap);
+	cr_expect_eq(c.nr, 1, "unwound with the maps of the image before exec");
+	/* EXIT of the leader drops the space. */
+	h->type = PERF_RECORD_EXIT;
+	h->misc = 0;
+	h->size = sizeof(*h) + 24;
+	memcpy(rec + sizeof(*h), ids, 16);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.spaces, 0);
+	perfrec_unwinder__free(u);
+}
+
+struct collected {
+	unsigned char buf[1 << 17];
+	size_t len, nr;
+	uint32_t types[16];
+};
+
+static int collect(void *ctx, const struct perf_event_header *rec)
+{
+	struct collected *c = ctx;
+
+	cr_assert_leq(c->len + rec->size, sizeof(c->buf));
+	memcpy(c->buf + c->len, rec, rec->size);
+	c->len += rec->size;
+	if (c->nr < 16)
+		c->types[c->nr] = rec->type;
+	c->nr++;
+	return 0;
+}
+
+/*
+ * A round in drain order: the sample (time 2000) of a process forked from
+ * this one comes before its FORK (time 1000), written from another CPU's
+ * ring.  Flushed, the sample is unwound with the maps the FORK gave it,
+ * and the records come back in the order pushed.
+ */
+Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
+{
+	static unsigned char in[65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na;
+	struct perf_event_header *h = sample(&snap, in);
+	_Alignas(8) unsigned char fork_rec[64] = {0};
+	struct perf_event_header *fh = (void *)fork_rec;
+	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
+	uint64_t v;
+	struct perfrec_sample s;
+	const struct perf_event_header *out;
+
+	feed_maps(u, NULL, NULL);
+	/* The sample is the child's, at time 2000. */
+	v = (uint64_t)child << 32 | child;
+	memcpy(in + sizeof(*h) + 16, &v, 8);
+	v = 2000;
+	memcpy(in + sizeof(*h) + 24, &v, 8);
+	/* The FORK at time 1000, its trailer laid out for TID and TIME. */
+	a.sample_id_all = 1;
+	fh->type = PERF_RECORD_FORK;
+	fh->size = sizeof(*fh) + 24 + 16;
+	memcpy(fork_rec + sizeof(*fh), ids, 16);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);             /* fork's own time */
+	v = (uint64_t)child << 32 | child;
+	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);             /* trailer: pid, tid */
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);             /* trailer: time */
+	{
+		/* The trailer of attr() minus IDENTIFIER/CGROUP: TID, TIME. */
+		static struct perf_event_attr sb;
+
+		sb = a;
+		sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+		cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
+		cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
+		cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	}
+	cr_assert_eq(got.nr, 2);
+	cr_expect_eq(got.types[0], PERF_RECORD_SAMPLE, "not in push order");
+	cr_expect_eq(got.types[1], PERF_RECORD_FORK);
+	out = (const void *)got.buf;
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr(out, &na, &s), 0);
+	{
+		struct chain c = { .nr = s.nr_callchain - 1 };
+
+		memcpy(c.ip, s.callchain + 1, c.nr * 8);
+		cr_expect(chain_has(&c, outer_marker), "the sample was unwound before its FORK (%" PRIu64 " frames)", c.nr);
+	}
+	perfrec_unwinder__free(u);
+}
+
+/* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
+Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
+{
+	static unsigned char in[65536], out[65536];
+	struct perf_event_attr a = attr(), na;
+	struct perf_event_header *h = sample(&snap, in);
+	struct perfrec_sample s;
+	int n = perfrec_unwinder__strip(h, &a, out, sizeof(out));
+
+	cr_assert_gt(n, 0);
+	cr_expect_lt((size_t)n, (size_t)h->size / 20, "the stack is still in it");
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr((void *)out, &na, &s), 0);
+	cr_assert_eq(s.nr_callchain, 2);
+	cr_expect_eq(s.callchain[0], PERF_CONTEXT_USER);
+	cr_expect_eq(s.callchain[1], snap.regs[R_IP]);
+	cr_expect_eq(s.cgroup, 0x77);
+	cr_expect_eq(s.time, 1000);
+	/* Too small a buffer, and records that are not DWARF samples. */
+	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, 16), -ENOBUFS);
+	a.sample_type &= ~(uint64_t)PERF_SAMPLE_STACK_USER;
+	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, sizeof(out)), 0);
+}

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * `perfrecctl unwind IN [-o] OUT`: rewrite a raw DWARF recording (samples
+ * with user registers and a stack copy, --call-graph dwarf) into the
+ * callchain form, unwound on this host by libperfrec's unwinder, the one
+ * perfrecd uses.  The copy is about as small as a frame-pointer file and
+ * every reader shows its whole stacks without unwinding.  ELF files are
+ * looked up as the unwinder does: through /proc while the processes live,
+ * else by path, and only when their build id is the recorded one.  The
+ * input must pass verify and so must the output.  Exit 0 done, 1 the input
+ * is not sound perf data, 2 usage or I/O errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
+#include <perfrec/unwind.h>
+
+#include "perfrecctl.h"
+
+/* The attr a record belongs to: by its identifier, else the only one. */
+static const struct perf_event_attr *record_attr(struct perfrec_pdreader *in, const struct perf_event_header *rec)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
+	uint64_t id;
+
+	if (perfrec_event__identifier(rec, &id) == 0)
+		a = perfrec_pdreader__attr_by_id(in, id);
+	if (!a && perfrec_pdreader__nr_attrs(in) == 1)
+		a = perfrec_pdreader__attr(in, 0);
+	return a ? &a->attr : NULL;
+}
+
+struct emit_ctx {
+	struct perfrec_pdwriter *out;
+	const char *out_path;
+};
+
+static int emit(void *ctx, const struct perf_event_header *rec)
+{
+	struct emit_ctx *e = ctx;
+
+	/*
+	 * Maps of data segments were there for unwinders reading
+	 * .eh_frame_hdr (perf's mmap_data); with the stacks unwound they
+	 * only cost bytes, as in a -g file.
+	 */
+	if (rec->type == PERF_RECORD_MMAP2 && (rec->misc & PERF_RECORD_MISC_MMAP_DATA))
+		return 0;
+	return perfrec_pdwriter__write(e->out, rec, rec->size);
+}
+
+/*
+ * Flush what the unwinder queued; EXIT_* on failure.  A sample it could
+ * not rewrite is named and the copy refused: the input verified, so that
+ * is a bug or memory running out, not something to leave out quietly.
+ */
+static int flush(struct perfrec_unwinder *u, struct emit_ctx *e, const char *in_path)
+{
+	struct perfrec_unwinder_stats st;
+	int r = perfrec_unwinder__flush(u, emit, e);
+
+	if (r == 0)
+		return 0;
+	perfrec_unwinder__stats(u, &st);
+	if (st.dropped) {
+		fprintf(stderr, "perfrecctl unwind: %s: %llu samples could not be rewritten: %s\n", in_path,
+			(unsigned long long)st.dropped, strerror(-r));
+		return r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
+	}
+	fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", e->out_path, strerror(-r));
+	return EXIT_USAGE;
+}
+
+static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char *out_path,
+		   struct perfrec_pdwriter *out, struct perfrec_unwinder *u)
+{
+	struct emit_ctx e = { .out = out, .out_path = out_path };
+	const struct perf_event_header *rec;
+	uint64_t off;
+	int r, rc;
+
+	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(in); i++) {
+		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(in, i);
+		struct perf_event_attr na;
+
+		perfrec_unwinder__rewrite_attr(&a->attr, &na);
+		r = perfrec_pdwriter__add_attr(out, &na, a->ids, a->nr_ids, a->name);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl unwind: %s: attr %zu cannot be copied: %s\n", in_path, i, strerror(-r));
+			return EXIT_BAD;
+		}
+	}
+	for (int f = 1; f < PERFREC_FEAT_BITS; f++) {
+		const void *data;
+		size_t len;
+
+		if (f == PERFREC_FEAT_EVENT_DESC || f == PERFREC_FEAT_COMPRESSED)
+			continue;
+		if (perfrec_pdreader__feature(in, f, &data, &len) < 0)
+			continue;
+		r = perfrec_pdwriter__set_feature(out, f, data, len);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl unwind: %s: %s\n", out_path, strerror(-r));
+			return EXIT_USAGE;
+		}
+	}
+	/*
+	 * The unwinder sees each round (up to FINISHED_ROUND) in time order
+	 * and gives it back in file order: a process's FORK or MMAP2 on one
+	 * CPU can come after its samples on another in the file.
+	 */
+	while ((r = perfrec_pdreader__next(in, &rec, &off)) > 0) {
+		if (rec->type == PERFREC_RECORD_HEADER_ATTR || rec->type == PERFREC_RECORD_HEADER_FEATURE)
+			continue;
+		if (perfrec_unwinder__push(u, rec, record_attr(in, rec)) < 0) {
+			fprintf(stderr, "perfrecctl unwind: %s\n", strerror(ENOMEM));
+			return EXIT_USAGE;
+		}
+		if (rec->type == PERFREC_RECORD_FINISHED_ROUND && (rc = flush(u, &e, in_path)))
+			return rc;
+	}
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl unwind: %s: %s at offset %llu\n", in_path,
+			perfrec_pdreader__error(in, &off), (unsigned long long)off);
+		return EXIT_BAD;
+	}
+	rc = flush(u, &e, in_path);
+	if (rc)
+		return rc;
+	r = perfrec_pdwriter__finish(out);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl unwind: cannot finish %s: %s\n", out_path, strerror(-r));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int verify_output(const char *path)
+{
+	struct perfrec_pdreader_opts opts = { .sz = sizeof(opts) };
+	struct perfrec_pdreader *r;
+	uint64_t off;
+	int ret;
+
+	ret = perfrec_pdreader__open(path, &opts, &r);
+	if (ret < 0) {
+		fprintf(stderr, "perfrecctl unwind: cannot read back %s: %s\n", path, strerror(-ret));
+		return EXIT_USAGE;
+	}
+	ret = perfrec_pdreader__verify(r);
+	if (ret < 0)
+		fprintf(stderr, "perfrecctl unwind: %s as written does not verify: %s at offset %llu\n", path,
+			ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret),
+			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
+	perfrec_pdreader__free(r);
+	return ret < 0 ? EXIT_BAD : 0;
+}
+
+int cmd_unwind(int argc, char **argv)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
+	struct perfrec_unwinder_opts uo = { .sz = sizeof(uo) };
+	struct perfrec_pdreader *in = NULL;
+	struct perfrec_pdwriter *out = NULL;
+	struct perfrec_unwinder *u = NULL;
+	struct perfrec_unwinder_stats st;
+	const char *paths[2] = { NULL, NULL };
+	uint64_t off;
+	int np = 0, r, rc, fd;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc && !paths[1])
+			paths[1] = argv[++i];
+		else if (argv[i][0] == '-' && argv[i][1])
+			return perfrecctl_usage("unwind");
+		else if (np == 0)
+			paths[np++] = argv[i];
+		else if (np == 1 && !paths[1])
+			paths[np++] = argv[i];
+		else
+			return perfrecctl_usage("unwind");
+	}
+	if (!paths[0] || !paths[1])
+		return perfrecctl_usage("unwind");
+	r = perfrec_pdreader__open(paths[0], &ro, &in);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl unwind: cannot open %s: %s\n", paths[0], strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (perfrec_pdreader__verify(in) < 0) {
+		fprintf(stderr, "perfrecctl unwind: %s: %s at offset %llu (perfrecctl verify rejects it)\n", paths[0],
+			perfrec_pdreader__error(in, &off), (unsigned long long)off);
+		perfrec_pdreader__free(in);
+		return EXIT_BAD;
+	}
+	r = perfrec_unwinder__new(&uo, &u);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl unwind: %s\n", strerror(-r));
+		perfrec_pdreader__free(in);
+		return EXIT_USAGE;
+	}
+	fd = open(paths[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	r = fd < 0 ? -errno : perfrec_pdwriter__new(fd, &wo, &out);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", paths[1], strerror(-r));
+		if (fd >= 0)
+			close(fd);
+		perfrec_unwinder__free(u);
+		perfrec_pdreader__free(in);
+		return EXIT_USAGE;
+	}
+	rc = rewrite(paths[0], in, paths[1], out, u);
+	perfrec_unwinder__stats(u, &st);
+	perfrec_pdwriter__free(out, false);
+	perfrec_pdreader__free(in);
+	perfrec_unwinder__free(u);
+	if (rc == 0)
+		rc = verify_output(paths[1]);
+	if (rc) {
+		unlink(paths[1]);
+		return rc;
+	}
+	fprintf(stderr, "perfrecctl unwind: %llu samples, %llu with callers, %.1f user frames each; "
+		"ELF cache: %llu files opened, %llu hits (%.1f%%), %zu open (%.1f MiB), %llu evicted; "
+		"%llu maps without a matching file\n",
+		(unsigned long long)st.samples, (unsigned long long)st.unwound,
+		st.samples ? (double)st.frames / (double)st.samples : 0.0,
+		(unsigned long long)st.elf_opened, (unsigned long long)st.elf_hits,
+		st.elf_opened + st.elf_hits ? 100.0 * (double)st.elf_hits / (double)(st.elf_opened + st.elf_hits) : 0.0,
+		st.elves, (double)st.elf_bytes / (1 << 20), (unsigned long long)st.elf_evicted,
+		(unsigned long long)st.elf_missing);
+	return 0;
+}

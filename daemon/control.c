@@ -94,6 +94,7 @@ struct client {
 	uint64_t request_usec;    /* connected, or last complete message */
 	int passed_fd;            /* from SCM_RIGHTS, for Snapshot; -1 */
 	struct perfrec_pdwriter *sub; /* Subscribe stream */
+	struct sink sink;             /* ... fed by the recorder's drain while sub is set */
 	const struct perfrec_evlist *sub_evlist; /* the events its attrs describe */
 	/*
 	 * A stream, in stream offsets (bytes since its start): out[0] is at
@@ -340,8 +341,6 @@ void control_free(struct control *ctl)
 		}
 	while (ctl->clients)
 		client_drop(ctl->clients, NULL);
-	if (ctl->rec && ctl->rec->tap_ctx == ctl)
-		ctl->rec->tap = NULL;
 	if (ctl->listen_fd >= 0)
 		close(ctl->listen_fd);
 	if (ctl->epfd >= 0)
@@ -509,6 +508,7 @@ static void client_drop(struct client *c, const char *why)
 	ctl->nr_clients--;
 	if (c->sub) {
 		ctl->nr_subscribers--;
+		recorder_remove_sink(ctl->rec, &c->sink);
 		perfrec_pdwriter__free(c->sub, false);
 	}
 	xfer_close(c);
@@ -1077,6 +1077,7 @@ static void stream_end(struct client *c, const char *why, bool failed)
 		log_notice("Stream to uid %u pid %d cut short: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
 	else
 		log_info("Stream to uid %u pid %d ended: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
+	recorder_remove_sink(ctl->rec, &c->sink);
 	perfrec_pdwriter__free(c->sub, false);
 	c->sub = NULL;
 	ctl->nr_subscribers--;
@@ -1098,23 +1099,44 @@ static void stream_end(struct client *c, const char *why, bool failed)
 		update_events(c);
 }
 
-/* recorder.c hands every drained byte here while anyone subscribes. */
-static void tap(void *ctx, const struct iovec *iov, int iovcnt)
+/*
+ * Each live subscriber is a sink of the recorder's drain (sink.h): every
+ * drained byte, and a FINISHED_ROUND after every pass that drained any.
+ * A stream that cannot take them (its reader fell behind) ends; the drain
+ * and the other sinks go on.
+ */
+static int stream_write(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes)
 {
-	struct control *ctl = ctx;
+	struct client *c = s->ctx;
+	int r;
 
-	for (struct client *c = ctl->clients; c; c = c->next) {
-		int r;
-
-		if (!c->sub || c->dead)
-			continue;
-		/* A lone FINISHED_ROUND written on its own flushes the stream. */
-		r = iovcnt == 1 ? perfrec_pdwriter__write(c->sub, iov[0].iov_base, iov[0].iov_len)
-				: perfrec_pdwriter__writev(c->sub, iov, iovcnt);
-		if (r < 0)
-			stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
-	}
+	(void)ring;
+	(void)bytes;
+	if (!c->sub || c->dead)
+		return -EPIPE;
+	r = perfrec_pdwriter__writev(c->sub, iov, n);
+	if (r < 0)
+		stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
+	return r;
 }
+
+static void stream_round(struct sink *s, uint64_t bytes)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct client *c = s->ctx;
+	int r;
+
+	if (!bytes || !c->sub || c->dead)
+		return;
+	/* A lone FINISHED_ROUND written on its own flushes the stream. */
+	r = perfrec_pdwriter__write(c->sub, &round, sizeof(round));
+	if (r < 0)
+		stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
+}
+
+static const struct sink_ops stream_sink_ops = { .write = stream_write, .round = stream_round };
 
 static int emit_sub(void *ctx, const struct perf_event_header *h)
 {
@@ -1169,6 +1191,9 @@ static int subscribe(struct control *ctl, struct client *c)
 	}
 	if (r >= 0)
 		r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_sub, c->sub);
+	c->sink = (struct sink){ .ops = &stream_sink_ops, .ctx = c };
+	if (r >= 0)
+		r = recorder_add_sink(rec, &c->sink);
 	if (r < 0) {
 		perfrec_pdwriter__free(c->sub, false);
 		c->sub = NULL;
@@ -1583,9 +1608,6 @@ void control_process(struct control *ctl)
 			handle_input(ctl, c);
 	}
 	control_sweep(ctl, now_usec());
-	/* Pay for the tap only while someone listens (reload replaces the recorder's fields). */
-	ctl->rec->tap = ctl->nr_subscribers ? tap : NULL;
-	ctl->rec->tap_ctx = ctl;
 }
 
 void control_set_limits(struct control *ctl, const struct control_limits *lim)

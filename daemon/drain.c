@@ -131,6 +131,13 @@ void drain_remove_sink(struct drain *d, struct sink *s)
 		compact_sinks(d);
 }
 
+void drain_replace_sink(struct drain *d, struct sink *old, struct sink *s)
+{
+	for (size_t i = 0; d && i < d->nr_sinks; i++)
+		if (d->sinks[i] == old)
+			d->sinks[i] = s;
+}
+
 uint64_t drain_repaired(const struct drain *d)
 {
 	return d->repaired + d->user_chains_ended;
@@ -220,7 +227,7 @@ uint64_t drain_rec_time(struct drain_rec *r)
 	return r->time;
 }
 
-static void decode(struct drain *d, struct drain_rec *r, const struct perf_event_header *h, size_t idx)
+static void decode(const struct drain *d, struct drain_rec *r, const struct perf_event_header *h, size_t idx)
 {
 	*r = (struct drain_rec){ .h = h, .ring = idx, .d = d };
 	switch (h->type) {
@@ -240,6 +247,19 @@ static void decode(struct drain *d, struct drain_rec *r, const struct perf_event
 	}
 }
 
+void drain_decode(const struct drain *d, const struct perf_event_header *h, struct drain_rec *ret)
+{
+	decode((struct drain *)d, ret, h, 0);
+}
+
+struct sink *drain_sink_of(const struct drain *d, const struct sink_ops *ops)
+{
+	for (size_t i = 0; d && i < d->nr_sinks; i++)
+		if (d->sinks[i] && d->sinks[i]->ops == ops)
+			return d->sinks[i];
+	return NULL;
+}
+
 static void to_records(struct drain *d, struct drain_rec *r)
 {
 	for (size_t i = 0; i < d->nr_sinks; i++) {
@@ -254,6 +274,8 @@ static void to_writes(struct drain *d, size_t idx, const struct iovec *iov, int 
 {
 	uint64_t bytes = 0;
 
+	if (n <= 0)
+		return;
 	for (int i = 0; i < n; i++)
 		bytes += iov[i].iov_len;
 	for (size_t i = 0; i < d->nr_sinks; i++) {

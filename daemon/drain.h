@@ -40,7 +40,10 @@ struct drain_lost_samples_event {
 	uint64_t lost;
 };
 
-/* One record as the drain walked it; valid during the sink's record() call. */
+/*
+ * One record as the drain walked it; valid during the sink's record() call,
+ * which may fill in what is decoded lazily (drain_rec_time()).
+ */
 struct drain_rec {
 	const struct perf_event_header *h; /* whole, repaired if it needed it */
 	size_t ring;
@@ -79,6 +82,8 @@ const struct drain_id *drain_find_id(const struct drain *d, const struct perf_ev
  */
 int drain_add_sink(struct drain *d, struct sink *s);
 void drain_remove_sink(struct drain *d, struct sink *s);
+/* @s in @old's place (its owner moved), in the same order. */
+void drain_replace_sink(struct drain *d, struct sink *old, struct sink *s);
 
 /*
  * One pass over @ring (index @idx among the rings): every record to every
@@ -89,6 +94,11 @@ void drain_remove_sink(struct drain *d, struct sink *s);
 uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx);
 /* After a pass over every ring: each sink's round() with the pass's @bytes. */
 void drain_round(struct drain *d, uint64_t bytes);
+
+/* Decode @h, a record read from elsewhere (the history), as the drain does. */
+void drain_decode(const struct drain *d, const struct perf_event_header *h, struct drain_rec *ret);
+/* The first sink added with @ops (NULL: none): a module finds its own sink. */
+struct sink *drain_sink_of(const struct drain *d, const struct sink_ops *ops);
 
 /* The time of any record: a sample's, a trailer's (0: none). */
 uint64_t drain_rec_time(struct drain_rec *r);

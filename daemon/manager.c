@@ -59,6 +59,20 @@ static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 static bool streq(const char *a, const char *b);
 
+/* The recorder with its sinks: the flight history when a window is set. */
+static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv)
+{
+	int r = recorder_open(rec, cfg, argc, argv);
+
+	return r < 0 ? r : snapshot_open(rec);
+}
+
+static void close_recorder(struct recorder *rec)
+{
+	snapshot_close(rec);
+	recorder_close(rec);
+}
+
 void manager_block_signals(sigset_t *ret_mask)
 {
 	sigset_t mask;
@@ -106,7 +120,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = governor_new(cfg, &m->gov);
 	if (r < 0)
 		return log_error_errno(r, "Cannot set up the overhead governor: %s", strerror(-r));
-	r = recorder_open(&m->rec, cfg, argc, argv);
+	r = open_recorder(&m->rec, cfg, argc, argv);
 	if (r < 0)
 		return r;
 	m->rec.governor = m->gov;
@@ -265,10 +279,10 @@ static void reload(struct manager *m)
 		return;
 	}
 
-	r = recorder_open(&nrec, &nc, m->argc, m->argv);
+	r = open_recorder(&nrec, &nc, m->argc, m->argv);
 	if (r < 0) {
 		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
-		recorder_close(&nrec);
+		close_recorder(&nrec);
 		config_exit(&nc);
 		sd_notify(0, "READY=1");
 		return;
@@ -282,10 +296,10 @@ static void reload(struct manager *m)
 	metrics_carry(m->metrics, &m->rec);
 	nrec.seq = m->rec.seq;
 	watch_rings(m, EPOLL_CTL_DEL);
-	recorder_close(&m->rec);
+	close_recorder(&m->rec);
 	config_exit(m->cfg);
 	*m->cfg = nc;
-	m->rec = nrec;
+	recorder_move(&m->rec, &nrec);
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
@@ -473,7 +487,7 @@ void manager_exit(struct manager *m)
 	m->metrics = NULL;
 	governor_free(m->gov);
 	m->gov = NULL;
-	recorder_close(&m->rec);
+	close_recorder(&m->rec);
 	uploader_free(m->uploader);
 	m->uploader = NULL;
 	if (m->epfd >= 0)

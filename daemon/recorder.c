@@ -3,12 +3,13 @@
  * The record path of perfrecd: events open per CPU, one ring per CPU,
  * drained pass by pass into the current perf.data file.
  *
- * A drain pass walks each ring's new records (looking inside only where the
- * daemon needs something: sample counts and times, MMAP2 build ids, lost
- * counts), hands the walked bytes to the writer as at most two segments
- * straight from the mapping, and only then gives them back to the kernel.
- * After every pass that wrote something comes a FINISHED_ROUND, which tells
- * readers that nothing older than this pass will follow.
+ * The drain (drain.c) walks each ring once per pass and hands every record
+ * to every sink.  The recorder's own sink (file_sink below) counts what it
+ * needs (sample counts and times, MMAP2 build ids, lost counts) and in
+ * continuous mode writes the bytes into the current file as at most two
+ * segments straight from the mapping.  After every pass that wrote
+ * something comes a FINISHED_ROUND, which tells readers that nothing older
+ * than this pass will follow.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +31,6 @@
 #include "pipeout.h"
 #include "recorder.h"
 #include "retention.h"
-#include "snapshot.h"
 #include "kcache.h"
 #include "manifest.h"
 #include "upload.h"
@@ -43,7 +43,7 @@ uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static uint64_t clock_ns(int clockid)
+uint64_t recording_clock_ns(int clockid)
 {
 	struct timespec ts;
 
@@ -65,21 +65,58 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 	log_error("Cannot open event '%s' on CPU %d: %s", event, cpu, why);
 }
 
-static int cmp_id(const void *a, const void *b)
-{
-	const struct id_format *x = a, *y = b;
+static const struct sink_ops file_sink_ops;
 
-	return x->id < y->id ? -1 : x->id > y->id;
+/* The drain over the rings, its ids, and the recorder's own sink first. */
+static int open_drain(struct recorder *rec)
+{
+	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain };
+	int r;
+
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (ev->is_sideband) {
+			rec->sideband_sample_type = ev->attr.sample_type;
+			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
+			rec->sideband_ids = ev->nr_ids == rec->nr_rings ? ev->ids : NULL;
+		}
+	}
+	o.sideband_sample_type = rec->sideband_sample_type;
+	r = drain_new(&o, &rec->drain);
+	for (size_t i = 0; r == 0 && i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = drain_add_ids(rec->drain, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
+	}
+	if (r < 0)
+		return r;
+	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
+	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
+	rec->marks = calloc(rec->nr_rings, sizeof(*rec->marks));
+	if (!rec->total || !rec->pending_dropped || !rec->marks)
+		return -ENOMEM;
+	rec->file_sink = (struct sink){ .ops = &file_sink_ops, .ctx = rec };
+	return drain_add_sink(rec->drain, &rec->file_sink);
 }
 
-/* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
-static const struct id_format *find_id(const struct recorder *rec, const struct perf_event_header *h)
+int recorder_add_sink(struct recorder *rec, struct sink *s)
 {
-	struct id_format key;
+	return drain_add_sink(rec->drain, s);
+}
 
-	if (perfrec_event__identifier(h, &key.id) < 0)
-		return NULL;
-	return bsearch(&key, rec->ids, rec->nr_ids, sizeof(key), cmp_id);
+void recorder_remove_sink(struct recorder *rec, struct sink *s)
+{
+	if (rec)
+		drain_remove_sink(rec->drain, s);
+}
+
+void recorder_move(struct recorder *dst, struct recorder *src)
+{
+	*dst = *src;
+	memset(src, 0, sizeof(*src));
+	dst->file_sink.ctx = dst;
+	drain_replace_sink(dst->drain, &src->file_sink, &dst->file_sink);
 }
 
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
@@ -90,6 +127,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 	memset(rec, 0, sizeof(*rec));
 	rec->cfg = cfg;
+	rec->flight = cfg->mode == CONFIG_MODE_FLIGHT;
 	rec->argc = argc;
 	rec->argv = argv;
 	if (gethostname(rec->hostname, sizeof(rec->hostname) - 1) < 0)
@@ -141,28 +179,9 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 		return log_error_errno(r, "No event could be opened; nothing to record");
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-		struct id_format *n;
-
-		if (ev->is_sideband) {
-			rec->sideband_sample_type = ev->attr.sample_type;
-			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
-			rec->sideband_ids = ev->nr_ids == perfrec_evlist__nr_rings(rec->evlist) ? ev->ids : NULL;
-		}
-		n = realloc(rec->ids, (rec->nr_ids + ev->nr_ids) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		rec->ids = n;
-		for (size_t j = 0; j < ev->nr_ids; j++)
-			rec->ids[rec->nr_ids++] = (struct id_format){
-				ev->ids[j], ev->attr.sample_type, ev->attr.read_format };
-	}
-	qsort(rec->ids, rec->nr_ids, sizeof(*rec->ids), cmp_id);
-	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
-	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
-	if (!rec->total || !rec->pending_dropped)
-		return -ENOMEM;
+	r = open_drain(rec);
+	if (r < 0)
+		return r;
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
@@ -182,7 +201,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 		if (perfrec_synth__kernel_text(&so, &rec->kernel_text, &rec->kernel_etext) < 0)
 			rec->kernel_text = rec->kernel_etext = 0;
 	}
-	return snapshot_open(rec);
+	return 0;
 }
 
 int recorder_enable(struct recorder *rec)
@@ -246,7 +265,7 @@ static bool write_ok(struct recorder *rec, const char *path)
 	return true;
 }
 
-static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written);
+static uint64_t drain_rings(struct recorder *rec);
 static void note_dropped_in_file(struct recorder *rec);
 static int retry_stalled(struct recorder *rec);
 
@@ -269,7 +288,7 @@ static void drain_during_synth(struct recorder *rec, bool force)
 {
 	static unsigned calls;
 	static uint64_t last;
-	uint64_t now, written = 0;
+	uint64_t now;
 
 	if (!force && ++calls % 16)
 		return;
@@ -277,8 +296,8 @@ static void drain_during_synth(struct recorder *rec, bool force)
 	if (!force && now - last < SYNTH_DRAIN_USEC)
 		return;
 	last = now;
-	for (size_t i = 0; rec->have_file && i < rec->nr_rings; i++)
-		drain_ring(rec, i, &written);
+	if (rec->have_file)
+		drain_rings(rec);
 }
 
 static int emit_synth(void *ctx, const struct perf_event_header *h)
@@ -325,7 +344,7 @@ static void outfile_reset(struct outfile *o)
 
 uint64_t recorder_clock_ns(const struct recorder *rec)
 {
-	return clock_ns(rec->cfg->clockid);
+	return recording_clock_ns(rec->cfg->clockid);
 }
 
 struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time)
@@ -380,8 +399,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		rec->rotate_anchor_usec = now_usec();
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
-	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
-	o->start_clock_ns = synth_time ? synth_time : clock_ns(rec->cfg->clockid);
+	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
+	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
@@ -471,90 +490,62 @@ fail:
 	return r;
 }
 
-/*
- * The drain needs only pid and time of a sample.  IDENTIFIER, IP, TID and
- * TIME are the first fields of every sample layout, at offsets fixed by
- * sample_type, so they are read in place instead of parsing the whole
- * sample (callchain, registers, ...) once per record on the hot path.
- */
-static int sample_pid_time(const struct perf_event_header *h, uint64_t type, struct perfrec_sample *s)
+/* The recorder's count of each drained record (file_sink's record()). */
+static void file_record(struct sink *sk, struct drain_rec *r)
 {
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t off = 0, need = 0;
-
-	if (type & PERF_SAMPLE_IDENTIFIER)
-		off += 8;
-	if (type & PERF_SAMPLE_IP)
-		off += 8;
-	need = off + (type & PERF_SAMPLE_TID ? 8 : 0) + (type & PERF_SAMPLE_TIME ? 8 : 0);
-	if (sizeof(*h) + need > h->size)
-		return -EBADMSG;
-	s->pid = 0;
-	s->time = 0;
-	if (type & PERF_SAMPLE_TID) {
-		memcpy(&s->pid, p + off, sizeof(s->pid));
-		off += 8;
-	}
-	if (type & PERF_SAMPLE_TIME)
-		memcpy(&s->time, p + off, sizeof(s->time));
-	return 0;
-}
-
-static void inspect(struct recorder *rec, size_t ring, const struct perf_event_header *h)
-{
-	struct outfile *o = &rec->cur;
-	const unsigned char *p = (const unsigned char *)h;
-	const struct id_format *f;
-	struct perfrec_sample s;
-	uint64_t v;
+	struct recorder *rec = sk->ctx;
+	struct outfile *o = rec->have_file ? &rec->cur : NULL;
+	struct cpu_stats *t = &rec->total[r->ring];
+	const struct perf_event_header *h = r->h;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		f = find_id(rec, h);
-		if (!f || sample_pid_time(h, f->sample_type, &s) < 0)
+		if (!r->sample_ok)
 			return;
-		o->cpu[ring].samples++;
-		rec->total[ring].samples++;
-		o->samples++;
-		if (s.pid)
+		t->samples++;
+		if (r->pid)
 			rec->busy_samples++;
-		if (!o->first_time || s.time < o->first_time)
-			o->first_time = s.time;
-		if (s.time > o->last_time)
-			o->last_time = s.time;
-		perfrec_buildid_table__note_sample_pid(rec->buildids, s.pid,
+		if (!o)
+			return;
+		o->cpu[r->ring].samples++;
+		o->samples++;
+		if (!o->first_time || r->time < o->first_time)
+			o->first_time = r->time;
+		if (r->time > o->last_time)
+			o->last_time = r->time;
+		perfrec_buildid_table__note_sample_pid(rec->buildids, r->pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 		if (o->cgroups)
-			cgroup_counts_note_sample(o->cgroups, h, f->sample_type, f->read_format);
+			cgroup_counts_note_sample(o->cgroups, h, r->id->sample_type, r->id->read_format);
 		break;
 	case PERF_RECORD_CGROUP:
-		if (o->cgroups)
+		if (o && o->cgroups)
 			cgroup_counts_note_cgroup(o->cgroups, h);
 		break;
 	case PERF_RECORD_MMAP2:
-		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		if (!rec->flight)
+			perfrec_buildid_table__note_mmap2(rec->buildids, h);
 		break;
 	case PERF_RECORD_EXIT:
-		perfrec_buildid_table__note_exit(rec->buildids, h);
+		if (!rec->flight)
+			perfrec_buildid_table__note_exit(rec->buildids, h);
 		break;
 	case PERF_RECORD_KSYMBOL:
 	case PERF_RECORD_BPF_EVENT:
-		perfrec_bpfmeta__note_record(rec->bpfmeta, h);
+		perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
 		break;
 	case PERF_RECORD_LOST:
-		if (h->size >= 24) {
-			memcpy(&v, p + 16, 8);
-			o->cpu[ring].lost += v;
-			rec->total[ring].lost += v;
-			o->lost += v;
+		t->lost += r->lost;
+		if (o) {
+			o->cpu[r->ring].lost += r->lost;
+			o->lost += r->lost;
 		}
 		break;
 	case PERF_RECORD_LOST_SAMPLES:
-		if (h->size >= 16) {
-			memcpy(&v, p + 8, 8);
-			o->cpu[ring].lost_samples += v;
-			rec->total[ring].lost_samples += v;
-			o->lost += v;
+		t->lost_samples += r->lost;
+		if (o) {
+			o->cpu[r->ring].lost_samples += r->lost;
+			o->lost += r->lost;
 		}
 		break;
 	default:
@@ -562,113 +553,103 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 	}
 }
 
-const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
-						void *buf, size_t bufsz)
-{
-	if (h->type == PERF_RECORD_SAMPLE) {
-		const struct id_format *f;
-		size_t n;
-
-		/* Only user callchains need it: nothing else for a sample. */
-		if (!rec->cfg->callchain || !(f = find_id(rec, h)) ||
-		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
-			return h;
-		if (!rec->user_chains_ended++)
-			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
-				   "through a frame without one): such chains end before it");
-		return buf;
-	}
-	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
-		return h; /* the drain's common case: checked before anything else */
-	if (!perfrec_event__repair_sideband(h, perfrec_sample_id__size(rec->sideband_sample_type), buf, bufsz))
-		return h;
-	if (!rec->repaired++)
-		log_notice("The kernel sized a %s record for more side-band events than wrote it "
-			   "(another profiler is running): such records are written as they should have been",
-			   h->type == PERF_RECORD_KSYMBOL ? "KSYMBOL" : "BPF_EVENT");
-	return buf;
-}
-
-/*
- * @n samples of ring @idx (@counted: already counted as recorded into the
- * current file) were refused by the output (a full disk) or had no file to
- * go to: they become lost, in the file's counts and the totals, and wait in pending_dropped for a PERF_RECORD_LOST in
- * the next file write that succeeds (note_dropped_in_file()).
- */
-static void count_dropped(struct recorder *rec, size_t idx, uint64_t n, bool counted)
-{
-	if (!n)
-		return;
-	if (counted && rec->have_file) {
-		rec->cur.cpu[idx].samples -= n;
-		rec->cur.samples -= n;
-	}
-	if (counted)
-		rec->total[idx].samples -= n;
-	rec->total[idx].lost += n;
-	rec->total[idx].dropped += n;
-	rec->pending_dropped[idx] += n;
-}
-
-/* Counts of one ring as they stood where a span of its records began. */
-struct span_mark {
-	uint64_t samples, lost, lost_samples;
-};
-
 static struct span_mark span_mark(const struct recorder *rec, size_t idx)
 {
 	return (struct span_mark){ rec->total[idx].samples, rec->total[idx].lost, rec->total[idx].lost_samples };
 }
 
 /*
- * The output refused a span of ring @idx's records that inspect() counted
- * from @m on: its samples become lost (count_dropped()), and the kernel's
+ * The output refused a span of ring @idx's records (a full disk, no file
+ * to go to) that file_record() counted since the ring's mark: its samples
+ * become lost, in the file's counts and the totals, and the kernel's
  * LOST/LOST_SAMPLES in it, counted into the file, are not in the file
- * after all: they too wait for the next PERF_RECORD_LOST (already in the
- * totals).
+ * after all.  All of them wait in pending_dropped for a PERF_RECORD_LOST
+ * in the next file write that succeeds (note_dropped_in_file()).
  */
-static void refuse_span(struct recorder *rec, size_t idx, const struct span_mark *m)
+static void refuse_span(struct recorder *rec, size_t idx)
 {
+	const struct span_mark *m = &rec->marks[idx];
+	uint64_t n = rec->total[idx].samples - m->samples;
 	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
 
-	count_dropped(rec, idx, rec->total[idx].samples - m->samples, true);
 	if (rec->have_file) {
+		rec->cur.cpu[idx].samples -= n;
+		rec->cur.samples -= n;
 		rec->cur.cpu[idx].lost -= dl;
 		rec->cur.cpu[idx].lost_samples -= dls;
 		rec->cur.lost -= dl + dls;
 	}
-	rec->pending_dropped[idx] += dl + dls;
+	rec->total[idx].samples -= n;
+	rec->total[idx].lost += n;
+	rec->total[idx].dropped += n;
+	rec->pending_dropped[idx] += n + dl + dls;
 }
 
 /*
- * Write the bytes @iov of ring @idx (the file, the stream tap) and count
- * them; inspect() counted what they hold from @m on, which a refused write
- * takes back (refuse_span()).
+ * The bytes of ring @idx's records counted since its mark (file_sink's
+ * write()): into the current file in continuous mode; flight mode keeps
+ * them in the history sink only.  Without a file (it could not be
+ * created) or below the free-space floor they are refused as a full disk
+ * would refuse them: the rings keep flowing, the loss is counted.
  */
-static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov, int n, uint64_t *written,
-		      const struct span_mark *m)
+static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int n, uint64_t bytes)
 {
-	uint64_t bytes = 0;
+	struct recorder *rec = sk->ctx;
 	int r = 0;
 
-	for (int i = 0; i < n; i++)
-		bytes += iov[i].iov_len;
-	if (n > 0 && rec->tap)
-		rec->tap(rec->tap_ctx, iov, n);
-	/* Below the free-space floor the file is refused what a full disk would refuse. */
-	if (n > 0 && rec->have_file)
+	if (rec->flight)
+		rec->total[idx].bytes += bytes;
+	else if (!rec->have_file)
+		r = -ENOSPC;
+	else
 		r = rec->below_floor ? -ENOSPC : note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
-		refuse_span(rec, idx, m);
-	} else {
+		refuse_span(rec, idx);
+		if (rec->have_file)
+			rec->pass_err = r;
+	} else if (!rec->flight) {
 		rec->cur.cpu[idx].bytes += bytes;
 		rec->total[idx].bytes += bytes;
 		rec->cur.bytes += bytes;
-		*written += bytes;
+		rec->pass_written += bytes;
 	}
+	rec->marks[idx] = span_mark(rec, idx);
 	return r;
 }
+
+static void file_corrupt(struct sink *sk, size_t idx)
+{
+	struct recorder *rec = sk->ctx;
+
+	if (rec->have_file)
+		rec->cur.cpu[idx].corrupt++;
+	rec->total[idx].corrupt++;
+}
+
+/*
+ * After each pass that wrote something: FINISHED_ROUND, and once a whole
+ * pass is in the file, the samples the disk refused before as lost.
+ */
+static void file_round(struct sink *sk, uint64_t bytes)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct recorder *rec = sk->ctx;
+
+	(void)bytes;
+	if (!rec->pass_written || !rec->have_file)
+		return;
+	rec->pass_written = 0;
+	if (note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
+	    rec->pass_err == 0)
+		note_dropped_in_file(rec);
+}
+
+static const struct sink_ops file_sink_ops = {
+	.record = file_record, .write = file_write, .corrupt = file_corrupt, .round = file_round,
+};
 
 /*
  * Samples the disk refused, reported in the file once it takes writes
@@ -714,100 +695,24 @@ static void note_dropped_in_file(struct recorder *rec)
 			"%s: %" PRIu64 " samples that the disk refused are recorded as lost", o->path, total);
 }
 
-static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
+/* One pass over every ring, without the round: the bytes drained. */
+static uint64_t drain_rings(struct recorder *rec)
 {
-	struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, idx);
-	const struct perf_event_header *h, *fh;
-	struct perfrec_ring_batch b;
-	struct iovec iov[2];
-	unsigned char fixed[8192]; /* a sample with a 127-frame callchain, repaired */
-	int64_t avail;
-	/* counts as they were where the span not yet handed to write_span() began */
-	struct span_mark m = span_mark(rec, idx), none = m;
-	int r, rr = 0;
+	uint64_t bytes = 0;
 
-	avail = perfrec_ring__begin(ring, &b);
-	if (avail <= 0)
-		return 0;
-	while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-		fh = recorder_repair(rec, h, fixed, sizeof(fixed));
-		if (fh != h) {
-			/* The ring is read-only to us: write what precedes the record
-			 * from the ring, the record from the repaired copy, and go on
-			 * after it. */
-			struct perfrec_ring_batch before = b;
-			int n, w;
-
-			before.pos = b.pos - h->size;
-			n = perfrec_ring__iov(ring, &before, iov);
-			w = write_span(rec, idx, iov, n, written, &m);
-			if (w < 0)
-				rr = w;
-			iov[0] = (struct iovec){ fixed, fh->size };
-			none = span_mark(rec, idx);
-			w = write_span(rec, idx, iov, 1, written, &none);
-			if (w < 0)
-				rr = w;
-			b.start = b.pos;
-			m = span_mark(rec, idx);
-		}
-		inspect(rec, idx, fh);
-		if (rec->history)
-			snapshot_note(rec, idx, fh);
-	}
-	if (r < 0) {
-		rec->cur.cpu[idx].corrupt++;
-		rec->total[idx].corrupt++;
-		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
-			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
-	}
-	r = write_span(rec, idx, iov, perfrec_ring__iov(ring, &b, iov), written, &m);
-	/* The bytes are in the writer (or deliberately dropped): give them back. */
-	perfrec_ring__commit(ring, &b);
-	return r < 0 ? r : rr;
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		bytes += drain_ring(rec->drain, perfrec_evlist__ring(rec->evlist, i), i);
+	return bytes;
 }
 
 int recorder_drain(struct recorder *rec)
 {
-	static const struct perf_event_header round = {
-		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
-	};
-	uint64_t written = 0;
-	int r = 0;
+	int r;
 
-	if (snapshot_flight_mode(rec->cfg))
-		return snapshot_drain(rec);
-	if (!rec->have_file) {
-		/* No file to write to (it could not be created): keep the rings
-		 * flowing so the kernel does not stall, and count what is lost. */
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
-			struct perfrec_ring_batch b;
-
-			const struct perf_event_header *h;
-			uint64_t n = 0;
-
-			if (perfrec_ring__begin(ring, &b) == 0)
-				continue;
-			while (perfrec_ring__next(ring, &b, &h) > 0)
-				n += h->type == PERF_RECORD_SAMPLE;
-			rec->dropped_bytes += b.pos - b.start;
-			count_dropped(rec, i, n, false);
-			perfrec_ring__commit(ring, &b);
-		}
-		return 0;
-	}
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		int rr = drain_ring(rec, i, &written);
-
-		if (rr < 0)
-			r = rr;
-	}
-	if (written && rec->tap)
-		rec->tap(rec->tap_ctx, &(struct iovec){ (void *)&round, sizeof(round) }, 1);
-	if (written && note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
-	    r == 0)
-		note_dropped_in_file(rec);
+	rec->pass_err = 0;
+	drain_round(rec->drain, drain_rings(rec));
+	r = rec->pass_err;
+	rec->pass_err = 0;
 	return r;
 }
 
@@ -938,7 +843,7 @@ static void after_publish(struct recorder *rec, const char *path, const struct o
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
-		.end_wall_ns = clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
+		.end_wall_ns = recording_clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
 		.lost = o ? o->lost : 0, .recovered = recovered,
 	};
 
@@ -966,7 +871,7 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
 
 	if (asprintf(&tmp, "%s.tmp", path) < 0)
 		return -ENOMEM;
-	r = write_manifest(rec, path, tmp, o, clock_ns(CLOCK_REALTIME));
+	r = write_manifest(rec, path, tmp, o, recording_clock_ns(CLOCK_REALTIME));
 	free(tmp);
 	if (r < 0)
 		return log_error_errno(r, "Cannot write the manifest of %s: %s; the file stays %s.tmp "
@@ -984,7 +889,7 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
  * The free-space floor (min-free), measured this often: below it,
  * retention removes the oldest published files first; if that is not
  * enough (someone else fills the disk), records are dropped and counted as
- * lost, as on a full disk (write_span()), until there is space again.
+ * lost, as on a full disk (file_write()), until there is space again.
  */
 #define FLOOR_CHECK_USEC 100000
 
@@ -994,7 +899,7 @@ static void check_floor(struct recorder *rec, uint64_t now)
 	uint64_t avail = 0, floor = 0;
 	int r;
 
-	if (pipeout_enabled(rec->cfg) || snapshot_flight_mode(rec->cfg) ||
+	if (pipeout_enabled(rec->cfg) || rec->flight ||
 	    now - rec->floor_check_usec < FLOOR_CHECK_USEC)
 		return;
 	rec->floor_check_usec = now;
@@ -1110,7 +1015,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
-	offcpu_rec_write(rec, clock_ns(rec->cfg->clockid));
+	offcpu_rec_write(rec, recording_clock_ns(rec->cfg->clockid));
 
 	ho.argc = rec->argc;
 	ho.argv = rec->argv;
@@ -1378,8 +1283,9 @@ void recorder_close(struct recorder *rec)
 		rec->cur.w = NULL;
 		outfile_reset(&rec->cur);
 	}
-	snapshot_close(rec);
 	offcpu_rec_close(rec);
+	drain_free(rec->drain);
+	free(rec->marks);
 	perfrec_bpfmeta__free(rec->bpfmeta);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
@@ -1387,6 +1293,5 @@ void recorder_close(struct recorder *rec)
 	free(rec->specs);
 	free(rec->total);
 	free(rec->pending_dropped);
-	free(rec->ids);
 	memset(rec, 0, sizeof(*rec));
 }

@@ -13,6 +13,8 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
+#include "drain.h"
+#include "sink.h"
 
 struct cpu_stats {
 	uint64_t samples;
@@ -39,10 +41,9 @@ struct outfile {
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
 };
 
-struct id_format {
-	uint64_t id;
-	uint64_t sample_type;
-	uint64_t read_format;
+/* Counts of one ring as they stood where a span of its records began. */
+struct span_mark {
+	uint64_t samples, lost, lost_samples;
 };
 
 struct recorder {
@@ -55,13 +56,17 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
-	struct id_format *ids;  /* sorted by id: how each event's samples are laid out */
-	size_t nr_ids;
+	/* one pass over each ring feeds every sink (drain.h) */
+	struct drain *drain;
+	/* the recorder's own sink: counts, and the current file in continuous mode */
+	struct sink file_sink;
+	struct span_mark *marks;   /* per ring: where the span not yet written began */
+	uint64_t pass_written;     /* bytes into the file since the last FINISHED_ROUND */
+	int pass_err;              /* a write of this pass failed */
+	bool flight;               /* mode=flight: no file, the history sink keeps records */
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
 	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
-	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
-	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
 	char hostname[256];
 	uint64_t seq;
 	struct outfile cur;
@@ -89,18 +94,11 @@ struct recorder {
 	uint64_t rotate_anchor_usec;
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
-	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */
-	struct history *history;
-	uint64_t *history_last;  /* per ring: time of the last record kept */
-	uint64_t history_dropped;
 	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
 	struct uploader *uploader;
 	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
 	struct governor *governor; /* borrowed from the manager; NULL: no max-overhead */
 	uint64_t busy_samples;    /* samples not of the idle task (pid 0), for the governor */
-	/* control.c: live subscribers get every drained byte (NULL: none) */
-	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
-	void *tap_ctx;
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
 	/* _text and _etext, read once while privileged (0: synth reads them) */
@@ -136,17 +134,20 @@ int recorder_enable(struct recorder *rec);
  */
 int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w);
 
-/*
- * A KSYMBOL or BPF_EVENT record @h whose size the kernel inflated (several
- * side-band events on its CPU, e.g. another profiler's) repaired into @buf,
- * which is returned; any other record is returned as it is.  Counted in
- * rec->repaired, logged once.
- */
-const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
-						void *buf, size_t bufsz);
 int recorder_disable(struct recorder *rec);
-/* One pass over every ring; FINISHED_ROUND if anything was written. */
+/*
+ * One pass over every ring into every sink (drain.h); FINISHED_ROUND if
+ * anything was written.  0, or the -errno of a file write that failed.
+ */
 int recorder_drain(struct recorder *rec);
+/* Add @s to the sinks every drained record goes to (drain_add_sink()). */
+int recorder_add_sink(struct recorder *rec, struct sink *s);
+void recorder_remove_sink(struct recorder *rec, struct sink *s);
+/*
+ * Move the recorder @src into @dst (a reload's new recorder into place):
+ * what points into the struct is pointed at @dst.  @src is left empty.
+ */
+void recorder_move(struct recorder *dst, struct recorder *src);
 /* Refresh the header's data size if the checkpoint interval has passed. */
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 /* Drain, write features, publish.  *ret_path (optional) gets the file name. */
@@ -179,5 +180,7 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
 void recorder_close(struct recorder *rec);
 
 uint64_t now_usec(void);
+/* Now on @clockid (the "perf" clock, -1, reads as CLOCK_MONOTONIC). */
+uint64_t recording_clock_ns(int clockid);
 
 #endif

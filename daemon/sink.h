@@ -35,7 +35,7 @@ struct drain_rec;
 struct sink;
 
 struct sink_ops {
-	void (*record)(struct sink *s, const struct drain_rec *r);
+	void (*record)(struct sink *s, struct drain_rec *r);
 	int (*write)(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes);
 	void (*corrupt)(struct sink *s, size_t ring);
 	void (*round)(struct sink *s, uint64_t bytes);

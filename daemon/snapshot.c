@@ -52,9 +52,64 @@ uint64_t snapshot_window_ns(const struct config *c)
 	return snapshot_flight_mode(c) ? DEFAULT_FLIGHT_WINDOW_NS : 0;
 }
 
+/*
+ * The history is a sink of the drain: every drained record is kept with
+ * its time, per ring, whatever else happens to it (a full disk).
+ */
+struct snapshot {
+	struct sink sink;
+	struct history *history;
+	uint64_t *last;  /* per ring: time of the last record kept */
+	size_t nr_rings;
+	int clockid;
+	uint64_t dropped; /* records not kept for want of memory */
+};
+
+static const struct sink_ops history_sink_ops;
+
+static struct snapshot *of(const struct recorder *rec)
+{
+	struct sink *s = drain_sink_of(rec->drain, &history_sink_ops);
+
+	return s ? s->ctx : NULL;
+}
+
+static void history_record(struct sink *sk, struct drain_rec *r)
+{
+	struct snapshot *sn = sk->ctx;
+	uint64_t t = drain_rec_time(r);
+
+	/* A record without a time keeps its place in the ring's order. */
+	if (t < sn->last[r->ring])
+		t = sn->last[r->ring];
+	sn->last[r->ring] = t;
+	if (history_add(sn->history, r->ring, r->h, t) < 0)
+		sn->dropped++;
+}
+
+static void history_round(struct sink *sk, uint64_t bytes)
+{
+	struct snapshot *sn = sk->ctx;
+
+	(void)bytes;
+	history_trim(sn->history, recording_clock_ns(sn->clockid));
+}
+
+static const struct sink_ops history_sink_ops = { .record = history_record, .round = history_round };
+
+static void snapshot_free(struct snapshot *sn)
+{
+	if (!sn)
+		return;
+	history_free(sn->history);
+	free(sn->last);
+	free(sn);
+}
+
 int snapshot_open(struct recorder *rec)
 {
 	struct history_opts ho = { 0 };
+	struct snapshot *sn;
 	int r;
 
 	ho.window_ns = snapshot_window_ns(rec->cfg);
@@ -66,133 +121,57 @@ int snapshot_open(struct recorder *rec)
 		return 0;
 	ho.nr_cpus = rec->nr_rings;
 	ho.max_bytes = rec->cfg->history_max;
-	r = history_new(&ho, &rec->history);
-	if (r < 0)
-		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
-	rec->history_last = calloc(rec->nr_rings, sizeof(*rec->history_last));
-	if (!rec->history_last)
+	sn = calloc(1, sizeof(*sn));
+	if (!sn)
 		return -ENOMEM;
-	return 0;
+	sn->sink = (struct sink){ .ops = &history_sink_ops, .ctx = sn };
+	sn->nr_rings = rec->nr_rings;
+	sn->clockid = rec->cfg->clockid;
+	r = history_new(&ho, &sn->history);
+	if (r < 0) {
+		snapshot_free(sn);
+		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
+	}
+	sn->last = calloc(rec->nr_rings, sizeof(*sn->last));
+	r = sn->last ? recorder_add_sink(rec, &sn->sink) : -ENOMEM;
+	if (r < 0)
+		snapshot_free(sn);
+	return r;
+}
+
+bool snapshot_has_history(const struct recorder *rec)
+{
+	return of(rec) != NULL;
 }
 
 void snapshot_stats(const struct recorder *rec, struct snapshot_stats *ret)
 {
+	struct snapshot *sn = of(rec);
+
 	memset(ret, 0, sizeof(*ret));
-	if (!rec->history)
+	if (!sn)
 		return;
 	ret->window_ns = snapshot_window_ns(rec->cfg);
 	ret->max_bytes = rec->cfg->history_max;
-	ret->memory_bytes = history_memory(rec->history);
-	history_evictions(rec->history, &ret->evicted_chunks, &ret->evicted_by_cap);
-	ret->dropped = rec->history_dropped;
-	ret->oldest_time = history_oldest(rec->history);
+	ret->memory_bytes = history_memory(sn->history);
+	history_evictions(sn->history, &ret->evicted_chunks, &ret->evicted_by_cap);
+	ret->dropped = sn->dropped;
+	ret->oldest_time = history_oldest(sn->history);
 }
 
 void snapshot_close(struct recorder *rec)
 {
-	history_free(rec->history);
-	rec->history = NULL;
-	free(rec->history_last);
-	rec->history_last = NULL;
-}
+	struct snapshot *sn = of(rec);
 
-static const struct id_format *lookup(const struct recorder *rec, const struct perf_event_header *h)
-{
-	uint64_t id;
-	size_t lo = 0, hi = rec->nr_ids;
-
-	if (perfrec_event__identifier(h, &id) < 0)
-		return NULL;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (rec->ids[mid].id == id)
-			return &rec->ids[mid];
-		if (rec->ids[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* A record's time from its sample or sample_id trailer; 0 if it has none. */
-static uint64_t record_time(const struct recorder *rec, const struct perf_event_header *h,
-			    struct perfrec_sample *s)
-{
-	const struct id_format *f = lookup(rec, h);
-	struct perfrec_sample_id sid;
-
-	memset(s, 0, sizeof(*s));
-	if (!f)
-		return 0;
-	if (h->type == PERF_RECORD_SAMPLE)
-		return perfrec_sample__parse(h, f->sample_type, f->read_format, s) < 0 ? 0 : s->time;
-	if (perfrec_sample_id__parse(h, f->sample_type, &sid) < 0)
-		return 0;
-	s->pid = sid.pid;
-	return sid.time;
-}
-
-void snapshot_note(struct recorder *rec, size_t ring, const struct perf_event_header *h)
-{
-	struct perfrec_sample s;
-	uint64_t t;
-
-	if (!rec->history)
+	if (!sn)
 		return;
-	t = record_time(rec, h, &s);
-	/* A record without a time keeps its place in the ring's order. */
-	if (t < rec->history_last[ring])
-		t = rec->history_last[ring];
-	rec->history_last[ring] = t;
-	if (history_add(rec->history, ring, h, t) < 0)
-		rec->history_dropped++;
-}
-
-int snapshot_drain(struct recorder *rec)
-{
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
-		const struct perf_event_header *h;
-		struct perfrec_ring_batch b;
-		uint64_t v;
-		int r;
-
-		if (perfrec_ring__begin(ring, &b) <= 0) {
-			perfrec_ring__commit(ring, &b);
-			continue;
-		}
-		while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-			unsigned char fixed[1024];
-			const unsigned char *p;
-
-			h = recorder_repair(rec, h, fixed, sizeof(fixed));
-			p = (const unsigned char *)h;
-			if (h->type == PERF_RECORD_SAMPLE)
-				rec->total[i].samples++;
-			else if (h->type == PERF_RECORD_LOST && h->size >= 24 && (memcpy(&v, p + 16, 8), 1))
-				rec->total[i].lost += v;
-			else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= 16 && (memcpy(&v, p + 8, 8), 1))
-				rec->total[i].lost_samples += v;
-			else if (h->type == PERF_RECORD_KSYMBOL || h->type == PERF_RECORD_BPF_EVENT)
-				perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
-			rec->total[i].bytes += h->size;
-			snapshot_note(rec, i, h);
-		}
-		if (r < 0) {
-			rec->total[i].corrupt++;
-			log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
-				    perfrec_evlist__ring_cpu(rec->evlist, i), b.skip);
-		}
-		perfrec_ring__commit(ring, &b);
-	}
-	history_trim(rec->history, recorder_clock_ns(rec));
-	return 0;
+	recorder_remove_sink(rec, &sn->sink);
+	snapshot_free(sn);
 }
 
 struct snap {
 	struct recorder *rec;
+	struct history *history;
 	struct perfrec_pdwriter *w;
 	struct perfrec_buildid_table *buildids;
 	uint64_t since_drain;
@@ -224,13 +203,13 @@ static int emit(void *ctx, const struct perf_event_header *h)
 static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
 {
 	struct snap *s = ctx;
-	struct perfrec_sample smp;
+	struct drain_rec dr;
 
 	if (t > s->max_time)
 		return 0;
 	if (h->type == PERF_RECORD_SAMPLE) {
-		record_time(s->rec, h, &smp);
-		perfrec_buildid_table__note_sample_pid(s->buildids, smp.pid,
+		drain_decode(s->rec->drain, h, &dr);
+		perfrec_buildid_table__note_sample_pid(s->buildids, dr.pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 		s->samples++;
 		if (s->span) {
@@ -301,13 +280,13 @@ static int merge(struct recorder *rec, struct snap *s, struct perfrec_cpu_span *
 		r = -ENOMEM;
 		goto out;
 	}
-	r = history_foreach_sideband(rec->history, collect_sb, &sb);
+	r = history_foreach_sideband(s->history, collect_sb, &sb);
 	if (r < 0)
 		goto out;
 	if (sb.n)
 		qsort(sb.v, sb.n, sizeof(*sb.v), cmp_sb);
 	for (size_t i = 0; i < n; i++) {
-		history_cursor_init(rec->history, i, min_time, &cur[i]);
+		history_cursor_init(s->history, i, min_time, &cur[i]);
 		if (history_cursor_next(&cur[i], &pend[i].rec, &pend[i].time) <= 0 || pend[i].time > s->max_time)
 			pend[i].rec = NULL;
 	}
@@ -359,7 +338,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	struct perfrec_synth_opts so;
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct snap s = { .rec = rec, .w = w };
+	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
 	struct perfrec_spans_feature *sf = NULL;
 	struct history_span hs;
 	struct timespec ts;
@@ -369,7 +348,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 
 	now = recorder_clock_ns(rec);
 	window = snapshot_window_ns(rec->cfg);
-	history_trim(rec->history, now);
+	history_trim(s.history, now);
 	if (window && now > window)
 		min_time = now - window;
 	s.max_time = now;
@@ -398,18 +377,18 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	sf->snapshot_time = now;
 
 	/* Synthesized state must sort before every record the snapshot holds. */
-	history_sideband_span(rec->history, &hs);
+	history_sideband_span(s.history, &hs);
 	if (hs.records && hs.first_time < oldest)
 		oldest = hs.first_time;
 	for (size_t i = 0; i < rec->nr_rings; i++) {
-		history_span(rec->history, i, &hs);
+		history_span(s.history, i, &hs);
 		if (hs.records && hs.first_time < oldest)
 			oldest = hs.first_time;
 	}
 	if (oldest == UINT64_MAX || oldest > now)
 		oldest = now;
 
-	history_freeze(rec->history, true);
+	history_freeze(s.history, true);
 	so = recorder_synth_opts(rec, oldest > 1 ? oldest - 1 : oldest);
 	r = kcache_emit(&so, emit, &s); /* as read at start (kcache.c) */
 	if (r < 0 && r != -EPERM)
@@ -467,8 +446,8 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r >= 0)
 		r = s.samples > INT32_MAX ? INT32_MAX : (int)s.samples;
 out:
-	history_freeze(rec->history, false);
-	history_trim(rec->history, recorder_clock_ns(rec));
+	history_freeze(s.history, false);
+	history_trim(s.history, recorder_clock_ns(rec));
 	perfrec_buildid_table__free(s.buildids);
 	if (r >= 0) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
@@ -569,7 +548,7 @@ static int snapshot_into(struct recorder *rec, int fd, bool pipe_mode)
 	}
 	if (r < 0)
 		return r;
-	r = rec->history ? write_snapshot(rec, w) : copy_current(rec, w);
+	r = of(rec) ? write_snapshot(rec, w) : copy_current(rec, w);
 	perfrec_pdwriter__free(w, false);
 	return r;
 }
@@ -578,7 +557,7 @@ int recorder_snapshot(struct recorder *rec, int fd)
 {
 	struct stat st;
 
-	if (!rec->history && !rec->have_file)
+	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	if (fstat(fd, &st) < 0)
@@ -606,7 +585,7 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
 {
 	int fd, r;
 
-	if (!rec->history && !rec->have_file)
+	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	fd = spool_open(rec);
@@ -632,7 +611,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 	char *path;
 	int r;
 
-	if (!rec->history) {
+	if (!of(rec)) {
 		log_error("Snapshot refused: no history is kept (set history= or mode=flight)");
 		return -ENODATA;
 	}
@@ -664,7 +643,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		return r;
 	}
 	log_info("Wrote snapshot %s: %" PRIu64 " samples, history %" PRIu64 " KiB in memory",
-		 path, o.samples, history_memory(rec->history) / 1024);
+		 path, o.samples, history_memory(of(rec)->history) / 1024);
 	if (ret_path)
 		*ret_path = path;
 	else

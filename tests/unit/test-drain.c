@@ -95,7 +95,7 @@ struct seen {
 	struct drain *d;
 };
 
-static void seen_record(struct sink *s, const struct drain_rec *r)
+static void seen_record(struct sink *s, struct drain_rec *r)
 {
 	struct seen *v = s->ctx;
 

@@ -27,7 +27,7 @@
 
 #include "control.h"
 #include "governor.h"
-#include "kcache.h"
+#include "outfile.h"
 #include "log.h"
 #include "pipeout.h"
 #include "snapshot.h"
@@ -1138,22 +1138,17 @@ static void stream_round(struct sink *s, uint64_t bytes)
 
 static const struct sink_ops stream_sink_ops = { .write = stream_write, .round = stream_round };
 
-static int emit_sub(void *ctx, const struct perf_event_header *h)
-{
-	return perfrec_pdwriter__write(ctx, h, h->size);
-}
-
 static int subscribe(struct control *ctl, struct client *c)
 {
 	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct perfrec_synth_opts so;
 	struct recorder *rec = ctl->rec;
-	uint64_t t0;
+	struct outfile_source src = recorder_source(rec);
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "a stream" };
 	int r;
 
-	/* Records drained before now went elsewhere; everything newer than t0 comes here. */
-	t0 = recorder_clock_ns(rec);
+	/* Records drained before now went elsewhere; everything newer than this comes here. */
+	bo.time = recorder_clock_ns(rec);
 	recorder_drain(rec);
 	/* The stream starts after the reply, queued already; the reply is whole. */
 	c->data_start = c->complete = c->cut = c->out_base + c->out_len;
@@ -1161,36 +1156,17 @@ static int subscribe(struct control *ctl, struct client *c)
 	r = perfrec_pdwriter__new_pipe(-1, &po, &c->sub);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist) && r >= 0; i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(c->sub, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-	}
-	/* Tracepoint formats ahead of any sample, as files and snapshots have them. */
-	if (r >= 0)
-		r = recorder_add_tracing_data(rec, c->sub);
 	ho.argc = rec->argc;
 	ho.argv = rec->argv;
 	ho.clockid = ctl->cfg->clockid;
-	ho.clock_ns = t0;
+	ho.clock_ns = bo.time;
 	ho.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
+	/* Features go ahead of the records in a stream: set before the first write. */
+	r = outfile_add_attrs(&src, c->sub);
 	if (r >= 0)
 		perfrec_hostinfo__add_features(c->sub, &ho);
-	so = recorder_synth_opts(rec, t0);
-	if (r >= 0) {
-		r = kcache_emit(&so, emit_sub, c->sub); /* as read at start (kcache.c) */
-		if (r == -EPERM)
-			r = 0;
-	}
 	if (r >= 0)
-		r = perfrec_synth__tasks(&so, emit_sub, c->sub);
-	if (r >= 0) {
-		r = perfrec_synth__cgroups(&so, NULL, emit_sub, c->sub);
-		if (r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -EPERM)
-			r = 0;
-	}
-	if (r >= 0)
-		r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_sub, c->sub);
+		r = outfile_synthesize(&src, c->sub, &bo);
 	c->sink = (struct sink){ .ops = &stream_sink_ops, .ctx = c };
 	if (r >= 0)
 		r = recorder_add_sink(rec, &c->sink);

@@ -27,6 +27,7 @@
 
 #include "hook.h"
 #include "offcpu-rec.h"
+#include "outfile.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
@@ -185,7 +186,9 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
-	offcpu_rec_open(rec);
+	r = offcpu_rec_open(cfg, &rec->offcpu);
+	if (r < 0)
+		return r;
 	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */
 	if (perfrec_bpfmeta__new(&rec->bpfmeta) == 0)
 		perfrec_bpfmeta__collect(rec->bpfmeta);
@@ -206,7 +209,8 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 int recorder_enable(struct recorder *rec)
 {
-	struct perfrec_synth_opts so = recorder_synth_opts(rec, 0);
+	struct outfile_source src = recorder_source(rec);
+	struct perfrec_synth_opts so = outfile_synth_opts(&src, 0);
 	int r;
 
 	/* Read the kernel maps while nothing samples us and no ring fills. */
@@ -347,56 +351,39 @@ uint64_t recorder_clock_ns(const struct recorder *rec)
 	return recording_clock_ns(rec->cfg->clockid);
 }
 
-struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time)
+struct outfile_source recorder_source(const struct recorder *rec)
 {
-	return (struct perfrec_synth_opts){
-		.sz = sizeof(struct perfrec_synth_opts),
-		.sample_type = rec->sideband_sample_type, .id = rec->sideband_id, .time = time,
-		.build_ids = true, .kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+	return (struct outfile_source){
+		.evlist = rec->evlist, .specs = rec->specs, .nr_specs = rec->nr_specs,
+		.offcpu = rec->offcpu, .bpfmeta = rec->bpfmeta,
+		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
+		.kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
 	};
 }
 
-/*
- * The formats of the tracepoints recorded, without which perf cannot decode
- * their samples (perf script refuses the file).  Set before the first data
- * write: a stream sends them ahead of every sample.  A tracefs that cannot
- * be read costs the fields, not the file.
- */
-int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w)
+static void synth_step(void *ctx)
 {
-	const char **names;
-	size_t nr = 0, len = 0;
-	void *data = NULL;
-	int r;
-
-	names = calloc(rec->nr_specs ? rec->nr_specs : 1, sizeof(*names));
-	if (!names)
-		return -ENOMEM;
-	for (size_t i = 0; i < rec->nr_specs; i++)
-		if (rec->specs[i].attr.type == PERF_TYPE_TRACEPOINT)
-			names[nr++] = rec->specs[i].name;
-	r = nr ? perfrec_tracing__data(names, nr, NULL, &data, &len) : 0;
-	free(names);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0) {
-		log_warning("Tracepoint formats not written (perf cannot decode those samples): %s", strerror(-r));
-		return 0;
-	}
-	r = nr ? perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, data, len) : 0;
-	free(data);
-	return r;
+	drain_during_synth(ctx, true);
 }
 
-int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+/* A file's first records: attrs, state, FINISHED_INIT (outfile.c). */
+static int begin_file(struct recorder *rec, struct outfile *o)
 {
-	struct perfrec_synth_opts so;
-	struct outfile *o = &rec->cur;
-	int r;
+	struct outfile_source src = recorder_source(rec);
+	struct outfile_begin_opts bo = {
+		.sz = sizeof(bo), .time = o->start_clock_ns, .what = o->path,
+		.emit = emit_synth, .step = synth_step, .ctx = rec,
+	};
 
+	rec->have_file = true;
+	perfrec_buildid_table__reset_samples(rec->buildids);
+	return outfile_begin(&src, o->w, &bo);
+}
+
+/* The current file's outfile, but its writer (pipeout.c makes it). */
+static int new_outfile(struct recorder *rec, struct outfile *o, uint64_t synth_time)
+{
 	memset(o, 0, sizeof(*o));
-	if (!rec->rotate_anchor_usec)
-		rec->rotate_anchor_usec = now_usec();
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
 	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
@@ -410,6 +397,19 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		outfile_reset(o);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+{
+	struct outfile *o = &rec->cur;
+	int r;
+
+	if (!rec->rotate_anchor_usec)
+		rec->rotate_anchor_usec = now_usec();
+	r = new_outfile(rec, o, synth_time);
+	if (r < 0)
+		return r;
 	r = pipeout_new_writer(rec->cfg, o->path, rec->argc, rec->argv, o->start_clock_ns,
 			       o->start_wall_ns, &o->w);
 	if (r < 0) {
@@ -421,53 +421,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		outfile_reset(o);
 		return r;
 	}
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(o->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			goto fail;
-	}
-	r = offcpu_rec_add_attr(rec);
-	if (r < 0)
-		goto fail;
-	r = recorder_add_tracing_data(rec, o->w);
-	if (r < 0)
-		goto fail;
-	rec->have_file = true;
-	perfrec_buildid_table__reset_samples(rec->buildids);
-
-	/*
-	 * State that existed before the events were enabled (or before this
-	 * file began), stamped with the file's start time: every ring record
-	 * that follows is newer, so readers apply it first.
-	 */
-	so = recorder_synth_opts(rec, o->start_clock_ns);
-	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
-	r = kcache_emit(&so, emit_synth, rec);
-	if (r < 0 && r != -EPERM)
-		goto fail;
-	if (r == -EPERM)
-		log_warning("Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve");
-	drain_during_synth(rec, true);
-	r = perfrec_synth__tasks(&so, emit_synth, rec);
-	if (r < 0)
-		goto fail;
-	drain_during_synth(rec, true);
-	/* JITed BPF programs loaded now; later ones come as ring records. */
-	if (rec->bpfmeta) {
-		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit_synth, rec);
-		/* Not worth losing the file over: samples in BPF code stay unnamed. */
-		if (r < 0 && r != -EPERM && r != -EACCES && r != -ENOSYS)
-			log_debug("BPF programs not synthesized into %s: %s", o->path, strerror(-r));
-	}
-	drain_during_synth(rec, true);
-	/* No cgroup hierarchy mounted/readable: samples' cgroups stay numbers. */
-	r = perfrec_synth__cgroups(&so, NULL, emit_synth, rec);
-	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
-		goto fail;
-	drain_during_synth(rec, true);
-	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
+	r = begin_file(rec, o);
 	if (r < 0)
 		goto fail;
 	o->last_checkpoint_usec = o->start_usec = now_usec();
@@ -477,6 +431,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
+	if (r == -EPIPE)
+		rec->stdout_gone = true;
 	log_msg(rec->write_error_logged || r == -EPIPE ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
 	rec->write_error_logged = true;
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
@@ -1015,7 +971,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
-	offcpu_rec_write(rec, recording_clock_ns(rec->cfg->clockid));
+	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
 
 	ho.argc = rec->argc;
 	ho.argv = rec->argv;
@@ -1283,7 +1239,7 @@ void recorder_close(struct recorder *rec)
 		rec->cur.w = NULL;
 		outfile_reset(&rec->cur);
 	}
-	offcpu_rec_close(rec);
+	offcpu_rec_close(rec->offcpu);
 	drain_free(rec->drain);
 	free(rec->marks);
 	perfrec_bpfmeta__free(rec->bpfmeta);

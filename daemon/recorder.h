@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "drain.h"
+#include "outfile.h"
 #include "sink.h"
 
 struct cpu_stats {
@@ -103,9 +104,7 @@ struct recorder {
 	struct perfrec_bpfmeta *bpfmeta;
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
-	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */
-	struct perfrec_offcpu *offcpu;
-	uint64_t offcpu_lost_logged;
+	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
@@ -119,21 +118,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
 
-/*
- * Options for synthesizing state into a file, stream or snapshot of this
- * recorder: the side-band attr's sample_type and id, build ids, the
- * kernel's text bounds read at start, every record stamped @time.
- */
-struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time);
+/* What an output of this recording begins with (outfile_begin()); borrowed from @rec. */
+struct outfile_source recorder_source(const struct recorder *rec);
 int recorder_enable(struct recorder *rec);
-/*
- * Set HEADER_TRACING_DATA on @w (a file, stream or snapshot of this
- * recorder, before its first data write) when it records tracepoints: perf
- * cannot decode their samples without it.  0 or -ENOMEM (an unreadable
- * tracefs is logged and leaves it out).
- */
-int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w);
-
 int recorder_disable(struct recorder *rec);
 /*
  * One pass over every ring into every sink (drain.h); FINISHED_ROUND if

@@ -30,7 +30,6 @@
 #include <perfrec/pdreader.h>
 
 #include "history.h"
-#include "kcache.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
@@ -336,9 +335,10 @@ out:
 
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct perfrec_synth_opts so;
+	struct outfile_source src = recorder_source(rec);
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
 	struct perfrec_spans_feature *sf = NULL;
 	struct history_span hs;
 	struct timespec ts;
@@ -353,16 +353,6 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 		min_time = now - window;
 	s.max_time = now;
 
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			return r;
-	}
-	r = recorder_add_tracing_data(rec, w);
-	if (r < 0)
-		return r;
 	r = perfrec_buildid_table__new(&s.buildids);
 	if (r < 0)
 		return r;
@@ -389,29 +379,12 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 		oldest = now;
 
 	history_freeze(s.history, true);
-	so = recorder_synth_opts(rec, oldest > 1 ? oldest - 1 : oldest);
-	r = kcache_emit(&so, emit, &s); /* as read at start (kcache.c) */
-	if (r < 0 && r != -EPERM)
-		goto out;
-	r = perfrec_synth__tasks(&so, emit, &s);
-	if (r < 0)
-		goto out;
-	r = perfrec_synth__cgroups(&so, NULL, emit, &s);
-	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
-		goto out;
 	/*
-	 * Flight mode: no file named the BPF programs loaded before the
-	 * history's oldest records, so the history holds no KSYMBOL for them:
-	 * synthesize them, and describe them in the features, as each
-	 * continuous file does.  In continuous mode the collection describes
-	 * the file being written and is left to it.
+	 * The history holds no KSYMBOL for the BPF programs loaded before its
+	 * oldest records: outfile_begin() synthesizes them, as for any file.
 	 */
-	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
-		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit, &s);
-		if (r < 0 && r != -EPERM && r != -EACCES)
-			goto out;
-	}
-	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
+	bo.time = oldest > 1 ? oldest - 1 : oldest;
+	r = outfile_begin(&src, w, &bo);
 	if (r < 0)
 		goto out;
 	for (size_t i = 0; i < rec->nr_rings; i++)
@@ -434,11 +407,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_buildid_table__add_feature(s.buildids, w);
 	if (r < 0)
 		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
-	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
-		r = perfrec_bpfmeta__add_features(rec->bpfmeta, w);
-		if (r < 0)
-			log_warning("BPF program info not written to the snapshot: %s", strerror(-r));
-	}
+	r = perfrec_bpfmeta__add_features(rec->bpfmeta, w);
+	if (r < 0)
+		log_warning("BPF program info not written to the snapshot: %s", strerror(-r));
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
 		goto out;
@@ -470,6 +441,7 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct perfrec_pdreader *rd = NULL;
+	struct outfile_source src;
 	const struct perf_event_header *h;
 	uint64_t off, since_drain = 0, samples = 0;
 	char *tmp = NULL;
@@ -486,14 +458,9 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	free(tmp);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			goto out;
-	}
-	r = recorder_add_tracing_data(rec, w);
+	/* The file's records hold its state already: only its attrs, as it has them. */
+	src = recorder_source(rec);
+	r = outfile_add_attrs(&src, w);
 	if (r < 0)
 		goto out;
 	while ((r = perfrec_pdreader__next(rd, &h, &off)) > 0) {

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Beginning an output of the recording: a rotated file, a snapshot, a
+ * flight snapshot and a live stream all start the same way, here, so that
+ * they carry the same attrs and the same state:
+ *
+ *   attrs           every event's, plus the off-CPU attr when it records
+ *   tracing data    the formats of the tracepoints recorded
+ *   state           kernel and module maps, tasks, BPF programs loaded,
+ *                   cgroups, synthesized and stamped at a given time
+ *   FINISHED_INIT
+ *
+ * What is not worth losing an output over is the same for all of them:
+ * hidden kernel addresses, BPF programs that cannot be read, no cgroup
+ * hierarchy.
+ */
+#ifndef PERFRECD_OUTFILE_H
+#define PERFRECD_OUTFILE_H
+
+#include <stdint.h>
+
+#include <perfrec/perfrec.h>
+
+struct offcpu_rec;
+
+/* What beginning an output needs from the recording; all borrowed. */
+struct outfile_source {
+	const struct perfrec_evlist *evlist;
+	const struct perfrec_evspec *specs;
+	size_t nr_specs;
+	const struct offcpu_rec *offcpu;   /* NULL: no off-CPU attr */
+	struct perfrec_bpfmeta *bpfmeta;   /* NULL: no BPF programs synthesized */
+	uint64_t sideband_sample_type, sideband_id;
+	uint64_t kernel_text, kernel_etext; /* read once while privileged (0: synth reads them) */
+};
+
+struct outfile_begin_opts {
+	size_t sz;
+	uint64_t time;   /* the synthesized records' time (recording clock) */
+	const char *what; /* the output, for log messages */
+	/*
+	 * Writes each synthesized record (NULL: straight into the writer);
+	 * the caller notes what it needs (build ids) and may drain meanwhile.
+	 */
+	perfrec_synth_emit_fn emit;
+	/* between the steps of synthesis (NULL: nothing): drain the rings */
+	void (*step)(void *ctx);
+	void *ctx;
+};
+
+/* Options for synthesizing this recording's state, every record stamped @time. */
+struct perfrec_synth_opts outfile_synth_opts(const struct outfile_source *src, uint64_t time);
+/* Attrs (the off-CPU one too) and tracing data on @w, before its first record. */
+int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter *w);
+/*
+ * Synthesized state and FINISHED_INIT into @w, which has its attrs (and
+ * any features a stream sends ahead of its records).  0 or -errno.
+ */
+int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		       const struct outfile_begin_opts *opts);
+/* outfile_add_attrs() then outfile_synthesize(): how every output begins. */
+int outfile_begin(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		  const struct outfile_begin_opts *opts);
+
+#endif

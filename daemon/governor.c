@@ -380,12 +380,11 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 			log_info("Overhead governor off");
 		}
 		g->off = true;
-		rec->cur_freq = 0;
+		recorder_note_freq(rec, 0);
 	}
 	if (!want) {
 		if (cfg->max_overhead > 0)
 			log_notice("max-overhead= is ignored: the events sample by period, and only a frequency can be governed");
-		rec->governor = g;
 		return;
 	}
 	if (!g) {
@@ -409,20 +408,9 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 	g->nr_win = 0;
 	g->settle = true;
 	g->t0_usec = 0;
-	rec->cur_freq = g->cur;
-	rec->governor = g;
+	recorder_note_freq(rec, g->cur);
 	log_info("Overhead governor: budget %.2f%% of %ld CPUs, up to %" PRIu64 " Hz, now %" PRIu64 " Hz",
 		 g->max_overhead * 100, g->nr_cpus, g->pol.max_freq, g->cur);
-}
-
-static void note_file(struct governor *g, struct recorder *rec)
-{
-	if (!rec->have_file)
-		return;
-	if (!rec->cur.freq_min || g->cur < rec->cur.freq_min)
-		rec->cur.freq_min = g->cur;
-	if (g->cur > rec->cur.freq_max)
-		rec->cur.freq_max = g->cur;
 }
 
 void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
@@ -435,12 +423,11 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 
 	if (!g || g->off)
 		return;
-	rec->cur_freq = g->cur;
-	note_file(g, rec);
+	recorder_note_freq(rec, g->cur);
 	if (!g->t0_usec) {
 		g->t0_usec = now;
 		g->cpu0 = own_cpu_sec();
-		g->samples0 = rec->busy_samples;
+		g->samples0 = recorder_busy_samples(rec);
 		return;
 	}
 	if (now - g->t0_usec < PERIOD_USEC)
@@ -448,11 +435,11 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 	cpu = own_cpu_sec();
 	m.wall_sec = (double)(now - g->t0_usec) / 1e6;
 	m.own_cpu_sec = cpu - g->cpu0;
-	m.samples = rec->busy_samples - g->samples0;
+	m.samples = recorder_busy_samples(rec) - g->samples0;
 	m.sample_cost_sec = g->sample_cost_sec;
 	g->t0_usec = now;
 	g->cpu0 = cpu;
-	g->samples0 = rec->busy_samples;
+	g->samples0 = recorder_busy_samples(rec);
 
 	/* Someone else (SetFrequency, a reload) set the rate: that is the new ceiling. */
 	live = events_freq(rec);
@@ -463,8 +450,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->cur = live;
 		g->settle = true;
 		g->nr_win = 0;
-		rec->cur_freq = live;
-		note_file(g, rec);
+		recorder_note_freq(rec, live);
 		return;
 	}
 	if (g->settle) {
@@ -520,8 +506,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->lo = next;
 	if (next > g->hi)
 		g->hi = next;
-	rec->cur_freq = next;
-	note_file(g, rec);
+	recorder_note_freq(rec, next);
 }
 
 void governor_status_line(const struct governor *g, char *buf, size_t len)

@@ -273,6 +273,7 @@ static void reload(struct manager *m)
 		config_exit(m->cfg);
 		*m->cfg = nc;
 		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+		m->rec.governor = m->gov;
 		set_flush_timer(m);
 		log_info("Configuration reloaded");
 		sd_notify(0, "READY=1");
@@ -303,6 +304,7 @@ static void reload(struct manager *m)
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+	m->rec.governor = m->gov;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);

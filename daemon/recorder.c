@@ -101,6 +101,22 @@ static int open_drain(struct recorder *rec)
 	return drain_add_sink(rec->drain, &rec->file_sink);
 }
 
+void recorder_note_freq(struct recorder *rec, uint64_t hz)
+{
+	rec->cur_freq = hz;
+	if (!rec->have_file || !hz)
+		return;
+	if (!rec->cur.freq_min || hz < rec->cur.freq_min)
+		rec->cur.freq_min = hz;
+	if (hz > rec->cur.freq_max)
+		rec->cur.freq_max = hz;
+}
+
+uint64_t recorder_busy_samples(const struct recorder *rec)
+{
+	return rec->busy_samples;
+}
+
 int recorder_add_sink(struct recorder *rec, struct sink *s)
 {
 	return drain_add_sink(rec->drain, s);

@@ -38,7 +38,7 @@ struct outfile {
 	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
-	uint64_t freq_min, freq_max; /* governor.c: frequencies seen (0: not governed) */
+	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
 };
 
@@ -95,11 +95,11 @@ struct recorder {
 	uint64_t rotate_anchor_usec;
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
-	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
+	/* published files are queued here; borrowed from the manager (NULL: upload-url unset) */
 	struct uploader *uploader;
-	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
-	struct governor *governor; /* borrowed from the manager; NULL: no max-overhead */
-	uint64_t busy_samples;    /* samples not of the idle task (pid 0), for the governor */
+	uint64_t cur_freq;        /* frequency now (recorder_note_freq(); 0: as configured) */
+	struct governor *governor; /* borrowed from the manager, for status; NULL: no max-overhead */
+	uint64_t busy_samples;    /* samples not of the idle task (pid 0) */
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
 	/* _text and _etext, read once while privileged (0: synth reads them) */
@@ -127,6 +127,13 @@ int recorder_disable(struct recorder *rec);
  * anything was written.  0, or the -errno of a file write that failed.
  */
 int recorder_drain(struct recorder *rec);
+/*
+ * The events sample at @hz now (0: as configured): the manifest of the
+ * current file reports the range it ran at (the overhead governor calls it).
+ */
+void recorder_note_freq(struct recorder *rec, uint64_t hz);
+/* Samples drained so far not of the idle task (pid 0): the governor's measure. */
+uint64_t recorder_busy_samples(const struct recorder *rec);
 /* Add @s to the sinks every drained record goes to (drain_add_sink()). */
 int recorder_add_sink(struct recorder *rec, struct sink *s);
 void recorder_remove_sink(struct recorder *rec, struct sink *s);

@@ -367,10 +367,9 @@ static void notify_status(struct manager *m)
 		   m->rec.files_published, zs, gs);
 }
 
-int manager_run(struct manager *m)
+/* Uploads, leftovers of a killed run, the events on, the first file. */
+static int start_recording(struct manager *m)
 {
-	uint64_t watchdog_usec = 0, last_ping = 0, last_status = now_usec();
-	struct epoll_event evs[64];
 	uint64_t t0;
 	int r;
 
@@ -392,6 +391,37 @@ int manager_run(struct manager *m)
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
 	if (r < 0 && !pipeout_closed(&m->rec))
+		return r;
+	return 0;
+}
+
+/* After a pass: a file started again after a full disk, rotated, checkpointed. */
+static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
+{
+	if (!m->rec.have_file && drained && !snapshot_flight_mode(m->cfg) &&
+	    now >= m->rec.retry_start_usec) {
+		/* The last file could not be started (disk full?): try again. */
+		if (recorder_start_file(&m->rec, 0) == 0)
+			log_notice("Recording again into %s.tmp", m->rec.cur.path);
+	} else if (recorder_rotation_due(&m->rec, now)) {
+		char *path = NULL;
+
+		recorder_rotate(&m->rec, &path);
+		free(path);
+		now = now_usec();
+	}
+	recorder_maybe_checkpoint(&m->rec, now);
+	return now;
+}
+
+int manager_run(struct manager *m)
+{
+	uint64_t watchdog_usec = 0, last_ping = 0, last_status = now_usec();
+	struct epoll_event evs[64];
+	int r;
+
+	r = start_recording(m);
+	if (r < 0)
 		return r;
 	if (m->cfg->duration_usec)
 		m->deadline_usec = now_usec() + m->cfg->duration_usec;
@@ -449,20 +479,7 @@ int manager_run(struct manager *m)
 			break;
 		}
 		/* One clock read per pass: each is a system call on some VMs' clocksources. */
-		now = now_usec();
-		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg) &&
-		    now >= m->rec.retry_start_usec) {
-			/* The last file could not be started (disk full?): try again. */
-			if (recorder_start_file(&m->rec, 0) == 0)
-				log_notice("Recording again into %s.tmp", m->rec.cur.path);
-		} else if (recorder_rotation_due(&m->rec, now)) {
-			char *path = NULL;
-
-			recorder_rotate(&m->rec, &path);
-			free(path);
-			now = now_usec();
-		}
-		recorder_maybe_checkpoint(&m->rec, now);
+		now = manage_file(m, drain, now_usec());
 		/* Ping at half the watchdog interval; the timer guarantees we wake. */
 		if (watchdog_usec && now - last_ping >= watchdog_usec / 2) {
 			last_ping = now;

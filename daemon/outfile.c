@@ -142,3 +142,29 @@ int outfile_begin(const struct outfile_source *src, struct perfrec_pdwriter *w,
 
 	return r < 0 ? r : outfile_synthesize(src, w, opts);
 }
+
+void outfile_end(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		 const struct outfile_end_opts *opts)
+{
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct outfile_end_opts o = { 0 };
+	int r;
+
+	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	ho.argc = src->argc;
+	ho.argv = src->argv;
+	ho.clockid = src->clockid;
+	ho.clock_ns = o.clock_ns;
+	ho.wall_ns = o.wall_ns;
+	ho.first_sample_time = o.first_sample_time;
+	ho.last_sample_time = o.last_sample_time;
+	r = perfrec_hostinfo__add_features(w, &ho);
+	if (r < 0)
+		log_warning("Some host features could not be gathered for %s: %s", o.what, strerror(-r));
+	r = perfrec_buildid_table__add_feature(o.buildids, w);
+	if (r < 0)
+		log_warning("Build-id table not written to %s: %s", o.what, strerror(-r));
+	r = perfrec_bpfmeta__add_features(src->bpfmeta, w);
+	if (r < 0)
+		log_warning("BPF program info not written to %s: %s", o.what, strerror(-r));
+}

@@ -32,6 +32,9 @@ struct outfile_source {
 	struct perfrec_bpfmeta *bpfmeta;   /* NULL: no BPF programs synthesized */
 	uint64_t sideband_sample_type, sideband_id;
 	uint64_t kernel_text, kernel_etext; /* read once while privileged (0: synth reads them) */
+	int argc;                          /* perfrecd's command line, for CMDLINE */
+	char **argv;
+	int clockid;
 };
 
 struct outfile_begin_opts {
@@ -61,5 +64,22 @@ int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter
 /* outfile_add_attrs() then outfile_synthesize(): how every output begins. */
 int outfile_begin(const struct outfile_source *src, struct perfrec_pdwriter *w,
 		  const struct outfile_begin_opts *opts);
+
+/* How an output ends: the time it covers and what it names. */
+struct outfile_end_opts {
+	size_t sz;
+	const char *what;        /* the output, for log messages */
+	uint64_t clock_ns, wall_ns; /* its start, on the recording's clock and the wall clock */
+	uint64_t first_sample_time, last_sample_time;
+	struct perfrec_buildid_table *buildids; /* of the processes it sampled */
+};
+
+/*
+ * The features every output ends with: host description, build ids, BPF
+ * programs.  Any of them missing costs its feature (logged), not the
+ * output.
+ */
+void outfile_end(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		 const struct outfile_end_opts *opts);
 
 #endif

@@ -374,6 +374,7 @@ struct outfile_source recorder_source(const struct recorder *rec)
 		.offcpu = rec->offcpu, .bpfmeta = rec->bpfmeta,
 		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
 		.kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+		.argc = rec->argc, .argv = rec->argv, .clockid = rec->cfg->clockid,
 	};
 }
 
@@ -980,32 +981,20 @@ static int publish_finished(struct recorder *rec, struct outfile *o)
  */
 static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_finished)
 {
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct outfile *o = &rec->cur;
+	struct outfile_source src = recorder_source(rec);
 	int r;
 
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
-
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = o->start_clock_ns;
-	ho.wall_ns = o->start_wall_ns;
-	ho.first_sample_time = o->first_time;
-	ho.last_sample_time = o->last_time;
-	r = perfrec_hostinfo__add_features(o->w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for %s: %s", o->path, strerror(-r));
-	r = perfrec_buildid_table__add_feature(rec->buildids, o->w);
-	if (r < 0)
-		log_warning("Build-id table not written to %s: %s", o->path, strerror(-r));
-	r = perfrec_bpfmeta__add_features(rec->bpfmeta, o->w);
-	if (r < 0)
-		log_warning("BPF program info not written to %s: %s", o->path, strerror(-r));
-
+	outfile_end(&src, o->w, &(struct outfile_end_opts){
+		.sz = sizeof(struct outfile_end_opts), .what = o->path,
+		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
+		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
+		.buildids = rec->buildids,
+	});
 	r = perfrec_pdwriter__finish(o->w);
 	pipeout_note_compression(o->w, o->path, &rec->compress);
 	if (pipeout_enabled(rec->cfg)) {

@@ -333,17 +333,61 @@ out:
 	return r;
 }
 
+/* The oldest record the history holds (@now if none): the snapshot's state goes before it. */
+static uint64_t history_oldest_record(const struct history *h, size_t nr_rings, uint64_t now)
+{
+	uint64_t oldest = UINT64_MAX;
+	struct history_span hs;
+
+	history_sideband_span(h, &hs);
+	if (hs.records && hs.first_time < oldest)
+		oldest = hs.first_time;
+	for (size_t i = 0; i < nr_rings; i++) {
+		history_span(h, i, &hs);
+		if (hs.records && hs.first_time < oldest)
+			oldest = hs.first_time;
+	}
+	return oldest == UINT64_MAX || oldest > now ? now : oldest;
+}
+
+/* PERFREC_FEAT_SPANS for @rec's rings, their spans zero (merge() fills them). */
+static struct perfrec_spans_feature *new_spans(const struct recorder *rec, uint64_t window, uint64_t now,
+					       size_t *ret_len)
+{
+	size_t len = sizeof(struct perfrec_spans_feature) + rec->nr_rings * sizeof(struct perfrec_cpu_span);
+	struct perfrec_spans_feature *sf = calloc(1, len);
+
+	if (!sf)
+		return NULL;
+	sf->nr = (uint32_t)rec->nr_rings;
+	sf->window_ns = window;
+	sf->snapshot_time = now;
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		((struct perfrec_cpu_span *)(sf + 1))[i].cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
+	*ret_len = len;
+	return sf;
+}
+
+static void log_spans(const struct perfrec_spans_feature *sf)
+{
+	for (size_t i = 0; i < sf->nr; i++) {
+		const struct perfrec_cpu_span *cs = (const struct perfrec_cpu_span *)(sf + 1) + i;
+
+		log_debug("  snapshot CPU %u: %" PRIu64 " samples, %.3f s", cs->cpu, cs->samples,
+			  cs->samples ? (double)(cs->last_time - cs->first_time) / 1e9 : 0.0);
+	}
+}
+
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	struct outfile_source src = recorder_source(rec);
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
+	struct outfile_end_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
 	struct perfrec_spans_feature *sf = NULL;
-	struct history_span hs;
 	struct timespec ts;
-	uint64_t now, window, min_time = 0, oldest = UINT64_MAX;
-	size_t sf_len;
+	uint64_t now, window, min_time = 0;
+	size_t sf_len = 0;
 	int r;
 
 	now = recorder_clock_ns(rec);
@@ -356,60 +400,33 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = perfrec_buildid_table__new(&s.buildids);
 	if (r < 0)
 		return r;
-	sf_len = sizeof(*sf) + rec->nr_rings * sizeof(struct perfrec_cpu_span);
-	sf = calloc(1, sf_len);
+	sf = new_spans(rec, window, now, &sf_len);
 	if (!sf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	sf->nr = (uint32_t)rec->nr_rings;
-	sf->window_ns = window;
-	sf->snapshot_time = now;
-
 	/* Synthesized state must sort before every record the snapshot holds. */
-	history_sideband_span(s.history, &hs);
-	if (hs.records && hs.first_time < oldest)
-		oldest = hs.first_time;
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		history_span(s.history, i, &hs);
-		if (hs.records && hs.first_time < oldest)
-			oldest = hs.first_time;
-	}
-	if (oldest == UINT64_MAX || oldest > now)
-		oldest = now;
-
+	bo.time = history_oldest_record(s.history, rec->nr_rings, now);
+	bo.time = bo.time > 1 ? bo.time - 1 : bo.time;
 	history_freeze(s.history, true);
 	/*
 	 * The history holds no KSYMBOL for the BPF programs loaded before its
 	 * oldest records: outfile_begin() synthesizes them, as for any file.
 	 */
-	bo.time = oldest > 1 ? oldest - 1 : oldest;
 	r = outfile_begin(&src, w, &bo);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < rec->nr_rings; i++)
-		((struct perfrec_cpu_span *)(sf + 1))[i].cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
 	r = merge(rec, &s, (struct perfrec_cpu_span *)(sf + 1), min_time);
 	if (r < 0)
 		goto out;
 
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = now;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ho.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-	ho.first_sample_time = s.first;
-	ho.last_sample_time = s.last;
-	r = perfrec_hostinfo__add_features(w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
-	r = perfrec_buildid_table__add_feature(s.buildids, w);
-	if (r < 0)
-		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
-	r = perfrec_bpfmeta__add_features(rec->bpfmeta, w);
-	if (r < 0)
-		log_warning("BPF program info not written to the snapshot: %s", strerror(-r));
+	eo.clock_ns = now;
+	eo.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	eo.first_sample_time = s.first;
+	eo.last_sample_time = s.last;
+	eo.buildids = s.buildids;
+	outfile_end(&src, w, &eo);
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
 		goto out;
@@ -420,14 +437,8 @@ out:
 	history_freeze(s.history, false);
 	history_trim(s.history, recorder_clock_ns(rec));
 	perfrec_buildid_table__free(s.buildids);
-	if (r >= 0) {
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			const struct perfrec_cpu_span *cs = (const struct perfrec_cpu_span *)(sf + 1) + i;
-
-			log_debug("  snapshot CPU %u: %" PRIu64 " samples, %.3f s", cs->cpu, cs->samples,
-				  cs->samples ? (double)(cs->last_time - cs->first_time) / 1e9 : 0.0);
-		}
-	}
+	if (r >= 0)
+		log_spans(sf);
 	free(sf);
 	return r;
 }
@@ -439,7 +450,6 @@ out:
  */
 static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct perfrec_pdreader *rd = NULL;
 	struct outfile_source src;
 	const struct perf_event_header *h;
@@ -478,19 +488,13 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	}
 	if (r < 0)
 		goto out;
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = rec->cur.start_clock_ns;
-	ho.wall_ns = rec->cur.start_wall_ns;
-	ho.first_sample_time = rec->cur.first_time;
-	ho.last_sample_time = rec->cur.last_time;
-	r = perfrec_hostinfo__add_features(w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
-	r = perfrec_buildid_table__add_feature(rec->buildids, w);
-	if (r < 0)
-		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
+	/* Ends as the file will: its times and build ids. */
+	outfile_end(&src, w, &(struct outfile_end_opts){
+		.sz = sizeof(struct outfile_end_opts), .what = "the snapshot",
+		.clock_ns = rec->cur.start_clock_ns, .wall_ns = rec->cur.start_wall_ns,
+		.first_sample_time = rec->cur.first_time, .last_sample_time = rec->cur.last_time,
+		.buildids = rec->buildids,
+	});
 	r = perfrec_pdwriter__finish(w);
 	if (r >= 0)
 		r = samples > INT32_MAX ? INT32_MAX : (int)samples;

@@ -335,7 +335,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	return r;
 }
 
-static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
+char *recorder_file_name(const struct recorder *rec, uint64_t wall_ns, uint64_t seq, const char *suffix)
 {
 	time_t secs = wall_ns / 1000000000;
 	unsigned ms = (wall_ns / 1000000) % 1000;
@@ -343,14 +343,24 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
 	char stamp[64];
 	char *path;
 
-	if (pipeout_enabled(rec->cfg))
-		return strdup("stdout");
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 ".data", rec->cfg->directory,
-		     rec->cfg->prefix, rec->hostname, stamp, ms, seq) < 0)
+	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 "%s.data", rec->cfg->directory,
+		     rec->cfg->prefix, rec->hostname, stamp, ms, seq, suffix) < 0)
 		return NULL;
 	return path;
+}
+
+uint64_t recorder_take_seq(struct recorder *rec)
+{
+	return ++rec->seq;
+}
+
+static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
+{
+	if (pipeout_enabled(rec->cfg))
+		return strdup("stdout");
+	return recorder_file_name(rec, wall_ns, seq, "");
 }
 
 static void outfile_reset(struct outfile *o)
@@ -979,22 +989,45 @@ static int publish_finished(struct recorder *rec, struct outfile *o)
  * the publication to the caller with the finished file's outfile moved
  * there (path NULL if nothing was finished).
  */
+struct outfile_end_opts recorder_end_opts(const struct recorder *rec)
+{
+	const struct outfile *o = &rec->cur;
+
+	return (struct outfile_end_opts){
+		.sz = sizeof(struct outfile_end_opts), .what = o->path,
+		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
+		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
+		.buildids = rec->buildids,
+	};
+}
+
+int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
+{
+	int r;
+
+	if (!rec->have_file)
+		return -ENODATA;
+	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	if (r < 0)
+		return r;
+	if (asprintf(ret_tmp, "%s.tmp", rec->cur.path) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_finished)
 {
 	struct outfile *o = &rec->cur;
 	struct outfile_source src = recorder_source(rec);
+	struct outfile_end_opts eo;
 	int r;
 
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
-	outfile_end(&src, o->w, &(struct outfile_end_opts){
-		.sz = sizeof(struct outfile_end_opts), .what = o->path,
-		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
-		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
-		.buildids = rec->buildids,
-	});
+	eo = recorder_end_opts(rec);
+	outfile_end(&src, o->w, &eo);
 	r = perfrec_pdwriter__finish(o->w);
 	pipeout_note_compression(o->w, o->path, &rec->compress);
 	if (pipeout_enabled(rec->cfg)) {

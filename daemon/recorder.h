@@ -115,6 +115,14 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
  * must not be later than any ring record the file will get.
  */
 int recorder_start_file(struct recorder *rec, uint64_t synth_time);
+/*
+ * The name of an output file started at @wall_ns, number @seq, in the
+ * output directory: PREFIX-HOST-STAMP-SEQ@suffix.data, so retention counts
+ * every kind.  NULL: no memory.
+ */
+char *recorder_file_name(const struct recorder *rec, uint64_t wall_ns, uint64_t seq, const char *suffix);
+/* The next file number, taken. */
+uint64_t recorder_take_seq(struct recorder *rec);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
 
@@ -142,6 +150,14 @@ void recorder_remove_sink(struct recorder *rec, struct sink *s);
  * what points into the struct is pointed at @dst.  @src is left empty.
  */
 void recorder_move(struct recorder *dst, struct recorder *src);
+/*
+ * Checkpoint the file in progress now, so that a reader of its *ret_tmp
+ * (its ".tmp" name, owned by the caller) sees everything drained so far.
+ * 0, -ENODATA (no file in progress) or -errno.
+ */
+int recorder_checkpoint(struct recorder *rec, char **ret_tmp);
+/* How the file in progress ends now (outfile_end()): its times and build ids. */
+struct outfile_end_opts recorder_end_opts(const struct recorder *rec);
 /* Refresh the header's data size if the checkpoint interval has passed. */
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 /* Drain, write features, publish.  *ret_path (optional) gets the file name. */

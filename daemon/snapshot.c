@@ -451,19 +451,16 @@ out:
 static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	struct perfrec_pdreader *rd = NULL;
+	struct outfile_end_opts eo;
 	struct outfile_source src;
 	const struct perf_event_header *h;
 	uint64_t off, since_drain = 0, samples = 0;
 	char *tmp = NULL;
 	int r;
 
-	if (!rec->have_file)
-		return -ENODATA;
-	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	r = recorder_checkpoint(rec, &tmp);
 	if (r < 0)
 		return r;
-	if (asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
-		return -ENOMEM;
 	r = perfrec_pdreader__open(tmp, NULL, &rd);
 	free(tmp);
 	if (r < 0)
@@ -489,12 +486,9 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r < 0)
 		goto out;
 	/* Ends as the file will: its times and build ids. */
-	outfile_end(&src, w, &(struct outfile_end_opts){
-		.sz = sizeof(struct outfile_end_opts), .what = "the snapshot",
-		.clock_ns = rec->cur.start_clock_ns, .wall_ns = rec->cur.start_wall_ns,
-		.first_sample_time = rec->cur.first_time, .last_sample_time = rec->cur.last_time,
-		.buildids = rec->buildids,
-	});
+	eo = recorder_end_opts(rec);
+	eo.what = "the snapshot";
+	outfile_end(&src, w, &eo);
 	r = perfrec_pdwriter__finish(w);
 	if (r >= 0)
 		r = samples > INT32_MAX ? INT32_MAX : (int)samples;
@@ -576,9 +570,6 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 	struct perfrec_pdwriter *w = NULL;
 	struct outfile o = { 0 };
 	struct timespec ts;
-	char stamp[64];
-	struct tm tm;
-	time_t secs;
 	char *path;
 	int r;
 
@@ -588,13 +579,10 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 	}
 	recorder_drain(rec);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	secs = ts.tv_sec;
-	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	/* Named like rotated files, so retention counts snapshots too. */
-	if (asprintf(&path, "%s/%s-%s-%s.%03luZ-%06" PRIu64 "-snapshot.data", rec->cfg->directory,
-		     rec->cfg->prefix, rec->hostname, stamp, (unsigned long)(ts.tv_nsec / 1000000),
-		     ++rec->seq) < 0)
+	path = recorder_file_name(rec, (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec,
+				  recorder_take_seq(rec), "-snapshot");
+	if (!path)
 		return -ENOMEM;
 	r = perfrec_pdwriter__create(path, &w);
 	if (r >= 0 && rec->cfg->compress_level)

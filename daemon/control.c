@@ -782,7 +782,7 @@ static bool queue_raw(struct client *c, const void *buf, size_t len)
 
 /*
  * Queue bytes; false past the client's cap: a client that does not read
- * its replies is dropped, a stream is ended by its writer (tap()) with
+ * its replies is dropped, a stream is ended by its writer (stream_write()) with
  * the reason in end_why.
  */
 static bool queue_out(struct client *c, const void *buf, size_t len)

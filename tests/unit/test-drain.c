@@ -318,3 +318,55 @@ Test(drain, samples_of_an_unknown_event_pass_undecoded)
 	drain_free(d);
 	fake_exit(&f);
 }
+
+Test(drain, a_repaired_record_reaches_every_sink_in_its_place)
+{
+	static struct seen a, b;
+	struct drain *d = new_drain();
+	/* BPF_EVENT: header, type, flags, id, tag[8]; then its trailer (tid,
+	 * time, identifier), then room for another event's trailer the kernel
+	 * sized it for but did not write. */
+	uint64_t ev[9] = { 0 };
+	struct perf_event_header h = { .type = PERF_RECORD_BPF_EVENT, .size = sizeof(ev) };
+	unsigned char want[65536];
+	size_t want_len = 0, before;
+	struct fake f;
+
+	fake_init(&f, 4096, 0);
+	add_seen(d, &a);
+	add_seen(d, &b);
+	memcpy(ev, &h, sizeof(h));
+	ev[1] = 0x4200000001ull;
+	ev[2] = 0x1122334455667788ull;
+	ev[3] = 5 | 5ull << 32;
+	ev[4] = 777;
+	ev[5] = ID;
+	memset(&ev[6], 0xab, 24);
+	produce_sample(&f, 1, 10, 8);
+	before = f.stream_len;
+	produce(&f, ev);
+	produce_sample(&f, 2, 20, 0);
+
+	/* What a correct kernel would have written: the trailer ends the record. */
+	memcpy(want, f.stream, before);
+	h.size = 48;
+	memcpy(want + before, ev, 48);
+	memcpy(want + before, &h, sizeof(h));
+	want_len = before + 48;
+	memcpy(want + want_len, f.stream + before + sizeof(ev), f.stream_len - before - sizeof(ev));
+	want_len += f.stream_len - before - sizeof(ev);
+
+	cr_assert_eq(pass(d, &f), f.stream_len, "the ring's bytes are all consumed");
+	cr_expect_eq(drain_repaired(d), 1);
+	for (struct seen *v = &a; v; v = v == &a ? &b : NULL) {
+		cr_expect_eq(v->nr, 3);
+		cr_expect_eq(v->writes, 3, "the span is cut before and after the repaired copy");
+		cr_assert_eq(v->records_len, want_len);
+		cr_expect_eq(memcmp(v->records, want, want_len), 0);
+		cr_assert_eq(v->bytes_len, want_len);
+		cr_expect_eq(memcmp(v->bytes, want, want_len), 0);
+	}
+	cr_expect_eq(f.meta->data_tail, f.stream_len);
+	drain_free(d);
+	fake_exit(&f);
+}

@@ -363,7 +363,7 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
 	return recorder_file_name(rec, wall_ns, seq, "");
 }
 
-static void outfile_reset(struct outfile *o)
+static void recfile_reset(struct recfile *o)
 {
 	perfrec_pdwriter__free(o->w, false);
 	free(o->path);
@@ -394,7 +394,7 @@ static void synth_step(void *ctx)
 }
 
 /* A file's first records: attrs, state, FINISHED_INIT (outfile.c). */
-static int begin_file(struct recorder *rec, struct outfile *o)
+static int begin_file(struct recorder *rec, struct recfile *o)
 {
 	struct outfile_source src = recorder_source(rec);
 	struct outfile_begin_opts bo = {
@@ -408,7 +408,7 @@ static int begin_file(struct recorder *rec, struct outfile *o)
 }
 
 /* The current file's outfile, but its writer (pipeout.c makes it). */
-static int new_outfile(struct recorder *rec, struct outfile *o, uint64_t synth_time)
+static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_time)
 {
 	memset(o, 0, sizeof(*o));
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
@@ -421,7 +421,7 @@ static int new_outfile(struct recorder *rec, struct outfile *o, uint64_t synth_t
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
 		o->cgroups = NULL;
 	if (!o->cpu || !o->path) {
-		outfile_reset(o);
+		recfile_reset(o);
 		return -ENOMEM;
 	}
 	return 0;
@@ -429,7 +429,7 @@ static int new_outfile(struct recorder *rec, struct outfile *o, uint64_t synth_t
 
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
-	struct outfile *o = &rec->cur;
+	struct recfile *o = &rec->cur;
 	int r;
 
 	if (!rec->rotate_anchor_usec)
@@ -445,7 +445,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 			o->path, strerror(-r));
 		rec->write_error_logged = true;
 		rec->retry_start_usec = now_usec() + START_RETRY_USEC;
-		outfile_reset(o);
+		recfile_reset(o);
 		return r;
 	}
 	r = begin_file(rec, o);
@@ -468,7 +468,7 @@ fail:
 	rec->dropped_bytes += o->bytes;
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
-	outfile_reset(o);
+	recfile_reset(o);
 	rec->have_file = false;
 	return r;
 }
@@ -477,7 +477,7 @@ fail:
 static void file_record(struct sink *sk, struct drain_rec *r)
 {
 	struct recorder *rec = sk->ctx;
-	struct outfile *o = rec->have_file ? &rec->cur : NULL;
+	struct recfile *o = rec->have_file ? &rec->cur : NULL;
 	struct cpu_stats *t = &rec->total[r->ring];
 	const struct perf_event_header *h = r->h;
 
@@ -643,7 +643,7 @@ static void note_dropped_in_file(struct recorder *rec)
 {
 	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
 	unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
-	struct outfile *o = &rec->cur;
+	struct recfile *o = &rec->cur;
 	uint64_t total = 0;
 
 	if (!rec->have_file || tlen > 64)
@@ -791,7 +791,7 @@ static void drain_while_hashing(void *ctx)
 
 /* The manifest of @o, hashed from @data_path; frequency is what the events run at now. */
 static int write_manifest(struct recorder *rec, const char *path, const char *data_path,
-			  const struct outfile *o, uint64_t end_ns)
+			  const struct recfile *o, uint64_t end_ns)
 {
 	struct manifest_info mi = {
 		.path = path, .data_path = data_path, .host = rec->hostname, .cfg = rec->cfg,
@@ -822,7 +822,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 }
 
 /* What follows a publication: upload, retention, the on-rotate hook. */
-static void after_publish(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
+static void after_publish(struct recorder *rec, const char *path, const struct recfile *o, bool recovered)
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
@@ -847,7 +847,7 @@ static void after_publish(struct recorder *rec, const char *path, const struct o
  * by the next start: nothing is published without its manifest.
  */
 int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
-		     const struct outfile *o)
+		     const struct recfile *o)
 {
 	char *tmp = NULL;
 	int r;
@@ -929,15 +929,15 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
  * still waits, or one left at exit, is abandoned to recovery (its .tmp
  * holds everything up to its last checkpoint).
  */
-static void abandon_file(struct recorder *rec, struct outfile *o)
+static void abandon_file(struct recorder *rec, struct recfile *o)
 {
 	log_error("Giving up on finishing %s: what was recorded into it after its last checkpoint "
 		  "(of %" PRIu64 " samples) may be lost; %s.tmp is recovered once writes succeed, "
 		  "or at the next start", o->path, o->samples, o->path);
-	outfile_reset(o);
+	recfile_reset(o);
 }
 
-static void stall_file(struct recorder *rec, struct outfile *o)
+static void stall_file(struct recorder *rec, struct recfile *o)
 {
 	if (rec->have_stalled) {
 		abandon_file(rec, o);
@@ -948,12 +948,12 @@ static void stall_file(struct recorder *rec, struct outfile *o)
 	rec->have_stalled = true;
 }
 
-static int publish_finished(struct recorder *rec, struct outfile *o);
+static int publish_finished(struct recorder *rec, struct recfile *o);
 
 /* Finish and publish the stalled file; 0 when done (or none), else -errno. */
 static int retry_stalled(struct recorder *rec)
 {
-	struct outfile *o = &rec->stalled;
+	struct recfile *o = &rec->stalled;
 	int r;
 
 	if (!rec->have_stalled)
@@ -964,12 +964,12 @@ static int retry_stalled(struct recorder *rec)
 	if (r < 0)
 		return r;
 	rec->have_stalled = false;
-	outfile_reset(o);
+	recfile_reset(o);
 	return 0;
 }
 
 /* Publish a finished file (recorder_publish()) and log it. */
-static int publish_finished(struct recorder *rec, struct outfile *o)
+static int publish_finished(struct recorder *rec, struct recfile *o)
 {
 	int r = recorder_publish(rec, o->w, o->path, o);
 
@@ -991,7 +991,7 @@ static int publish_finished(struct recorder *rec, struct outfile *o)
  */
 struct outfile_end_opts recorder_end_opts(const struct recorder *rec)
 {
-	const struct outfile *o = &rec->cur;
+	const struct recfile *o = &rec->cur;
 
 	return (struct outfile_end_opts){
 		.sz = sizeof(struct outfile_end_opts), .what = o->path,
@@ -1015,9 +1015,9 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 	return 0;
 }
 
-static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_finished)
+static int finish_file(struct recorder *rec, char **ret_path, struct recfile *ret_finished)
 {
-	struct outfile *o = &rec->cur;
+	struct recfile *o = &rec->cur;
 	struct outfile_source src = recorder_source(rec);
 	struct outfile_end_opts eo;
 	int r;
@@ -1033,7 +1033,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 	if (pipeout_enabled(rec->cfg)) {
 		log_info("Wrote the stream to stdout: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
 			 " bytes of records%s", o->samples, o->lost, o->bytes, r < 0 ? " (cut short)" : "");
-		outfile_reset(o);
+		recfile_reset(o);
 		rec->have_file = false;
 		/* The reader leaving (EPIPE) ends a stream; it is not a recording failure. */
 		return r == -EPIPE ? 0 : r;
@@ -1062,7 +1062,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 	r = publish_finished(rec, o);
 	if (r < 0)
 		stall_file(rec, o);
-	outfile_reset(o);
+	recfile_reset(o);
 	return r;
 }
 
@@ -1084,7 +1084,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * written twice.
 	 */
 	uint64_t t = recorder_clock_ns(rec);
-	struct outfile finished = { 0 };
+	struct recfile finished = { 0 };
 	int r;
 
 	/*
@@ -1100,7 +1100,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	r = recorder_start_file(rec, t);
 	if (finished.path && publish_finished(rec, &finished) < 0)
 		stall_file(rec, &finished);
-	outfile_reset(&finished);
+	recfile_reset(&finished);
 	return r;
 }
 
@@ -1275,7 +1275,7 @@ void recorder_close(struct recorder *rec)
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;
-		outfile_reset(&rec->cur);
+		recfile_reset(&rec->cur);
 	}
 	offcpu_rec_close(rec->offcpu);
 	drain_free(rec->drain);

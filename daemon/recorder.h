@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder: owns the events and rings, drains them into the current
- * output file, and finishes/publishes files.  One thread drives it; the
- * event loop in manager.c calls in.
+ * The recorder: owns the events, their rings and the drain over them
+ * (drain.h), whose first sink is its own: it counts what the rings held
+ * and, in continuous mode, writes it into the current file, which it
+ * starts (outfile.h), finishes and publishes.  Other consumers add their
+ * own sinks (snapshot.c's history, control.c's streams).  One thread
+ * drives it; the event loop in manager.c calls in.
  */
 #ifndef PERFRECD_RECORDER_H
 #define PERFRECD_RECORDER_H
@@ -26,7 +29,8 @@ struct cpu_stats {
 	uint64_t dropped;       /* samples the output refused (disk full), counted in lost too */
 };
 
-struct outfile {
+/* A file the recorder writes: the current one, or one waiting to be published. */
+struct recfile {
 	struct perfrec_pdwriter *w;
 	char *path;             /* final name */
 	uint64_t seq;
@@ -70,10 +74,10 @@ struct recorder {
 	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
 	char hostname[256];
 	uint64_t seq;
-	struct outfile cur;
+	struct recfile cur;
 	bool have_file;
 	/* a finished file the disk refused (recorder.c stall_file()); retried */
-	struct outfile stalled;
+	struct recfile stalled;
 	bool have_stalled;
 	struct cpu_stats *total; /* per ring, since start */
 	uint64_t files_published;
@@ -186,7 +190,7 @@ int recorder_recover_leftovers(struct recorder *rec);
  * 0 or -errno (logged; the file then stays "@path.tmp").
  */
 int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
-		     const struct outfile *o);
+		     const struct recfile *o);
 void recorder_close(struct recorder *rec);
 
 uint64_t now_usec(void);

@@ -568,7 +568,7 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 {
 	struct perfrec_pdwriter *w = NULL;
-	struct outfile o = { 0 };
+	struct recfile o = { 0 };
 	struct timespec ts;
 	char *path;
 	int r;

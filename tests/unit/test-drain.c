@@ -33,7 +33,8 @@ struct fake {
 static void fake_init(struct fake *f, uint64_t size, uint64_t start)
 {
 	memset(f, 0, sizeof(*f));
-	f->mem = aligned_alloc(PAGE, PAGE + size);
+	/* Page-aligned like a real mapping; C11 wants the size a multiple of it. */
+	f->mem = aligned_alloc(PAGE, (PAGE + size + PAGE - 1) / PAGE * PAGE);
 	cr_assert_not_null(f->mem);
 	memset(f->mem, 0xee, PAGE + size);
 	f->meta = (struct perf_event_mmap_page *)f->mem;

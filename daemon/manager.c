@@ -390,7 +390,7 @@ static int start_recording(struct manager *m)
 	/* Flight mode writes nothing until a snapshot is asked for. */
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
-	if (r < 0 && !pipeout_closed(&m->rec))
+	if (r < 0 && !recorder_output_closed(&m->rec))
 		return r;
 	return 0;
 }
@@ -474,7 +474,7 @@ int manager_run(struct manager *m)
 		control_process(m->ctl);
 		if (metrics_ready)
 			metrics_process(m->metrics);
-		if (pipeout_closed(&m->rec)) {
+		if (recorder_output_closed(&m->rec)) {
 			log_info("The reader of stdout went away; stopping");
 			break;
 		}

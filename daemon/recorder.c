@@ -117,6 +117,14 @@ uint64_t recorder_busy_samples(const struct recorder *rec)
 	return rec->busy_samples;
 }
 
+bool recorder_output_closed(const struct recorder *rec)
+{
+	/* A cut stream fails every write, an empty one included, with its error. */
+	/* The reader may leave before the stream's start is written (have_file false). */
+	return pipeout_enabled(rec->cfg) &&
+	       (rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE));
+}
+
 int recorder_add_sink(struct recorder *rec, struct sink *s)
 {
 	return drain_add_sink(rec->drain, s);
@@ -256,7 +264,7 @@ int recorder_disable(struct recorder *rec)
 
 static int note_write(struct recorder *rec, int r)
 {
-	/* Only stdout can be a pipe: its reader left (pipeout_closed() ends the run). */
+	/* Only stdout can be a pipe: its reader left (recorder_output_closed() ends the run). */
 	if (r == -EPIPE) {
 		rec->stdout_gone = true;
 		return r;

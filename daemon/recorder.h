@@ -146,6 +146,8 @@ int recorder_drain(struct recorder *rec);
 void recorder_note_freq(struct recorder *rec, uint64_t hz);
 /* Samples drained so far not of the idle task (pid 0): the governor's measure. */
 uint64_t recorder_busy_samples(const struct recorder *rec);
+/* -o -: whether the reader of stdout closed it (the stream is cut; the run ends). */
+bool recorder_output_closed(const struct recorder *rec);
 /* Add @s to the sinks every drained record goes to (drain_add_sink()). */
 int recorder_add_sink(struct recorder *rec, struct sink *s);
 void recorder_remove_sink(struct recorder *rec, struct sink *s);

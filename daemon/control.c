@@ -1141,7 +1141,7 @@ static const struct sink_ops stream_sink_ops = { .write = stream_write, .round =
 static int subscribe(struct control *ctl, struct client *c)
 {
 	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	struct outfile_features_opts fo = { .sz = sizeof(fo), .what = "a stream" };
 	struct recorder *rec = ctl->rec;
 	struct outfile_source src = recorder_source(rec);
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "a stream" };
@@ -1156,15 +1156,12 @@ static int subscribe(struct control *ctl, struct client *c)
 	r = perfrec_pdwriter__new_pipe(-1, &po, &c->sub);
 	if (r < 0)
 		return r;
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = ctl->cfg->clockid;
-	ho.clock_ns = bo.time;
-	ho.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
+	fo.clock_ns = bo.time;
+	fo.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
 	/* Features go ahead of the records in a stream: set before the first write. */
 	r = outfile_add_attrs(&src, c->sub);
 	if (r >= 0)
-		perfrec_hostinfo__add_features(c->sub, &ho);
+		outfile_add_features(&src, c->sub, &fo);
 	if (r >= 0)
 		r = outfile_synthesize(&src, c->sub, &bo);
 	c->sink = (struct sink){ .ops = &stream_sink_ops, .ctx = c };

@@ -143,11 +143,11 @@ int outfile_begin(const struct outfile_source *src, struct perfrec_pdwriter *w,
 	return r < 0 ? r : outfile_synthesize(src, w, opts);
 }
 
-void outfile_end(const struct outfile_source *src, struct perfrec_pdwriter *w,
-		 const struct outfile_end_opts *opts)
+void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		 const struct outfile_features_opts *opts)
 {
 	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct outfile_end_opts o = { 0 };
+	struct outfile_features_opts o = { 0 };
 	int r;
 
 	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
@@ -161,7 +161,7 @@ void outfile_end(const struct outfile_source *src, struct perfrec_pdwriter *w,
 	r = perfrec_hostinfo__add_features(w, &ho);
 	if (r < 0)
 		log_warning("Some host features could not be gathered for %s: %s", o.what, strerror(-r));
-	r = perfrec_buildid_table__add_feature(o.buildids, w);
+	r = o.buildids ? perfrec_buildid_table__add_feature(o.buildids, w) : 0;
 	if (r < 0)
 		log_warning("Build-id table not written to %s: %s", o.what, strerror(-r));
 	r = perfrec_bpfmeta__add_features(src->bpfmeta, w);

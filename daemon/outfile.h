@@ -10,6 +10,8 @@
  *                   cgroups, synthesized and stamped at a given time
  *   FINISHED_INIT
  *
+ * and carry the same features (outfile_add_features()).
+ *
  * What is not worth losing an output over is the same for all of them:
  * hidden kernel addresses, BPF programs that cannot be read, no cgroup
  * hierarchy.
@@ -65,21 +67,22 @@ int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter
 int outfile_begin(const struct outfile_source *src, struct perfrec_pdwriter *w,
 		  const struct outfile_begin_opts *opts);
 
-/* How an output ends: the time it covers and what it names. */
-struct outfile_end_opts {
+/* An output's features: the time it covers and what it names. */
+struct outfile_features_opts {
 	size_t sz;
 	const char *what;        /* the output, for log messages */
 	uint64_t clock_ns, wall_ns; /* its start, on the recording's clock and the wall clock */
 	uint64_t first_sample_time, last_sample_time;
-	struct perfrec_buildid_table *buildids; /* of the processes it sampled */
+	struct perfrec_buildid_table *buildids; /* of the processes it sampled (NULL: none yet) */
 };
 
 /*
- * The features every output ends with: host description, build ids, BPF
- * programs.  Any of them missing costs its feature (logged), not the
+ * The features every output carries: host description, build ids, BPF
+ * programs.  A file or snapshot sets them at its end, a stream ahead of
+ * its records.  Any of them missing costs its feature (logged), not the
  * output.
  */
-void outfile_end(const struct outfile_source *src, struct perfrec_pdwriter *w,
-		 const struct outfile_end_opts *opts);
+void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		 const struct outfile_features_opts *opts);
 
 #endif

@@ -997,12 +997,12 @@ static int publish_finished(struct recorder *rec, struct recfile *o)
  * the publication to the caller with the finished file's outfile moved
  * there (path NULL if nothing was finished).
  */
-struct outfile_end_opts recorder_end_opts(const struct recorder *rec)
+struct outfile_features_opts recorder_features_opts(const struct recorder *rec)
 {
 	const struct recfile *o = &rec->cur;
 
-	return (struct outfile_end_opts){
-		.sz = sizeof(struct outfile_end_opts), .what = o->path,
+	return (struct outfile_features_opts){
+		.sz = sizeof(struct outfile_features_opts), .what = o->path,
 		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
 		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
 		.buildids = rec->buildids,
@@ -1027,15 +1027,15 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 {
 	struct recfile *o = &rec->cur;
 	struct outfile_source src = recorder_source(rec);
-	struct outfile_end_opts eo;
+	struct outfile_features_opts eo;
 	int r;
 
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
-	eo = recorder_end_opts(rec);
-	outfile_end(&src, o->w, &eo);
+	eo = recorder_features_opts(rec);
+	outfile_add_features(&src, o->w, &eo);
 	r = perfrec_pdwriter__finish(o->w);
 	pipeout_note_compression(o->w, o->path, &rec->compress);
 	if (pipeout_enabled(rec->cfg)) {

@@ -162,8 +162,8 @@ void recorder_move(struct recorder *dst, struct recorder *src);
  * 0, -ENODATA (no file in progress) or -errno.
  */
 int recorder_checkpoint(struct recorder *rec, char **ret_tmp);
-/* How the file in progress ends now (outfile_end()): its times and build ids. */
-struct outfile_end_opts recorder_end_opts(const struct recorder *rec);
+/* The features of the file in progress now (outfile_add_features()): its times and build ids. */
+struct outfile_features_opts recorder_features_opts(const struct recorder *rec);
 /* Refresh the header's data size if the checkpoint interval has passed. */
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 /* Drain, write features, publish.  *ret_path (optional) gets the file name. */

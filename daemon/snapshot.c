@@ -383,7 +383,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	struct outfile_source src = recorder_source(rec);
 	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
-	struct outfile_end_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
+	struct outfile_features_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
 	struct perfrec_spans_feature *sf = NULL;
 	struct timespec ts;
 	uint64_t now, window, min_time = 0;
@@ -426,7 +426,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	eo.first_sample_time = s.first;
 	eo.last_sample_time = s.last;
 	eo.buildids = s.buildids;
-	outfile_end(&src, w, &eo);
+	outfile_add_features(&src, w, &eo);
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
 		goto out;
@@ -451,7 +451,7 @@ out:
 static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 {
 	struct perfrec_pdreader *rd = NULL;
-	struct outfile_end_opts eo;
+	struct outfile_features_opts eo;
 	struct outfile_source src;
 	const struct perf_event_header *h;
 	uint64_t off, since_drain = 0, samples = 0;
@@ -486,9 +486,9 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r < 0)
 		goto out;
 	/* Ends as the file will: its times and build ids. */
-	eo = recorder_end_opts(rec);
+	eo = recorder_features_opts(rec);
 	eo.what = "the snapshot";
-	outfile_end(&src, w, &eo);
+	outfile_add_features(&src, w, &eo);
 	r = perfrec_pdwriter__finish(w);
 	if (r >= 0)
 		r = samples > INT32_MAX ? INT32_MAX : (int)samples;

@@ -2,10 +2,11 @@
 # A live stream, a snapshot and a rotated file of the same moment begin
 # the same way (daemon/outfile.c): the same attrs, the off-CPU attr among
 # them, and the same kinds of synthesized state before FINISHED_INIT,
-# BPF programs (KSYMBOL, BPF_EVENT) included.  Each output used to have
-# its own copy of this and they drifted: only rotated files declared the
-# off-CPU attr, and streams and continuous-mode snapshots never named the
-# BPF programs loaded before them.
+# BPF programs (KSYMBOL, BPF_EVENT) included, and the same BPF program
+# features.  Each output used to have its own copy of this and they
+# drifted: only rotated files declared the off-CPU attr, and streams and
+# continuous-mode snapshots never named the BPF programs loaded before
+# them (nor did streams describe them in BPF_PROG_INFO).
 #
 # off-CPU profiling loads perfrecd's own BPF program, so there is always
 # one to name; where BPF is not usable the test skips, as test-offcpu does.
@@ -83,6 +84,14 @@ for f in live.data snap.data "$(basename "$file")"; do
 	for k in 3 7 10 17 18; do
 		case "$s" in *" $k "*) ;; *) fail "$f has no record of kind $k before FINISHED_INIT (has:$s)";; esac
 	done
+done
+# BPF program state in the features: the same programs described in each.
+bpf() { "$PERFRECCTL" dump "$1" | sed -n 's/^ *BPF_PROG_INFO *//p'; }
+want=$(bpf "$file")
+[ -n "$want" ] || fail "the rotated file describes no BPF program (BPF_PROG_INFO)"
+for f in live.data snap.data; do
+	have=$(bpf "$T/$f")
+	[ "$have" = "$want" ] || fail "$f describes BPF programs '$have', the rotated file '$want'"
 done
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID || fail "perfrecd exited $?"

@@ -413,6 +413,45 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 		 g->max_overhead * 100, g->nr_cpus, g->pol.max_freq, g->cur);
 }
 
+/* What a measure @m says of the overhead, shown in status. */
+static void note_overhead(struct governor *g, const struct governor_measure *m)
+{
+	g->overhead = governor_overhead(m);
+	g->own = m->own_cpu_sec / m->wall_sec;
+	g->sampling = g->overhead - g->own;
+	g->sample_rate = (double)m->samples / m->wall_sec;
+}
+
+/*
+ * Add the period @m to the window.  Too few periods to decide on (and no
+ * emergency): false.  Else true, with @m the window's sum once it holds
+ * enough periods.
+ */
+static bool take_window(struct governor *g, struct governor_measure *m)
+{
+	if (g->nr_win == WINDOW)
+		memmove(g->win, g->win + 1, (WINDOW - 1) * sizeof(g->win[0]));
+	else
+		g->nr_win++;
+	g->win[g->nr_win - 1] = *m;
+	if (g->nr_win < MIN_PERIODS &&
+	    !((double)m->samples * m->sample_cost_sec / m->wall_sec > EMERGENCY * g->pol.budget)) {
+		note_overhead(g, m);
+		return false;
+	}
+	if (g->nr_win >= MIN_PERIODS) {
+		m->wall_sec = m->own_cpu_sec = 0;
+		m->samples = 0;
+		for (size_t i = 0; i < g->nr_win; i++) {
+			m->wall_sec += g->win[i].wall_sec;
+			m->own_cpu_sec += g->win[i].own_cpu_sec;
+			m->samples += g->win[i].samples;
+		}
+	}
+	note_overhead(g, m);
+	return true;
+}
+
 void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 {
 	struct governor_measure m;
@@ -458,32 +497,8 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->settle = false;
 		return;
 	}
-	if (g->nr_win == WINDOW)
-		memmove(g->win, g->win + 1, (WINDOW - 1) * sizeof(g->win[0]));
-	else
-		g->nr_win++;
-	g->win[g->nr_win - 1] = m;
-	if (g->nr_win < MIN_PERIODS &&
-	    !((double)m.samples * m.sample_cost_sec / m.wall_sec > EMERGENCY * g->pol.budget)) {
-		g->overhead = governor_overhead(&m);
-		g->own = m.own_cpu_sec / m.wall_sec;
-		g->sampling = g->overhead - g->own;
-		g->sample_rate = (double)m.samples / m.wall_sec;
+	if (!take_window(g, &m))
 		return;
-	}
-	if (g->nr_win >= MIN_PERIODS) {
-		m.wall_sec = m.own_cpu_sec = 0;
-		m.samples = 0;
-		for (size_t i = 0; i < g->nr_win; i++) {
-			m.wall_sec += g->win[i].wall_sec;
-			m.own_cpu_sec += g->win[i].own_cpu_sec;
-			m.samples += g->win[i].samples;
-		}
-	}
-	g->overhead = governor_overhead(&m);
-	g->own = m.own_cpu_sec / m.wall_sec;
-	g->sampling = g->overhead - g->own;
-	g->sample_rate = (double)m.samples / m.wall_sec;
 	next = governor_decide(&g->pol, &m, g->cur, &why);
 	if (why == GOVERNOR_KEEP)
 		return;

@@ -143,8 +143,12 @@ uint64_t drain_repaired(const struct drain *d)
 	return d->repaired + d->user_chains_ended;
 }
 
-const struct perf_event_header *drain_repair(struct drain *d, const struct perf_event_header *h,
-					     void *buf, size_t bufsz)
+/*
+ * @h repaired into @buf (@bufsz bytes) when the kernel got it wrong, which
+ * is returned (logged once per kind), else @h as it is.
+ */
+static const struct perf_event_header *drain_repair(struct drain *d, const struct perf_event_header *h,
+						    void *buf, size_t bufsz)
 {
 	if (h->type == PERF_RECORD_SAMPLE) {
 		const struct drain_id *f;

@@ -103,15 +103,7 @@ struct sink *drain_sink_of(const struct drain *d, const struct sink_ops *ops);
 /* The time of any record: a sample's, a trailer's (0: none). */
 uint64_t drain_rec_time(struct drain_rec *r);
 
-/* Records repaired so far (side-band, user callchains), for status. */
+/* Records repaired so far (inflated side-band records, user callchains). */
 uint64_t drain_repaired(const struct drain *d);
-
-/*
- * A record repaired into @buf (@bufsz bytes) when it needs it, which is
- * returned, else @h as it is: what drain_ring() does to each record, for
- * records read from elsewhere.
- */
-const struct perf_event_header *drain_repair(struct drain *d, const struct perf_event_header *h,
-					     void *buf, size_t bufsz);
 
 #endif

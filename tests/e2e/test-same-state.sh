@@ -10,6 +10,8 @@
 #
 # off-CPU profiling loads perfrecd's own BPF program, so there is always
 # one to name; where BPF is not usable the test skips, as test-offcpu does.
+# Snapshots are taken both from a history and, without one, as a copy of
+# the file in progress.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 [ -r /sys/kernel/btf/vmlinux ] || skip "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
@@ -93,6 +95,28 @@ for f in live.data snap.data; do
 	have=$(bpf "$T/$f")
 	[ "$have" = "$want" ] || fail "$f describes BPF programs '$have', the rotated file '$want'"
 done
+kill -TERM $DAEMON_PID
+wait $DAEMON_PID || fail "perfrecd exited $?"
+DAEMON_PID=
+
+# Without a history a snapshot is a copy of the file in progress: its
+# records hold the file's state, and its attrs and BPF features must be
+# the file's too (the copy used to leave out the off-CPU attr and the BPF
+# programs).
+note "continuous mode without a history"
+mkdir -p "$T/out2"
+"$PERFRECD" -o "$T/out2" --socket "$S" -F 99 --offcpu 2>"$T/log2" &
+DAEMON_PID=$!
+wait_for 30 ctl ping >/dev/null 2>&1 || { cat "$T/log2"; fail "no control socket"; }
+ctl snapshot "$T/copy.data" >/dev/null || { cat "$T/log2"; fail "snapshot without a history failed"; }
+ctl rotate >/dev/null || { cat "$T/log2"; fail "rotate failed"; }
+file2=$(ls "$T"/out2/*.data | head -1)
+[ -f "$file2" ] || fail "no rotated file"
+attrs "$file2" >"$T/attrs.file2"
+attrs "$T/copy.data" >"$T/attrs.copy"
+grep -q "config: 0xa," "$T/attrs.file2" || { cat "$T/attrs.file2"; fail "the rotated file has no off-CPU attr"; }
+diff -u "$T/attrs.file2" "$T/attrs.copy" || fail "the copy of the file in progress has other attrs than the file"
+[ "$(bpf "$T/copy.data")" = "$(bpf "$file2")" ] || fail "the copy of the file in progress describes other BPF programs"
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID || fail "perfrecd exited $?"
 DAEMON_PID=

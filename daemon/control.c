@@ -27,7 +27,7 @@
 
 #include "control.h"
 #include "governor.h"
-#include "kcache.h"
+#include "outfile.h"
 #include "log.h"
 #include "pipeout.h"
 #include "snapshot.h"
@@ -94,6 +94,7 @@ struct client {
 	uint64_t request_usec;    /* connected, or last complete message */
 	int passed_fd;            /* from SCM_RIGHTS, for Snapshot; -1 */
 	struct perfrec_pdwriter *sub; /* Subscribe stream */
+	struct sink sink;             /* ... fed by the recorder's drain while sub is set */
 	const struct perfrec_evlist *sub_evlist; /* the events its attrs describe */
 	/*
 	 * A stream, in stream offsets (bytes since its start): out[0] is at
@@ -340,8 +341,6 @@ void control_free(struct control *ctl)
 		}
 	while (ctl->clients)
 		client_drop(ctl->clients, NULL);
-	if (ctl->rec && ctl->rec->tap_ctx == ctl)
-		ctl->rec->tap = NULL;
 	if (ctl->listen_fd >= 0)
 		close(ctl->listen_fd);
 	if (ctl->epfd >= 0)
@@ -509,6 +508,7 @@ static void client_drop(struct client *c, const char *why)
 	ctl->nr_clients--;
 	if (c->sub) {
 		ctl->nr_subscribers--;
+		recorder_remove_sink(ctl->rec, &c->sink);
 		perfrec_pdwriter__free(c->sub, false);
 	}
 	xfer_close(c);
@@ -782,7 +782,7 @@ static bool queue_raw(struct client *c, const void *buf, size_t len)
 
 /*
  * Queue bytes; false past the client's cap: a client that does not read
- * its replies is dropped, a stream is ended by its writer (tap()) with
+ * its replies is dropped, a stream is ended by its writer (stream_write()) with
  * the reason in end_why.
  */
 static bool queue_out(struct client *c, const void *buf, size_t len)
@@ -1077,6 +1077,7 @@ static void stream_end(struct client *c, const char *why, bool failed)
 		log_notice("Stream to uid %u pid %d cut short: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
 	else
 		log_info("Stream to uid %u pid %d ended: %s", (unsigned)c->cred.uid, (int)c->cred.pid, why);
+	recorder_remove_sink(ctl->rec, &c->sink);
 	perfrec_pdwriter__free(c->sub, false);
 	c->sub = NULL;
 	ctl->nr_subscribers--;
@@ -1098,40 +1099,56 @@ static void stream_end(struct client *c, const char *why, bool failed)
 		update_events(c);
 }
 
-/* recorder.c hands every drained byte here while anyone subscribes. */
-static void tap(void *ctx, const struct iovec *iov, int iovcnt)
+/*
+ * Each live subscriber is a sink of the recorder's drain (sink.h): every
+ * drained byte, and a FINISHED_ROUND after every pass that drained any.
+ * A stream that cannot take them (its reader fell behind) ends; the drain
+ * and the other sinks go on.
+ */
+static int stream_write(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes)
 {
-	struct control *ctl = ctx;
+	struct client *c = s->ctx;
+	int r;
 
-	for (struct client *c = ctl->clients; c; c = c->next) {
-		int r;
-
-		if (!c->sub || c->dead)
-			continue;
-		/* A lone FINISHED_ROUND written on its own flushes the stream. */
-		r = iovcnt == 1 ? perfrec_pdwriter__write(c->sub, iov[0].iov_base, iov[0].iov_len)
-				: perfrec_pdwriter__writev(c->sub, iov, iovcnt);
-		if (r < 0)
-			stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
-	}
+	(void)ring;
+	(void)bytes;
+	if (!c->sub || c->dead)
+		return -EPIPE;
+	r = perfrec_pdwriter__writev(c->sub, iov, n);
+	if (r < 0)
+		stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
+	return r;
 }
 
-static int emit_sub(void *ctx, const struct perf_event_header *h)
+static void stream_round(struct sink *s, uint64_t bytes)
 {
-	return perfrec_pdwriter__write(ctx, h, h->size);
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct client *c = s->ctx;
+	int r;
+
+	if (!bytes || !c->sub || c->dead)
+		return;
+	/* A lone FINISHED_ROUND written on its own flushes the stream. */
+	r = perfrec_pdwriter__write(c->sub, &round, sizeof(round));
+	if (r < 0)
+		stream_end(c, c->end_why ? c->end_why : strerror(-r), true);
 }
+
+static const struct sink_ops stream_sink_ops = { .write = stream_write, .round = stream_round };
 
 static int subscribe(struct control *ctl, struct client *c)
 {
 	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct perfrec_synth_opts so;
+	struct outfile_features_opts fo = { .sz = sizeof(fo), .what = "a stream" };
 	struct recorder *rec = ctl->rec;
-	uint64_t t0;
+	struct outfile_source src = recorder_source(rec);
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "a stream" };
 	int r;
 
-	/* Records drained before now went elsewhere; everything newer than t0 comes here. */
-	t0 = recorder_clock_ns(rec);
+	/* Records drained before now went elsewhere; everything newer than this comes here. */
+	bo.time = recorder_clock_ns(rec);
 	recorder_drain(rec);
 	/* The stream starts after the reply, queued already; the reply is whole. */
 	c->data_start = c->complete = c->cut = c->out_base + c->out_len;
@@ -1139,36 +1156,17 @@ static int subscribe(struct control *ctl, struct client *c)
 	r = perfrec_pdwriter__new_pipe(-1, &po, &c->sub);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist) && r >= 0; i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(c->sub, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-	}
-	/* Tracepoint formats ahead of any sample, as files and snapshots have them. */
+	fo.clock_ns = bo.time;
+	fo.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
+	/* Features go ahead of the records in a stream: set before the first write. */
+	r = outfile_add_attrs(&src, c->sub);
 	if (r >= 0)
-		r = recorder_add_tracing_data(rec, c->sub);
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = ctl->cfg->clockid;
-	ho.clock_ns = t0;
-	ho.wall_ns = (uint64_t)time(NULL) * 1000000000ULL;
+		outfile_add_features(&src, c->sub, &fo);
 	if (r >= 0)
-		perfrec_hostinfo__add_features(c->sub, &ho);
-	so = recorder_synth_opts(rec, t0);
-	if (r >= 0) {
-		r = kcache_emit(&so, emit_sub, c->sub); /* as read at start (kcache.c) */
-		if (r == -EPERM)
-			r = 0;
-	}
+		r = outfile_synthesize(&src, c->sub, &bo);
+	c->sink = (struct sink){ .ops = &stream_sink_ops, .ctx = c };
 	if (r >= 0)
-		r = perfrec_synth__tasks(&so, emit_sub, c->sub);
-	if (r >= 0) {
-		r = perfrec_synth__cgroups(&so, NULL, emit_sub, c->sub);
-		if (r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -EPERM)
-			r = 0;
-	}
-	if (r >= 0)
-		r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_sub, c->sub);
+		r = recorder_add_sink(rec, &c->sink);
 	if (r < 0) {
 		perfrec_pdwriter__free(c->sub, false);
 		c->sub = NULL;
@@ -1643,9 +1641,6 @@ void control_process(struct control *ctl)
 			handle_input(ctl, c);
 	}
 	control_sweep(ctl, now_usec());
-	/* Pay for the tap only while someone listens (reload replaces the recorder's fields). */
-	ctl->rec->tap = ctl->nr_subscribers ? tap : NULL;
-	ctl->rec->tap_ctx = ctl;
 }
 
 void control_set_limits(struct control *ctl, const struct control_limits *lim)

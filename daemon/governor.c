@@ -395,12 +395,11 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 			log_info("Overhead governor off");
 		}
 		g->off = true;
-		rec->cur_freq = 0;
+		recorder_note_freq(rec, 0);
 	}
 	if (!want) {
 		if (cfg->max_overhead > 0)
 			log_notice("max-overhead= is ignored: the events sample by period, and only a frequency can be governed");
-		rec->governor = g;
 		return;
 	}
 	if (!g) {
@@ -424,20 +423,48 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 	g->nr_win = 0;
 	g->settle = true;
 	g->t0_usec = 0;
-	rec->cur_freq = g->cur;
-	rec->governor = g;
+	recorder_note_freq(rec, g->cur);
 	log_info("Overhead governor: budget %.2f%% of %ld CPUs, up to %" PRIu64 " Hz, now %" PRIu64 " Hz",
 		 g->max_overhead * 100, g->nr_cpus, g->pol.max_freq, g->cur);
 }
 
-static void note_file(struct governor *g, struct recorder *rec)
+/* What a measure @m says of the overhead, shown in status. */
+static void note_overhead(struct governor *g, const struct governor_measure *m)
 {
-	if (!rec->have_file)
-		return;
-	if (!rec->cur.freq_min || g->cur < rec->cur.freq_min)
-		rec->cur.freq_min = g->cur;
-	if (g->cur > rec->cur.freq_max)
-		rec->cur.freq_max = g->cur;
+	g->overhead = governor_overhead(m);
+	g->own = m->own_cpu_sec / m->wall_sec;
+	g->sampling = g->overhead - g->own;
+	g->sample_rate = (double)m->samples / m->wall_sec;
+}
+
+/*
+ * Add the period @m to the window.  Too few periods to decide on (and no
+ * emergency): false.  Else true, with @m the window's sum once it holds
+ * enough periods.
+ */
+static bool take_window(struct governor *g, struct governor_measure *m)
+{
+	if (g->nr_win == WINDOW)
+		memmove(g->win, g->win + 1, (WINDOW - 1) * sizeof(g->win[0]));
+	else
+		g->nr_win++;
+	g->win[g->nr_win - 1] = *m;
+	if (g->nr_win < MIN_PERIODS &&
+	    !((double)m->samples * m->sample_cost_sec / m->wall_sec > EMERGENCY * g->pol.budget)) {
+		note_overhead(g, m);
+		return false;
+	}
+	if (g->nr_win >= MIN_PERIODS) {
+		m->wall_sec = m->own_cpu_sec = 0;
+		m->samples = 0;
+		for (size_t i = 0; i < g->nr_win; i++) {
+			m->wall_sec += g->win[i].wall_sec;
+			m->own_cpu_sec += g->win[i].own_cpu_sec;
+			m->samples += g->win[i].samples;
+		}
+	}
+	note_overhead(g, m);
+	return true;
 }
 
 void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
@@ -450,12 +477,11 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 
 	if (!g || g->off)
 		return;
-	rec->cur_freq = g->cur;
-	note_file(g, rec);
+	recorder_note_freq(rec, g->cur);
 	if (!g->t0_usec) {
 		g->t0_usec = now;
 		g->cpu0 = own_cpu_sec();
-		g->samples0 = rec->busy_samples;
+		g->samples0 = recorder_busy_samples(rec);
 		return;
 	}
 	if (now - g->t0_usec < PERIOD_USEC)
@@ -463,11 +489,11 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 	cpu = own_cpu_sec();
 	m.wall_sec = (double)(now - g->t0_usec) / 1e6;
 	m.own_cpu_sec = cpu - g->cpu0;
-	m.samples = rec->busy_samples - g->samples0;
+	m.samples = recorder_busy_samples(rec) - g->samples0;
 	m.sample_cost_sec = g->sample_cost_sec;
 	g->t0_usec = now;
 	g->cpu0 = cpu;
-	g->samples0 = rec->busy_samples;
+	g->samples0 = recorder_busy_samples(rec);
 
 	/* Someone else (SetFrequency, a reload) set the rate: that is the new ceiling. */
 	live = events_freq(rec);
@@ -478,8 +504,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->cur = live;
 		g->settle = true;
 		g->nr_win = 0;
-		rec->cur_freq = live;
-		note_file(g, rec);
+		recorder_note_freq(rec, live);
 		return;
 	}
 	if (g->settle) {
@@ -487,32 +512,8 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->settle = false;
 		return;
 	}
-	if (g->nr_win == WINDOW)
-		memmove(g->win, g->win + 1, (WINDOW - 1) * sizeof(g->win[0]));
-	else
-		g->nr_win++;
-	g->win[g->nr_win - 1] = m;
-	if (g->nr_win < MIN_PERIODS &&
-	    !((double)m.samples * m.sample_cost_sec / m.wall_sec > EMERGENCY * g->pol.budget)) {
-		g->overhead = governor_overhead(&m);
-		g->own = m.own_cpu_sec / m.wall_sec;
-		g->sampling = g->overhead - g->own;
-		g->sample_rate = (double)m.samples / m.wall_sec;
+	if (!take_window(g, &m))
 		return;
-	}
-	if (g->nr_win >= MIN_PERIODS) {
-		m.wall_sec = m.own_cpu_sec = 0;
-		m.samples = 0;
-		for (size_t i = 0; i < g->nr_win; i++) {
-			m.wall_sec += g->win[i].wall_sec;
-			m.own_cpu_sec += g->win[i].own_cpu_sec;
-			m.samples += g->win[i].samples;
-		}
-	}
-	g->overhead = governor_overhead(&m);
-	g->own = m.own_cpu_sec / m.wall_sec;
-	g->sampling = g->overhead - g->own;
-	g->sample_rate = (double)m.samples / m.wall_sec;
 	next = governor_decide(&g->pol, &m, g->cur, &why);
 	if (why == GOVERNOR_KEEP)
 		return;
@@ -535,8 +536,7 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 		g->lo = next;
 	if (next > g->hi)
 		g->hi = next;
-	rec->cur_freq = next;
-	note_file(g, rec);
+	recorder_note_freq(rec, next);
 }
 
 void governor_status_line(const struct governor *g, char *buf, size_t len)

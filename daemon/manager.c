@@ -59,6 +59,20 @@ static void set_drain_priority(int prio);
 static void set_flush_timer(struct manager *m);
 static bool streq(const char *a, const char *b);
 
+/* The recorder with its sinks: the flight history when a window is set. */
+static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv)
+{
+	int r = recorder_open(rec, cfg, argc, argv);
+
+	return r < 0 ? r : snapshot_open(rec);
+}
+
+static void close_recorder(struct recorder *rec)
+{
+	snapshot_close(rec);
+	recorder_close(rec);
+}
+
 void manager_block_signals(sigset_t *ret_mask)
 {
 	sigset_t mask;
@@ -106,7 +120,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = governor_new(cfg, &m->gov);
 	if (r < 0)
 		return log_error_errno(r, "Cannot set up the overhead governor: %s", strerror(-r));
-	r = recorder_open(&m->rec, cfg, argc, argv);
+	r = open_recorder(&m->rec, cfg, argc, argv);
 	if (r < 0)
 		return r;
 	m->rec.governor = m->gov;
@@ -260,16 +274,17 @@ static void reload(struct manager *m)
 		config_exit(m->cfg);
 		*m->cfg = nc;
 		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+		m->rec.governor = m->gov;
 		set_flush_timer(m);
 		log_info("Configuration reloaded");
 		sd_notify(0, "READY=1");
 		return;
 	}
 
-	r = recorder_open(&nrec, &nc, m->argc, m->argv);
+	r = open_recorder(&nrec, &nc, m->argc, m->argv);
 	if (r < 0) {
 		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
-		recorder_close(&nrec);
+		close_recorder(&nrec);
 		config_exit(&nc);
 		sd_notify(0, "READY=1");
 		return;
@@ -283,13 +298,14 @@ static void reload(struct manager *m)
 	metrics_carry(m->metrics, &m->rec);
 	nrec.seq = m->rec.seq;
 	watch_rings(m, EPOLL_CTL_DEL);
-	recorder_close(&m->rec);
+	close_recorder(&m->rec);
 	config_exit(m->cfg);
 	*m->cfg = nc;
-	m->rec = nrec;
+	recorder_move(&m->rec, &nrec);
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+	m->rec.governor = m->gov;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);
@@ -352,10 +368,9 @@ static void notify_status(struct manager *m)
 		   m->rec.files_published, zs, gs);
 }
 
-int manager_run(struct manager *m)
+/* Uploads, leftovers of a killed run, the events on, the first file. */
+static int start_recording(struct manager *m)
 {
-	uint64_t watchdog_usec = 0, last_ping = 0, last_status = now_usec();
-	struct epoll_event evs[64];
 	uint64_t t0;
 	int r;
 
@@ -376,7 +391,38 @@ int manager_run(struct manager *m)
 	/* Flight mode writes nothing until a snapshot is asked for. */
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
-	if (r < 0 && !pipeout_closed(&m->rec))
+	if (r < 0 && !recorder_output_closed(&m->rec))
+		return r;
+	return 0;
+}
+
+/* After a pass: a file started again after a full disk, rotated, checkpointed. */
+static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
+{
+	if (!m->rec.have_file && drained && !snapshot_flight_mode(m->cfg) &&
+	    now >= m->rec.retry_start_usec) {
+		/* The last file could not be started (disk full?): try again. */
+		if (recorder_start_file(&m->rec, 0) == 0)
+			log_notice("Recording again into %s.tmp", m->rec.cur.path);
+	} else if (recorder_rotation_due(&m->rec, now)) {
+		char *path = NULL;
+
+		recorder_rotate(&m->rec, &path);
+		free(path);
+		now = now_usec();
+	}
+	recorder_maybe_checkpoint(&m->rec, now);
+	return now;
+}
+
+int manager_run(struct manager *m)
+{
+	uint64_t watchdog_usec = 0, last_ping = 0, last_status = now_usec();
+	struct epoll_event evs[64];
+	int r;
+
+	r = start_recording(m);
+	if (r < 0)
 		return r;
 	if (m->cfg->duration_usec)
 		m->deadline_usec = now_usec() + m->cfg->duration_usec;
@@ -429,25 +475,12 @@ int manager_run(struct manager *m)
 		control_process(m->ctl);
 		if (metrics_ready)
 			metrics_process(m->metrics);
-		if (pipeout_closed(&m->rec)) {
+		if (recorder_output_closed(&m->rec)) {
 			log_info("The reader of stdout went away; stopping");
 			break;
 		}
 		/* One clock read per pass: each is a system call on some VMs' clocksources. */
-		now = now_usec();
-		if (!m->rec.have_file && drain && !snapshot_flight_mode(m->cfg) &&
-		    now >= m->rec.retry_start_usec) {
-			/* The last file could not be started (disk full?): try again. */
-			if (recorder_start_file(&m->rec, 0) == 0)
-				log_notice("Recording again into %s.tmp", m->rec.cur.path);
-		} else if (recorder_rotation_due(&m->rec, now)) {
-			char *path = NULL;
-
-			recorder_rotate(&m->rec, &path);
-			free(path);
-			now = now_usec();
-		}
-		recorder_maybe_checkpoint(&m->rec, now);
+		now = manage_file(m, drain, now_usec());
 		/* Ping at half the watchdog interval; the timer guarantees we wake. */
 		if (watchdog_usec && now - last_ping >= watchdog_usec / 2) {
 			last_ping = now;
@@ -474,7 +507,7 @@ void manager_exit(struct manager *m)
 	m->metrics = NULL;
 	governor_free(m->gov);
 	m->gov = NULL;
-	recorder_close(&m->rec);
+	close_recorder(&m->rec);
 	uploader_free(m->uploader);
 	m->uploader = NULL;
 	if (m->epfd >= 0)

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,78 +17,89 @@
 
 #include "log.h"
 #include "offcpu-rec.h"
-#include "recorder.h"
 
-void offcpu_rec_open(struct recorder *rec)
+struct offcpu_rec {
+	struct perfrec_offcpu *offcpu;
+	uint64_t lost_logged;  /* map-full losses already reported */
+};
+
+int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret)
 {
 	struct perfrec_offcpu_opts o = { .sz = sizeof(o) };
+	struct offcpu_rec *oc;
 	char why[256] = "";
 	int r;
 
-	if (!rec->cfg->offcpu)
-		return;
-	o.min_ns = rec->cfg->offcpu_min_usec * 1000;
-	o.cgroup_path = rec->cfg->offcpu_cgroup;
+	*ret = NULL;
+	if (!cfg->offcpu)
+		return 0;
+	oc = calloc(1, sizeof(*oc));
+	if (!oc)
+		return -ENOMEM;
+	o.min_ns = cfg->offcpu_min_usec * 1000;
+	o.cgroup_path = cfg->offcpu_cgroup;
 	o.self_pid = getpid();
-	r = perfrec_offcpu__open(&o, &rec->offcpu, why, sizeof(why));
+	r = perfrec_offcpu__open(&o, &oc->offcpu, why, sizeof(why));
 	if (r < 0) {
 		log_warning("off-CPU profiling is off: %s", why[0] ? why : strerror(-r));
-		rec->offcpu = NULL;
-		return;
+		free(oc);
+		return 0;
 	}
 	log_info("off-CPU profiling is on (blocks of at least %" PRIu64 "us%s%s)",
-		 rec->cfg->offcpu_min_usec, rec->cfg->offcpu_cgroup ? " in cgroup " : "",
-		 rec->cfg->offcpu_cgroup ? rec->cfg->offcpu_cgroup : "");
+		 cfg->offcpu_min_usec, cfg->offcpu_cgroup ? " in cgroup " : "",
+		 cfg->offcpu_cgroup ? cfg->offcpu_cgroup : "");
+	*ret = oc;
+	return 0;
 }
 
-int offcpu_rec_add_attr(struct recorder *rec)
+int offcpu_rec_add_attr(const struct offcpu_rec *o, const struct perfrec_evlist *evlist,
+			struct perfrec_pdwriter *w)
 {
 	const struct perfrec_evsel *first;
 	struct perf_event_attr a;
 	uint64_t id = OFFCPU_REC_ID;
 
-	if (!rec->offcpu)
+	if (!o)
 		return 0;
 	perfrec_offcpu__attr(&a);
 	/* Same trailer and clock as the kernel's attrs, or readers reject it. */
-	first = perfrec_evlist__evsel(rec->evlist, 0);
+	first = perfrec_evlist__evsel(evlist, 0);
 	if (first) {
 		a.sample_id_all = first->attr.sample_id_all;
 		a.use_clockid = first->attr.use_clockid;
 		a.clockid = first->attr.clockid;
 	}
-	return perfrec_pdwriter__add_attr(rec->cur.w, &a, &id, 1, PERFREC_OFFCPU_EVENT_NAME);
+	return perfrec_pdwriter__add_attr(w, &a, &id, 1, PERFREC_OFFCPU_EVENT_NAME);
 }
 
 static int emit(const struct perf_event_header *h, void *userdata)
 {
-	struct recorder *rec = userdata;
-
-	return perfrec_pdwriter__write(rec->cur.w, h, h->size);
+	return perfrec_pdwriter__write(userdata, h, h->size);
 }
 
-void offcpu_rec_write(struct recorder *rec, uint64_t time)
+void offcpu_rec_write(struct offcpu_rec *o, struct perfrec_pdwriter *w, const char *path, uint64_t time)
 {
 	uint64_t lost;
 	int r;
 
-	if (!rec->offcpu || !rec->have_file)
+	if (!o || !w)
 		return;
-	r = perfrec_offcpu__drain(rec->offcpu, OFFCPU_REC_ID, time, emit, rec);
+	r = perfrec_offcpu__drain(o->offcpu, OFFCPU_REC_ID, time, emit, w);
 	if (r < 0)
-		log_warning("Off-CPU samples not written to %s: %s", rec->cur.path, strerror(-r));
+		log_warning("Off-CPU samples not written to %s: %s", path, strerror(-r));
 	else
-		log_debug("%d off-CPU samples written to %s", r, rec->cur.path);
-	lost = perfrec_offcpu__lost(rec->offcpu);
-	if (lost > rec->offcpu_lost_logged) {
-		log_warning("Off-CPU map full: %" PRIu64 " blocking stacks not counted",
-			    lost - rec->offcpu_lost_logged);
-		rec->offcpu_lost_logged = lost;
+		log_debug("%d off-CPU samples written to %s", r, path);
+	lost = perfrec_offcpu__lost(o->offcpu);
+	if (lost > o->lost_logged) {
+		log_warning("Off-CPU map full: %" PRIu64 " blocking stacks not counted", lost - o->lost_logged);
+		o->lost_logged = lost;
 	}
 }
 
-void offcpu_rec_close(struct recorder *rec)
+void offcpu_rec_close(struct offcpu_rec *o)
 {
-	perfrec_offcpu__close(rec->offcpu);
-	rec->offcpu = NULL;
+	if (!o)
+		return;
+	perfrec_offcpu__close(o->offcpu);
+	free(o);
 }

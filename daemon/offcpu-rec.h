@@ -1,25 +1,38 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The recorder's side of off-CPU profiling (offcpu=yes): load the BPF
- * program at open, declare the offcpu-time attr in every file, and write the
- * blocked time gathered since the previous file as samples at each finish.
+ * program at open, declare the offcpu-time attr in every output
+ * (outfile.c), and write the blocked time gathered since the previous file
+ * as samples at each finish.  Its state is its own; the recorder holds the
+ * object and passes the writer each call needs.
  */
 #ifndef PERFRECD_OFFCPU_REC_H
 #define PERFRECD_OFFCPU_REC_H
 
 #include <stdint.h>
 
-struct recorder;
+#include <perfrec/perfrec.h>
+
+#include "config.h"
 
 /* Id of the offcpu-time attr: far above the kernel's sequential ids. */
 #define OFFCPU_REC_ID 0x7fffffff0ffc0001ull
 
-/* Load and attach when configured; logs one line and carries on if not. */
-void offcpu_rec_open(struct recorder *rec);
-/* Add the offcpu-time attr to the file just created (no-op when off). */
-int offcpu_rec_add_attr(struct recorder *rec);
-/* Drain the BPF maps into the current file as samples stamped @time. */
-void offcpu_rec_write(struct recorder *rec, uint64_t time);
-void offcpu_rec_close(struct recorder *rec);
+struct offcpu_rec;
+
+/*
+ * Load and attach when @cfg asks for it: 0 and *ret (NULL when off or not
+ * possible here, which is logged in one line and not an error).
+ */
+int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret);
+/*
+ * Add the offcpu-time attr to @w, with the trailer and clock of @evlist's
+ * events so readers accept it (no-op when @o is NULL).
+ */
+int offcpu_rec_add_attr(const struct offcpu_rec *o, const struct perfrec_evlist *evlist,
+			struct perfrec_pdwriter *w);
+/* Drain the BPF maps into @w (the file @path) as samples stamped @time. */
+void offcpu_rec_write(struct offcpu_rec *o, struct perfrec_pdwriter *w, const char *path, uint64_t time);
+void offcpu_rec_close(struct offcpu_rec *o);
 
 #endif

@@ -37,14 +37,6 @@ int pipeout_check(const struct config *c)
 	return 0;
 }
 
-bool pipeout_closed(const struct recorder *rec)
-{
-	/* A cut stream fails every write, an empty one included, with its error. */
-	/* The reader may leave before the stream's start is written (have_file false). */
-	return pipeout_enabled(rec->cfg) &&
-	       (rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE));
-}
-
 void pipeout_note_compression(const struct perfrec_pdwriter *w, const char *path,
 			      struct perfrec_pdwriter_compress_stats *totals)
 {

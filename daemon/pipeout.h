@@ -13,7 +13,6 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
-#include "recorder.h"
 
 /* Output is stdout (directory "-"). */
 bool pipeout_enabled(const struct config *c);
@@ -32,9 +31,6 @@ int pipeout_check(const struct config *c);
  */
 int pipeout_new_writer(const struct config *c, const char *path, int argc, char **argv,
 		       uint64_t clock_ns, uint64_t wall_ns, struct perfrec_pdwriter **ret_writer);
-
-/* Pipe mode: whether the reader of stdout closed it (the stream is cut). */
-bool pipeout_closed(const struct recorder *rec);
 
 /*
  * After a writer's finish: add its compression counters to @totals and log

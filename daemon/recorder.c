@@ -3,12 +3,13 @@
  * The record path of perfrecd: events open per CPU, one ring per CPU,
  * drained pass by pass into the current perf.data file.
  *
- * A drain pass walks each ring's new records (looking inside only where the
- * daemon needs something: sample counts and times, MMAP2 build ids, lost
- * counts), hands the walked bytes to the writer as at most two segments
- * straight from the mapping, and only then gives them back to the kernel.
- * After every pass that wrote something comes a FINISHED_ROUND, which tells
- * readers that nothing older than this pass will follow.
+ * The drain (drain.c) walks each ring once per pass and hands every record
+ * to every sink.  The recorder's own sink (file_sink below) counts what it
+ * needs (sample counts and times, MMAP2 build ids, lost counts) and in
+ * continuous mode writes the bytes into the current file as at most two
+ * segments straight from the mapping.  After every pass that wrote
+ * something comes a FINISHED_ROUND, which tells readers that nothing older
+ * than this pass will follow.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,11 +27,11 @@
 
 #include "hook.h"
 #include "offcpu-rec.h"
+#include "outfile.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
 #include "retention.h"
-#include "snapshot.h"
 #include "kcache.h"
 #include "manifest.h"
 #include "upload.h"
@@ -43,7 +44,7 @@ uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static uint64_t clock_ns(int clockid)
+uint64_t recording_clock_ns(int clockid)
 {
 	struct timespec ts;
 
@@ -65,21 +66,82 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 	log_error("Cannot open event '%s' on CPU %d: %s", event, cpu, why);
 }
 
-static int cmp_id(const void *a, const void *b)
-{
-	const struct id_format *x = a, *y = b;
+static const struct sink_ops file_sink_ops;
 
-	return x->id < y->id ? -1 : x->id > y->id;
+/* The drain over the rings, its ids, and the recorder's own sink first. */
+static int open_drain(struct recorder *rec)
+{
+	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain };
+	int r;
+
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (ev->is_sideband) {
+			rec->sideband_sample_type = ev->attr.sample_type;
+			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
+			rec->sideband_ids = ev->nr_ids == rec->nr_rings ? ev->ids : NULL;
+		}
+	}
+	o.sideband_sample_type = rec->sideband_sample_type;
+	r = drain_new(&o, &rec->drain);
+	for (size_t i = 0; r == 0 && i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		r = drain_add_ids(rec->drain, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
+	}
+	if (r < 0)
+		return r;
+	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
+	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
+	rec->marks = calloc(rec->nr_rings, sizeof(*rec->marks));
+	if (!rec->total || !rec->pending_dropped || !rec->marks)
+		return -ENOMEM;
+	rec->file_sink = (struct sink){ .ops = &file_sink_ops, .ctx = rec };
+	return drain_add_sink(rec->drain, &rec->file_sink);
 }
 
-/* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
-static const struct id_format *find_id(const struct recorder *rec, const struct perf_event_header *h)
+void recorder_note_freq(struct recorder *rec, uint64_t hz)
 {
-	struct id_format key;
+	rec->cur_freq = hz;
+	if (!rec->have_file || !hz)
+		return;
+	if (!rec->cur.freq_min || hz < rec->cur.freq_min)
+		rec->cur.freq_min = hz;
+	if (hz > rec->cur.freq_max)
+		rec->cur.freq_max = hz;
+}
 
-	if (perfrec_event__identifier(h, &key.id) < 0)
-		return NULL;
-	return bsearch(&key, rec->ids, rec->nr_ids, sizeof(key), cmp_id);
+uint64_t recorder_busy_samples(const struct recorder *rec)
+{
+	return rec->busy_samples;
+}
+
+bool recorder_output_closed(const struct recorder *rec)
+{
+	/* A cut stream fails every write, an empty one included, with its error. */
+	/* The reader may leave before the stream's start is written (have_file false). */
+	return pipeout_enabled(rec->cfg) &&
+	       (rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE));
+}
+
+int recorder_add_sink(struct recorder *rec, struct sink *s)
+{
+	return drain_add_sink(rec->drain, s);
+}
+
+void recorder_remove_sink(struct recorder *rec, struct sink *s)
+{
+	if (rec)
+		drain_remove_sink(rec->drain, s);
+}
+
+void recorder_move(struct recorder *dst, struct recorder *src)
+{
+	*dst = *src;
+	memset(src, 0, sizeof(*src));
+	dst->file_sink.ctx = dst;
+	drain_replace_sink(dst->drain, &src->file_sink, &dst->file_sink);
 }
 
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
@@ -90,6 +152,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 	memset(rec, 0, sizeof(*rec));
 	rec->cfg = cfg;
+	rec->flight = cfg->mode == CONFIG_MODE_FLIGHT;
 	rec->argc = argc;
 	rec->argv = argv;
 	if (gethostname(rec->hostname, sizeof(rec->hostname) - 1) < 0)
@@ -142,32 +205,15 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 		return log_error_errno(r, "No event could be opened; nothing to record");
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-		struct id_format *n;
-
-		if (ev->is_sideband) {
-			rec->sideband_sample_type = ev->attr.sample_type;
-			rec->sideband_id = ev->nr_ids ? ev->ids[0] : 0;
-			rec->sideband_ids = ev->nr_ids == perfrec_evlist__nr_rings(rec->evlist) ? ev->ids : NULL;
-		}
-		n = realloc(rec->ids, (rec->nr_ids + ev->nr_ids) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		rec->ids = n;
-		for (size_t j = 0; j < ev->nr_ids; j++)
-			rec->ids[rec->nr_ids++] = (struct id_format){
-				ev->ids[j], ev->attr.sample_type, ev->attr.read_format };
-	}
-	qsort(rec->ids, rec->nr_ids, sizeof(*rec->ids), cmp_id);
-	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
-	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
-	if (!rec->total || !rec->pending_dropped)
-		return -ENOMEM;
+	r = open_drain(rec);
+	if (r < 0)
+		return r;
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
-	offcpu_rec_open(rec);
+	r = offcpu_rec_open(cfg, &rec->offcpu);
+	if (r < 0)
+		return r;
 	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */
 	if (perfrec_bpfmeta__new(&rec->bpfmeta) == 0)
 		perfrec_bpfmeta__collect(rec->bpfmeta);
@@ -183,12 +229,13 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 		if (perfrec_synth__kernel_text(&so, &rec->kernel_text, &rec->kernel_etext) < 0)
 			rec->kernel_text = rec->kernel_etext = 0;
 	}
-	return snapshot_open(rec);
+	return 0;
 }
 
 int recorder_enable(struct recorder *rec)
 {
-	struct perfrec_synth_opts so = recorder_synth_opts(rec, 0);
+	struct outfile_source src = recorder_source(rec);
+	struct perfrec_synth_opts so = outfile_synth_opts(&src, 0);
 	int r;
 
 	/* Read the kernel maps while nothing samples us and no ring fills. */
@@ -218,7 +265,7 @@ int recorder_disable(struct recorder *rec)
 
 static int note_write(struct recorder *rec, int r)
 {
-	/* Only stdout can be a pipe: its reader left (pipeout_closed() ends the run). */
+	/* Only stdout can be a pipe: its reader left (recorder_output_closed() ends the run). */
 	if (r == -EPIPE) {
 		rec->stdout_gone = true;
 		return r;
@@ -247,7 +294,7 @@ static bool write_ok(struct recorder *rec, const char *path)
 	return true;
 }
 
-static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written);
+static uint64_t drain_rings(struct recorder *rec);
 static void note_dropped_in_file(struct recorder *rec);
 static int retry_stalled(struct recorder *rec);
 
@@ -270,7 +317,7 @@ static void drain_during_synth(struct recorder *rec, bool force)
 {
 	static unsigned calls;
 	static uint64_t last;
-	uint64_t now, written = 0;
+	uint64_t now;
 
 	if (!force && ++calls % 16)
 		return;
@@ -278,8 +325,8 @@ static void drain_during_synth(struct recorder *rec, bool force)
 	if (!force && now - last < SYNTH_DRAIN_USEC)
 		return;
 	last = now;
-	for (size_t i = 0; rec->have_file && i < rec->nr_rings; i++)
-		drain_ring(rec, i, &written);
+	if (rec->have_file)
+		drain_rings(rec);
 }
 
 static int emit_synth(void *ctx, const struct perf_event_header *h)
@@ -297,7 +344,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	return r;
 }
 
-static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
+char *recorder_file_name(const struct recorder *rec, uint64_t wall_ns, uint64_t seq, const char *suffix)
 {
 	time_t secs = wall_ns / 1000000000;
 	unsigned ms = (wall_ns / 1000000) % 1000;
@@ -305,17 +352,27 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
 	char stamp[64];
 	char *path;
 
-	if (pipeout_enabled(rec->cfg))
-		return strdup("stdout");
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 ".data", rec->cfg->directory,
-		     rec->cfg->prefix, rec->hostname, stamp, ms, seq) < 0)
+	if (asprintf(&path, "%s/%s-%s-%s.%03uZ-%06" PRIu64 "%s.data", rec->cfg->directory,
+		     rec->cfg->prefix, rec->hostname, stamp, ms, seq, suffix) < 0)
 		return NULL;
 	return path;
 }
 
-static void outfile_reset(struct outfile *o)
+uint64_t recorder_take_seq(struct recorder *rec)
+{
+	return ++rec->seq;
+}
+
+static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
+{
+	if (pipeout_enabled(rec->cfg))
+		return strdup("stdout");
+	return recorder_file_name(rec, wall_ns, seq, "");
+}
+
+static void recfile_reset(struct recfile *o)
 {
 	perfrec_pdwriter__free(o->w, false);
 	free(o->path);
@@ -326,73 +383,70 @@ static void outfile_reset(struct outfile *o)
 
 uint64_t recorder_clock_ns(const struct recorder *rec)
 {
-	return clock_ns(rec->cfg->clockid);
+	return recording_clock_ns(rec->cfg->clockid);
 }
 
-struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time)
+struct outfile_source recorder_source(const struct recorder *rec)
 {
-	return (struct perfrec_synth_opts){
-		.sz = sizeof(struct perfrec_synth_opts),
-		.sample_type = rec->sideband_sample_type, .id = rec->sideband_id, .time = time,
-		.build_ids = true, .kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+	return (struct outfile_source){
+		.evlist = rec->evlist, .specs = rec->specs, .nr_specs = rec->nr_specs,
+		.offcpu = rec->offcpu, .bpfmeta = rec->bpfmeta,
+		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
+		.kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
+		.argc = rec->argc, .argv = rec->argv, .clockid = rec->cfg->clockid,
 		.data_maps = rec->cfg->callchain && rec->cfg->dwarf,
 	};
 }
 
-/*
- * The formats of the tracepoints recorded, without which perf cannot decode
- * their samples (perf script refuses the file).  Set before the first data
- * write: a stream sends them ahead of every sample.  A tracefs that cannot
- * be read costs the fields, not the file.
- */
-int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w)
+static void synth_step(void *ctx)
 {
-	const char **names;
-	size_t nr = 0, len = 0;
-	void *data = NULL;
-	int r;
-
-	names = calloc(rec->nr_specs ? rec->nr_specs : 1, sizeof(*names));
-	if (!names)
-		return -ENOMEM;
-	for (size_t i = 0; i < rec->nr_specs; i++)
-		if (rec->specs[i].attr.type == PERF_TYPE_TRACEPOINT)
-			names[nr++] = rec->specs[i].name;
-	r = nr ? perfrec_tracing__data(names, nr, NULL, &data, &len) : 0;
-	free(names);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0) {
-		log_warning("Tracepoint formats not written (perf cannot decode those samples): %s", strerror(-r));
-		return 0;
-	}
-	r = nr ? perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, data, len) : 0;
-	free(data);
-	return r;
+	drain_during_synth(ctx, true);
 }
 
-int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+/* A file's first records: attrs, state, FINISHED_INIT (outfile.c). */
+static int begin_file(struct recorder *rec, struct recfile *o)
 {
-	struct perfrec_synth_opts so;
-	struct outfile *o = &rec->cur;
-	int r;
+	struct outfile_source src = recorder_source(rec);
+	struct outfile_begin_opts bo = {
+		.sz = sizeof(bo), .time = o->start_clock_ns, .what = o->path,
+		.emit = emit_synth, .step = synth_step, .ctx = rec,
+	};
 
+	rec->have_file = true;
+	perfrec_buildid_table__reset_samples(rec->buildids);
+	return outfile_begin(&src, o->w, &bo);
+}
+
+/* The current file's outfile, but its writer (pipeout.c makes it). */
+static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_time)
+{
 	memset(o, 0, sizeof(*o));
-	if (!rec->rotate_anchor_usec)
-		rec->rotate_anchor_usec = now_usec();
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
-	o->start_wall_ns = clock_ns(CLOCK_REALTIME);
-	o->start_clock_ns = synth_time ? synth_time : clock_ns(rec->cfg->clockid);
+	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
+	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
 		o->cgroups = NULL;
 	if (!o->cpu || !o->path) {
-		outfile_reset(o);
+		recfile_reset(o);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+{
+	struct recfile *o = &rec->cur;
+	int r;
+
+	if (!rec->rotate_anchor_usec)
+		rec->rotate_anchor_usec = now_usec();
+	r = new_outfile(rec, o, synth_time);
+	if (r < 0)
+		return r;
 	r = pipeout_new_writer(rec->cfg, o->path, rec->argc, rec->argv, o->start_clock_ns,
 			       o->start_wall_ns, &o->w);
 	if (r < 0) {
@@ -401,56 +455,10 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 			o->path, strerror(-r));
 		rec->write_error_logged = true;
 		rec->retry_start_usec = now_usec() + START_RETRY_USEC;
-		outfile_reset(o);
+		recfile_reset(o);
 		return r;
 	}
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(o->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			goto fail;
-	}
-	r = offcpu_rec_add_attr(rec);
-	if (r < 0)
-		goto fail;
-	r = recorder_add_tracing_data(rec, o->w);
-	if (r < 0)
-		goto fail;
-	rec->have_file = true;
-	perfrec_buildid_table__reset_samples(rec->buildids);
-
-	/*
-	 * State that existed before the events were enabled (or before this
-	 * file began), stamped with the file's start time: every ring record
-	 * that follows is newer, so readers apply it first.
-	 */
-	so = recorder_synth_opts(rec, o->start_clock_ns);
-	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
-	r = kcache_emit(&so, emit_synth, rec);
-	if (r < 0 && r != -EPERM)
-		goto fail;
-	if (r == -EPERM)
-		log_warning("Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve");
-	drain_during_synth(rec, true);
-	r = perfrec_synth__tasks(&so, emit_synth, rec);
-	if (r < 0)
-		goto fail;
-	drain_during_synth(rec, true);
-	/* JITed BPF programs loaded now; later ones come as ring records. */
-	if (rec->bpfmeta) {
-		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit_synth, rec);
-		/* Not worth losing the file over: samples in BPF code stay unnamed. */
-		if (r < 0 && r != -EPERM && r != -EACCES && r != -ENOSYS)
-			log_debug("BPF programs not synthesized into %s: %s", o->path, strerror(-r));
-	}
-	drain_during_synth(rec, true);
-	/* No cgroup hierarchy mounted/readable: samples' cgroups stay numbers. */
-	r = perfrec_synth__cgroups(&so, NULL, emit_synth, rec);
-	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
-		goto fail;
-	drain_during_synth(rec, true);
-	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit_synth, rec);
+	r = begin_file(rec, o);
 	if (r < 0)
 		goto fail;
 	o->last_checkpoint_usec = o->start_usec = now_usec();
@@ -460,6 +468,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
+	if (r == -EPIPE)
+		rec->stdout_gone = true;
 	log_msg(rec->write_error_logged || r == -EPIPE ? LOG_DEBUG : LOG_ERR, "Cannot start %s: %s", o->path, strerror(-r));
 	rec->write_error_logged = true;
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
@@ -468,95 +478,67 @@ fail:
 	rec->dropped_bytes += o->bytes;
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
-	outfile_reset(o);
+	recfile_reset(o);
 	rec->have_file = false;
 	return r;
 }
 
-/*
- * The drain needs only pid and time of a sample.  IDENTIFIER, IP, TID and
- * TIME are the first fields of every sample layout, at offsets fixed by
- * sample_type, so they are read in place instead of parsing the whole
- * sample (callchain, registers, ...) once per record on the hot path.
- */
-static int sample_pid_time(const struct perf_event_header *h, uint64_t type, struct perfrec_sample *s)
+/* The recorder's count of each drained record (file_sink's record()). */
+static void file_record(struct sink *sk, struct drain_rec *r)
 {
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t off = 0, need = 0;
-
-	if (type & PERF_SAMPLE_IDENTIFIER)
-		off += 8;
-	if (type & PERF_SAMPLE_IP)
-		off += 8;
-	need = off + (type & PERF_SAMPLE_TID ? 8 : 0) + (type & PERF_SAMPLE_TIME ? 8 : 0);
-	if (sizeof(*h) + need > h->size)
-		return -EBADMSG;
-	s->pid = 0;
-	s->time = 0;
-	if (type & PERF_SAMPLE_TID) {
-		memcpy(&s->pid, p + off, sizeof(s->pid));
-		off += 8;
-	}
-	if (type & PERF_SAMPLE_TIME)
-		memcpy(&s->time, p + off, sizeof(s->time));
-	return 0;
-}
-
-static void inspect(struct recorder *rec, size_t ring, const struct perf_event_header *h)
-{
-	struct outfile *o = &rec->cur;
-	const unsigned char *p = (const unsigned char *)h;
-	const struct id_format *f;
-	struct perfrec_sample s;
-	uint64_t v;
+	struct recorder *rec = sk->ctx;
+	struct recfile *o = rec->have_file ? &rec->cur : NULL;
+	struct cpu_stats *t = &rec->total[r->ring];
+	const struct perf_event_header *h = r->h;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		f = find_id(rec, h);
-		if (!f || sample_pid_time(h, f->sample_type, &s) < 0)
+		if (!r->sample_ok)
 			return;
-		o->cpu[ring].samples++;
-		rec->total[ring].samples++;
-		o->samples++;
-		if (s.pid)
+		t->samples++;
+		if (r->pid)
 			rec->busy_samples++;
-		if (!o->first_time || s.time < o->first_time)
-			o->first_time = s.time;
-		if (s.time > o->last_time)
-			o->last_time = s.time;
-		perfrec_buildid_table__note_sample_pid(rec->buildids, s.pid,
+		if (!o)
+			return;
+		o->cpu[r->ring].samples++;
+		o->samples++;
+		if (!o->first_time || r->time < o->first_time)
+			o->first_time = r->time;
+		if (r->time > o->last_time)
+			o->last_time = r->time;
+		perfrec_buildid_table__note_sample_pid(rec->buildids, r->pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 		if (o->cgroups)
-			cgroup_counts_note_sample(o->cgroups, h, f->sample_type, f->read_format);
+			cgroup_counts_note_sample(o->cgroups, h, r->id->sample_type, r->id->read_format);
 		break;
 	case PERF_RECORD_CGROUP:
-		if (o->cgroups)
+		if (o && o->cgroups)
 			cgroup_counts_note_cgroup(o->cgroups, h);
 		break;
 	case PERF_RECORD_MMAP2:
-		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		if (!rec->flight)
+			perfrec_buildid_table__note_mmap2(rec->buildids, h);
 		break;
 	case PERF_RECORD_EXIT:
-		perfrec_buildid_table__note_exit(rec->buildids, h);
+		if (!rec->flight)
+			perfrec_buildid_table__note_exit(rec->buildids, h);
 		break;
 	case PERF_RECORD_KSYMBOL:
 	case PERF_RECORD_BPF_EVENT:
-		perfrec_bpfmeta__note_record(rec->bpfmeta, h);
+		perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
 		break;
 	case PERF_RECORD_LOST:
-		if (h->size >= 24) {
-			memcpy(&v, p + 16, 8);
-			o->cpu[ring].lost += v;
-			rec->total[ring].lost += v;
-			o->lost += v;
+		t->lost += r->lost;
+		if (o) {
+			o->cpu[r->ring].lost += r->lost;
+			o->lost += r->lost;
 		}
 		break;
 	case PERF_RECORD_LOST_SAMPLES:
-		if (h->size >= 16) {
-			memcpy(&v, p + 8, 8);
-			o->cpu[ring].lost_samples += v;
-			rec->total[ring].lost_samples += v;
-			o->lost += v;
+		t->lost_samples += r->lost;
+		if (o) {
+			o->cpu[r->ring].lost_samples += r->lost;
+			o->lost += r->lost;
 		}
 		break;
 	default:
@@ -564,113 +546,103 @@ static void inspect(struct recorder *rec, size_t ring, const struct perf_event_h
 	}
 }
 
-const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
-						void *buf, size_t bufsz)
-{
-	if (h->type == PERF_RECORD_SAMPLE) {
-		const struct id_format *f;
-		size_t n;
-
-		/* Only user callchains need it: nothing else for a sample. */
-		if (!rec->cfg->callchain || !(f = find_id(rec, h)) ||
-		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
-			return h;
-		if (!rec->user_chains_ended++)
-			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
-				   "through a frame without one): such chains end before it");
-		return buf;
-	}
-	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
-		return h; /* the drain's common case: checked before anything else */
-	if (!perfrec_event__repair_sideband(h, perfrec_sample_id__size(rec->sideband_sample_type), buf, bufsz))
-		return h;
-	if (!rec->repaired++)
-		log_notice("The kernel sized a %s record for more side-band events than wrote it "
-			   "(another profiler is running): such records are written as they should have been",
-			   h->type == PERF_RECORD_KSYMBOL ? "KSYMBOL" : "BPF_EVENT");
-	return buf;
-}
-
-/*
- * @n samples of ring @idx (@counted: already counted as recorded into the
- * current file) were refused by the output (a full disk) or had no file to
- * go to: they become lost, in the file's counts and the totals, and wait in pending_dropped for a PERF_RECORD_LOST in
- * the next file write that succeeds (note_dropped_in_file()).
- */
-static void count_dropped(struct recorder *rec, size_t idx, uint64_t n, bool counted)
-{
-	if (!n)
-		return;
-	if (counted && rec->have_file) {
-		rec->cur.cpu[idx].samples -= n;
-		rec->cur.samples -= n;
-	}
-	if (counted)
-		rec->total[idx].samples -= n;
-	rec->total[idx].lost += n;
-	rec->total[idx].dropped += n;
-	rec->pending_dropped[idx] += n;
-}
-
-/* Counts of one ring as they stood where a span of its records began. */
-struct span_mark {
-	uint64_t samples, lost, lost_samples;
-};
-
 static struct span_mark span_mark(const struct recorder *rec, size_t idx)
 {
 	return (struct span_mark){ rec->total[idx].samples, rec->total[idx].lost, rec->total[idx].lost_samples };
 }
 
 /*
- * The output refused a span of ring @idx's records that inspect() counted
- * from @m on: its samples become lost (count_dropped()), and the kernel's
+ * The output refused a span of ring @idx's records (a full disk, no file
+ * to go to) that file_record() counted since the ring's mark: its samples
+ * become lost, in the file's counts and the totals, and the kernel's
  * LOST/LOST_SAMPLES in it, counted into the file, are not in the file
- * after all: they too wait for the next PERF_RECORD_LOST (already in the
- * totals).
+ * after all.  All of them wait in pending_dropped for a PERF_RECORD_LOST
+ * in the next file write that succeeds (note_dropped_in_file()).
  */
-static void refuse_span(struct recorder *rec, size_t idx, const struct span_mark *m)
+static void refuse_span(struct recorder *rec, size_t idx)
 {
+	const struct span_mark *m = &rec->marks[idx];
+	uint64_t n = rec->total[idx].samples - m->samples;
 	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
 
-	count_dropped(rec, idx, rec->total[idx].samples - m->samples, true);
 	if (rec->have_file) {
+		rec->cur.cpu[idx].samples -= n;
+		rec->cur.samples -= n;
 		rec->cur.cpu[idx].lost -= dl;
 		rec->cur.cpu[idx].lost_samples -= dls;
 		rec->cur.lost -= dl + dls;
 	}
-	rec->pending_dropped[idx] += dl + dls;
+	rec->total[idx].samples -= n;
+	rec->total[idx].lost += n;
+	rec->total[idx].dropped += n;
+	rec->pending_dropped[idx] += n + dl + dls;
 }
 
 /*
- * Write the bytes @iov of ring @idx (the file, the stream tap) and count
- * them; inspect() counted what they hold from @m on, which a refused write
- * takes back (refuse_span()).
+ * The bytes of ring @idx's records counted since its mark (file_sink's
+ * write()): into the current file in continuous mode; flight mode keeps
+ * them in the history sink only.  Without a file (it could not be
+ * created) or below the free-space floor they are refused as a full disk
+ * would refuse them: the rings keep flowing, the loss is counted.
  */
-static int write_span(struct recorder *rec, size_t idx, const struct iovec *iov, int n, uint64_t *written,
-		      const struct span_mark *m)
+static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int n, uint64_t bytes)
 {
-	uint64_t bytes = 0;
+	struct recorder *rec = sk->ctx;
 	int r = 0;
 
-	for (int i = 0; i < n; i++)
-		bytes += iov[i].iov_len;
-	if (n > 0 && rec->tap)
-		rec->tap(rec->tap_ctx, iov, n);
-	/* Below the free-space floor the file is refused what a full disk would refuse. */
-	if (n > 0 && rec->have_file)
+	if (rec->flight)
+		rec->total[idx].bytes += bytes;
+	else if (!rec->have_file)
+		r = -ENOSPC;
+	else
 		r = rec->below_floor ? -ENOSPC : note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
-		refuse_span(rec, idx, m);
-	} else {
+		refuse_span(rec, idx);
+		if (rec->have_file)
+			rec->pass_err = r;
+	} else if (!rec->flight) {
 		rec->cur.cpu[idx].bytes += bytes;
 		rec->total[idx].bytes += bytes;
 		rec->cur.bytes += bytes;
-		*written += bytes;
+		rec->pass_written += bytes;
 	}
+	rec->marks[idx] = span_mark(rec, idx);
 	return r;
 }
+
+static void file_corrupt(struct sink *sk, size_t idx)
+{
+	struct recorder *rec = sk->ctx;
+
+	if (rec->have_file)
+		rec->cur.cpu[idx].corrupt++;
+	rec->total[idx].corrupt++;
+}
+
+/*
+ * After each pass that wrote something: FINISHED_ROUND, and once a whole
+ * pass is in the file, the samples the disk refused before as lost.
+ */
+static void file_round(struct sink *sk, uint64_t bytes)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct recorder *rec = sk->ctx;
+
+	(void)bytes;
+	if (!rec->pass_written || !rec->have_file)
+		return;
+	rec->pass_written = 0;
+	if (note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
+	    rec->pass_err == 0)
+		note_dropped_in_file(rec);
+}
+
+static const struct sink_ops file_sink_ops = {
+	.record = file_record, .write = file_write, .corrupt = file_corrupt, .round = file_round,
+};
 
 /*
  * Samples the disk refused, reported in the file once it takes writes
@@ -681,7 +653,7 @@ static void note_dropped_in_file(struct recorder *rec)
 {
 	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
 	unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
-	struct outfile *o = &rec->cur;
+	struct recfile *o = &rec->cur;
 	uint64_t total = 0;
 
 	if (!rec->have_file || tlen > 64)
@@ -716,100 +688,24 @@ static void note_dropped_in_file(struct recorder *rec)
 			"%s: %" PRIu64 " samples that the disk refused are recorded as lost", o->path, total);
 }
 
-static int drain_ring(struct recorder *rec, size_t idx, uint64_t *written)
+/* One pass over every ring, without the round: the bytes drained. */
+static uint64_t drain_rings(struct recorder *rec)
 {
-	struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, idx);
-	const struct perf_event_header *h, *fh;
-	struct perfrec_ring_batch b;
-	struct iovec iov[2];
-	unsigned char fixed[8192]; /* a sample with a 127-frame callchain, repaired */
-	int64_t avail;
-	/* counts as they were where the span not yet handed to write_span() began */
-	struct span_mark m = span_mark(rec, idx), none = m;
-	int r, rr = 0;
+	uint64_t bytes = 0;
 
-	avail = perfrec_ring__begin(ring, &b);
-	if (avail <= 0)
-		return 0;
-	while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-		fh = recorder_repair(rec, h, fixed, sizeof(fixed));
-		if (fh != h) {
-			/* The ring is read-only to us: write what precedes the record
-			 * from the ring, the record from the repaired copy, and go on
-			 * after it. */
-			struct perfrec_ring_batch before = b;
-			int n, w;
-
-			before.pos = b.pos - h->size;
-			n = perfrec_ring__iov(ring, &before, iov);
-			w = write_span(rec, idx, iov, n, written, &m);
-			if (w < 0)
-				rr = w;
-			iov[0] = (struct iovec){ fixed, fh->size };
-			none = span_mark(rec, idx);
-			w = write_span(rec, idx, iov, 1, written, &none);
-			if (w < 0)
-				rr = w;
-			b.start = b.pos;
-			m = span_mark(rec, idx);
-		}
-		inspect(rec, idx, fh);
-		if (rec->history)
-			snapshot_note(rec, idx, fh);
-	}
-	if (r < 0) {
-		rec->cur.cpu[idx].corrupt++;
-		rec->total[idx].corrupt++;
-		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
-			    perfrec_evlist__ring_cpu(rec->evlist, idx), b.skip);
-	}
-	r = write_span(rec, idx, iov, perfrec_ring__iov(ring, &b, iov), written, &m);
-	/* The bytes are in the writer (or deliberately dropped): give them back. */
-	perfrec_ring__commit(ring, &b);
-	return r < 0 ? r : rr;
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		bytes += drain_ring(rec->drain, perfrec_evlist__ring(rec->evlist, i), i);
+	return bytes;
 }
 
 int recorder_drain(struct recorder *rec)
 {
-	static const struct perf_event_header round = {
-		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
-	};
-	uint64_t written = 0;
-	int r = 0;
+	int r;
 
-	if (snapshot_flight_mode(rec->cfg))
-		return snapshot_drain(rec);
-	if (!rec->have_file) {
-		/* No file to write to (it could not be created): keep the rings
-		 * flowing so the kernel does not stall, and count what is lost. */
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
-			struct perfrec_ring_batch b;
-
-			const struct perf_event_header *h;
-			uint64_t n = 0;
-
-			if (perfrec_ring__begin(ring, &b) == 0)
-				continue;
-			while (perfrec_ring__next(ring, &b, &h) > 0)
-				n += h->type == PERF_RECORD_SAMPLE;
-			rec->dropped_bytes += b.pos - b.start;
-			count_dropped(rec, i, n, false);
-			perfrec_ring__commit(ring, &b);
-		}
-		return 0;
-	}
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		int rr = drain_ring(rec, i, &written);
-
-		if (rr < 0)
-			r = rr;
-	}
-	if (written && rec->tap)
-		rec->tap(rec->tap_ctx, &(struct iovec){ (void *)&round, sizeof(round) }, 1);
-	if (written && note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
-	    r == 0)
-		note_dropped_in_file(rec);
+	rec->pass_err = 0;
+	drain_round(rec->drain, drain_rings(rec));
+	r = rec->pass_err;
+	rec->pass_err = 0;
 	return r;
 }
 
@@ -905,7 +801,7 @@ static void drain_while_hashing(void *ctx)
 
 /* The manifest of @o, hashed from @data_path; frequency is what the events run at now. */
 static int write_manifest(struct recorder *rec, const char *path, const char *data_path,
-			  const struct outfile *o, uint64_t end_ns)
+			  const struct recfile *o, uint64_t end_ns)
 {
 	struct manifest_info mi = {
 		.path = path, .data_path = data_path, .host = rec->hostname, .cfg = rec->cfg,
@@ -936,11 +832,11 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 }
 
 /* What follows a publication: upload, retention, the on-rotate hook. */
-static void after_publish(struct recorder *rec, const char *path, const struct outfile *o, bool recovered)
+static void after_publish(struct recorder *rec, const char *path, const struct recfile *o, bool recovered)
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
-		.end_wall_ns = clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
+		.end_wall_ns = recording_clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
 		.lost = o ? o->lost : 0, .recovered = recovered,
 	};
 
@@ -961,14 +857,14 @@ static void after_publish(struct recorder *rec, const char *path, const struct o
  * by the next start: nothing is published without its manifest.
  */
 int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
-		     const struct outfile *o)
+		     const struct recfile *o)
 {
 	char *tmp = NULL;
 	int r;
 
 	if (asprintf(&tmp, "%s.tmp", path) < 0)
 		return -ENOMEM;
-	r = write_manifest(rec, path, tmp, o, clock_ns(CLOCK_REALTIME));
+	r = write_manifest(rec, path, tmp, o, recording_clock_ns(CLOCK_REALTIME));
 	free(tmp);
 	if (r < 0)
 		return log_error_errno(r, "Cannot write the manifest of %s: %s; the file stays %s.tmp "
@@ -986,7 +882,7 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
  * The free-space floor (min-free), measured this often: below it,
  * retention removes the oldest published files first; if that is not
  * enough (someone else fills the disk), records are dropped and counted as
- * lost, as on a full disk (write_span()), until there is space again.
+ * lost, as on a full disk (file_write()), until there is space again.
  */
 #define FLOOR_CHECK_USEC 100000
 
@@ -996,7 +892,7 @@ static void check_floor(struct recorder *rec, uint64_t now)
 	uint64_t avail = 0, floor = 0;
 	int r;
 
-	if (pipeout_enabled(rec->cfg) || snapshot_flight_mode(rec->cfg) ||
+	if (pipeout_enabled(rec->cfg) || rec->flight ||
 	    now - rec->floor_check_usec < FLOOR_CHECK_USEC)
 		return;
 	rec->floor_check_usec = now;
@@ -1043,15 +939,15 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
  * still waits, or one left at exit, is abandoned to recovery (its .tmp
  * holds everything up to its last checkpoint).
  */
-static void abandon_file(struct recorder *rec, struct outfile *o)
+static void abandon_file(struct recorder *rec, struct recfile *o)
 {
 	log_error("Giving up on finishing %s: what was recorded into it after its last checkpoint "
 		  "(of %" PRIu64 " samples) may be lost; %s.tmp is recovered once writes succeed, "
 		  "or at the next start", o->path, o->samples, o->path);
-	outfile_reset(o);
+	recfile_reset(o);
 }
 
-static void stall_file(struct recorder *rec, struct outfile *o)
+static void stall_file(struct recorder *rec, struct recfile *o)
 {
 	if (rec->have_stalled) {
 		abandon_file(rec, o);
@@ -1062,12 +958,12 @@ static void stall_file(struct recorder *rec, struct outfile *o)
 	rec->have_stalled = true;
 }
 
-static int publish_finished(struct recorder *rec, struct outfile *o);
+static int publish_finished(struct recorder *rec, struct recfile *o);
 
 /* Finish and publish the stalled file; 0 when done (or none), else -errno. */
 static int retry_stalled(struct recorder *rec)
 {
-	struct outfile *o = &rec->stalled;
+	struct recfile *o = &rec->stalled;
 	int r;
 
 	if (!rec->have_stalled)
@@ -1078,12 +974,12 @@ static int retry_stalled(struct recorder *rec)
 	if (r < 0)
 		return r;
 	rec->have_stalled = false;
-	outfile_reset(o);
+	recfile_reset(o);
 	return 0;
 }
 
 /* Publish a finished file (recorder_publish()) and log it. */
-static int publish_finished(struct recorder *rec, struct outfile *o)
+static int publish_finished(struct recorder *rec, struct recfile *o)
 {
 	int r = recorder_publish(rec, o->w, o->path, o);
 
@@ -1103,40 +999,51 @@ static int publish_finished(struct recorder *rec, struct outfile *o)
  * the publication to the caller with the finished file's outfile moved
  * there (path NULL if nothing was finished).
  */
-static int finish_file(struct recorder *rec, char **ret_path, struct outfile *ret_finished)
+struct outfile_features_opts recorder_features_opts(const struct recorder *rec)
 {
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct outfile *o = &rec->cur;
+	const struct recfile *o = &rec->cur;
+
+	return (struct outfile_features_opts){
+		.sz = sizeof(struct outfile_features_opts), .what = o->path,
+		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
+		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
+		.buildids = rec->buildids,
+	};
+}
+
+int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
+{
+	int r;
+
+	if (!rec->have_file)
+		return -ENODATA;
+	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	if (r < 0)
+		return r;
+	if (asprintf(ret_tmp, "%s.tmp", rec->cur.path) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int finish_file(struct recorder *rec, char **ret_path, struct recfile *ret_finished)
+{
+	struct recfile *o = &rec->cur;
+	struct outfile_source src = recorder_source(rec);
+	struct outfile_features_opts eo;
 	int r;
 
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
-	offcpu_rec_write(rec, clock_ns(rec->cfg->clockid));
-
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = o->start_clock_ns;
-	ho.wall_ns = o->start_wall_ns;
-	ho.first_sample_time = o->first_time;
-	ho.last_sample_time = o->last_time;
-	r = perfrec_hostinfo__add_features(o->w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for %s: %s", o->path, strerror(-r));
-	r = perfrec_buildid_table__add_feature(rec->buildids, o->w);
-	if (r < 0)
-		log_warning("Build-id table not written to %s: %s", o->path, strerror(-r));
-	r = perfrec_bpfmeta__add_features(rec->bpfmeta, o->w);
-	if (r < 0)
-		log_warning("BPF program info not written to %s: %s", o->path, strerror(-r));
-
+	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
+	eo = recorder_features_opts(rec);
+	outfile_add_features(&src, o->w, &eo);
 	r = perfrec_pdwriter__finish(o->w);
 	pipeout_note_compression(o->w, o->path, &rec->compress);
 	if (pipeout_enabled(rec->cfg)) {
 		log_info("Wrote the stream to stdout: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
 			 " bytes of records%s", o->samples, o->lost, o->bytes, r < 0 ? " (cut short)" : "");
-		outfile_reset(o);
+		recfile_reset(o);
 		rec->have_file = false;
 		/* The reader leaving (EPIPE) ends a stream; it is not a recording failure. */
 		return r == -EPIPE ? 0 : r;
@@ -1165,7 +1072,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct outfile *re
 	r = publish_finished(rec, o);
 	if (r < 0)
 		stall_file(rec, o);
-	outfile_reset(o);
+	recfile_reset(o);
 	return r;
 }
 
@@ -1187,7 +1094,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * written twice.
 	 */
 	uint64_t t = recorder_clock_ns(rec);
-	struct outfile finished = { 0 };
+	struct recfile finished = { 0 };
 	int r;
 
 	/*
@@ -1203,7 +1110,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	r = recorder_start_file(rec, t);
 	if (finished.path && publish_finished(rec, &finished) < 0)
 		stall_file(rec, &finished);
-	outfile_reset(&finished);
+	recfile_reset(&finished);
 	return r;
 }
 
@@ -1378,10 +1285,11 @@ void recorder_close(struct recorder *rec)
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;
-		outfile_reset(&rec->cur);
+		recfile_reset(&rec->cur);
 	}
-	snapshot_close(rec);
-	offcpu_rec_close(rec);
+	offcpu_rec_close(rec->offcpu);
+	drain_free(rec->drain);
+	free(rec->marks);
 	perfrec_bpfmeta__free(rec->bpfmeta);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
@@ -1389,6 +1297,5 @@ void recorder_close(struct recorder *rec)
 	free(rec->specs);
 	free(rec->total);
 	free(rec->pending_dropped);
-	free(rec->ids);
 	memset(rec, 0, sizeof(*rec));
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder: owns the events and rings, drains them into the current
- * output file, and finishes/publishes files.  One thread drives it; the
- * event loop in manager.c calls in.
+ * The recorder: owns the events, their rings and the drain over them
+ * (drain.h), whose first sink is its own: it counts what the rings held
+ * and, in continuous mode, writes it into the current file, which it
+ * starts (outfile.h), finishes and publishes.  Other consumers add their
+ * own sinks (snapshot.c's history, control.c's streams).  One thread
+ * drives it; the event loop in manager.c calls in.
  */
 #ifndef PERFRECD_RECORDER_H
 #define PERFRECD_RECORDER_H
@@ -13,6 +16,9 @@
 #include <perfrec/perfrec.h>
 
 #include "config.h"
+#include "drain.h"
+#include "outfile.h"
+#include "sink.h"
 
 struct cpu_stats {
 	uint64_t samples;
@@ -23,7 +29,8 @@ struct cpu_stats {
 	uint64_t dropped;       /* samples the output refused (disk full), counted in lost too */
 };
 
-struct outfile {
+/* A file the recorder writes: the current one, or one waiting to be published. */
+struct recfile {
 	struct perfrec_pdwriter *w;
 	char *path;             /* final name */
 	uint64_t seq;
@@ -35,14 +42,13 @@ struct outfile {
 	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
-	uint64_t freq_min, freq_max; /* governor.c: frequencies seen (0: not governed) */
+	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
 };
 
-struct id_format {
-	uint64_t id;
-	uint64_t sample_type;
-	uint64_t read_format;
+/* Counts of one ring as they stood where a span of its records began. */
+struct span_mark {
+	uint64_t samples, lost, lost_samples;
 };
 
 struct recorder {
@@ -55,19 +61,23 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
-	struct id_format *ids;  /* sorted by id: how each event's samples are laid out */
-	size_t nr_ids;
+	/* one pass over each ring feeds every sink (drain.h) */
+	struct drain *drain;
+	/* the recorder's own sink: counts, and the current file in continuous mode */
+	struct sink file_sink;
+	struct span_mark *marks;   /* per ring: where the span not yet written began */
+	uint64_t pass_written;     /* bytes into the file since the last FINISHED_ROUND */
+	int pass_err;              /* a write of this pass failed */
+	bool flight;               /* mode=flight: no file, the history sink keeps records */
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
 	bool stdout_gone;          /* a write to stdout (-o -) failed with EPIPE */
-	uint64_t repaired;         /* KSYMBOL/BPF_EVENT records whose trailer was moved */
-	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
 	char hostname[256];
 	uint64_t seq;
-	struct outfile cur;
+	struct recfile cur;
 	bool have_file;
 	/* a finished file the disk refused (recorder.c stall_file()); retried */
-	struct outfile stalled;
+	struct recfile stalled;
 	bool have_stalled;
 	struct cpu_stats *total; /* per ring, since start */
 	uint64_t files_published;
@@ -89,25 +99,16 @@ struct recorder {
 	uint64_t rotate_anchor_usec;
 	/* zstd totals over finished files (compress=): bytes in/out, CPU ns */
 	struct perfrec_pdwriter_compress_stats compress;
-	/* snapshot.c: drained records kept for snapshots (NULL: none kept) */
-	struct history *history;
-	uint64_t *history_last;  /* per ring: time of the last record kept */
-	uint64_t history_dropped;
-	/* upload.c: borrowed from the manager; NULL when upload-url is unset */
+	/* published files are queued here; borrowed from the manager (NULL: upload-url unset) */
 	struct uploader *uploader;
-	uint64_t cur_freq;        /* governor.c: frequency now (0: as configured) */
-	struct governor *governor; /* borrowed from the manager; NULL: no max-overhead */
-	uint64_t busy_samples;    /* samples not of the idle task (pid 0), for the governor */
-	/* control.c: live subscribers get every drained byte (NULL: none) */
-	void (*tap)(void *ctx, const struct iovec *iov, int iovcnt);
-	void *tap_ctx;
+	uint64_t cur_freq;        /* frequency now (recorder_note_freq(); 0: as configured) */
+	struct governor *governor; /* borrowed from the manager, for status; NULL: no max-overhead */
+	uint64_t busy_samples;    /* samples not of the idle task (pid 0) */
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
-	/* offcpu-rec.c: off-CPU BPF program (NULL: off) */
-	struct perfrec_offcpu *offcpu;
-	uint64_t offcpu_lost_logged;
+	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
 };
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
@@ -118,35 +119,51 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
  * must not be later than any ring record the file will get.
  */
 int recorder_start_file(struct recorder *rec, uint64_t synth_time);
+/*
+ * The name of an output file started at @wall_ns, number @seq, in the
+ * output directory: PREFIX-HOST-STAMP-SEQ@suffix.data, so retention counts
+ * every kind.  NULL: no memory.
+ */
+char *recorder_file_name(const struct recorder *rec, uint64_t wall_ns, uint64_t seq, const char *suffix);
+/* The next file number, taken. */
+uint64_t recorder_take_seq(struct recorder *rec);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
 
-/*
- * Options for synthesizing state into a file, stream or snapshot of this
- * recorder: the side-band attr's sample_type and id, build ids, the
- * kernel's text bounds read at start, every record stamped @time.
- */
-struct perfrec_synth_opts recorder_synth_opts(const struct recorder *rec, uint64_t time);
+/* What an output of this recording begins with (outfile_begin()); borrowed from @rec. */
+struct outfile_source recorder_source(const struct recorder *rec);
 int recorder_enable(struct recorder *rec);
-/*
- * Set HEADER_TRACING_DATA on @w (a file, stream or snapshot of this
- * recorder, before its first data write) when it records tracepoints: perf
- * cannot decode their samples without it.  0 or -ENOMEM (an unreadable
- * tracefs is logged and leaves it out).
- */
-int recorder_add_tracing_data(const struct recorder *rec, struct perfrec_pdwriter *w);
-
-/*
- * A KSYMBOL or BPF_EVENT record @h whose size the kernel inflated (several
- * side-band events on its CPU, e.g. another profiler's) repaired into @buf,
- * which is returned; any other record is returned as it is.  Counted in
- * rec->repaired, logged once.
- */
-const struct perf_event_header *recorder_repair(struct recorder *rec, const struct perf_event_header *h,
-						void *buf, size_t bufsz);
 int recorder_disable(struct recorder *rec);
-/* One pass over every ring; FINISHED_ROUND if anything was written. */
+/*
+ * One pass over every ring into every sink (drain.h); FINISHED_ROUND if
+ * anything was written.  0, or the -errno of a file write that failed.
+ */
 int recorder_drain(struct recorder *rec);
+/*
+ * The events sample at @hz now (0: as configured): the manifest of the
+ * current file reports the range it ran at (the overhead governor calls it).
+ */
+void recorder_note_freq(struct recorder *rec, uint64_t hz);
+/* Samples drained so far not of the idle task (pid 0): the governor's measure. */
+uint64_t recorder_busy_samples(const struct recorder *rec);
+/* -o -: whether the reader of stdout closed it (the stream is cut; the run ends). */
+bool recorder_output_closed(const struct recorder *rec);
+/* Add @s to the sinks every drained record goes to (drain_add_sink()). */
+int recorder_add_sink(struct recorder *rec, struct sink *s);
+void recorder_remove_sink(struct recorder *rec, struct sink *s);
+/*
+ * Move the recorder @src into @dst (a reload's new recorder into place):
+ * what points into the struct is pointed at @dst.  @src is left empty.
+ */
+void recorder_move(struct recorder *dst, struct recorder *src);
+/*
+ * Checkpoint the file in progress now, so that a reader of its *ret_tmp
+ * (its ".tmp" name, owned by the caller) sees everything drained so far.
+ * 0, -ENODATA (no file in progress) or -errno.
+ */
+int recorder_checkpoint(struct recorder *rec, char **ret_tmp);
+/* The features of the file in progress now (outfile_add_features()): its times and build ids. */
+struct outfile_features_opts recorder_features_opts(const struct recorder *rec);
 /* Refresh the header's data size if the checkpoint interval has passed. */
 int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now_usec);
 /* Drain, write features, publish.  *ret_path (optional) gets the file name. */
@@ -175,9 +192,11 @@ int recorder_recover_leftovers(struct recorder *rec);
  * 0 or -errno (logged; the file then stays "@path.tmp").
  */
 int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const char *path,
-		     const struct outfile *o);
+		     const struct recfile *o);
 void recorder_close(struct recorder *rec);
 
 uint64_t now_usec(void);
+/* Now on @clockid (the "perf" clock, -1, reads as CLOCK_MONOTONIC). */
+uint64_t recording_clock_ns(int clockid);
 
 #endif

@@ -30,7 +30,6 @@
 #include <perfrec/pdreader.h>
 
 #include "history.h"
-#include "kcache.h"
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
@@ -52,9 +51,64 @@ uint64_t snapshot_window_ns(const struct config *c)
 	return snapshot_flight_mode(c) ? DEFAULT_FLIGHT_WINDOW_NS : 0;
 }
 
+/*
+ * The history is a sink of the drain: every drained record is kept with
+ * its time, per ring, whatever else happens to it (a full disk).
+ */
+struct snapshot {
+	struct sink sink;
+	struct history *history;
+	uint64_t *last;  /* per ring: time of the last record kept */
+	size_t nr_rings;
+	int clockid;
+	uint64_t dropped; /* records not kept for want of memory */
+};
+
+static const struct sink_ops history_sink_ops;
+
+static struct snapshot *of(const struct recorder *rec)
+{
+	struct sink *s = drain_sink_of(rec->drain, &history_sink_ops);
+
+	return s ? s->ctx : NULL;
+}
+
+static void history_record(struct sink *sk, struct drain_rec *r)
+{
+	struct snapshot *sn = sk->ctx;
+	uint64_t t = drain_rec_time(r);
+
+	/* A record without a time keeps its place in the ring's order. */
+	if (t < sn->last[r->ring])
+		t = sn->last[r->ring];
+	sn->last[r->ring] = t;
+	if (history_add(sn->history, r->ring, r->h, t) < 0)
+		sn->dropped++;
+}
+
+static void history_round(struct sink *sk, uint64_t bytes)
+{
+	struct snapshot *sn = sk->ctx;
+
+	(void)bytes;
+	history_trim(sn->history, recording_clock_ns(sn->clockid));
+}
+
+static const struct sink_ops history_sink_ops = { .record = history_record, .round = history_round };
+
+static void snapshot_free(struct snapshot *sn)
+{
+	if (!sn)
+		return;
+	history_free(sn->history);
+	free(sn->last);
+	free(sn);
+}
+
 int snapshot_open(struct recorder *rec)
 {
 	struct history_opts ho = { 0 };
+	struct snapshot *sn;
 	int r;
 
 	ho.window_ns = snapshot_window_ns(rec->cfg);
@@ -66,133 +120,57 @@ int snapshot_open(struct recorder *rec)
 		return 0;
 	ho.nr_cpus = rec->nr_rings;
 	ho.max_bytes = rec->cfg->history_max;
-	r = history_new(&ho, &rec->history);
-	if (r < 0)
-		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
-	rec->history_last = calloc(rec->nr_rings, sizeof(*rec->history_last));
-	if (!rec->history_last)
+	sn = calloc(1, sizeof(*sn));
+	if (!sn)
 		return -ENOMEM;
-	return 0;
+	sn->sink = (struct sink){ .ops = &history_sink_ops, .ctx = sn };
+	sn->nr_rings = rec->nr_rings;
+	sn->clockid = rec->cfg->clockid;
+	r = history_new(&ho, &sn->history);
+	if (r < 0) {
+		snapshot_free(sn);
+		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
+	}
+	sn->last = calloc(rec->nr_rings, sizeof(*sn->last));
+	r = sn->last ? recorder_add_sink(rec, &sn->sink) : -ENOMEM;
+	if (r < 0)
+		snapshot_free(sn);
+	return r;
+}
+
+bool snapshot_has_history(const struct recorder *rec)
+{
+	return of(rec) != NULL;
 }
 
 void snapshot_stats(const struct recorder *rec, struct snapshot_stats *ret)
 {
+	struct snapshot *sn = of(rec);
+
 	memset(ret, 0, sizeof(*ret));
-	if (!rec->history)
+	if (!sn)
 		return;
 	ret->window_ns = snapshot_window_ns(rec->cfg);
 	ret->max_bytes = rec->cfg->history_max;
-	ret->memory_bytes = history_memory(rec->history);
-	history_evictions(rec->history, &ret->evicted_chunks, &ret->evicted_by_cap);
-	ret->dropped = rec->history_dropped;
-	ret->oldest_time = history_oldest(rec->history);
+	ret->memory_bytes = history_memory(sn->history);
+	history_evictions(sn->history, &ret->evicted_chunks, &ret->evicted_by_cap);
+	ret->dropped = sn->dropped;
+	ret->oldest_time = history_oldest(sn->history);
 }
 
 void snapshot_close(struct recorder *rec)
 {
-	history_free(rec->history);
-	rec->history = NULL;
-	free(rec->history_last);
-	rec->history_last = NULL;
-}
+	struct snapshot *sn = of(rec);
 
-static const struct id_format *lookup(const struct recorder *rec, const struct perf_event_header *h)
-{
-	uint64_t id;
-	size_t lo = 0, hi = rec->nr_ids;
-
-	if (perfrec_event__identifier(h, &id) < 0)
-		return NULL;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (rec->ids[mid].id == id)
-			return &rec->ids[mid];
-		if (rec->ids[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* A record's time from its sample or sample_id trailer; 0 if it has none. */
-static uint64_t record_time(const struct recorder *rec, const struct perf_event_header *h,
-			    struct perfrec_sample *s)
-{
-	const struct id_format *f = lookup(rec, h);
-	struct perfrec_sample_id sid;
-
-	memset(s, 0, sizeof(*s));
-	if (!f)
-		return 0;
-	if (h->type == PERF_RECORD_SAMPLE)
-		return perfrec_sample__parse(h, f->sample_type, f->read_format, s) < 0 ? 0 : s->time;
-	if (perfrec_sample_id__parse(h, f->sample_type, &sid) < 0)
-		return 0;
-	s->pid = sid.pid;
-	return sid.time;
-}
-
-void snapshot_note(struct recorder *rec, size_t ring, const struct perf_event_header *h)
-{
-	struct perfrec_sample s;
-	uint64_t t;
-
-	if (!rec->history)
+	if (!sn)
 		return;
-	t = record_time(rec, h, &s);
-	/* A record without a time keeps its place in the ring's order. */
-	if (t < rec->history_last[ring])
-		t = rec->history_last[ring];
-	rec->history_last[ring] = t;
-	if (history_add(rec->history, ring, h, t) < 0)
-		rec->history_dropped++;
-}
-
-int snapshot_drain(struct recorder *rec)
-{
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		struct perfrec_ring *ring = perfrec_evlist__ring(rec->evlist, i);
-		const struct perf_event_header *h;
-		struct perfrec_ring_batch b;
-		uint64_t v;
-		int r;
-
-		if (perfrec_ring__begin(ring, &b) <= 0) {
-			perfrec_ring__commit(ring, &b);
-			continue;
-		}
-		while ((r = perfrec_ring__next(ring, &b, &h)) > 0) {
-			unsigned char fixed[1024];
-			const unsigned char *p;
-
-			h = recorder_repair(rec, h, fixed, sizeof(fixed));
-			p = (const unsigned char *)h;
-			if (h->type == PERF_RECORD_SAMPLE)
-				rec->total[i].samples++;
-			else if (h->type == PERF_RECORD_LOST && h->size >= 24 && (memcpy(&v, p + 16, 8), 1))
-				rec->total[i].lost += v;
-			else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= 16 && (memcpy(&v, p + 8, 8), 1))
-				rec->total[i].lost_samples += v;
-			else if (h->type == PERF_RECORD_KSYMBOL || h->type == PERF_RECORD_BPF_EVENT)
-				perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
-			rec->total[i].bytes += h->size;
-			snapshot_note(rec, i, h);
-		}
-		if (r < 0) {
-			rec->total[i].corrupt++;
-			log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped",
-				    perfrec_evlist__ring_cpu(rec->evlist, i), b.skip);
-		}
-		perfrec_ring__commit(ring, &b);
-	}
-	history_trim(rec->history, recorder_clock_ns(rec));
-	return 0;
+	recorder_remove_sink(rec, &sn->sink);
+	snapshot_free(sn);
 }
 
 struct snap {
 	struct recorder *rec;
+	struct history *history;
 	struct perfrec_pdwriter *w;
 	struct perfrec_buildid_table *buildids;
 	uint64_t since_drain;
@@ -224,13 +202,13 @@ static int emit(void *ctx, const struct perf_event_header *h)
 static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
 {
 	struct snap *s = ctx;
-	struct perfrec_sample smp;
+	struct drain_rec dr;
 
 	if (t > s->max_time)
 		return 0;
 	if (h->type == PERF_RECORD_SAMPLE) {
-		record_time(s->rec, h, &smp);
-		perfrec_buildid_table__note_sample_pid(s->buildids, smp.pid,
+		drain_decode(s->rec->drain, h, &dr);
+		perfrec_buildid_table__note_sample_pid(s->buildids, dr.pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 		s->samples++;
 		if (s->span) {
@@ -301,13 +279,13 @@ static int merge(struct recorder *rec, struct snap *s, struct perfrec_cpu_span *
 		r = -ENOMEM;
 		goto out;
 	}
-	r = history_foreach_sideband(rec->history, collect_sb, &sb);
+	r = history_foreach_sideband(s->history, collect_sb, &sb);
 	if (r < 0)
 		goto out;
 	if (sb.n)
 		qsort(sb.v, sb.n, sizeof(*sb.v), cmp_sb);
 	for (size_t i = 0; i < n; i++) {
-		history_cursor_init(rec->history, i, min_time, &cur[i]);
+		history_cursor_init(s->history, i, min_time, &cur[i]);
 		if (history_cursor_next(&cur[i], &pend[i].rec, &pend[i].time) <= 0 || pend[i].time > s->max_time)
 			pend[i].rec = NULL;
 	}
@@ -355,111 +333,100 @@ out:
 	return r;
 }
 
+/* The oldest record the history holds (@now if none): the snapshot's state goes before it. */
+static uint64_t history_oldest_record(const struct history *h, size_t nr_rings, uint64_t now)
+{
+	uint64_t oldest = UINT64_MAX;
+	struct history_span hs;
+
+	history_sideband_span(h, &hs);
+	if (hs.records && hs.first_time < oldest)
+		oldest = hs.first_time;
+	for (size_t i = 0; i < nr_rings; i++) {
+		history_span(h, i, &hs);
+		if (hs.records && hs.first_time < oldest)
+			oldest = hs.first_time;
+	}
+	return oldest == UINT64_MAX || oldest > now ? now : oldest;
+}
+
+/* PERFREC_FEAT_SPANS for @rec's rings, their spans zero (merge() fills them). */
+static struct perfrec_spans_feature *new_spans(const struct recorder *rec, uint64_t window, uint64_t now,
+					       size_t *ret_len)
+{
+	size_t len = sizeof(struct perfrec_spans_feature) + rec->nr_rings * sizeof(struct perfrec_cpu_span);
+	struct perfrec_spans_feature *sf = calloc(1, len);
+
+	if (!sf)
+		return NULL;
+	sf->nr = (uint32_t)rec->nr_rings;
+	sf->window_ns = window;
+	sf->snapshot_time = now;
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		((struct perfrec_cpu_span *)(sf + 1))[i].cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
+	*ret_len = len;
+	return sf;
+}
+
+static void log_spans(const struct perfrec_spans_feature *sf)
+{
+	for (size_t i = 0; i < sf->nr; i++) {
+		const struct perfrec_cpu_span *cs = (const struct perfrec_cpu_span *)(sf + 1) + i;
+
+		log_debug("  snapshot CPU %u: %" PRIu64 " samples, %.3f s", cs->cpu, cs->samples,
+			  cs->samples ? (double)(cs->last_time - cs->first_time) / 1e9 : 0.0);
+	}
+}
+
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct perfrec_synth_opts so;
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct snap s = { .rec = rec, .w = w };
+	struct outfile_source src = recorder_source(rec);
+	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
+	struct outfile_features_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
 	struct perfrec_spans_feature *sf = NULL;
-	struct history_span hs;
 	struct timespec ts;
-	uint64_t now, window, min_time = 0, oldest = UINT64_MAX;
-	size_t sf_len;
+	uint64_t now, window, min_time = 0;
+	size_t sf_len = 0;
 	int r;
 
 	now = recorder_clock_ns(rec);
 	window = snapshot_window_ns(rec->cfg);
-	history_trim(rec->history, now);
+	history_trim(s.history, now);
 	if (window && now > window)
 		min_time = now - window;
 	s.max_time = now;
 
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			return r;
-	}
-	r = recorder_add_tracing_data(rec, w);
-	if (r < 0)
-		return r;
 	r = perfrec_buildid_table__new(&s.buildids);
 	if (r < 0)
 		return r;
-	sf_len = sizeof(*sf) + rec->nr_rings * sizeof(struct perfrec_cpu_span);
-	sf = calloc(1, sf_len);
+	sf = new_spans(rec, window, now, &sf_len);
 	if (!sf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	sf->nr = (uint32_t)rec->nr_rings;
-	sf->window_ns = window;
-	sf->snapshot_time = now;
-
 	/* Synthesized state must sort before every record the snapshot holds. */
-	history_sideband_span(rec->history, &hs);
-	if (hs.records && hs.first_time < oldest)
-		oldest = hs.first_time;
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		history_span(rec->history, i, &hs);
-		if (hs.records && hs.first_time < oldest)
-			oldest = hs.first_time;
-	}
-	if (oldest == UINT64_MAX || oldest > now)
-		oldest = now;
-
-	history_freeze(rec->history, true);
-	so = recorder_synth_opts(rec, oldest > 1 ? oldest - 1 : oldest);
-	r = kcache_emit(&so, emit, &s); /* as read at start (kcache.c) */
-	if (r < 0 && r != -EPERM)
-		goto out;
-	r = perfrec_synth__tasks(&so, emit, &s);
-	if (r < 0)
-		goto out;
-	r = perfrec_synth__cgroups(&so, NULL, emit, &s);
-	if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP && r != -EACCES && r != -EPERM)
-		goto out;
+	bo.time = history_oldest_record(s.history, rec->nr_rings, now);
+	bo.time = bo.time > 1 ? bo.time - 1 : bo.time;
+	history_freeze(s.history, true);
 	/*
-	 * Flight mode: no file named the BPF programs loaded before the
-	 * history's oldest records, so the history holds no KSYMBOL for them:
-	 * synthesize them, and describe them in the features, as each
-	 * continuous file does.  In continuous mode the collection describes
-	 * the file being written and is left to it.
+	 * The history holds no KSYMBOL for the BPF programs loaded before its
+	 * oldest records: outfile_begin() synthesizes them, as for any file.
 	 */
-	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
-		r = perfrec_bpfmeta__synthesize(rec->bpfmeta, &so, emit, &s);
-		if (r < 0 && r != -EPERM && r != -EACCES)
-			goto out;
-	}
-	r = perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, &s);
+	r = outfile_begin(&src, w, &bo);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < rec->nr_rings; i++)
-		((struct perfrec_cpu_span *)(sf + 1))[i].cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i);
 	r = merge(rec, &s, (struct perfrec_cpu_span *)(sf + 1), min_time);
 	if (r < 0)
 		goto out;
 
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = now;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ho.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-	ho.first_sample_time = s.first;
-	ho.last_sample_time = s.last;
-	r = perfrec_hostinfo__add_features(w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
-	r = perfrec_buildid_table__add_feature(s.buildids, w);
-	if (r < 0)
-		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
-	if (snapshot_flight_mode(rec->cfg) && rec->bpfmeta) {
-		r = perfrec_bpfmeta__add_features(rec->bpfmeta, w);
-		if (r < 0)
-			log_warning("BPF program info not written to the snapshot: %s", strerror(-r));
-	}
+	eo.clock_ns = now;
+	eo.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	eo.first_sample_time = s.first;
+	eo.last_sample_time = s.last;
+	eo.buildids = s.buildids;
+	outfile_add_features(&src, w, &eo);
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
 		goto out;
@@ -467,17 +434,11 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r >= 0)
 		r = s.samples > INT32_MAX ? INT32_MAX : (int)s.samples;
 out:
-	history_freeze(rec->history, false);
-	history_trim(rec->history, recorder_clock_ns(rec));
+	history_freeze(s.history, false);
+	history_trim(s.history, recorder_clock_ns(rec));
 	perfrec_buildid_table__free(s.buildids);
-	if (r >= 0) {
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			const struct perfrec_cpu_span *cs = (const struct perfrec_cpu_span *)(sf + 1) + i;
-
-			log_debug("  snapshot CPU %u: %" PRIu64 " samples, %.3f s", cs->cpu, cs->samples,
-				  cs->samples ? (double)(cs->last_time - cs->first_time) / 1e9 : 0.0);
-		}
-	}
+	if (r >= 0)
+		log_spans(sf);
 	free(sf);
 	return r;
 }
@@ -489,32 +450,24 @@ out:
  */
 static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
 	struct perfrec_pdreader *rd = NULL;
+	struct outfile_features_opts eo;
+	struct outfile_source src;
 	const struct perf_event_header *h;
 	uint64_t off, since_drain = 0, samples = 0;
 	char *tmp = NULL;
 	int r;
 
-	if (!rec->have_file)
-		return -ENODATA;
-	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	r = recorder_checkpoint(rec, &tmp);
 	if (r < 0)
 		return r;
-	if (asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
-		return -ENOMEM;
 	r = perfrec_pdreader__open(tmp, NULL, &rd);
 	free(tmp);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (r < 0)
-			goto out;
-	}
-	r = recorder_add_tracing_data(rec, w);
+	/* The file's records hold its state already: only its attrs, as it has them. */
+	src = recorder_source(rec);
+	r = outfile_add_attrs(&src, w);
 	if (r < 0)
 		goto out;
 	while ((r = perfrec_pdreader__next(rd, &h, &off)) > 0) {
@@ -532,19 +485,10 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	}
 	if (r < 0)
 		goto out;
-	ho.argc = rec->argc;
-	ho.argv = rec->argv;
-	ho.clockid = rec->cfg->clockid;
-	ho.clock_ns = rec->cur.start_clock_ns;
-	ho.wall_ns = rec->cur.start_wall_ns;
-	ho.first_sample_time = rec->cur.first_time;
-	ho.last_sample_time = rec->cur.last_time;
-	r = perfrec_hostinfo__add_features(w, &ho);
-	if (r < 0)
-		log_warning("Some host features could not be gathered for the snapshot: %s", strerror(-r));
-	r = perfrec_buildid_table__add_feature(rec->buildids, w);
-	if (r < 0)
-		log_warning("Build-id table not written to the snapshot: %s", strerror(-r));
+	/* Ends as the file will: its times and build ids. */
+	eo = recorder_features_opts(rec);
+	eo.what = "the snapshot";
+	outfile_add_features(&src, w, &eo);
 	r = perfrec_pdwriter__finish(w);
 	if (r >= 0)
 		r = samples > INT32_MAX ? INT32_MAX : (int)samples;
@@ -569,7 +513,7 @@ static int snapshot_into(struct recorder *rec, int fd, bool pipe_mode)
 	}
 	if (r < 0)
 		return r;
-	r = rec->history ? write_snapshot(rec, w) : copy_current(rec, w);
+	r = of(rec) ? write_snapshot(rec, w) : copy_current(rec, w);
 	perfrec_pdwriter__free(w, false);
 	return r;
 }
@@ -578,7 +522,7 @@ int recorder_snapshot(struct recorder *rec, int fd)
 {
 	struct stat st;
 
-	if (!rec->history && !rec->have_file)
+	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	if (fstat(fd, &st) < 0)
@@ -606,7 +550,7 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
 {
 	int fd, r;
 
-	if (!rec->history && !rec->have_file)
+	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
 	recorder_drain(rec);
 	fd = spool_open(rec);
@@ -624,27 +568,21 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 {
 	struct perfrec_pdwriter *w = NULL;
-	struct outfile o = { 0 };
+	struct recfile o = { 0 };
 	struct timespec ts;
-	char stamp[64];
-	struct tm tm;
-	time_t secs;
 	char *path;
 	int r;
 
-	if (!rec->history) {
+	if (!of(rec)) {
 		log_error("Snapshot refused: no history is kept (set history= or mode=flight)");
 		return -ENODATA;
 	}
 	recorder_drain(rec);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	secs = ts.tv_sec;
-	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	/* Named like rotated files, so retention counts snapshots too. */
-	if (asprintf(&path, "%s/%s-%s-%s.%03luZ-%06" PRIu64 "-snapshot.data", rec->cfg->directory,
-		     rec->cfg->prefix, rec->hostname, stamp, (unsigned long)(ts.tv_nsec / 1000000),
-		     ++rec->seq) < 0)
+	path = recorder_file_name(rec, (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec,
+				  recorder_take_seq(rec), "-snapshot");
+	if (!path)
 		return -ENOMEM;
 	r = perfrec_pdwriter__create(path, &w);
 	if (r >= 0 && rec->cfg->compress_level)
@@ -664,7 +602,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		return r;
 	}
 	log_info("Wrote snapshot %s: %" PRIu64 " samples, history %" PRIu64 " KiB in memory",
-		 path, o.samples, history_memory(rec->history) / 1024);
+		 path, o.samples, history_memory(of(rec)->history) / 1024);
 	if (ret_path)
 		*ret_path = path;
 	else

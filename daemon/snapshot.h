@@ -40,15 +40,15 @@ struct snapshot_stats {
 
 void snapshot_stats(const struct recorder *rec, struct snapshot_stats *ret);
 
-/* Set up rec->history when a window is in effect.  Logs its errors. */
+/*
+ * Keep a history of @rec's drained records when a window is in effect: a
+ * sink of its drain, until snapshot_close() (before recorder_close()).
+ * Logs its errors.
+ */
 int snapshot_open(struct recorder *rec);
 void snapshot_close(struct recorder *rec);
-
-/* The drain path of continuous mode hands each drained record here. */
-void snapshot_note(struct recorder *rec, size_t ring, const struct perf_event_header *h);
-
-/* Flight mode's drain pass: every ring into the history, no file. */
-int snapshot_drain(struct recorder *rec);
+/* Whether @rec keeps a history (snapshot_open() set one up). */
+bool snapshot_has_history(const struct recorder *rec);
 
 /*
  * Drain the rings, then write the history as a perf.data file into @fd: a

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The drain (see drain.h).  A pass over a ring:
+ *
+ *   perfrec_ring__begin()          what the kernel has published
+ *   perfrec_ring__next() ...       each record once: decoded, repaired if
+ *                                  needed, given to every sink's record()
+ *   perfrec_ring__iov() + write()  the walked bytes to every sink, as at
+ *                                  most two segments of the mapping; a
+ *                                  repaired record cuts the span (the ring
+ *                                  is read-only to us): the bytes before it
+ *                                  from the ring, it from the repaired copy
+ *   perfrec_ring__commit()         tail moved only after every sink had them
+ *
+ * Nothing is allocated per record: a wrapped record sits in the ring's
+ * scratch buffer, a repaired one in the drain's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drain.h"
+#include "log.h"
+
+struct drain {
+	struct drain_opts opts;
+	struct drain_id *ids; /* sorted by id */
+	size_t nr_ids, cap_ids;
+	/* NULL slots are sinks removed during a pass, compacted after it */
+	struct sink **sinks;
+	size_t nr_sinks, cap_sinks;
+	bool in_pass;
+	size_t sideband_trailer;
+	uint64_t repaired;          /* KSYMBOL/BPF_EVENT records whose trailer was moved */
+	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
+	unsigned char fixed[8192];  /* a sample with a 127-frame callchain, repaired */
+};
+
+int drain_new(const struct drain_opts *opts, struct drain **ret)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	memcpy(&d->opts, opts, opts->sz < sizeof(d->opts) ? opts->sz : sizeof(d->opts));
+	d->opts.sz = sizeof(d->opts);
+	d->sideband_trailer = perfrec_sample_id__size(d->opts.sideband_sample_type);
+	*ret = d;
+	return 0;
+}
+
+void drain_free(struct drain *d)
+{
+	if (!d)
+		return;
+	free(d->ids);
+	free(d->sinks);
+	free(d);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct drain_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t sample_type,
+		  uint64_t read_format)
+{
+	if (d->nr_ids + nr > d->cap_ids) {
+		size_t cap = (d->nr_ids + nr) * 2;
+		struct drain_id *n = realloc(d->ids, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->ids = n;
+		d->cap_ids = cap;
+	}
+	for (size_t i = 0; i < nr; i++)
+		d->ids[d->nr_ids++] = (struct drain_id){ ids[i], sample_type, read_format };
+	qsort(d->ids, d->nr_ids, sizeof(*d->ids), cmp_id);
+	return 0;
+}
+
+/* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
+const struct drain_id *drain_find_id(const struct drain *d, const struct perf_event_header *h)
+{
+	struct drain_id key;
+
+	if (perfrec_event__identifier(h, &key.id) < 0)
+		return NULL;
+	return bsearch(&key, d->ids, d->nr_ids, sizeof(key), cmp_id);
+}
+
+int drain_add_sink(struct drain *d, struct sink *s)
+{
+	if (d->nr_sinks == d->cap_sinks) {
+		size_t cap = d->cap_sinks ? d->cap_sinks * 2 : 4;
+		struct sink **n = realloc(d->sinks, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->sinks = n;
+		d->cap_sinks = cap;
+	}
+	d->sinks[d->nr_sinks++] = s;
+	return 0;
+}
+
+static void compact_sinks(struct drain *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->nr_sinks; i++)
+		if (d->sinks[i])
+			d->sinks[n++] = d->sinks[i];
+	d->nr_sinks = n;
+}
+
+void drain_remove_sink(struct drain *d, struct sink *s)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nr_sinks; i++)
+		if (d->sinks[i] == s)
+			d->sinks[i] = NULL;
+	/* During a pass the loops walk the array: close the gap after it. */
+	if (!d->in_pass)
+		compact_sinks(d);
+}
+
+void drain_replace_sink(struct drain *d, struct sink *old, struct sink *s)
+{
+	for (size_t i = 0; d && i < d->nr_sinks; i++)
+		if (d->sinks[i] == old)
+			d->sinks[i] = s;
+}
+
+uint64_t drain_repaired(const struct drain *d)
+{
+	return d->repaired + d->user_chains_ended;
+}
+
+/*
+ * @h repaired into @buf (@bufsz bytes) when the kernel got it wrong, which
+ * is returned (logged once per kind), else @h as it is.
+ */
+static const struct perf_event_header *drain_repair(struct drain *d, const struct perf_event_header *h,
+						    void *buf, size_t bufsz)
+{
+	if (h->type == PERF_RECORD_SAMPLE) {
+		const struct drain_id *f;
+		size_t n;
+
+		/* Only user callchains need it: nothing else for a sample. */
+		if (!d->opts.callchain || !(f = drain_find_id(d, h)) ||
+		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
+			return h;
+		if (!d->user_chains_ended++)
+			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
+				   "through a frame without one): such chains end before it");
+		return buf;
+	}
+	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
+		return h; /* the drain's common case: checked before anything else */
+	if (!perfrec_event__repair_sideband(h, d->sideband_trailer, buf, bufsz))
+		return h;
+	if (!d->repaired++)
+		log_notice("The kernel sized a %s record for more side-band events than wrote it "
+			   "(another profiler is running): such records are written as they should have been",
+			   h->type == PERF_RECORD_KSYMBOL ? "KSYMBOL" : "BPF_EVENT");
+	return buf;
+}
+
+static const struct drain_id *rec_id(struct drain_rec *r)
+{
+	if (!r->looked_up) {
+		r->id = drain_find_id(r->d, r->h);
+		r->looked_up = true;
+	}
+	return r->id;
+}
+
+/*
+ * A sample's pid and time.  IDENTIFIER, IP, TID and TIME are the first
+ * fields of every sample layout, at offsets fixed by sample_type, so they
+ * are read in place instead of parsing the whole sample (callchain,
+ * registers, ...) once per record on the hot path.
+ */
+static void decode_sample(struct drain_rec *r)
+{
+	const unsigned char *p = (const unsigned char *)(r->h + 1);
+	const struct drain_id *f = rec_id(r);
+	uint64_t type;
+	size_t off = 0, need;
+
+	if (!f)
+		return;
+	type = f->sample_type;
+	if (type & PERF_SAMPLE_IDENTIFIER)
+		off += 8;
+	if (type & PERF_SAMPLE_IP)
+		off += 8;
+	need = off + (type & PERF_SAMPLE_TID ? 8 : 0) + (type & PERF_SAMPLE_TIME ? 8 : 0);
+	if (sizeof(*r->h) + need > r->h->size)
+		return;
+	if (type & PERF_SAMPLE_TID) {
+		memcpy(&r->pid, p + off, sizeof(r->pid));
+		off += 8;
+	}
+	if (type & PERF_SAMPLE_TIME)
+		memcpy(&r->time, p + off, sizeof(r->time));
+	r->sample_ok = true;
+	r->timed = true;
+}
+
+uint64_t drain_rec_time(struct drain_rec *r)
+{
+	const struct drain_id *f;
+	struct perfrec_sample_id sid;
+
+	if (r->timed)
+		return r->time;
+	r->timed = true;
+	f = rec_id(r);
+	if (f && r->h->type != PERF_RECORD_SAMPLE &&
+	    perfrec_sample_id__parse(r->h, f->sample_type, &sid) == 0)
+		r->time = sid.time;
+	return r->time;
+}
+
+static void decode(const struct drain *d, struct drain_rec *r, const struct perf_event_header *h, size_t idx)
+{
+	*r = (struct drain_rec){ .h = h, .ring = idx, .d = d };
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		decode_sample(r);
+		break;
+	case PERF_RECORD_LOST:
+		if (h->size >= sizeof(struct drain_lost_event))
+			r->lost = ((const struct drain_lost_event *)h)->lost;
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= sizeof(struct drain_lost_samples_event))
+			r->lost = ((const struct drain_lost_samples_event *)h)->lost;
+		break;
+	default:
+		break;
+	}
+}
+
+void drain_decode(const struct drain *d, const struct perf_event_header *h, struct drain_rec *ret)
+{
+	decode((struct drain *)d, ret, h, 0);
+}
+
+struct sink *drain_sink_of(const struct drain *d, const struct sink_ops *ops)
+{
+	for (size_t i = 0; d && i < d->nr_sinks; i++)
+		if (d->sinks[i] && d->sinks[i]->ops == ops)
+			return d->sinks[i];
+	return NULL;
+}
+
+static void to_records(struct drain *d, struct drain_rec *r)
+{
+	for (size_t i = 0; i < d->nr_sinks; i++) {
+		struct sink *s = d->sinks[i];
+
+		if (s && s->ops->record)
+			s->ops->record(s, r);
+	}
+}
+
+static void to_writes(struct drain *d, size_t idx, const struct iovec *iov, int n)
+{
+	uint64_t bytes = 0;
+
+	if (n <= 0)
+		return;
+	for (int i = 0; i < n; i++)
+		bytes += iov[i].iov_len;
+	for (size_t i = 0; i < d->nr_sinks; i++) {
+		struct sink *s = d->sinks[i];
+
+		/* A sink's failure is its own: the others still get the bytes. */
+		if (s && s->ops->write && s->ops->write(s, idx, iov, n, bytes) < 0)
+			s->refused_bytes += bytes;
+	}
+}
+
+static void to_corrupt(struct drain *d, size_t idx)
+{
+	for (size_t i = 0; i < d->nr_sinks; i++) {
+		struct sink *s = d->sinks[i];
+
+		if (s && s->ops->corrupt)
+			s->ops->corrupt(s, idx);
+	}
+}
+
+uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
+{
+	const struct perf_event_header *h, *fh;
+	struct perfrec_ring_batch b;
+	struct drain_rec r;
+	struct iovec iov[2];
+	uint64_t start;
+	int rr;
+
+	if (perfrec_ring__begin(ring, &b) <= 0) {
+		/* An overwritten ring still needs its tail moved (ring.h). */
+		perfrec_ring__commit(ring, &b);
+		return 0;
+	}
+	start = b.start;
+	d->in_pass = true;
+	while ((rr = perfrec_ring__next(ring, &b, &h)) > 0) {
+		fh = drain_repair(d, h, d->fixed, sizeof(d->fixed));
+		if (fh != h) {
+			/* The records before it from the ring, it from the copy. */
+			struct perfrec_ring_batch before = b;
+
+			before.pos = b.pos - h->size;
+			to_writes(d, idx, iov, perfrec_ring__iov(ring, &before, iov));
+			decode(d, &r, fh, idx);
+			to_records(d, &r);
+			to_writes(d, idx, &(struct iovec){ (void *)fh, fh->size }, 1);
+			b.start = b.pos;
+			continue;
+		}
+		decode(d, &r, fh, idx);
+		to_records(d, &r);
+	}
+	if (rr < 0) {
+		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped", ring->cpu, b.skip);
+		to_corrupt(d, idx);
+	}
+	to_writes(d, idx, iov, perfrec_ring__iov(ring, &b, iov));
+	/* Every sink has had the bytes (or refused them): give them back. */
+	perfrec_ring__commit(ring, &b);
+	d->in_pass = false;
+	compact_sinks(d);
+	return b.pos + b.skip - start;
+}
+
+void drain_round(struct drain *d, uint64_t bytes)
+{
+	d->in_pass = true;
+	for (size_t i = 0; i < d->nr_sinks; i++) {
+		struct sink *s = d->sinks[i];
+
+		if (s && s->ops->round)
+			s->ops->round(s, bytes);
+	}
+	d->in_pass = false;
+	compact_sinks(d);
+}

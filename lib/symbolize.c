@@ -1,0 +1,982 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Symbolization of a perf.data file's addresses (see symbolize.h).
+ *
+ * State: a table of binaries (one per build id, or per path for maps that
+ * carry none), each looked up at most once; per process a list of maps
+ * pointing into it; the kernel's maps, kallsyms and BPF programs.  Binaries
+ * are opened into their own Dwfl, reported at bias 0 so that a file offset
+ * turns into a dwfl address through the ELF's PT_LOAD headers, whatever the
+ * process's load address was.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <linux/perf_event.h>
+
+#include <perfrec/buildid.h>
+
+#include "buildid-internal.h"
+#include "symbolize.h"
+
+#define UNKNOWN "[unknown]"
+#define KERNEL_DSO "[kernel.kallsyms]"
+#define MAX_LOADS 16
+
+struct load {
+	uint64_t offset, filesz, vaddr;
+};
+
+struct dso {
+	char *path;                  /* as the file names it */
+	uint8_t bid[PERFREC_BUILD_ID_MAX];
+	uint8_t bid_len;
+	bool looked_up, found;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	struct load loads[MAX_LOADS];
+	unsigned nr_loads;
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	struct dso *dso;
+};
+
+struct proc {
+	uint32_t pid;
+	bool used;
+	bool sorted;
+	struct map *maps;
+	size_t nr, cap;
+};
+
+struct ksym {
+	uint64_t addr, len;          /* len 0: up to the next symbol */
+	const char *name;
+	const char *module;          /* KERNEL_DSO or "[mod]" */
+};
+
+struct path_bid {
+	char *path;
+	uint8_t bid[PERFREC_BUILD_ID_MAX];
+	uint8_t len;
+};
+
+typedef void *(*dbgd_begin_fn)(void);
+typedef int (*dbgd_find_fn)(void *, const unsigned char *, int, char **);
+typedef void (*dbgd_end_fn)(void *);
+
+struct symbolizer {
+	struct symbolizer_opts o;
+	char *home_debug;
+
+	struct dso **dsos;
+	size_t nr_dsos, cap_dsos;
+	unsigned lookups, found;
+
+	struct proc *procs;          /* open addressing by pid */
+	size_t procs_cap, procs_used;
+
+	struct path_bid *pbids;      /* HEADER_BUILD_ID */
+	size_t nr_pbids, cap_pbids;
+
+	/* kernel */
+	bool kernel_checked, kallsyms_ok;
+	uint64_t file_kernel_text;   /* the file's kernel map pgoff (_text), 0: none */
+	struct ksym *ksyms;
+	size_t nr_ksyms;
+	char *kstrings;
+	struct ksym *bpf;
+	size_t nr_bpf, cap_bpf;
+	bool bpf_sorted;
+
+	/* strings made here (BPF names, interned module names) */
+	char **strs;
+	size_t nr_strs, cap_strs;
+
+	void *dbgd_lib, *dbgd;
+	bool dbgd_tried;
+	dbgd_begin_fn dbgd_begin;
+	dbgd_find_fn dbgd_find;
+	dbgd_end_fn dbgd_end;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = reallocarray(*p, n, elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static const char *keep_str(struct symbolizer *s, const char *str)
+{
+	char *d;
+
+	if (grow((void **)&s->strs, &s->cap_strs, s->nr_strs + 1, sizeof(*s->strs)) < 0)
+		return NULL;
+	d = strdup(str);
+	if (d)
+		s->strs[s->nr_strs++] = d;
+	return d;
+}
+
+int symbolizer__new(const struct symbolizer_opts *opts, struct symbolizer **ret)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	const char *home;
+
+	if (!s)
+		return -ENOMEM;
+	if (opts)
+		memcpy(&s->o, opts, opts->sz < sizeof(s->o) ? opts->sz : sizeof(s->o));
+	s->o.sz = sizeof(s->o);
+	if (s->o.home_debug) {
+		s->home_debug = strdup(s->o.home_debug);
+	} else if ((home = getenv("HOME")) && *home) {
+		if (asprintf(&s->home_debug, "%s/.debug", home) < 0)
+			s->home_debug = NULL;
+	}
+	*ret = s;
+	return 0;
+}
+
+static void dso_free(struct dso *d)
+{
+	if (!d)
+		return;
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	free(d->path);
+	free(d);
+}
+
+static void procs_clear(struct symbolizer *s)
+{
+	for (size_t i = 0; i < s->procs_cap; i++)
+		free(s->procs[i].maps);
+	free(s->procs);
+	s->procs = NULL;
+	s->procs_cap = s->procs_used = 0;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nr_dsos; i++)
+		dso_free(s->dsos[i]);
+	free(s->dsos);
+	procs_clear(s);
+	for (size_t i = 0; i < s->nr_pbids; i++)
+		free(s->pbids[i].path);
+	free(s->pbids);
+	free(s->ksyms);
+	free(s->kstrings);
+	free(s->bpf);
+	for (size_t i = 0; i < s->nr_strs; i++)
+		free(s->strs[i]);
+	free(s->strs);
+	if (s->dbgd)
+		s->dbgd_end(s->dbgd);
+	if (s->dbgd_lib)
+		dlclose(s->dbgd_lib);
+	free(s->home_debug);
+	free(s);
+}
+
+void symbolizer__reset_maps(struct symbolizer *s)
+{
+	procs_clear(s);
+	s->file_kernel_text = 0;
+	s->kernel_checked = false;
+	s->nr_bpf = 0;
+	for (size_t i = 0; i < s->nr_pbids; i++)
+		free(s->pbids[i].path);
+	s->nr_pbids = 0;
+}
+
+void symbolizer__stats(const struct symbolizer *s, unsigned *ret_lookups, unsigned *ret_found)
+{
+	*ret_lookups = s->lookups;
+	*ret_found = s->found;
+}
+
+/* --- processes ---------------------------------------------------------- */
+
+static struct proc *proc_find(struct symbolizer *s, uint32_t pid, bool create)
+{
+	size_t mask, i;
+
+	if (create && (s->procs_used + 1) * 2 > s->procs_cap) {
+		size_t ncap = s->procs_cap ? s->procs_cap * 2 : 64;
+		struct proc *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		for (size_t j = 0; j < s->procs_cap; j++) {
+			struct proc *p = &s->procs[j];
+
+			if (!p->used)
+				continue;
+			for (i = (p->pid * 2654435761u) & (ncap - 1); n[i].used; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = *p;
+		}
+		free(s->procs);
+		s->procs = n;
+		s->procs_cap = ncap;
+	}
+	if (!s->procs_cap)
+		return NULL;
+	mask = s->procs_cap - 1;
+	for (i = (pid * 2654435761u) & mask; s->procs[i].used; i = (i + 1) & mask)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	if (!create)
+		return NULL;
+	s->procs[i].used = true;
+	s->procs[i].pid = pid;
+	s->procs[i].sorted = true;
+	s->procs_used++;
+	return &s->procs[i];
+}
+
+static struct dso *dso_get(struct symbolizer *s, const char *path, const uint8_t *bid, uint8_t bid_len)
+{
+	struct dso *d;
+
+	for (size_t i = 0; i < s->nr_dsos; i++) {
+		d = s->dsos[i];
+		if (bid_len ? (d->bid_len == bid_len && !memcmp(d->bid, bid, bid_len))
+			    : (!d->bid_len && !strcmp(d->path, path)))
+			return d;
+	}
+	if (grow((void **)&s->dsos, &s->cap_dsos, s->nr_dsos + 1, sizeof(*s->dsos)) < 0)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		return NULL;
+	}
+	if (bid_len > PERFREC_BUILD_ID_MAX)
+		bid_len = PERFREC_BUILD_ID_MAX;
+	memcpy(d->bid, bid, bid_len);
+	d->bid_len = bid_len;
+	s->dsos[s->nr_dsos++] = d;
+	return d;
+}
+
+/* A new map replaces whatever it overlaps, as a later mmap() does. */
+static void proc_add_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+			 struct dso *d)
+{
+	struct proc *p = proc_find(s, pid, true);
+	uint64_t end = start + len;
+	size_t j = 0;
+
+	if (!p || !len || end < start)
+		return;
+	for (size_t i = 0; i < p->nr; i++)
+		if (p->maps[i].end <= start || p->maps[i].start >= end)
+			p->maps[j++] = p->maps[i];
+	p->nr = j;
+	if (grow((void **)&p->maps, &p->cap, p->nr + 1, sizeof(*p->maps)) < 0)
+		return;
+	p->maps[p->nr++] = (struct map){ .start = start, .end = end, .pgoff = pgoff, .dso = d };
+	p->sorted = false;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static const struct map *proc_map_at(struct proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!p->sorted) {
+		qsort(p->maps, p->nr, sizeof(*p->maps), map_cmp);
+		p->sorted = true;
+	}
+	hi = p->nr;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < p->maps[lo - 1].end)
+		return &p->maps[lo - 1];
+	return NULL;
+}
+
+/* A new process (not a thread) starts with its parent's maps. */
+static void proc_fork(struct symbolizer *s, uint32_t pid, uint32_t ppid)
+{
+	struct proc *parent = proc_find(s, ppid, false), *child;
+	struct map *copy;
+	size_t nr;
+
+	if (!parent || !parent->nr || pid == ppid)
+		return;
+	nr = parent->nr;
+	copy = malloc(nr * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, parent->maps, nr * sizeof(*copy));
+	child = proc_find(s, pid, true);  /* may move parent's slot */
+	if (!child) {
+		free(copy);
+		return;
+	}
+	free(child->maps);
+	child->maps = copy;
+	child->nr = child->cap = nr;
+	child->sorted = false;
+}
+
+static void proc_exec(struct symbolizer *s, uint32_t pid)
+{
+	struct proc *p = proc_find(s, pid, false);
+
+	if (p)
+		p->nr = 0;
+}
+
+/* --- records ------------------------------------------------------------ */
+
+static const struct path_bid *pbid_find(const struct symbolizer *s, const char *path)
+{
+	for (size_t i = 0; i < s->nr_pbids; i++)
+		if (!strcmp(s->pbids[i].path, path))
+			return &s->pbids[i];
+	return NULL;
+}
+
+int symbolizer__add_build_ids(struct symbolizer *s, const void *data, size_t len)
+{
+	const uint8_t *p = data, *end = p + len;
+
+	while ((size_t)(end - p) >= BUILDID_ENTRY_HEAD) {
+		struct perf_event_header h;
+		const char *name;
+		size_t nlen;
+		uint8_t blen;
+
+		memcpy(&h, p, sizeof(h));
+		if (h.size < BUILDID_ENTRY_HEAD + 1 || h.size > (size_t)(end - p))
+			return -EBADMSG;
+		name = (const char *)p + BUILDID_ENTRY_HEAD;
+		nlen = strnlen(name, h.size - BUILDID_ENTRY_HEAD);
+		if (nlen == h.size - BUILDID_ENTRY_HEAD)
+			return -EBADMSG;
+		blen = (h.misc & BUILDID_MISC_BUILD_ID_SIZE) ? p[12 + 20] : 20;
+		if (blen > PERFREC_BUILD_ID_MAX)
+			blen = PERFREC_BUILD_ID_MAX;
+		if (!grow((void **)&s->pbids, &s->cap_pbids, s->nr_pbids + 1, sizeof(*s->pbids))) {
+			struct path_bid *e = &s->pbids[s->nr_pbids];
+
+			e->path = strdup(name);
+			if (e->path) {
+				memcpy(e->bid, p + 12, blen);
+				e->len = blen;
+				s->nr_pbids++;
+			}
+		}
+		p += h.size;
+	}
+	return p == end ? 0 : -EBADMSG;
+}
+
+static bool is_kernel_map_name(const char *name)
+{
+	return !strncmp(name, KERNEL_DSO, sizeof(KERNEL_DSO) - 1);
+}
+
+static void note_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		     const char *name, const uint8_t *bid, uint8_t bid_len)
+{
+	const struct path_bid *pb;
+	struct dso *d;
+
+	if (pid == UINT32_MAX) {
+		/* The kernel's own map; modules are resolved through kallsyms. */
+		if (is_kernel_map_name(name))
+			s->file_kernel_text = pgoff;
+		return;
+	}
+	if (!bid_len && (pb = pbid_find(s, name))) {
+		bid = pb->bid;
+		bid_len = pb->len;
+	}
+	d = dso_get(s, name, bid, bid_len);
+	if (d)
+		proc_add_map(s, pid, start, len, pgoff, d);
+}
+
+void symbolizer__note_record(struct symbolizer *s, const struct perf_event_header *rec)
+{
+	const uint8_t *p = (const uint8_t *)rec;
+	size_t size = rec->size;
+
+	switch (rec->type) {
+	case PERF_RECORD_MMAP: {
+		/* header, pid, tid, addr, len, pgoff, filename */
+		uint32_t pid;
+		uint64_t v[3];
+		const char *name = (const char *)p + 40;
+
+		if (size <= 40 || !memchr(name, 0, size - 40))
+			return;
+		memcpy(&pid, p + 8, 4);
+		memcpy(v, p + 16, sizeof(v));
+		note_map(s, pid, v[0], v[1], v[2], name, NULL, 0);
+		break;
+	}
+	case PERF_RECORD_MMAP2: {
+		/* header, pid, tid, addr, len, pgoff, {maj,min,ino,gen | bid}, prot, flags, filename */
+		uint32_t pid, prot;
+		uint64_t v[3];
+		const char *name = (const char *)p + 72;
+		const uint8_t *bid = NULL;
+		uint8_t bid_len = 0;
+
+		if (size <= 72 || !memchr(name, 0, size - 72))
+			return;
+		memcpy(&pid, p + 8, 4);
+		memcpy(v, p + 16, sizeof(v));
+		memcpy(&prot, p + 64, 4);
+		if (!(prot & 4 /* PROT_EXEC */) && pid != UINT32_MAX)
+			return;
+		if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			bid_len = p[40];
+			bid = p + 44;
+			if (bid_len > PERFREC_BUILD_ID_MAX)
+				bid_len = PERFREC_BUILD_ID_MAX;
+		}
+		note_map(s, pid, v[0], v[1], v[2], name, bid, bid_len);
+		break;
+	}
+	case PERF_RECORD_FORK: {
+		uint32_t v[4]; /* pid, ppid, tid, ptid */
+
+		if (size < 8 + sizeof(v))
+			return;
+		memcpy(v, p + 8, sizeof(v));
+		proc_fork(s, v[0], v[1]);
+		break;
+	}
+	case PERF_RECORD_COMM: {
+		uint32_t pid;
+
+		if (size < 16 || !(rec->misc & PERF_RECORD_MISC_COMM_EXEC))
+			return;
+		memcpy(&pid, p + 8, 4);
+		proc_exec(s, pid);
+		break;
+	}
+	case PERF_RECORD_KSYMBOL: {
+		/* header, addr, len, ksym_type u16, flags u16, name */
+		uint64_t addr;
+		uint32_t len;
+		uint16_t type, flags;
+		const char *name = (const char *)p + 24;
+		const char *kept;
+
+		if (size <= 24 || !memchr(name, 0, size - 24))
+			return;
+		memcpy(&addr, p + 8, 8);
+		memcpy(&len, p + 16, 4);
+		memcpy(&type, p + 20, 2);
+		memcpy(&flags, p + 22, 2);
+		if (type != PERF_RECORD_KSYMBOL_TYPE_BPF || (flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER))
+			return;
+		if (grow((void **)&s->bpf, &s->cap_bpf, s->nr_bpf + 1, sizeof(*s->bpf)) < 0 ||
+		    !(kept = keep_str(s, name)))
+			return;
+		s->bpf[s->nr_bpf++] = (struct ksym){ .addr = addr, .len = len, .name = kept, .module = "[bpf]" };
+		s->bpf_sorted = false;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* --- finding binaries --------------------------------------------------- */
+
+static void bid_hex(const uint8_t *bid, uint8_t len, char *out)
+{
+	for (uint8_t i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", bid[i]);
+	out[2 * len] = 0;
+}
+
+static bool bid_matches(const char *path, const struct dso *d)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	int n = perfrec_buildid__read_elf(path, id);
+
+	if (!d->bid_len)
+		return n != -ENOENT && access(path, R_OK) == 0;
+	return n == d->bid_len && !memcmp(id, d->bid, n);
+}
+
+/* <dir>/.build-id/xx/yyyy<suffix>, or the new layout's <...>/elf. */
+static int try_cache(const struct dso *d, const char *dir, const char *suffix, char *out, size_t sz)
+{
+	char hex[2 * PERFREC_BUILD_ID_MAX + 1];
+
+	if (!dir || !d->bid_len)
+		return -ENOENT;
+	bid_hex(d->bid, d->bid_len, hex);
+	snprintf(out, sz, "%s/.build-id/%.2s/%s%s", dir, hex, hex + 2, suffix);
+	if (bid_matches(out, d))
+		return 0;
+	if (!*suffix) {
+		snprintf(out, sz, "%s/.build-id/%.2s/%s/elf", dir, hex, hex + 2);
+		if (bid_matches(out, d))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int try_debuginfod(struct symbolizer *s, const struct dso *d, char *out, size_t sz)
+{
+	char *path = NULL;
+	int fd;
+
+	if (s->o.no_debuginfod || !d->bid_len || !getenv("DEBUGINFOD_URLS") || !*getenv("DEBUGINFOD_URLS"))
+		return -ENOENT;
+	if (!s->dbgd_tried) {
+		s->dbgd_tried = true;
+		s->dbgd_lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (s->dbgd_lib) {
+			s->dbgd_begin = (dbgd_begin_fn)dlsym(s->dbgd_lib, "debuginfod_begin");
+			s->dbgd_find = (dbgd_find_fn)dlsym(s->dbgd_lib, "debuginfod_find_executable");
+			s->dbgd_end = (dbgd_end_fn)dlsym(s->dbgd_lib, "debuginfod_end");
+			if (s->dbgd_begin && s->dbgd_find && s->dbgd_end)
+				s->dbgd = s->dbgd_begin();
+		}
+	}
+	if (!s->dbgd)
+		return -ENOENT;
+	fd = s->dbgd_find(s->dbgd, d->bid, d->bid_len, &path);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	if (!path)
+		return -ENOENT;
+	snprintf(out, sz, "%s", path);
+	free(path);
+	return bid_matches(out, d) ? 0 : -ENOENT;
+}
+
+static int find_binary(struct symbolizer *s, const struct dso *d, char *out, size_t sz)
+{
+	const char *debug = s->o.debug_dir ? s->o.debug_dir : "/usr/lib/debug";
+
+	if (d->path[0] == '/') {
+		snprintf(out, sz, "%s%s", s->o.symfs ? s->o.symfs : "", d->path);
+		if (bid_matches(out, d))
+			return 0;
+	}
+	if (!try_cache(d, s->o.buildid_dir, "", out, sz) || !try_cache(d, s->home_debug, "", out, sz) ||
+	    !try_cache(d, debug, ".debug", out, sz))
+		return 0;
+	return try_debuginfod(s, d, out, sz);
+}
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	/* The binary's own DWARF is used before this is asked; a separate .debug by build id only. */
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	char path[PATH_MAX], hex[2 * PERFREC_BUILD_ID_MAX + 1];
+	int fd;
+
+	if (n <= 0 || n > PERFREC_BUILD_ID_MAX)
+		return -1;
+	bid_hex(bits, (uint8_t)n, hex);
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		*debuginfo_file_name = strdup(path);
+	return fd;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static void dso_load(struct symbolizer *s, struct dso *d)
+{
+	char path[PATH_MAX];
+	GElf_Ehdr ehdr;
+	size_t nphdr;
+	Elf *elf;
+	int fd;
+
+	d->looked_up = true;
+	s->lookups++;
+	if (d->path[0] != '/' && !d->bid_len)
+		return;   /* [vdso], //anon, [heap]: nothing on disk */
+	if (find_binary(s, d, path, sizeof(path)) < 0)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!d->dwfl) {
+		close(fd);
+		return;
+	}
+	/* dwfl owns fd from here on. */
+	d->mod = dwfl_report_elf(d->dwfl, d->path, path, fd, 0, true);
+	dwfl_report_end(d->dwfl, NULL, NULL);
+	if (!d->mod)
+		return;
+	elf = dwfl_module_getelf(d->mod, &d->bias);
+	if (!elf || !gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &nphdr) < 0)
+		return;
+	for (size_t i = 0; i < nphdr && d->nr_loads < MAX_LOADS; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			d->loads[d->nr_loads++] = (struct load){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+	}
+	d->found = true;
+	s->found++;
+}
+
+/* --- user addresses ----------------------------------------------------- */
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	const char *n = dwarf_diename(die);
+
+	if (n)
+		return n;
+	if (dwarf_attr_integrate(die, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+		return dwarf_diename(&origin);
+	return NULL;
+}
+
+/*
+ * Inlined frames at @a: frames [0..n-1) are the inlined functions innermost
+ * first, each with the source line where it is; the last is the function
+ * that holds them, named @outer, at the call site of the outermost inline.
+ */
+static size_t resolve_inlines(struct dso *d, Dwarf_Addr a, const char *outer, struct sym_frame *f, size_t max)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, a, &bias);
+	Dwarf_Die *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	const char *file = NULL;
+	int line = 0, nscopes;
+	size_t n = 0;
+	Dwfl_Line *l = dwfl_module_getsrc(d->mod, a);
+
+	if (l)
+		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+	if (!cu || (nscopes = dwarf_getscopes(cu, a - bias, &scopes)) <= 0) {
+		f[0].name = outer;
+		f[0].file = file;
+		f[0].line = line > 0 ? (unsigned)line : 0;
+		free(scopes);
+		return 1;
+	}
+	dwarf_getsrcfiles(cu, &files, NULL);
+	for (int i = 0; i < nscopes && n + 1 < max; i++) {
+		Dwarf_Attribute at;
+		Dwarf_Word cfile = 0, cline = 0;
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (n)
+			memset(&f[n], 0, sizeof(f[n]));
+		f[n].name = die_name(&scopes[i]);
+		if (!f[n].name)
+			f[n].name = UNKNOWN;
+		f[n].file = file;
+		f[n].line = line > 0 ? (unsigned)line : 0;
+		f[n].inlined = true;
+		n++;
+		/* The next frame out is at this inline's call site. */
+		file = NULL;
+		line = 0;
+		if (dwarf_attr(&scopes[i], DW_AT_call_file, &at) && !dwarf_formudata(&at, &cfile) && files)
+			file = dwarf_filesrc(files, cfile, NULL, NULL);
+		if (dwarf_attr(&scopes[i], DW_AT_call_line, &at) && !dwarf_formudata(&at, &cline))
+			line = (int)cline;
+	}
+	if (n)
+		memset(&f[n], 0, sizeof(f[n]));
+	f[n].name = outer;
+	f[n].file = file;
+	f[n].line = line > 0 ? (unsigned)line : 0;
+	free(scopes);
+	return n + 1;
+}
+
+static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struct sym_frame *f, size_t max)
+{
+	struct proc *p = proc_find(s, pid, false);
+	const struct map *m = p ? proc_map_at(p, addr) : NULL;
+	struct dso *d;
+	uint64_t off;
+	GElf_Off symoff;
+	GElf_Sym sym;
+	const char *name;
+	Dwarf_Addr a = 0;
+	bool have = false;
+	size_t n;
+
+	if (!m)
+		return 1;
+	d = m->dso;
+	f[0].module = d->path;
+	f[0].map_start = m->start;
+	f[0].map_end = m->end;
+	f[0].map_pgoff = m->pgoff;
+	f[0].build_id = d->bid_len ? d->bid : NULL;
+	f[0].build_id_len = d->bid_len;
+	if (!d->looked_up)
+		dso_load(s, d);
+	if (!d->found)
+		return 1;
+	off = addr - m->start + m->pgoff;
+	for (unsigned i = 0; i < d->nr_loads; i++) {
+		if (off >= d->loads[i].offset && off < d->loads[i].offset + d->loads[i].filesz) {
+			a = off - d->loads[i].offset + d->loads[i].vaddr + d->bias;
+			have = true;
+			break;
+		}
+	}
+	if (!have)
+		return 1;
+	name = dwfl_module_addrinfo(d->mod, a, &symoff, &sym, NULL, NULL, NULL);
+	if (!name)
+		return 1;
+	if (s->o.no_inline || max < 2) {
+		Dwfl_Line *l = dwfl_module_getsrc(d->mod, a);
+		int line = 0;
+
+		f[0].name = name;
+		f[0].kind = SYM_USER;
+		if (l) {
+			f[0].file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+			f[0].line = line > 0 ? (unsigned)line : 0;
+		}
+		return 1;
+	}
+	n = resolve_inlines(d, a, name, f, max);
+	for (size_t i = 0; i < n; i++) {
+		f[i].kind = SYM_USER;
+		if (i) {
+			f[i].module = f[0].module;
+			f[i].map_start = f[0].map_start;
+			f[i].map_end = f[0].map_end;
+			f[i].map_pgoff = f[0].map_pgoff;
+			f[i].build_id = f[0].build_id;
+			f[i].build_id_len = f[0].build_id_len;
+		}
+	}
+	return n;
+}
+
+/* --- kernel addresses --------------------------------------------------- */
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static bool kernel_is_running_one(struct symbolizer *s)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	int n = perfrec_buildid__kernel(s->o.kernel_notes, id);
+
+	if (n <= 0)
+		return false;
+	for (size_t i = 0; i < s->nr_pbids; i++)
+		if (is_kernel_map_name(s->pbids[i].path))
+			return s->pbids[i].len == n && !memcmp(s->pbids[i].bid, id, n);
+	return false;
+}
+
+static int load_kallsyms(struct symbolizer *s)
+{
+	FILE *f = fopen(s->o.kallsyms ? s->o.kallsyms : "/proc/kallsyms", "re");
+	size_t cap = 0, scap = 0, slen = 0;
+	char line[1024];
+	uint64_t text = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char type, name[512], mod[256] = "";
+		int k = sscanf(line, "%llx %c %511s [%255[^]]]", &a, &type, name, mod);
+		size_t nl, ml;
+
+		if (k < 3)
+			continue;
+		if (!strcmp(name, "_text"))
+			text = a;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		nl = strlen(name) + 1;
+		ml = k == 4 ? strlen(mod) + 3 : 0;
+		if (grow((void **)&s->ksyms, &cap, s->nr_ksyms + 1, sizeof(*s->ksyms)) < 0 ||
+		    grow((void **)&s->kstrings, &scap, slen + nl + ml, 1) < 0)
+			break;
+		/* Offsets for now: kstrings moves as it grows. */
+		s->ksyms[s->nr_ksyms].addr = a;
+		s->ksyms[s->nr_ksyms].len = 0;
+		s->ksyms[s->nr_ksyms].name = (const char *)(uintptr_t)slen;
+		memcpy(s->kstrings + slen, name, nl);
+		slen += nl;
+		if (ml) {
+			s->ksyms[s->nr_ksyms].module = (const char *)(uintptr_t)slen;
+			snprintf(s->kstrings + slen, ml, "[%s]", mod);
+			slen += ml;
+		} else {
+			s->ksyms[s->nr_ksyms].module = NULL;
+		}
+		s->nr_ksyms++;
+	}
+	fclose(f);
+	/* Without kptr access every address reads 0: useless. */
+	if (!text && s->nr_ksyms && !s->ksyms[s->nr_ksyms - 1].addr) {
+		s->nr_ksyms = 0;
+		return -EPERM;
+	}
+	for (size_t i = 0; i < s->nr_ksyms; i++) {
+		struct ksym *k = &s->ksyms[i];
+
+		k->name = s->kstrings + (uintptr_t)k->name;
+		k->module = k->module ? s->kstrings + (uintptr_t)k->module : KERNEL_DSO;
+		/* kallsyms is this boot's layout; the file's may differ by KASLR. */
+		if (s->file_kernel_text && text)
+			k->addr += s->file_kernel_text - text;
+	}
+	qsort(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), ksym_cmp);
+	return 0;
+}
+
+static const struct ksym *ksym_at(const struct ksym *v, size_t nr, uint64_t addr)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (v[lo - 1].len && addr >= v[lo - 1].addr + v[lo - 1].len)
+		return NULL;
+	return &v[lo - 1];
+}
+
+static size_t resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *f)
+{
+	const struct ksym *k;
+
+	if (s->nr_bpf) {
+		if (!s->bpf_sorted) {
+			qsort(s->bpf, s->nr_bpf, sizeof(*s->bpf), ksym_cmp);
+			s->bpf_sorted = true;
+		}
+		k = ksym_at(s->bpf, s->nr_bpf, addr);
+		if (k) {
+			f->name = k->name;
+			f->module = k->module;
+			f->kind = SYM_BPF;
+			return 1;
+		}
+	}
+	f->module = KERNEL_DSO;
+	if (!s->kernel_checked) {
+		s->kernel_checked = true;
+		/* Names handed out for earlier files stay valid until __free(). */
+		if (s->kstrings && !grow((void **)&s->strs, &s->cap_strs, s->nr_strs + 1, sizeof(*s->strs)))
+			s->strs[s->nr_strs++] = s->kstrings;
+		else
+			free(s->kstrings);
+		free(s->ksyms);
+		s->ksyms = NULL;
+		s->kstrings = NULL;
+		s->nr_ksyms = 0;
+		s->kallsyms_ok = kernel_is_running_one(s) && load_kallsyms(s) == 0;
+	}
+	if (!s->kallsyms_ok || !(k = ksym_at(s->ksyms, s->nr_ksyms, addr)))
+		return 1;
+	/* Past the last symbol of the core kernel or a module's last: not ours. */
+	if (k == &s->ksyms[s->nr_ksyms - 1] && addr - k->addr > (1u << 20))
+		return 1;
+	f->name = k->name;
+	f->module = k->module;
+	f->kind = SYM_KERNEL;
+	return 1;
+}
+
+size_t symbolizer__resolve(struct symbolizer *s, uint32_t pid, uint64_t addr, bool kernel,
+			   bool return_addr, struct sym_frame *ret, size_t max)
+{
+	uint64_t a = return_addr && addr ? addr - 1 : addr;
+
+	if (!max)
+		return 0;
+	memset(ret, 0, sizeof(*ret));
+	ret->name = UNKNOWN;
+	ret->kind = SYM_UNKNOWN;
+	if (kernel)
+		return resolve_kernel(s, a, ret);
+	return resolve_user(s, pid, a, ret, max);
+}

@@ -29,6 +29,14 @@ struct pframe {
 	const char *file;       /* source file (NULL: no line information) */
 	unsigned line;
 	bool inlined;           /* a frame inlined into the next one up */
+	/*
+	 * Added after the first version (new fields only at the end): the
+	 * mapping the address fell in, for writers that name binaries
+	 * (pprof's Mapping).  Zero / NULL when no map holds the address.
+	 */
+	uint64_t map_start, map_end, map_pgoff;
+	const uint8_t *build_id; /* NULL: none known */
+	uint8_t build_id_len;
 };
 
 /* One sample's stack, leaf first, and what it weighs. */

@@ -141,6 +141,18 @@ tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# pprof's profile.proto (written out in tools/pprof.proto) to C with protoc-c;
+# generated code gets the library's flags, not our warnings.
+build/pprof.pb-c.c build/pprof.pb-c.h: tools/pprof.proto
+	@mkdir -p build
+	@$(if $(Q),echo "  PROTOC  $@")
+	$(Q)protoc-c --c_out=build --proto_path=tools $<
+build/pprof.pb-c.o: build/pprof.pb-c.c
+	$(Q)$(CC) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
+tools/pprof.o build-fuzz/fuzz-pprof: build/pprof.pb-c.h
+tools/pprof.o build-fuzz/fuzz-pprof: PR_CFLAGS += -Ibuild
+TOOLS_OBJS += build/pprof.pb-c.o
+
 # Their --version comes from VERSION above.
 daemon/main.o tools/main.o: Makefile
 

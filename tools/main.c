@@ -16,6 +16,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "recover", "FILE [-o OUT]", "rebuild a complete perf.data from a crashed recording's .tmp", cmd_recover },
 	{ "decompress", "IN OUT", "write a copy of IN without COMPRESSED records (for readers such as perfparser); IN may be - (stdin)", cmd_decompress },
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
+	{ "pprof", "[-e EVENT] [--pid N] [--comm C] [--cgroup CG] [--from T --to T] [-o OUT.pb.gz] FILE|DIR...", "write the samples as a gzip'ed pprof profile (go tool pprof, Pyroscope, Parca)", cmd_pprof },
 	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
 	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },
 	{ "rotate", "[--socket PATH] [--json]", "publish the current file now and start the next", cmd_ctl_simple },

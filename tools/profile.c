@@ -332,91 +332,214 @@ static const char *attr_event_name(const struct perfrec_pdreader_attr *a, char *
 	return buf;
 }
 
+/* A record held back until its round is sorted (a copy: the reader's may be scratch). */
+struct qrec {
+	uint64_t time, seq;
+	struct perf_event_header *rec;
+};
+
+struct queue {
+	struct qrec *v;
+	size_t nr, cap;
+	uint64_t seq;
+	uint64_t max_time;      /* largest time queued so far */
+	uint64_t limit;         /* flush up to here at the next round's end */
+};
+
+static int qrec_cmp(const void *a, const void *b)
+{
+	const struct qrec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct file_ctx {
+	struct perfrec_pdreader *r;
+	size_t nr_attrs;
+	bool all_ident;
+	char name_buf[64];
+};
+
+static const struct perfrec_pdreader_attr *record_attr(const struct file_ctx *fc, const struct perf_event_header *h)
+{
+	uint64_t id;
+
+	if (fc->nr_attrs == 1)
+		return perfrec_pdreader__attr(fc->r, 0);
+	if (fc->all_ident && perfrec_event__identifier(h, &id) == 0)
+		return perfrec_pdreader__attr_by_id(fc->r, id);
+	return NULL;
+}
+
+/* The record's time (sample or sample_id trailer); 0 when it has none. */
+static uint64_t record_time(const struct file_ctx *fc, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a = record_attr(fc, h);
+	struct perfrec_sample s;
+	struct perfrec_sample_id sid;
+
+	if (!a || !(a->attr.sample_type & PERF_SAMPLE_TIME))
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE)
+		return perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) == 0 ? s.time : 0;
+	if (!a->attr.sample_id_all)
+		return 0;
+	return perfrec_sample_id__parse(h, a->attr.sample_type, &sid) == 0 ? sid.time : 0;
+}
+
+/* One record, in time order. */
+static int process(struct walk *w, struct file_ctx *fc, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a;
+	const char *event;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		break;
+	case PERF_RECORD_COMM:
+		note_comm(w, h);
+		symbolizer__note_record(w->sym, h);
+		return 0;
+	case PERF_RECORD_FORK:
+		note_fork(w, h);
+		symbolizer__note_record(w->sym, h);
+		return 0;
+	case PERF_RECORD_CGROUP:
+		note_cgroup(w, h);
+		return 0;
+	default:
+		symbolizer__note_record(w->sym, h);
+		return 0;
+	}
+	a = record_attr(fc, h);
+	if (!a)
+		return 0;
+	event = intern(w, attr_event_name(a, fc->name_buf, sizeof(fc->name_buf)));
+	if (!event)
+		return -ENOMEM;
+	if (w->o->event && strcmp(event, w->o->event))
+		return 0;
+	return do_sample(w, a, event, h);
+}
+
+/* Process queued records up to @limit (all with UINT64_MAX), as perf's ordered events do. */
+static int flush(struct walk *w, struct file_ctx *fc, struct queue *q, uint64_t limit)
+{
+	size_t i, j = 0;
+	int ret = 0;
+
+	qsort(q->v, q->nr, sizeof(*q->v), qrec_cmp);
+	for (i = 0; i < q->nr && q->v[i].time <= limit; i++) {
+		if (!ret)
+			ret = process(w, fc, q->v[i].rec);
+		free(q->v[i].rec);
+	}
+	for (; i < q->nr; i++)
+		q->v[j++] = q->v[i];
+	q->nr = j;
+	return ret;
+}
+
+static int enqueue(struct queue *q, const struct perf_event_header *h, uint64_t time)
+{
+	struct qrec *e;
+
+	if (q->nr == q->cap) {
+		size_t n = q->cap ? q->cap * 2 : 1024;
+		struct qrec *v = reallocarray(q->v, n, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		q->v = v;
+		q->cap = n;
+	}
+	e = &q->v[q->nr];
+	e->rec = malloc(h->size);
+	if (!e->rec)
+		return -ENOMEM;
+	memcpy(e->rec, h, h->size);
+	e->time = time;
+	e->seq = q->seq++;
+	if (time > q->max_time)
+		q->max_time = time;
+	q->nr++;
+	return 0;
+}
+
+/*
+ * Records within a round are in per-CPU order, not time order: a process's
+ * exec and mmaps can sit after its first samples from another CPU.  As perf
+ * does, hold records back and, at each FINISHED_ROUND, process those up to
+ * the largest time the previous round had seen, sorted.
+ */
 static int walk_file(struct walk *w, const char *path)
 {
 	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
-	struct perfrec_pdreader *r = NULL;
+	struct file_ctx fc = { 0 };
+	struct queue q = { 0 };
 	const struct perf_event_header *h;
 	const void *data;
-	char name_buf[64];
-	size_t len, nr_attrs;
-	bool all_ident = true;
+	size_t len;
 	uint64_t off;
-	int ret;
+	int ret, r2;
 
-	ret = perfrec_pdreader__open(path, &ro, &r);
+	ret = perfrec_pdreader__open(path, &ro, &fc.r);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot open: %s\n", path, strerror(-ret));
 		return ret;
 	}
 	symbolizer__reset_maps(w->sym);
-	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BUILD_ID, &data, &len) == 0 &&
+	if (perfrec_pdreader__feature(fc.r, PERFREC_FEAT_BUILD_ID, &data, &len) == 0 &&
 	    symbolizer__add_build_ids(w->sym, data, len) < 0)
 		fprintf(stderr, "%s: the build-id table is malformed; using its entries before the damage\n", path);
 	w->have_clock = false;
-	if (perfrec_pdreader__feature(r, PERFREC_FEAT_CLOCK_DATA, &data, &len) == 0 && len >= 24) {
+	if (perfrec_pdreader__feature(fc.r, PERFREC_FEAT_CLOCK_DATA, &data, &len) == 0 && len >= 24) {
 		memcpy(&w->wall_ns, (const char *)data + 8, 8);
 		memcpy(&w->clock_ns, (const char *)data + 16, 8);
 		w->have_clock = true;
 	}
-	nr_attrs = perfrec_pdreader__nr_attrs(r);
-	for (size_t i = 0; i < nr_attrs; i++)
-		if (!(perfrec_pdreader__attr(r, i)->attr.sample_type & PERF_SAMPLE_IDENTIFIER))
-			all_ident = false;
+	fc.nr_attrs = perfrec_pdreader__nr_attrs(fc.r);
+	fc.all_ident = fc.nr_attrs > 0;
+	for (size_t i = 0; i < fc.nr_attrs; i++)
+		if (!(perfrec_pdreader__attr(fc.r, i)->attr.sample_type & PERF_SAMPLE_IDENTIFIER))
+			fc.all_ident = false;
 
-	while ((ret = perfrec_pdreader__next(r, &h, &off)) > 0) {
-		const struct perfrec_pdreader_attr *a = NULL;
-		const char *event;
-		uint64_t id;
-
-		switch (h->type) {
-		case PERF_RECORD_SAMPLE:
-			break;
-		case PERF_RECORD_COMM:
-			note_comm(w, h);
-			symbolizer__note_record(w->sym, h);
-			continue;
-		case PERF_RECORD_FORK:
-			note_fork(w, h);
-			symbolizer__note_record(w->sym, h);
-			continue;
-		case PERF_RECORD_CGROUP:
-			note_cgroup(w, h);
-			continue;
-		case PERFREC_RECORD_HEADER_BUILD_ID:
+	while ((ret = perfrec_pdreader__next(fc.r, &h, &off)) > 0) {
+		if (h->type == PERFREC_RECORD_FINISHED_ROUND) {
+			ret = flush(w, &fc, &q, q.limit);
+			q.limit = q.max_time;
+		} else if (h->type == PERFREC_RECORD_HEADER_BUILD_ID) {
 			symbolizer__add_build_ids(w->sym, h, h->size);
-			continue;
-		default:
-			symbolizer__note_record(w->sym, h);
-			continue;
+			ret = 0;
+		} else if (h->type < PERFREC_RECORD_HEADER_ATTR) {
+			ret = enqueue(&q, h, record_time(&fc, h));
+		} else {
+			ret = 0;
 		}
-		if (nr_attrs == 1)
-			a = perfrec_pdreader__attr(r, 0);
-		else if (all_ident && perfrec_event__identifier(h, &id) == 0)
-			a = perfrec_pdreader__attr_by_id(r, id);
-		if (!a)
-			continue;
-		event = intern(w, attr_event_name(a, name_buf, sizeof(name_buf)));
-		if (!event) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (w->o->event && strcmp(event, w->o->event))
-			continue;
-		ret = do_sample(w, a, event, h);
 		if (ret)
 			break;
 	}
+	/* What the file holds up to its end or its damage still counts. */
+	if (ret <= 0 && ret != -ENOMEM) {
+		r2 = flush(w, &fc, &q, UINT64_MAX);
+		if (r2)
+			ret = r2;
+	}
+	for (size_t i = 0; i < q.nr; i++)
+		free(q.v[i].rec);
 	if (ret < 0 && ret != -ENOMEM) {
 		uint64_t eoff;
-		const char *msg = perfrec_pdreader__error(r, &eoff);
+		const char *msg = perfrec_pdreader__error(fc.r, &eoff);
 
 		fprintf(stderr, "%s: damaged at offset %llu: %s\n", path, (unsigned long long)eoff,
 			*msg ? msg : strerror(-ret));
 	} else if (ret == -ENOMEM) {
 		fprintf(stderr, "%s: out of memory\n", path);
 	}
-	perfrec_pdreader__free(r);
+	free(q.v);
+	perfrec_pdreader__free(fc.r);
 	return ret;
 }
 

@@ -82,6 +82,7 @@ void config_exit(struct config *c)
 	free(c->directory);
 	free(c->prefix);
 	free(c->on_rotate);
+	free(c->buildid_cache);
 	free(c->user);
 	free(c->group);
 	free(c->socket);
@@ -415,6 +416,8 @@ static const struct simple_key {
 	K("output", "history", KEY_DURATION, history_usec, 0, "a duration (like 5min; 0: none)"),
 	K("output", "history-max", KEY_SIZE, history_max, 1ULL << 20, "a size of at least 1M (like 256M)"),
 	K("output", "on-rotate", KEY_STRING_OPT, on_rotate, 0, NULL),
+	K("output", "buildid-cache", KEY_STRING_OPT, buildid_cache, 0, NULL),
+	K("output", "buildid-cache-size", KEY_SIZE, buildid_cache_size, 1ULL << 20, "a size of at least 1M (like 2G)"),
 	KN("service", "user", KEY_STRING_OPT, user, NAMES_USER),
 	KN("service", "group", KEY_STRING_OPT, group, NAMES_GROUP),
 	KN("service", "control-group", KEY_STRING, control_group, NAMES_GROUP),

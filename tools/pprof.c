@@ -627,6 +627,7 @@ int cmd_pprof(int argc, char **argv)
 		{ "to", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "symfs", required_argument, NULL, 's' },
+		{ "buildid-dir", required_argument, NULL, 'B' },
 		{ "no-debuginfod", no_argument, NULL, 'N' },
 		{ "no-inline", no_argument, NULL, 'I' },
 		{}
@@ -663,6 +664,7 @@ int cmd_pprof(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 's': o.symfs = optarg; break;
+		case 'B': o.buildid_dir = optarg; break;
 		case 'N': o.no_debuginfod = true; break;
 		case 'I': o.no_inline = true; break;
 		default:

@@ -599,7 +599,7 @@ int profile_walk(const char *const *paths, size_t nr_paths, const struct profile
 {
 	struct symbolizer_opts so = {
 		.sz = sizeof(so), .symfs = o->symfs, .no_debuginfod = o->no_debuginfod,
-		.no_inline = o->no_inline, .buildid_dir = getenv("PERFREC_BUILDID_DIR"),
+		.no_inline = o->no_inline, .buildid_dir = o->buildid_dir,
 	};
 	struct walk w = { .o = o, .fn = fn, .ctx = ctx };
 	int ret = symbolizer__new(&so, &w.sym);

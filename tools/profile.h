@@ -60,6 +60,8 @@ struct profile_opts {
 	const char *symfs;      /* NULL: / */
 	bool no_debuginfod;     /* do not ask DEBUGINFOD_URLS servers */
 	bool no_inline;         /* do not expand inlined frames */
+	/* Added after the first version: a build-id cache (perf's layout) searched before ~/.debug; NULL: none */
+	const char *buildid_dir;
 };
 
 typedef int (*profile_stack_fn)(void *ctx, const struct pstack *s);

@@ -215,16 +215,20 @@ static void scan(const char *dir)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char sub[PATH_MAX + 8];
 		struct dirent *fe;
 		DIR *s;
+		int fd;
 
 		if (strlen(de->d_name) != 2)
 			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", top, de->d_name);
-		s = opendir(sub);
-		if (!s)
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
 			continue;
+		s = fdopendir(fd);
+		if (!s) {
+			close(fd);
+			continue;
+		}
 		while ((fe = readdir(s))) {
 			char name[2 * BID_MAX + 1];
 			uint8_t bid[BID_MAX];

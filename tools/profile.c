@@ -430,6 +430,8 @@ static int flush(struct walk *w, struct file_ctx *fc, struct queue *q, uint64_t 
 	size_t i, j = 0;
 	int ret = 0;
 
+	if (!q->nr)
+		return 0;
 	qsort(q->v, q->nr, sizeof(*q->v), qrec_cmp);
 	for (i = 0; i < q->nr && q->v[i].time <= limit; i++) {
 		if (!ret)

@@ -698,7 +698,7 @@ int cmd_pprof(int argc, char **argv)
 	if (r < 0) {
 		unlink(tmp);
 		if (r != -ENODATA)
-			fprintf(stderr, "perfrecctl pprof: cannot write %s: %s\n", out, strerror(-r));
+			fprintf(stderr, "perfrecctl pprof: %s not written: %s\n", out, strerror(-r));
 		return EXIT_BAD;
 	}
 	fprintf(stderr, "%s: %zu samples\n", out, n);

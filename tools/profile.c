@@ -55,6 +55,7 @@ struct walk {
 	size_t strs_cap, strs_used;
 
 	/* per file */
+	uint64_t unreadable;    /* samples too short for their attr, or of no known attr */
 	bool have_clock;
 	uint64_t wall_ns, clock_ns;
 };
@@ -277,8 +278,10 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 	bool first = true;
 	int r;
 
-	if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) < 0)
-		return 0;  /* pdreader's checks name such records; a profile skips them */
+	if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) < 0) {
+		w->unreadable++;  /* left out, and counted for the file's warning */
+		return 0;
+	}
 	if (o->pid >= 0 && s.pid != (uint64_t)o->pid)
 		return 0;
 	ce = comm_slot(w, s.tid, false);
@@ -414,8 +417,10 @@ static int process(struct walk *w, struct file_ctx *fc, const struct perf_event_
 		return 0;
 	}
 	a = record_attr(fc, h);
-	if (!a)
+	if (!a) {
+		w->unreadable++;
 		return 0;
+	}
 	event = intern(w, attr_event_name(a, fc->name_buf, sizeof(fc->name_buf)));
 	if (!event)
 		return -ENOMEM;
@@ -497,6 +502,7 @@ static int walk_file(struct walk *w, const char *path)
 	    symbolizer__add_build_ids(w->sym, data, len) < 0)
 		fprintf(stderr, "%s: the build-id table is malformed; using its entries before the damage\n", path);
 	w->have_clock = false;
+	w->unreadable = 0;
 	if (perfrec_pdreader__feature(fc.r, PERFREC_FEAT_CLOCK_DATA, &data, &len) == 0 && len >= 24) {
 		memcpy(&w->wall_ns, (const char *)data + 8, 8);
 		memcpy(&w->clock_ns, (const char *)data + 16, 8);
@@ -531,6 +537,9 @@ static int walk_file(struct walk *w, const char *path)
 	}
 	for (size_t i = 0; i < q.nr; i++)
 		free(q.v[i].rec);
+	if (w->unreadable)
+		fprintf(stderr, "%s: %llu damaged samples (too short for their event, or of no event the file declares) left out\n",
+			path, (unsigned long long)w->unreadable);
 	if (ret < 0 && ret != -ENOMEM) {
 		uint64_t eoff;
 		const char *msg = perfrec_pdreader__error(fc.r, &eoff);

@@ -74,6 +74,21 @@ struct path_bid {
 	uint8_t len;
 };
 
+#define ACACHE_FRAMES 16
+
+struct aframe {
+	const char *name, *file;
+	unsigned line;
+	bool inlined;
+};
+
+struct acache_ent {
+	const struct dso *d;         /* NULL: empty slot */
+	uint64_t a;
+	size_t first;                /* in aframes */
+	uint8_t n;                   /* 0: nothing there */
+};
+
 typedef void *(*dbgd_begin_fn)(void);
 typedef int (*dbgd_find_fn)(void *, const unsigned char *, int, char **);
 typedef void (*dbgd_end_fn)(void *);
@@ -101,6 +116,12 @@ struct symbolizer {
 	struct ksym *bpf;
 	size_t nr_bpf, cap_bpf;
 	bool bpf_sorted;
+
+	/* resolved user addresses (addr_cached()) */
+	struct acache_ent *acache;
+	size_t acache_cap, acache_used;
+	struct aframe *aframes;
+	size_t nr_aframes, aframes_cap;
 
 	/* strings made here (BPF names, interned module names) */
 	char **strs;
@@ -195,6 +216,8 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->ksyms);
 	free(s->kstrings);
 	free(s->bpf);
+	free(s->acache);
+	free(s->aframes);
 	for (size_t i = 0; i < s->nr_strs; i++)
 		free(s->strs[i]);
 	free(s->strs);
@@ -683,6 +706,13 @@ static void dso_load(struct symbolizer *s, struct dso *d)
 
 /* --- user addresses ----------------------------------------------------- */
 
+static size_t acache_hash(const struct dso *d, uint64_t a)
+{
+	uint64_t h = (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull ^ a * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
 static const char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
@@ -757,15 +787,106 @@ static size_t resolve_inlines(struct dso *d, Dwarf_Addr a, const char *outer, st
 	return n + 1;
 }
 
+/* Names, inlined frames and lines at @a of @d's module; 0 when no symbol holds it. */
+static size_t lookup_dwfl(struct symbolizer *s, struct dso *d, Dwarf_Addr a, struct sym_frame *f, size_t max)
+{
+	GElf_Off symoff;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(d->mod, a, &symoff, &sym, NULL, NULL, NULL);
+
+	if (!name)
+		return 0;
+	if (s->o.no_inline || max < 2) {
+		Dwfl_Line *l = dwfl_module_getsrc(d->mod, a);
+		int line = 0;
+
+		f[0].name = name;
+		if (l) {
+			f[0].file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+			f[0].line = line > 0 ? (unsigned)line : 0;
+		}
+		return 1;
+	}
+	return resolve_inlines(d, a, name, f, max);
+}
+
+/*
+ * lookup_dwfl() once per (binary, address): dwfl_module_addrinfo() scans
+ * the symbol table and DWARF scopes are walked per call, while a profile
+ * asks for the same hot addresses thousands of times.
+ */
+static size_t addr_cached(struct symbolizer *s, struct dso *d, Dwarf_Addr a, struct sym_frame *f, size_t max)
+{
+	struct sym_frame tmp[ACACHE_FRAMES];
+	struct acache_ent *e;
+	size_t i, mask, n;
+
+	if (max > ACACHE_FRAMES)
+		max = ACACHE_FRAMES;
+	if ((s->acache_used + 1) * 2 > s->acache_cap) {
+		size_t ncap = s->acache_cap ? s->acache_cap * 2 : 4096;
+		struct acache_ent *t = calloc(ncap, sizeof(*t));
+
+		if (!t)
+			return lookup_dwfl(s, d, a, f, max);
+		for (size_t j = 0; j < s->acache_cap; j++) {
+			struct acache_ent *o = &s->acache[j];
+
+			if (!o->d)
+				continue;
+			for (i = acache_hash(o->d, o->a) & (ncap - 1); t[i].d; i = (i + 1) & (ncap - 1))
+				;
+			t[i] = *o;
+		}
+		free(s->acache);
+		s->acache = t;
+		s->acache_cap = ncap;
+	}
+	mask = s->acache_cap - 1;
+	for (i = acache_hash(d, a) & mask; s->acache[i].d; i = (i + 1) & mask) {
+		e = &s->acache[i];
+		if (e->d != d || e->a != a)
+			continue;
+		n = e->n < max ? e->n : max;
+		for (size_t k = 0; k < n; k++) {
+			if (k)
+				memset(&f[k], 0, sizeof(f[k]));
+			f[k].name = s->aframes[e->first + k].name;
+			f[k].file = s->aframes[e->first + k].file;
+			f[k].line = s->aframes[e->first + k].line;
+			f[k].inlined = s->aframes[e->first + k].inlined;
+		}
+		return n;
+	}
+	memcpy(tmp, f, sizeof(tmp[0]));
+	n = lookup_dwfl(s, d, a, tmp, max);
+	for (size_t k = 0; k < n; k++) {
+		if (k)
+			memset(&f[k], 0, sizeof(f[k]));
+		f[k].name = tmp[k].name;
+		f[k].file = tmp[k].file;
+		f[k].line = tmp[k].line;
+		f[k].inlined = tmp[k].inlined;
+	}
+	if (grow((void **)&s->aframes, &s->aframes_cap, s->nr_aframes + (n ? n : 1), sizeof(*s->aframes)) < 0)
+		return n;
+	e = &s->acache[i];
+	e->d = d;
+	e->a = a;
+	e->n = (uint8_t)n;
+	e->first = s->nr_aframes;
+	for (size_t k = 0; k < n; k++)
+		s->aframes[s->nr_aframes++] = (struct aframe){ tmp[k].name, tmp[k].file, tmp[k].line, tmp[k].inlined };
+	s->acache_used++;
+	return n;
+}
+
 static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struct sym_frame *f, size_t max)
 {
 	struct proc *p = proc_find(s, pid, false);
 	const struct map *m = p ? proc_map_at(p, addr) : NULL;
 	struct dso *d;
 	uint64_t off;
-	GElf_Off symoff;
-	GElf_Sym sym;
-	const char *name;
 	Dwarf_Addr a = 0;
 	bool have = false;
 	size_t n;
@@ -793,22 +914,7 @@ static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, st
 	}
 	if (!have)
 		return 1;
-	name = dwfl_module_addrinfo(d->mod, a, &symoff, &sym, NULL, NULL, NULL);
-	if (!name)
-		return 1;
-	if (s->o.no_inline || max < 2) {
-		Dwfl_Line *l = dwfl_module_getsrc(d->mod, a);
-		int line = 0;
-
-		f[0].name = name;
-		f[0].kind = SYM_USER;
-		if (l) {
-			f[0].file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-			f[0].line = line > 0 ? (unsigned)line : 0;
-		}
-		return 1;
-	}
-	n = resolve_inlines(d, a, name, f, max);
+	n = addr_cached(s, d, a, f, max);
 	for (size_t i = 0; i < n; i++) {
 		f[i].kind = SYM_USER;
 		if (i) {
@@ -820,7 +926,7 @@ static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, st
 			f[i].build_id_len = f[0].build_id_len;
 		}
 	}
-	return n;
+	return n ? n : 1;
 }
 
 /* --- kernel addresses --------------------------------------------------- */

@@ -47,6 +47,16 @@ struct dso {
 	GElf_Addr bias;
 	struct load loads[MAX_LOADS];
 	unsigned nr_loads;
+	/* functions by address (build_syms()); names borrowed from dwfl */
+	struct fsym *syms;
+	size_t nr_syms;
+};
+
+struct fsym {
+	uint64_t addr, size;
+	const char *name;
+	uint8_t bind;           /* GLOBAL 2, WEAK 1, LOCAL 0 */
+	int idx;                /* in the symbol table: ties keep its order */
 };
 
 struct map {
@@ -189,6 +199,7 @@ static void dso_free(struct dso *d)
 		return;
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
+	free(d->syms);
 	free(d->path);
 	free(d);
 }
@@ -664,6 +675,92 @@ static const Dwfl_Callbacks dwfl_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
+static unsigned underscores(const char *n)
+{
+	unsigned u = 0;
+
+	while (n[u] == '_')
+		u++;
+	return u;
+}
+
+static int fsym_cmp(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/*
+	 * Of aliases, the one perf's symbol choice names: sized, global over
+	 * weak over local, the fewest leading underscores, the longest name.
+	 */
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	if (x->bind != y->bind)
+		return x->bind > y->bind ? -1 : 1;
+	if (underscores(x->name) != underscores(y->name))
+		return underscores(x->name) < underscores(y->name) ? -1 : 1;
+	if (strlen(x->name) != strlen(y->name))
+		return strlen(x->name) > strlen(y->name) ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * The module's functions sorted by address, once: dwfl_module_addrinfo()
+ * scans the whole symbol table (.symtab, .dynsym, .gnu_debugdata) on every
+ * call.  NULL syms: fall back to it.
+ */
+static void build_syms(struct dso *d)
+{
+	int n = dwfl_module_getsymtab(d->mod);
+	size_t cap = n > 0 ? (size_t)n : 0;
+
+	if (n <= 0 || !(d->syms = calloc(cap, sizeof(*d->syms))))
+		return;
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(d->mod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		/* Assembly entry points (ld.so's _start) are often NOTYPE. */
+		if (!name || !*name || !addr || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		d->syms[d->nr_syms++] = (struct fsym){ addr, sym.st_size, name,
+						       GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 2 :
+						       GELF_ST_BIND(sym.st_info) == STB_WEAK ? 1 : 0, i };
+	}
+	qsort(d->syms, d->nr_syms, sizeof(*d->syms), fsym_cmp);
+}
+
+/* The function holding @a (sized symbols; a size-0 one only up to the next symbol). */
+static const char *sym_at(const struct dso *d, uint64_t a)
+{
+	size_t lo = 0, hi = d->nr_syms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->syms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo - 1: the last starting at or before @a; nested or overlapping ones just before it. */
+	for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++) {
+		const struct fsym *f = &d->syms[i];
+
+		if (f->size ? a < f->addr + f->size : f->addr == d->syms[lo - 1].addr) {
+			/* the first of its address: the global name of aliases */
+			while (i > 0 && d->syms[i - 1].addr == f->addr && (!d->syms[i - 1].size || a < d->syms[i - 1].addr + d->syms[i - 1].size))
+				f = &d->syms[--i];
+			return f->name;
+		}
+	}
+	return NULL;
+}
+
 static void dso_load(struct symbolizer *s, struct dso *d)
 {
 	char path[PATH_MAX];
@@ -700,6 +797,7 @@ static void dso_load(struct symbolizer *s, struct dso *d)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
 			d->loads[d->nr_loads++] = (struct load){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
 	}
+	build_syms(d);
 	d->found = true;
 	s->found++;
 }
@@ -792,7 +890,7 @@ static size_t lookup_dwfl(struct symbolizer *s, struct dso *d, Dwarf_Addr a, str
 {
 	GElf_Off symoff;
 	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(d->mod, a, &symoff, &sym, NULL, NULL, NULL);
+	const char *name = d->syms ? sym_at(d, a) : dwfl_module_addrinfo(d->mod, a, &symoff, &sym, NULL, NULL, NULL);
 
 	if (!name)
 		return 0;

@@ -191,6 +191,15 @@ static void note_cgroup(struct walk *w, const struct perf_event_header *h)
 		w->nr_cgroups++;
 }
 
+/* The path of cgroup @id, or NULL. */
+static const char *cgroup_path(const struct walk *w, uint64_t id)
+{
+	for (size_t i = w->nr_cgroups; i-- > 0;)
+		if (w->cgroups[i].id == id)
+			return w->cgroups[i].path;
+	return NULL;
+}
+
 /* The sample's cgroup is @want or below it. */
 static bool cgroup_matches(const struct walk *w, uint64_t id, const char *want)
 {
@@ -319,6 +328,8 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 		.event = event, .frames = w->frames, .nr_frames = nr, .period = s.period,
 		.pid = s.pid, .tid = s.tid, .comm = ce ? ce->comm : NULL,
 		.time = s.time, .wall_ns = wall,
+		.cpu = (a->attr.sample_type & PERF_SAMPLE_CPU) ? s.cpu : UINT32_MAX,
+		.cgroup = (a->attr.sample_type & PERF_SAMPLE_CGROUP) ? cgroup_path(w, s.cgroup) : NULL,
 	};
 	return w->fn(w->ctx, &st);
 }

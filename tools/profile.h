@@ -49,6 +49,9 @@ struct pstack {
 	const char *comm;
 	uint64_t time;          /* sample clock */
 	uint64_t wall_ns;       /* the same instant in wall-clock ns (0: file has no clock data) */
+	/* Added after the first version (at the end): */
+	uint32_t cpu;           /* (uint32_t)-1: the sample does not say */
+	const char *cgroup;     /* the task's cgroup path (NULL: not recorded) */
 };
 
 struct profile_opts {

@@ -139,7 +139,15 @@ struct fn_row { int64_t name, file; };
 struct map_row { uint64_t start, limit, off; int64_t file, bid; };
 struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
 struct line_row { uint64_t fn; int64_t line; };
-struct sample_row { size_t first_loc, nr_locs; uint32_t event, pid, tid; int64_t comm; uint64_t count, period; };
+struct sample_row {
+	size_t first_loc, nr_locs;
+	uint32_t event, pid, tid, cpu;
+	int64_t comm, cgroup;
+	uint64_t count, period;
+};
+
+#define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
+#define NR_LABELS 5
 
 struct pprof {
 	struct table strtab, fntab, maptab, loctab, smptab;
@@ -310,14 +318,13 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	size_t idx, i = 0, keylen;
 	bool created;
 	int ev = event_idx(p, s->event);
-	int64_t comm = str_id(p, s->comm);
+	int64_t comm = str_id(p, s->comm), cgroup = str_id(p, s->cgroup);
 	uint64_t *key;
 
-	if (ev < 0 || comm < 0)
+	if (ev < 0 || comm < 0 || cgroup < 0)
 		return -ENOMEM;
-	/* key: event, pid, tid, comm, then the location ids */
 	p->stack.nr = 0;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < KEY_HEAD; k++)
 		if (!vec_push(&p->stack))
 			return -ENOMEM;
 	key = p->stack.v;
@@ -325,6 +332,8 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	key[1] = s->pid;
 	key[2] = s->tid;
 	key[3] = (uint64_t)comm;
+	key[4] = s->cpu;
+	key[5] = (uint64_t)cgroup;
 	while (i < s->nr_frames) {
 		size_t n = 1;
 		int64_t l;
@@ -350,9 +359,11 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 		row->pid = s->pid;
 		row->tid = s->tid;
 		row->comm = comm;
+		row->cpu = s->cpu;
+		row->cgroup = cgroup;
 		row->first_loc = p->sample_locs.nr;
-		row->nr_locs = p->stack.nr - 4;
-		for (size_t k = 4; k < p->stack.nr; k++) {
+		row->nr_locs = p->stack.nr - KEY_HEAD;
+		for (size_t k = KEY_HEAD; k < p->stack.nr; k++) {
 			if (!(id = vec_push(&p->sample_locs)))
 				return -ENOMEM;
 			*id = VEC_AT(p->stack, uint64_t, k);
@@ -394,20 +405,22 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	Perfrec__Pprof__ValueType *vt = calloc(ncols, sizeof(*vt)), **vtp = calloc(ncols, sizeof(*vtp));
 	Perfrec__Pprof__ValueType period_type = PERFREC__PPROF__VALUE_TYPE__INIT;
 	Perfrec__Pprof__Sample *sm = calloc(p->samples.nr + 1, sizeof(*sm)), **smp = calloc(p->samples.nr + 1, sizeof(*smp));
-	Perfrec__Pprof__Label *lb = calloc(3 * p->samples.nr + 1, sizeof(*lb)), **lbp = calloc(3 * p->samples.nr + 1, sizeof(*lbp));
+	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lb));
+	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lbp));
 	int64_t *vals = calloc(ncols * p->samples.nr + 1, sizeof(*vals));
 	Perfrec__Pprof__Mapping *mp = calloc(p->maps.nr + 1, sizeof(*mp)), **mpp = calloc(p->maps.nr + 1, sizeof(*mpp));
 	Perfrec__Pprof__Location *lc = calloc(p->locs.nr + 1, sizeof(*lc)), **lcp = calloc(p->locs.nr + 1, sizeof(*lcp));
 	Perfrec__Pprof__Line *ln = calloc(p->lines.nr + 1, sizeof(*ln)), **lnp = calloc(p->lines.nr + 1, sizeof(*lnp));
 	Perfrec__Pprof__Function *fn = calloc(p->fns.nr + 1, sizeof(*fn)), **fnp = calloc(p->fns.nr + 1, sizeof(*fnp));
 	int64_t k_pid = str_id(p, "pid"), k_tid = str_id(p, "tid"), k_comm = str_id(p, "comm");
+	int64_t k_cpu = str_id(p, "cpu"), k_cgroup = str_id(p, "cgroup");
 	int64_t default_type = -1;
 	size_t len;
 	uint8_t *buf;
 	int ret = -ENOMEM;
 
 	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
-	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0)
+	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0 || k_cpu < 0 || k_cgroup < 0)
 		goto out;
 	for (size_t e = 0; e < ncols / 2; e++) {
 		const char *ct, *pt, *unit, *ev = nev ? VEC_AT(p->strs, const char *, VEC_AT(p->events, int64_t, e)) : "cpu-clock";
@@ -454,20 +467,44 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		sm[i].value = &vals[ncols * i];
 		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
 		vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
-		for (int k = 0; k < 3; k++) {
-			Perfrec__Pprof__Label *l = &lb[3 * i + k];
+		{
+			Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
+			size_t nl = 0;
 
-			perfrec__pprof__label__init(l);
-			lbp[3 * i + k] = l;
+			for (int k = 0; k < NR_LABELS; k++) {
+				perfrec__pprof__label__init(&l[k]);
+				lbp[NR_LABELS * i + k] = &l[k];
+			}
+			l[nl].key = k_pid;
+			l[nl++].num = r->pid;
+			l[nl].key = k_tid;
+			l[nl++].num = r->tid;
+			if (r->comm) {
+				l[nl].key = k_comm;
+				l[nl++].str = r->comm;
+			}
+			/*
+			 * A string: pprof's readers drop a numeric label whose
+			 * value is 0 and has no unit, and CPU 0 is no less a CPU.
+			 */
+			if (r->cpu != UINT32_MAX) {
+				char c[16];
+				int64_t id;
+
+				snprintf(c, sizeof(c), "%u", r->cpu);
+				id = str_id(p, c);
+				if (id < 0)
+					goto out;
+				l[nl].key = k_cpu;
+				l[nl++].str = id;
+			}
+			if (r->cgroup) {
+				l[nl].key = k_cgroup;
+				l[nl++].str = r->cgroup;
+			}
+			sm[i].n_label = nl;
+			sm[i].label = &lbp[NR_LABELS * i];
 		}
-		lb[3 * i].key = k_pid;
-		lb[3 * i].num = r->pid;
-		lb[3 * i + 1].key = k_tid;
-		lb[3 * i + 1].num = r->tid;
-		lb[3 * i + 2].key = k_comm;
-		lb[3 * i + 2].str = r->comm;
-		sm[i].n_label = r->comm ? 3 : 2;
-		sm[i].label = &lbp[3 * i];
 		smp[i] = &sm[i];
 	}
 	prof.n_sample = p->samples.nr;

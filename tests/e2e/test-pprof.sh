@@ -57,6 +57,20 @@ go tool pprof -traces "$T/p.pb.gz" 2>/dev/null >"$T/traces"
 awk '/hot_function$/ { getline; if ($1 == "caller_function") found = 1 } END { exit !found }' "$T/traces" \
 	|| { grep -m1 -A5 hot_function "$T/traces"; fail "-traces shows no caller_function below hot_function"; }
 
+# Labels: samples per CPU as perf script counts them.
+go tool pprof -tags -sample_index=samples "$T/p.pb.gz" 2>/dev/null \
+	| awk '/^ *[a-z]+: Total/ { on = ($1 == "cpu:") } on && /%\): [0-9]+$/ { print $NF, $1 + 0 }' | sort -n >"$T/cpu.pprof"
+perf script -i "$f" -F cpu 2>/dev/null | tr -d '[] ' | sort -n | uniq -c | awk '{ print $2 + 0, $1 }' >"$T/cpu.perf"
+[ -s "$T/cpu.perf" ] || fail "perf script shows no CPUs"
+diff "$T/cpu.perf" "$T/cpu.pprof" || fail "samples per cpu label differ from perf script's"
+
+# A window after the recording keeps nothing (and says so); one around it keeps all.
+"$PERFRECCTL" pprof --from 4000000000 -o "$T/none.pb.gz" "$f" 2>"$T/none.err" && fail "an empty window wrote a profile"
+grep -q "no samples" "$T/none.err" || { cat "$T/none.err"; fail "an empty window is not named"; }
+"$PERFRECCTL" pprof --from 1000000000 --to 4000000000 -o "$T/all.pb.gz" "$f" 2>/dev/null || fail "a window around the recording failed"
+ours=$(go tool pprof -top -sample_index=samples "$T/all.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')
+[ "$ours" = "$(perf_samples "$f")" ] || fail "a window around the recording kept $ours samples"
+
 # --pid: exactly the samples perf script shows for that process.
 "$PERFRECCTL" pprof --pid "$wpid" -o "$T/pid.pb.gz" "$f" 2>"$T/pprof.err" || { cat "$T/pprof.err"; fail "pprof --pid failed"; }
 ours=$(go tool pprof -top -sample_index=samples "$T/pid.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')

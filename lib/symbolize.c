@@ -120,6 +120,10 @@ struct symbolizer {
 	/* kernel */
 	bool kernel_checked, kallsyms_ok;
 	uint64_t file_kernel_text;   /* the file's kernel map pgoff (_text), 0: none */
+	uint8_t kernel_bid[PERFREC_BUILD_ID_MAX]; /* from the kernel map's MMAP2 */
+	uint8_t kernel_bid_len;
+	struct ksym *kmods;          /* the file's module maps: name the module when kallsyms cannot */
+	size_t nr_kmods, cap_kmods;
 	struct ksym *ksyms;
 	size_t nr_ksyms;
 	char *kstrings;
@@ -227,6 +231,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->ksyms);
 	free(s->kstrings);
 	free(s->bpf);
+	free(s->kmods);
 	free(s->acache);
 	free(s->aframes);
 	for (size_t i = 0; i < s->nr_strs; i++)
@@ -244,6 +249,8 @@ void symbolizer__reset_maps(struct symbolizer *s)
 {
 	procs_clear(s);
 	s->file_kernel_text = 0;
+	s->kernel_bid_len = 0;
+	s->nr_kmods = 0;
 	s->kernel_checked = false;
 	s->nr_bpf = 0;
 	for (size_t i = 0; i < s->nr_pbids; i++)
@@ -454,6 +461,26 @@ static bool is_kernel_map_name(const char *name)
 	return !strncmp(name, KERNEL_DSO, sizeof(KERNEL_DSO) - 1);
 }
 
+/* "[xfs]" for /lib/modules/.../xfs.ko(.xz) or [xfs], as perf names modules. */
+static const char *module_name(const char *path)
+{
+	static __thread char buf[64];
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	if (path[0] == '[')
+		return path;
+	b = b ? b + 1 : path;
+	n = strcspn(b, ".");
+	if (n > sizeof(buf) - 3)
+		n = sizeof(buf) - 3;
+	snprintf(buf, sizeof(buf), "[%.*s]", (int)n, b);
+	for (char *p = buf; *p; p++)
+		if (*p == '-')
+			*p = '_';
+	return buf;
+}
+
 static void note_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		     const char *name, const uint8_t *bid, uint8_t bid_len)
 {
@@ -461,9 +488,19 @@ static void note_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_
 	struct dso *d;
 
 	if (pid == UINT32_MAX) {
-		/* The kernel's own map; modules are resolved through kallsyms. */
-		if (is_kernel_map_name(name))
+		/* The kernel's own map and its modules': symbols come from kallsyms. */
+		const char *kept;
+
+		if (is_kernel_map_name(name)) {
 			s->file_kernel_text = pgoff;
+			if (bid_len) {
+				memcpy(s->kernel_bid, bid, bid_len);
+				s->kernel_bid_len = bid_len;
+			}
+		} else if (len && !grow((void **)&s->kmods, &s->cap_kmods, s->nr_kmods + 1, sizeof(*s->kmods)) &&
+			   (kept = keep_str(s, module_name(name)))) {
+			s->kmods[s->nr_kmods++] = (struct ksym){ .addr = start, .len = len, .name = kept, .module = kept };
+		}
 		return;
 	}
 	if (!bid_len && (pb = pbid_find(s, name))) {
@@ -1043,6 +1080,8 @@ static bool kernel_is_running_one(struct symbolizer *s)
 
 	if (n <= 0)
 		return false;
+	if (s->kernel_bid_len)
+		return s->kernel_bid_len == n && !memcmp(s->kernel_bid, id, (size_t)n);
 	for (size_t i = 0; i < s->nr_pbids; i++)
 		if (is_kernel_map_name(s->pbids[i].path))
 			return s->pbids[i].len == n && !memcmp(s->pbids[i].bid, id, n);
@@ -1159,8 +1198,13 @@ static size_t resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_fra
 		s->nr_ksyms = 0;
 		s->kallsyms_ok = kernel_is_running_one(s) && load_kallsyms(s) == 0;
 	}
-	if (!s->kallsyms_ok || !(k = ksym_at(s->ksyms, s->nr_ksyms, addr)))
+	if (!s->kallsyms_ok || !(k = ksym_at(s->ksyms, s->nr_ksyms, addr))) {
+		/* Another kernel's address: at least its module, from the file's maps. */
+		for (size_t i = 0; i < s->nr_kmods; i++)
+			if (addr >= s->kmods[i].addr && addr - s->kmods[i].addr < s->kmods[i].len)
+				f->module = s->kmods[i].module;
 		return 1;
+	}
 	/* Past the last symbol of the core kernel or a module's last: not ours. */
 	if (k == &s->ksyms[s->nr_ksyms - 1] && addr - k->addr > (1u << 20))
 		return 1;

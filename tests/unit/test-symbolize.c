@@ -453,6 +453,27 @@ Test(symbolize, other_kernels_addresses_stay_unknown)
 	symbolizer__resolve(s, 1, 0xffffffff81000150ull, true, false, f, 2);
 	cr_assert_str_eq(f[0].name, "[unknown]");
 	cr_assert_str_eq(f[0].module, "[kernel.kallsyms]");
+	/* A module's address: the file's module map still names the module. */
+	{
+		uint8_t buf[256];
+		struct perf_event_header *h = (void *)buf;
+		uint32_t pid = UINT32_MAX;
+		uint64_t start = 0xffffffffc0100000ull, len = 0x10000, zero = 0;
+
+		memset(buf, 0, 40);
+		h->type = PERF_RECORD_MMAP;
+		h->misc = PERF_RECORD_MISC_KERNEL;
+		memcpy(buf + 8, &pid, 4);
+		memcpy(buf + 12, &pid, 4);
+		memcpy(buf + 16, &start, 8);
+		memcpy(buf + 24, &len, 8);
+		memcpy(buf + 32, &zero, 8);
+		h->size = (uint16_t)put_name(buf, 40, "/lib/modules/6.1.0/kernel/fs/xfs/nfs-lock.ko.xz");
+		symbolizer__note_record(s, h);
+	}
+	symbolizer__resolve(s, 1, 0xffffffffc0100010ull, true, false, f, 2);
+	cr_assert_str_eq(f[0].name, "[unknown]");
+	cr_assert_str_eq(f[0].module, "[nfs_lock]");
 	symbolizer__free(s);
 	fake_kernel_rm(&k);
 }

@@ -142,8 +142,9 @@ tools/%.o: tools/%.c $(wildcard tools/*.h lib/include/perfrec/*.h)
 	$(Q)$(CC) $(PR_CFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # pprof's profile.proto (written out in tools/pprof.proto) to C with protoc-c;
-# generated code gets the library's flags, not our warnings.
-build/pprof.pb-c.c build/pprof.pb-c.h: tools/pprof.proto
+# generated code gets the library's flags, not our warnings.  A pattern
+# rule, so that make knows one protoc-c run makes both files (-j).
+build/%.pb-c.c build/%.pb-c.h: tools/%.proto
 	@mkdir -p build
 	@$(if $(Q),echo "  PROTOC  $@")
 	$(Q)protoc-c --c_out=build --proto_path=tools $<

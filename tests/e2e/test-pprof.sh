@@ -39,7 +39,9 @@ perf report -i "$f" --stdio --no-children -g none --sort sym 2>/dev/null \
 	| awk '/^ +[0-9.]+%/ && $2 ~ /^\[[.k]\]$/ && $3 !~ /^0x/ && NF == 3 { sub("%", "", $1); s[$3] += $1 }
 		END { for (n in s) if (s[n] >= 1) printf "%s %.2f\n", n, s[n] }' >"$T/perf.top"
 grep -q '^hot_function ' "$T/perf.top" || { cat "$T/perf.top"; fail "perf report does not show hot_function"; }
-go tool pprof -top -sample_index=cpu -nodefraction=0 -nodecount=100000 "$T/p.pb.gz" 2>/dev/null \
+# perf report charges inlined code to the function it is inlined into;
+# the profile has inlined frames, which pprof's -noinlines folds the same way.
+go tool pprof -top -noinlines -sample_index=cpu -nodefraction=0 -nodecount=100000 "$T/p.pb.gz" 2>/dev/null \
 	| awk '$2 ~ /%$/ && NF == 6 { sub("%", "", $2); print $6, $2 }' >"$T/pprof.top"
 n=0
 while read -r sym share; do

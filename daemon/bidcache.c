@@ -39,6 +39,7 @@
 
 #include <linux/perf_event.h>
 #include <perfrec/buildid.h>
+#include <perfrec/pdreader.h>
 
 #include "bidcache.h"
 #include "log.h"
@@ -196,6 +197,8 @@ static void evict(const char *dir, uint64_t max_bytes)
 		entry_path(dir, bc.entries[old].bid, bc.entries[old].bid_len, path, sizeof(path));
 		if (unlink(path) < 0 && errno != ENOENT)
 			log_warning("Build-id cache: cannot remove %s: %m", path);
+		else if (strlen(path) + sizeof(".uploaded") <= sizeof(path))
+			unlink(strcat(path, ".uploaded"));
 		else
 			log_debug("Build-id cache: evicted %s", path);
 		bc.total -= bc.entries[old].size;
@@ -508,6 +511,93 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	pthread_cond_broadcast(&bc.cond);
 out:
 	pthread_mutex_unlock(&bc.lock);
+}
+
+/* Has @entry gone to @key already?  Its marker holds the last key it went to. */
+static bool shipped(const char *entry, const char *key)
+{
+	char marker[PATH_MAX + 16], old[1024];
+	ssize_t n;
+	int fd;
+
+	snprintf(marker, sizeof(marker), "%s.uploaded", entry);
+	fd = open(marker, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, old, sizeof(old) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	old[n] = 0;
+	return !strcmp(old, key);
+}
+
+static void mark_shipped(const char *entry, const char *key)
+{
+	char marker[PATH_MAX + 16];
+	int fd;
+
+	snprintf(marker, sizeof(marker), "%s.uploaded", entry);
+	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;   /* shipped again next time: harmless */
+	if (write(fd, key, strlen(key)) < 0)
+		log_debug("Build-id cache: cannot write %s: %m", marker);
+	close(fd);
+}
+
+int bidcache_ship_entries(const char *dir, const char *path, const char *file_key,
+			  int (*put)(void *ctx, const char *entry, const char *key), void *ctx)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_pdreader *r = NULL;
+	const char *slash = strrchr(file_key, '/');
+	int keydir = slash ? (int)(slash - file_key + 1) : 0;
+	const uint8_t *p, *end;
+	const void *data;
+	size_t len;
+	int ret;
+
+	if (!dir || !*dir)
+		return 0;
+	ret = perfrec_pdreader__open(path, &ro, &r);
+	if (ret < 0)
+		return ret;
+	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BUILD_ID, &data, &len) < 0) {
+		perfrec_pdreader__free(r);
+		return 0;
+	}
+	/* Entries: header, pid, build_id[24] (length in byte 20 with misc bit 15), name. */
+	for (p = data, end = p + len; (size_t)(end - p) >= 36 && !ret;) {
+		struct perf_event_header h;
+		char entry[PATH_MAX], hx[2 * BID_MAX + 1], *key = NULL;
+		uint8_t blen;
+		struct stat st;
+
+		memcpy(&h, p, sizeof(h));
+		if (h.size < 36 || h.size > (size_t)(end - p))
+			break;
+		blen = (h.misc & (1u << 15)) ? p[32] : BID_MAX;
+		if (blen && blen <= BID_MAX) {
+			entry_path(dir, p + 12, blen, entry, sizeof(entry));
+			hex(p + 12, blen, hx);
+			if (lstat(entry, &st) == 0 && S_ISREG(st.st_mode)) {
+				if (asprintf(&key, "%.*s.build-id/%.2s/%s", keydir, file_key, hx, hx + 2) < 0) {
+					ret = -ENOMEM;
+					break;
+				}
+				if (!shipped(entry, key)) {
+					ret = put(ctx, entry, key);
+					if (!ret)
+						mark_shipped(entry, key);
+				}
+				free(key);
+			}
+		}
+		p += h.size;
+	}
+	perfrec_pdreader__free(r);
+	return ret;
 }
 
 unsigned bidcache_sync(void)

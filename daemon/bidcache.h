@@ -28,6 +28,18 @@
 void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec);
 
 /*
+ * Ship the cache entries published file @path needs beside it: for each
+ * build id of its HEADER_BUILD_ID table that @dir holds, @put(@ctx, entry
+ * path, key) with the key of the file (@file_key) whose last component is
+ * replaced by ".build-id/xx/yyyy...", so that the file's directory in the
+ * store is a build-id dir for perf --buildid-dir.  Once per build id and
+ * directory: a marker beside the entry remembers the key it went to.
+ * Returns 0, -errno when @path cannot be read, or @put's first error.
+ */
+int bidcache_ship_entries(const char *dir, const char *path, const char *file_key,
+			  int (*put)(void *ctx, const char *entry, const char *key), void *ctx);
+
+/*
  * Wait until every queued copy is done (tests, shutdown).  Returns the
  * number of binaries the cache took in since it started.
  */

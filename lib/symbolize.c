@@ -660,8 +660,18 @@ static int try_debuginfod(struct symbolizer *s, const struct dso *d, char *out, 
 	if (!s->dbgd)
 		return -ENOENT;
 	fd = s->dbgd_find(s->dbgd, d->bid, d->bid_len, &path);
-	if (fd < 0)
+	if (fd < 0) {
+		/*
+		 * Not found (-ENOENT) is an answer; anything else (refused,
+		 * unreachable, timed out) says the servers are not there: the
+		 * rest of the run does not wait on them binary after binary.
+		 */
+		if (fd != -ENOENT) {
+			s->dbgd_end(s->dbgd);
+			s->dbgd = NULL;
+		}
 		return fd;
+	}
 	close(fd);
 	if (!path)
 		return -ENOENT;

@@ -519,6 +519,20 @@ static int walk_file(struct walk *w, const char *path)
 		memcpy(&w->clock_ns, (const char *)data + 16, 8);
 		w->have_clock = true;
 	}
+	/* A window the file's samples (SAMPLE_TIME: first, last) all miss: not walked at all. */
+	if (w->have_clock && (w->o->from_wall_ns || w->o->to_wall_ns) &&
+	    perfrec_pdreader__feature(fc.r, PERFREC_FEAT_SAMPLE_TIME, &data, &len) == 0 && len >= 16) {
+		uint64_t first, last;
+
+		memcpy(&first, data, 8);
+		memcpy(&last, (const char *)data + 8, 8);
+		first = w->wall_ns + (first - w->clock_ns);
+		last = w->wall_ns + (last - w->clock_ns);
+		if ((w->o->to_wall_ns && first >= w->o->to_wall_ns) || (w->o->from_wall_ns && last < w->o->from_wall_ns)) {
+			perfrec_pdreader__free(fc.r);
+			return 0;
+		}
+	}
 	fc.nr_attrs = perfrec_pdreader__nr_attrs(fc.r);
 	fc.all_ident = fc.nr_attrs > 0;
 	for (size_t i = 0; i < fc.nr_attrs; i++)

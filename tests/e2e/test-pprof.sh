@@ -73,6 +73,13 @@ grep -q "no samples" "$T/none.err" || { cat "$T/none.err"; fail "an empty window
 ours=$(go tool pprof -top -sample_index=samples "$T/all.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')
 [ "$ours" = "$(perf_samples "$f")" ] || fail "a window around the recording kept $ours samples"
 
+# The same file with zstd COMPRESSED records: the same profile.
+"$PERFRECCTL" compress "$f" "$T/z.data" || fail "perfrecctl compress failed"
+"$PERFRECCTL" pprof -o "$T/z.pb.gz" "$T/z.data" 2>/dev/null || fail "pprof of the compressed file failed"
+go tool pprof -traces "$T/p.pb.gz" 2>/dev/null | sed 1,4d >"$T/traces.plain"
+go tool pprof -traces "$T/z.pb.gz" 2>/dev/null | sed 1,4d >"$T/traces.z"
+[ -s "$T/traces.z" ] && cmp -s "$T/traces.plain" "$T/traces.z" || fail "the compressed file's profile differs"
+
 # --pid: exactly the samples perf script shows for that process.
 "$PERFRECCTL" pprof --pid "$wpid" -o "$T/pid.pb.gz" "$f" 2>"$T/pprof.err" || { cat "$T/pprof.err"; fail "pprof --pid failed"; }
 ours=$(go tool pprof -top -sample_index=samples "$T/pid.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')

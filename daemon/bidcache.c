@@ -368,13 +368,16 @@ static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 	if (linkat(AT_FDCWD, self, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
 		goto added;
 	snprintf(tmp, sizeof(tmp), "%s/.build-id/%.2s/.tmp-%s", dir, h, h + 2);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* No more readable than the binary was: a 0700 program stays its owner's. */
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0) {
 		r = -errno;
 		close(in);
 		return r;
 	}
-	r = copy_fd(in, out);
+	r = fchmod(out, st.st_mode & 0755) < 0 ? -errno : 0;
+	if (!r)
+		r = copy_fd(in, out);
 	if (close(out) < 0 && !r)
 		r = -errno;
 	if (!r && rename(tmp, dst) < 0)

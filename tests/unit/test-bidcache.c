@@ -196,3 +196,26 @@ Test(bidcache, oldest_entries_go_past_the_cap)
 	bidcache_clear();
 	rm_cache(dir);
 }
+
+Test(bidcache, a_copy_is_no_more_readable_than_its_binary)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char dir[] = "/dev/shm/test-bidcache-XXXXXX", entry[256];
+	struct stat st, orig;
+
+	self_exe(&m);
+	/* /dev/shm is a tmpfs: no hard link from the build tree, a real copy. */
+	if (!mkdtemp(dir))
+		cr_skip_test("no /dev/shm to make a copy on another file system");
+	cr_assert_eq(stat(m.path, &orig), 0);
+	cr_assert_eq(chmod(m.path, 0700), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	chmod(m.path, orig.st_mode & 07777);
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert_eq(stat(entry, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "a 0700 binary's copy has mode %o", st.st_mode & 0777);
+	bidcache_clear();
+	rm_cache(dir);
+}

@@ -462,9 +462,8 @@ static bool is_kernel_map_name(const char *name)
 }
 
 /* "[xfs]" for /lib/modules/.../xfs.ko(.xz) or [xfs], as perf names modules. */
-static const char *module_name(const char *path)
+static const char *module_name(const char *path, char buf[64])
 {
-	static __thread char buf[64];
 	const char *b = strrchr(path, '/');
 	size_t n;
 
@@ -472,9 +471,9 @@ static const char *module_name(const char *path)
 		return path;
 	b = b ? b + 1 : path;
 	n = strcspn(b, ".");
-	if (n > sizeof(buf) - 3)
-		n = sizeof(buf) - 3;
-	snprintf(buf, sizeof(buf), "[%.*s]", (int)n, b);
+	if (n > 64 - 3)
+		n = 64 - 3;
+	snprintf(buf, 64, "[%.*s]", (int)n, b);
 	for (char *p = buf; *p; p++)
 		if (*p == '-')
 			*p = '_';
@@ -489,6 +488,7 @@ static void note_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_
 
 	if (pid == UINT32_MAX) {
 		/* The kernel's own map and its modules': symbols come from kallsyms. */
+		char mod[64];
 		const char *kept;
 
 		if (is_kernel_map_name(name)) {
@@ -498,7 +498,7 @@ static void note_map(struct symbolizer *s, uint32_t pid, uint64_t start, uint64_
 				s->kernel_bid_len = bid_len;
 			}
 		} else if (len && !grow((void **)&s->kmods, &s->cap_kmods, s->nr_kmods + 1, sizeof(*s->kmods)) &&
-			   (kept = keep_str(s, module_name(name)))) {
+			   (kept = keep_str(s, module_name(name, mod)))) {
 			s->kmods[s->nr_kmods++] = (struct ksym){ .addr = start, .len = len, .name = kept, .module = kept };
 		}
 		return;

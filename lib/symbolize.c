@@ -546,11 +546,15 @@ void symbolizer__note_record(struct symbolizer *s, const struct perf_event_heade
 		memcpy(&prot, p + 64, 4);
 		if (!(prot & 4 /* PROT_EXEC */) && pid != UINT32_MAX)
 			return;
-		if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+		/*
+		 * The build-id form, unless its size says otherwise: some
+		 * kernels (6.18 here) set the misc bit on records of the
+		 * maj/min/ino form, whose first byte (maj) is then the "size".
+		 * Those are found by path, as perf -B files are.
+		 */
+		if ((rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && p[40] && p[40] <= PERFREC_BUILD_ID_MAX) {
 			bid_len = p[40];
 			bid = p + 44;
-			if (bid_len > PERFREC_BUILD_ID_MAX)
-				bid_len = PERFREC_BUILD_ID_MAX;
 		}
 		note_map(s, pid, v[0], v[1], v[2], name, bid, bid_len);
 		break;

@@ -148,6 +148,28 @@ Test(symbolize, own_function_by_mmap2_with_matching_build_id)
 	symbolizer__free(s);
 }
 
+Test(symbolize, maj_min_form_with_the_build_id_bit_resolves_by_path)
+{
+	struct self_map m;
+	uint8_t buf[PATH_MAX + 128];
+	struct sym_frame f[8];
+	struct symbolizer *s;
+	size_t n;
+
+	self_map(&m);
+	s = new_sym(NULL);
+	/* What kernel 6.18 writes for perf -B: the build-id bit, maj 254 where the size goes. */
+	mmap2(buf, 11, m.start, m.end - m.start, m.pgoff, m.bid, m.bid_len, m.path);
+	memset(buf + 40, 0, 24);
+	buf[40] = 254;
+	buf[48] = 0x15;
+	symbolizer__note_record(s, (void *)buf);
+	n = symbolizer__resolve(s, 11, (uintptr_t)symbolize_probe_fn + 2, false, false, f, 8);
+	cr_assert_str_eq(outer(f, n)->name, "symbolize_probe_fn");
+	cr_assert_eq(outer(f, n)->build_id_len, 0);
+	symbolizer__free(s);
+}
+
 Test(symbolize, wrong_build_id_is_not_resolved_from_the_path)
 {
 	struct self_map m;

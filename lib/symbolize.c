@@ -323,7 +323,8 @@ static struct dso *dso_get(struct symbolizer *s, const char *path, const uint8_t
 	}
 	if (bid_len > PERFREC_BUILD_ID_MAX)
 		bid_len = PERFREC_BUILD_ID_MAX;
-	memcpy(d->bid, bid, bid_len);
+	if (bid_len)
+		memcpy(d->bid, bid, bid_len);
 	d->bid_len = bid_len;
 	s->dsos[s->nr_dsos++] = d;
 	return d;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * profile_walk(): the samples of perf.data files as symbolized stacks (see
- * profile.h).  Side-band records go to lib's symbolizer as they come, in
- * file order, so each sample is resolved against the maps of its moment.
+ * profile.h).  Records are taken in time order (each round sorted, as
+ * perf's ordered events do; see walk_file()), side-band ones fed to lib's
+ * symbolizer, so each sample is resolved against the maps of its moment.
  * A callchain is split at its PERF_CONTEXT_* markers, as perf does: the
  * frames after PERF_CONTEXT_KERNEL are kernel addresses, after
  * PERF_CONTEXT_USER user ones; hypervisor and guest frames come out as

@@ -3,7 +3,8 @@
 # carrying .gnu_debugdata (an xz'ed symbol table, as Fedora ships them)
 # still has its local functions named by perfrecctl pprof; the same binary
 # stripped bare has not (its .dynsym does not hold them), and a shared
-# library's exported functions are named from .dynsym alone.
+# library's exported functions are named from .dynsym alone.  With DWARF,
+# an inlined function is a frame of its own, with its source line.
 . "$(dirname "$0")/lib.sh"
 require_events
 command -v go >/dev/null || skip "go (golang-go) is not installed: no pprof reader"
@@ -24,10 +25,14 @@ cat >prog.c <<'SRC'
 #include <time.h>
 void lib_hot(void);
 static volatile unsigned long sink;
+static inline __attribute__((always_inline)) unsigned long mix(unsigned long i)
+{
+	return (i ^ (i >> 3)) * 2654435761u; /* MIX_LINE */
+}
 __attribute__((noinline)) static void local_hot(void)
 {
 	for (unsigned long i = 0; i < 2000000; i++)
-		sink += i ^ (i >> 3);
+		sink += mix(i);
 }
 int main(void)
 {
@@ -57,6 +62,9 @@ xz -f mini.stripped
 cc -O1 -g -o prog-bare prog.c -L. -lhot -Wl,-rpath,"$T" -Wl,--build-id=0x0badc0de0badc0de0badc0de0badc0de0badc0de \
 	|| fail "cannot build the bare program"
 strip --strip-all prog-mini prog-bare
+cc -O1 -g -o prog-dwarf prog.c -L. -lhot -Wl,-rpath,"$T" -Wl,--build-id=0xd0a4fd0a4fd0a4fd0a4fd0a4fd0a4fd0a4fd0a4f \
+	|| fail "cannot build the program with DWARF"
+mix_line=$(grep -n MIX_LINE prog.c | cut -d: -f1)
 objcopy --add-section .gnu_debugdata=mini.stripped.xz prog-mini || fail "objcopy cannot add .gnu_debugdata"
 readelf -S prog-mini | grep -q '\.symtab' && fail "prog-mini still has a .symtab"
 readelf -S prog-mini | grep -q '\.gnu_debugdata' || fail "prog-mini has no .gnu_debugdata"
@@ -67,6 +75,7 @@ started() { grep -q Recording "$T/err" 2>/dev/null; }
 wait_for 30 started || { cat "$T/err"; fail "perfrecd did not start"; }
 ./prog-mini || fail "prog-mini failed"
 ./prog-bare || fail "prog-bare failed"
+./prog-dwarf || fail "prog-dwarf failed"
 wait $DAEMON_PID; rc=$?; DAEMON_PID=
 [ $rc = 0 ] || { cat "$T/err"; fail "perfrecd exited $rc"; }
 f=$(only_file "$T/out") || exit 1
@@ -80,4 +89,11 @@ grep -q ' local_hot$' "$T/bare.top" && fail "local_hot is named in the bare bina
 for t in mini bare; do
 	grep -q ' lib_hot$' "$T/$t.top" || { cat "$T/$t.top"; fail "lib_hot is not named from the library's .dynsym ($t)"; }
 done
+# DWARF: mix is inlined into local_hot; its own frame, at its own line.
+top prog-dwarf >/dev/null
+go tool pprof -traces "$T/prog-dwarf.pb.gz" 2>/dev/null >"$T/dwarf.traces"
+awk '/ mix \(inline\)$/ { getline; if ($1 == "local_hot") f = 1 } END { exit !f }' "$T/dwarf.traces" \
+	|| { grep -m3 -A3 mix "$T/dwarf.traces"; fail "no inlined mix frame under local_hot"; }
+go tool pprof -top -lines "$T/prog-dwarf.pb.gz" 2>/dev/null | grep -q " mix .*prog\.c:$mix_line\b" \
+	|| { go tool pprof -top -lines "$T/prog-dwarf.pb.gz" 2>/dev/null | head; fail "mix's samples are not at prog.c:$mix_line"; }
 exit 0

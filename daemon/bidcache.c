@@ -45,9 +45,12 @@
 #include "log.h"
 
 #define QUEUE_LEN 1024
+/* Binaries held open in the queue at most: fds are the recorder's too. */
+#define MAX_HELD_FDS 64
 #define BID_MAX PERFREC_BUILD_ID_MAX
 
 struct job {
+	int fd;                 /* the binary, opened when queued; -1: open it when copying */
 	uint32_t pid;
 	uint64_t start, end;
 	uint8_t bid[BID_MAX];
@@ -72,6 +75,8 @@ static struct {
 
 	struct job queue[QUEUE_LEN];
 	size_t head, nr;
+	unsigned held_fds;           /* queued jobs with fd >= 0 */
+	bool hold;                   /* bidcache_hold(): the worker takes no job */
 	bool busy;                   /* the worker holds a job */
 	unsigned dropped;
 	bool warned_drop, warned_copy;
@@ -340,7 +345,7 @@ static int open_binary(const struct job *j)
 	return -ENOENT;
 }
 
-/* Worker: one binary into the cache.  Returns 0, -EEXIST if there, or -errno. */
+/* Worker: one binary into the cache (j->fd is closed).  Returns 0, -EEXIST if there, or -errno. */
 static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 {
 	char h[2 * BID_MAX + 1], dst[PATH_MAX], tmp[PATH_MAX], self[64];
@@ -349,9 +354,12 @@ static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 
 	hex(j->bid, j->bid_len, h);
 	entry_path(dir, j->bid, j->bid_len, dst, sizeof(dst));
-	if (lstat(dst, &st) == 0)
+	if (lstat(dst, &st) == 0) {
+		if (j->fd >= 0)
+			close(j->fd);
 		return -EEXIST;
-	in = open_binary(j);
+	}
+	in = j->fd >= 0 ? j->fd : open_binary(j);
 	if (in < 0)
 		return in;
 	if (fstat(in, &st) < 0 || (uint64_t)st.st_size > max_bytes) {
@@ -407,13 +415,20 @@ static void *worker(void *arg)
 		uint64_t max;
 		int r;
 
-		while (!bc.nr && !bc.stop)
+		while ((!bc.nr || bc.hold) && !bc.stop)
 			pthread_cond_wait(&bc.cond, &bc.lock);
 		if (bc.stop)
 			break;
-		j = bc.queue[bc.head];
-		bc.head = (bc.head + 1) % QUEUE_LEN;
+		/*
+		 * Newest first: a process just started may be gone in a
+		 * second, while the synthesized backlog (every process alive
+		 * when recording began) mostly stays; and a binary held open
+		 * in its job is safe whenever it comes.
+		 */
+		j = bc.queue[(bc.head + bc.nr - 1) % QUEUE_LEN];
 		bc.nr--;
+		if (j.fd >= 0)
+			bc.held_fds--;
 		bc.busy = true;
 		dir = bc.dir;
 		max = bc.max_bytes;
@@ -510,6 +525,15 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	j->end += j->start;
 	memcpy(j->bid, p + 44, len);
 	j->bid_len = len;
+	/*
+	 * Opened now, while the process surely lives (a few syscalls, once
+	 * per new build id): the copy may come seconds later, behind others.
+	 */
+	j->fd = bc.held_fds < MAX_HELD_FDS ? open_binary(j) : -1;
+	if (j->fd >= 0)
+		bc.held_fds++;
+	else
+		j->fd = -1;
 	bc.nr++;
 	pthread_cond_broadcast(&bc.cond);
 out:
@@ -603,12 +627,20 @@ int bidcache_ship_entries(const char *dir, const char *path, const char *file_ke
 	return ret;
 }
 
+void bidcache_hold(bool hold)
+{
+	pthread_mutex_lock(&bc.lock);
+	bc.hold = hold;
+	pthread_cond_broadcast(&bc.cond);
+	pthread_mutex_unlock(&bc.lock);
+}
+
 unsigned bidcache_sync(void)
 {
 	unsigned n;
 
 	pthread_mutex_lock(&bc.lock);
-	while (bc.running && (bc.nr || bc.busy))
+	while (bc.running && !bc.hold && (bc.nr || bc.busy))
 		pthread_cond_wait(&bc.cond, &bc.lock);
 	n = bc.added;
 	pthread_mutex_unlock(&bc.lock);
@@ -626,9 +658,15 @@ void bidcache_clear(void)
 		pthread_mutex_lock(&bc.lock);
 		bc.running = false;
 	}
-	for (size_t i = 0; i < bc.nr; i++)
-		free(bc.queue[(bc.head + i) % QUEUE_LEN].path);
+	for (size_t i = 0; i < bc.nr; i++) {
+		struct job *j = &bc.queue[(bc.head + i) % QUEUE_LEN];
+
+		free(j->path);
+		if (j->fd >= 0)
+			close(j->fd);
+	}
 	bc.head = bc.nr = 0;
+	bc.held_fds = 0;
 	free(bc.dir);
 	bc.dir = NULL;
 	free(bc.seen);

@@ -10,6 +10,7 @@
 #ifndef PERFRECD_BIDCACHE_H
 #define PERFRECD_BIDCACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <perfrec/format.h>
@@ -44,6 +45,12 @@ int bidcache_ship_entries(const char *dir, const char *path, const char *file_ke
  * number of binaries the cache took in since it started.
  */
 unsigned bidcache_sync(void);
+
+/*
+ * Keep the worker from taking jobs (@hold) or let it go again: tests use it
+ * to have a process gone before its binary's turn comes.
+ */
+void bidcache_hold(bool hold);
 
 /* Stop the worker and forget everything (tests); the files stay. */
 void bidcache_clear(void);

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/perf_event.h>
@@ -216,6 +218,73 @@ Test(bidcache, a_copy_is_no_more_readable_than_its_binary)
 	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
 	cr_assert_eq(stat(entry, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700, "a 0700 binary's copy has mode %o", st.st_mode & 0777);
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+Test(bidcache, binary_of_a_process_gone_before_its_turn_still_gets_in)
+{
+	char bin[] = "/tmp/test-bidcache-bin-XXXXXX", *dir = mkcache(), entry[256], maps[64], line[512];
+	uint8_t buf[PATH_MAX + 128];
+	struct self m = { 0 };
+	FILE *f;
+	pid_t child;
+	int fd, status;
+
+	/* A copy of sleep(1) of our own, run, then killed and deleted. */
+	fd = mkstemp(bin);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(line, sizeof(line), "cp /bin/sleep '%s' && chmod 0755 '%s'", bin, bin);
+	cr_assert_eq(system(line), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (!child) {
+		execl(bin, bin, "100", (char *)NULL);
+		_exit(127);
+	}
+	/* Its executable mapping, once exec is done. */
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)child);
+	for (int tries = 0; tries < 1000 && !m.start; tries++) {
+		f = fopen(maps, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long s, e;
+			char perms[8];
+
+			if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) == 3 && perms[2] == 'x' && strstr(line, bin)) {
+				m.start = s;
+				m.end = e;
+				break;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!m.start)
+			usleep(10000);
+	}
+	cr_assert(m.start, "%s never mapped its binary", bin);
+	snprintf(m.path, sizeof(m.path), "%s", bin);
+	m.bid_len = perfrec_buildid__read_elf(bin, m.bid);
+	cr_assert_gt(m.bid_len, 0);
+	for (int i = 0; i < m.bid_len; i++)
+		sprintf(m.hex + 2 * i, "%02x", m.bid[i]);
+
+	bidcache_hold(true);
+	{
+		struct perf_event_header *h = mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC);
+		uint32_t pid = (uint32_t)child;
+
+		memcpy(buf + 8, &pid, 4);
+		memcpy(buf + 12, &pid, 4);
+		bidcache_note_mmap2(dir, 0, h);
+	}
+	kill(child, SIGKILL);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert_eq(unlink(bin), 0);
+	bidcache_hold(false);
+	cr_assert_eq(bidcache_sync(), 1, "the binary of a process gone before its turn was not taken in");
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert(same_file(entry, "/bin/sleep"), "%s is not the binary", entry);
 	bidcache_clear();
 	rm_cache(dir);
 }

@@ -635,16 +635,29 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
 	return r;
 }
 
-/* Wall-clock times: seconds since the epoch (with fraction) or an ISO date "YYYY-MM-DDTHH:MM:SS[Z]". */
+/*
+ * Wall-clock times: seconds since the epoch with up to 9 decimals (read
+ * exactly: a double has 256 ns steps there), or "YYYY-MM-DDTHH:MM:SS[Z]" UTC.
+ */
 static int parse_time(const char *s, uint64_t *ret)
 {
 	struct tm tm = { 0 };
-	char *end;
-	double d = strtod(s, &end);
+	uint64_t sec = 0, frac = 0;
+	const char *p = s, *end;
+	int digits = 0;
 
-	if (end != s && !*end && d >= 0) {
-		*ret = (uint64_t)(d * 1e9);
-		return 0;
+	while (*p >= '0' && *p <= '9' && sec < UINT64_MAX / 10 / 1000000000ull)
+		sec = sec * 10 + (uint64_t)(*p++ - '0');
+	if (p != s && (*p == 0 || *p == '.')) {
+		if (*p == '.')
+			for (p++; *p >= '0' && *p <= '9' && digits < 9; digits++)
+				frac = frac * 10 + (uint64_t)(*p++ - '0');
+		if (*p == 0) {
+			for (; digits < 9; digits++)
+				frac *= 10;
+			*ret = sec * 1000000000ull + frac;
+			return 0;
+		}
 	}
 	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (!end || (*end && strcmp(end, "Z")))

@@ -1088,24 +1088,62 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The file's kernel build id (its map's MMAP2, else its build-id table); 0: none. */
+static int file_kernel_bid(const struct symbolizer *s, const uint8_t **ret)
+{
+	if (s->kernel_bid_len) {
+		*ret = s->kernel_bid;
+		return s->kernel_bid_len;
+	}
+	for (size_t i = 0; i < s->nr_pbids; i++) {
+		if (is_kernel_map_name(s->pbids[i].path)) {
+			*ret = s->pbids[i].bid;
+			return s->pbids[i].len;
+		}
+	}
+	return 0;
+}
+
 static bool kernel_is_running_one(struct symbolizer *s)
 {
 	uint8_t id[PERFREC_BUILD_ID_MAX];
-	int n = perfrec_buildid__kernel(s->o.kernel_notes, id);
+	const uint8_t *fid;
+	int n = perfrec_buildid__kernel(s->o.kernel_notes, id), fn = file_kernel_bid(s, &fid);
 
-	if (n <= 0)
-		return false;
-	if (s->kernel_bid_len)
-		return s->kernel_bid_len == n && !memcmp(s->kernel_bid, id, (size_t)n);
-	for (size_t i = 0; i < s->nr_pbids; i++)
-		if (is_kernel_map_name(s->pbids[i].path))
-			return s->pbids[i].len == n && !memcmp(s->pbids[i].bid, id, n);
-	return false;
+	return n > 0 && fn == n && !memcmp(fid, id, (size_t)n);
 }
 
-static int load_kallsyms(struct symbolizer *s)
+/*
+ * Another kernel's symbols from a build-id cache, where perf record leaves
+ * them: DIR/.build-id/xx/yyyy/kallsyms (a link to DIR/[kernel.kallsyms]/
+ * <id>/), or that directory itself.  0 and the path, or -ENOENT.
+ */
+static int cached_kallsyms(const struct symbolizer *s, char *out, size_t sz)
 {
-	FILE *f = fopen(s->o.kallsyms ? s->o.kallsyms : "/proc/kallsyms", "re");
+	const char *dirs[] = { s->o.buildid_dir, s->home_debug };
+	char hex[2 * PERFREC_BUILD_ID_MAX + 1];
+	const uint8_t *fid;
+	int n = file_kernel_bid(s, &fid);
+
+	if (n <= 0)
+		return -ENOENT;
+	bid_hex(fid, (uint8_t)n, hex);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (!dirs[i])
+			continue;
+		snprintf(out, sz, "%s/.build-id/%.2s/%s/kallsyms", dirs[i], hex, hex + 2);
+		if (access(out, R_OK) == 0)
+			return 0;
+		snprintf(out, sz, "%s/[kernel.kallsyms]/%s/kallsyms", dirs[i], hex);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int load_kallsyms(struct symbolizer *s, const char *path)
+{
+	FILE *f = fopen(path, "re");
 	size_t cap = 0, scap = 0, slen = 0;
 	char line[1024];
 	uint64_t text = 0;
@@ -1185,6 +1223,7 @@ static const struct ksym *ksym_at(const struct ksym *v, size_t nr, uint64_t addr
 static size_t resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *f)
 {
 	const struct ksym *k;
+	char path[PATH_MAX];
 
 	if (s->nr_bpf) {
 		if (!s->bpf_sorted) {
@@ -1211,7 +1250,12 @@ static size_t resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_fra
 		s->ksyms = NULL;
 		s->kstrings = NULL;
 		s->nr_ksyms = 0;
-		s->kallsyms_ok = kernel_is_running_one(s) && load_kallsyms(s) == 0;
+		if (kernel_is_running_one(s))
+			s->kallsyms_ok = load_kallsyms(s, s->o.kallsyms ? s->o.kallsyms : "/proc/kallsyms") == 0;
+		else if (cached_kallsyms(s, path, sizeof(path)) == 0)
+			s->kallsyms_ok = load_kallsyms(s, path) == 0;
+		else
+			s->kallsyms_ok = false;
 	}
 	if (!s->kallsyms_ok || !(k = ksym_at(s->ksyms, s->nr_ksyms, addr))) {
 		/* Another kernel's address: at least its module, from the file's maps. */

@@ -16,7 +16,10 @@
  * lookup, not one per sample.  Symbols come from libdwfl (.symtab, .dynsym,
  * .gnu_debugdata), inlined frames and source lines from DWARF when present.
  * Kernel symbols come from /proc/kallsyms when the file's kernel build id
- * is the running kernel's (KASLR shift taken from the file's kernel map).
+ * is the running kernel's, else from a kallsyms copy in a build-id cache
+ * (perf's layout: .build-id/xx/yyyy/kallsyms) with that build id; the
+ * KASLR shift is taken from the file's kernel map.  Without either, an
+ * address in a module still names the module (the file's module maps).
  *
  * Not thread-safe; one symbolizer per thread.  Strings it returns live as
  * long as the symbolizer.

@@ -395,11 +395,12 @@ static void fake_kernel_rm(struct fake_kernel *k)
 	rmdir(k->dir);
 }
 
-static struct symbolizer *kernel_sym(struct fake_kernel *k, const uint8_t *file_bid, uint64_t text)
+static struct symbolizer *kernel_sym_dir(struct fake_kernel *k, const uint8_t *file_bid, uint64_t text,
+					 const char *buildid_dir)
 {
 	struct symbolizer_opts o = {
 		.sz = sizeof(o), .kallsyms = k->kallsyms, .kernel_notes = k->notes_dir,
-		.home_debug = "/nonexistent", .no_debuginfod = true,
+		.home_debug = "/nonexistent", .no_debuginfod = true, .buildid_dir = buildid_dir,
 	};
 	struct symbolizer *s = NULL;
 	uint8_t buf[256];
@@ -423,6 +424,59 @@ static struct symbolizer *kernel_sym(struct fake_kernel *k, const uint8_t *file_
 	h->size = (uint16_t)put_name(buf, 40, "[kernel.kallsyms]_text");
 	symbolizer__note_record(s, h);
 	return s;
+}
+
+static struct symbolizer *kernel_sym(struct fake_kernel *k, const uint8_t *file_bid, uint64_t text)
+{
+	return kernel_sym_dir(k, file_bid, text, NULL);
+}
+
+Test(symbolize, other_kernel_from_a_cached_kallsyms_of_its_build_id)
+{
+	static const char syms[] =
+		"ffffffff81000000 T _text\n"
+		"ffffffff81000400 T other_kernel_fn\n"
+		"ffffffff81000800 T other_kernel_next\n";
+	struct fake_kernel k;
+	struct sym_frame f[2];
+	struct symbolizer *s;
+	uint8_t other[20];
+	char hex[41], path[256];
+
+	fake_kernel(&k);
+	memcpy(other, k.bid, 20);
+	other[0] ^= 0x80;
+	for (int i = 0; i < 20; i++)
+		sprintf(hex + 2 * i, "%02x", other[i]);
+	/* perf's layout: .build-id/xx/yyyy/kallsyms */
+	snprintf(path, sizeof(path), "%s/.build-id", k.dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s", k.dir, hex);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s", k.dir, hex, hex + 2);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s/kallsyms", k.dir, hex, hex + 2);
+	write_file(path, syms, sizeof(syms) - 1);
+
+	/* That kernel ran 2 MiB higher in the file's boot. */
+	s = kernel_sym_dir(&k, other, 0xffffffff81200000ull, k.dir);
+	symbolizer__resolve(s, 1, 0xffffffff81200410ull, true, false, f, 2);
+	cr_assert_str_eq(f[0].name, "other_kernel_fn");
+	cr_assert_eq(f[0].kind, SYM_KERNEL);
+	symbolizer__free(s);
+	/* Without the cache: unknown, not the running kernel's fake_func_* names. */
+	s = kernel_sym(&k, other, 0xffffffff81200000ull);
+	symbolizer__resolve(s, 1, 0xffffffff81200410ull, true, false, f, 2);
+	cr_assert_str_eq(f[0].name, "[unknown]");
+	symbolizer__free(s);
+	unlink(path);
+	for (int up = 0; up < 3; up++) {
+		char *slash = strrchr(path, '/');
+
+		*slash = 0;
+		rmdir(path);
+	}
+	fake_kernel_rm(&k);
 }
 
 Test(symbolize, kernel_from_kallsyms_when_build_id_matches)

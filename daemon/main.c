@@ -16,6 +16,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "bidcache.h"
 #include "config.h"
 #include "varlink.h"
 #include "log.h"
@@ -139,6 +140,8 @@ static void print_config(const struct config *c)
 	else
 		print_duration("history", c->history_usec);
 	printf("history-max=%" PRIu64 "\n", c->history_max);
+	printf("buildid-cache=%s\nbuildid-cache-size=%" PRIu64 "\n", c->buildid_cache ? c->buildid_cache : "",
+	       c->buildid_cache_size ? c->buildid_cache_size : (uint64_t)BIDCACHE_DEFAULT_SIZE);
 	for (size_t i = 0; i < c->nr_labels; i++)
 		printf("label.%s\n", c->labels[i]);
 	printf("\n[service]\nuser=%s\ngroup=%s\n", c->user ? c->user : "", c->group ? c->group : "");

@@ -50,6 +50,7 @@
 #define BID_MAX PERFREC_BUILD_ID_MAX
 
 struct job {
+	bool kernel;            /* the running kernel's kallsyms, not a binary */
 	int fd;                 /* the binary, opened when queued; -1: open it when copying */
 	uint32_t pid;
 	uint64_t start, end;
@@ -61,6 +62,7 @@ struct job {
 struct entry {
 	uint8_t bid[BID_MAX];
 	uint8_t bid_len;
+	bool kernel;            /* a directory holding the kernel's kallsyms */
 	uint64_t size;
 	struct timespec ctime;
 };
@@ -157,7 +159,7 @@ static bool seen_add(const uint8_t *bid, uint8_t len)
 	return true;
 }
 
-static int add_entry(const uint8_t *bid, uint8_t len, uint64_t size, struct timespec ctime)
+static int add_entry(const uint8_t *bid, uint8_t len, bool kernel, uint64_t size, struct timespec ctime)
 {
 	if (bc.nr_entries == bc.cap_entries) {
 		size_t n = bc.cap_entries ? bc.cap_entries * 2 : 256;
@@ -171,6 +173,7 @@ static int add_entry(const uint8_t *bid, uint8_t len, uint64_t size, struct time
 	memset(&bc.entries[bc.nr_entries], 0, sizeof(bc.entries[0]));
 	memcpy(bc.entries[bc.nr_entries].bid, bid, len);
 	bc.entries[bc.nr_entries].bid_len = len;
+	bc.entries[bc.nr_entries].kernel = kernel;
 	bc.entries[bc.nr_entries].size = size;
 	bc.entries[bc.nr_entries].ctime = ctime;
 	bc.nr_entries++;
@@ -184,6 +187,26 @@ static void entry_path(const char *dir, const uint8_t *bid, uint8_t len, char *o
 
 	hex(bid, len, h);
 	snprintf(out, sz, "%s/.build-id/%.2s/%s", dir, h, h + 2);
+}
+
+/* An entry and its upload marker; a kernel's is a directory with kallsyms in it. */
+static int remove_entry(const char *path, bool kernel)
+{
+	char p[PATH_MAX + 32];
+	int r;
+
+	if (kernel) {
+		snprintf(p, sizeof(p), "%s/kallsyms.uploaded", path);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/kallsyms", path);
+		r = unlink(p);
+		if ((r == 0 || errno == ENOENT) && rmdir(path) < 0 && errno != ENOENT)
+			return -errno;
+		return r < 0 && errno != ENOENT ? -errno : 0;
+	}
+	snprintf(p, sizeof(p), "%s.uploaded", path);
+	unlink(p);
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 /* Remove the oldest entries until the cache fits its cap. */
@@ -200,10 +223,8 @@ static void evict(const char *dir, uint64_t max_bytes)
 				old = i;
 		}
 		entry_path(dir, bc.entries[old].bid, bc.entries[old].bid_len, path, sizeof(path));
-		if (unlink(path) < 0 && errno != ENOENT)
+		if (remove_entry(path, bc.entries[old].kernel) < 0)
 			log_warning("Build-id cache: cannot remove %s: %m", path);
-		else if (strlen(path) + sizeof(".uploaded") <= sizeof(path))
-			unlink(strcat(path, ".uploaded"));
 		else
 			log_debug("Build-id cache: evicted %s", path);
 		bc.total -= bc.entries[old].size;
@@ -250,10 +271,22 @@ static void scan(const char *dir)
 			}
 			if (snprintf(name, sizeof(name), "%s%s", de->d_name, fe->d_name) >= (int)sizeof(name) ||
 			    (n = unhex(name, bid, sizeof(bid))) <= 0 ||
-			    fstatat(dirfd(s), fe->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			    fstatat(dirfd(s), fe->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				continue;
-			if (seen_add(bid, (uint8_t)n))
-				add_entry(bid, (uint8_t)n, (uint64_t)st.st_size, st.st_ctim);
+			if (S_ISDIR(st.st_mode)) {
+				/* A kernel's: its kallsyms is the entry. */
+				char k[300];
+
+				snprintf(k, sizeof(k), "%s/kallsyms.tmp", fe->d_name);
+				unlinkat(dirfd(s), k, 0);
+				snprintf(k, sizeof(k), "%s/kallsyms", fe->d_name);
+				if (fstatat(dirfd(s), k, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+				    seen_add(bid, (uint8_t)n))
+					add_entry(bid, (uint8_t)n, true, (uint64_t)st.st_size, st.st_ctim);
+				continue;
+			}
+			if (S_ISREG(st.st_mode) && seen_add(bid, (uint8_t)n))
+				add_entry(bid, (uint8_t)n, false, (uint64_t)st.st_size, st.st_ctim);
 		}
 		closedir(s);
 	}
@@ -345,6 +378,63 @@ static int open_binary(const struct job *j)
 	return -ENOENT;
 }
 
+/*
+ * Worker: the running kernel's kallsyms as DIR/.build-id/xx/yyyy/kallsyms,
+ * where perf report (--buildid-dir) and the symbolizer look for another
+ * kernel's symbols: a file read on another host, or after a reboot into
+ * another kernel, still names its kernel frames.  Only when @j's build id
+ * is the running kernel's; 0600: addresses give KASLR away.
+ */
+static int take_in_kernel(const struct job *j, const char *dir, uint64_t max_bytes)
+{
+	char h[2 * BID_MAX + 1], base[PATH_MAX], dst[PATH_MAX + 16], tmp[PATH_MAX + 16];
+	uint8_t id[BID_MAX];
+	struct stat st;
+	int in, out, r, n = perfrec_buildid__kernel(NULL, id);
+
+	if (n != j->bid_len || memcmp(id, j->bid, (size_t)n))
+		return -ESRCH;   /* a file's map of another kernel: nothing here to copy */
+	hex(j->bid, j->bid_len, h);
+	entry_path(dir, j->bid, j->bid_len, base, sizeof(base));
+	snprintf(dst, sizeof(dst), "%s/kallsyms", base);
+	if (lstat(dst, &st) == 0)
+		return -EEXIST;
+	r = mkdirs(dir, h);
+	if (r < 0)
+		return r;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	in = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s/kallsyms.tmp", base);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		r = -errno;
+		close(in);
+		return r;
+	}
+	r = copy_fd(in, out);
+	close(in);
+	if (close(out) < 0 && !r)
+		r = -errno;
+	if (!r && (lstat(tmp, &st) < 0 || (uint64_t)st.st_size > max_bytes))
+		r = -EFBIG;
+	if (!r && rename(tmp, dst) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	if (lstat(dst, &st) < 0)
+		return -errno;
+	add_entry(j->bid, j->bid_len, true, (uint64_t)st.st_size, st.st_ctim);
+	bc.added++;
+	log_debug("Build-id cache: the kernel's kallsyms as %s", dst);
+	evict(dir, max_bytes);
+	return 0;
+}
+
 /* Worker: one binary into the cache (j->fd is closed).  Returns 0, -EEXIST if there, or -errno. */
 static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 {
@@ -399,7 +489,7 @@ added:
 	close(in);
 	if (lstat(dst, &st) < 0)
 		return -errno;
-	add_entry(j->bid, j->bid_len, (uint64_t)st.st_size, st.st_ctim);
+	add_entry(j->bid, j->bid_len, false, (uint64_t)st.st_size, st.st_ctim);
 	bc.added++;
 	log_debug("Build-id cache: %s from pid %u (%s)", j->path, j->pid, dst);
 	evict(dir, max_bytes);
@@ -434,9 +524,9 @@ static void *worker(void *arg)
 		max = bc.max_bytes;
 		pthread_mutex_unlock(&bc.lock);
 		/* bc.dir only changes with the worker stopped (bidcache_clear()). */
-		r = take_in(&j, dir, max);
+		r = j.kernel ? take_in_kernel(&j, dir, max) : take_in(&j, dir, max);
 		pthread_mutex_lock(&bc.lock);
-		if (r < 0 && r != -EEXIST && r != -ENOENT && !bc.warned_copy) {
+		if (r < 0 && r != -EEXIST && r != -ENOENT && r != -ESRCH && !bc.warned_copy) {
 			bc.warned_copy = true;
 			log_warning("Build-id cache: cannot copy %s into %s: %s (further failures at debug level)",
 				    j.path, dir, strerror(-r));
@@ -486,6 +576,7 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	struct job *j;
 	uint32_t pid, prot;
 	uint8_t len;
+	bool kernel;
 
 	if (!dir || !*dir || rec->type != PERF_RECORD_MMAP2 || rec->size <= 72 ||
 	    !(rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || !memchr(name, 0, rec->size - 72))
@@ -493,7 +584,8 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	memcpy(&pid, p + 8, 4);
 	memcpy(&prot, p + 64, 4);
 	len = p[40];
-	if (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) || !len || len > BID_MAX || name[0] != '/')
+	kernel = pid == UINT32_MAX && !strncmp(name, "[kernel.kallsyms]", 17);
+	if (!len || len > BID_MAX || (!kernel && (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) || name[0] != '/')))
 		return;
 
 	pthread_mutex_lock(&bc.lock);
@@ -525,11 +617,12 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	j->end += j->start;
 	memcpy(j->bid, p + 44, len);
 	j->bid_len = len;
+	j->kernel = kernel;
 	/*
 	 * Opened now, while the process surely lives (a few syscalls, once
 	 * per new build id): the copy may come seconds later, behind others.
 	 */
-	j->fd = bc.held_fds < MAX_HELD_FDS ? open_binary(j) : -1;
+	j->fd = !kernel && bc.held_fds < MAX_HELD_FDS ? open_binary(j) : -1;
 	if (j->fd >= 0)
 		bc.held_fds++;
 	else
@@ -606,10 +699,17 @@ int bidcache_ship_entries(const char *dir, const char *path, const char *file_ke
 			break;
 		blen = (h.misc & (1u << 15)) ? p[32] : BID_MAX;
 		if (blen && blen <= BID_MAX) {
+			bool kdir;
+
 			entry_path(dir, p + 12, blen, entry, sizeof(entry));
 			hex(p + 12, blen, hx);
+			/* A kernel's entry is its directory's kallsyms. */
+			kdir = lstat(entry, &st) == 0 && S_ISDIR(st.st_mode) && strlen(entry) + 10 < sizeof(entry);
+			if (kdir)
+				strcat(entry, "/kallsyms");
 			if (lstat(entry, &st) == 0 && S_ISREG(st.st_mode)) {
-				if (asprintf(&key, "%.*s.build-id/%.2s/%s", keydir, file_key, hx, hx + 2) < 0) {
+				if (asprintf(&key, "%.*s.build-id/%.2s/%s%s", keydir, file_key, hx, hx + 2,
+					     kdir ? "/kallsyms" : "") < 0) {
 					ret = -ENOMEM;
 					break;
 				}

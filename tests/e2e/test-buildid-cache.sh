@@ -46,6 +46,12 @@ entry=$T/cache/.build-id/${bid:0:2}/${bid:2}
 [ -f "$entry" ] || { find "$T/cache" | head; cat "$T/err"; fail "no cache entry $entry for the workload's build id"; }
 cmp -s "$entry" "$WORKLOAD" || fail "the cache entry is not the binary"
 note "cache entry: $entry"
+# The kernel's symbols too, where perf looks for another kernel's.
+kb=$(perf buildid-list -k 2>/dev/null)
+if [ -n "$kb" ]; then
+	grep -q ' _text$' "$T/cache/.build-id/${kb:0:2}/${kb:2}/kallsyms" 2>/dev/null \
+		|| fail "the running kernel's kallsyms is not in the cache under its build id"
+fi
 
 flat() { awk '/^ +[0-9.]+%/ && / hot_function$/ { print $1; exit }'; }
 without=$(perf report -i "$f" --stdio --no-children -g none --sort sym --comm wl-private 2>/dev/null | flat)

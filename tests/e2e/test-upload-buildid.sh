@@ -70,6 +70,12 @@ get "fleet/$host/$(basename "$f")" "$T/dl/file.data" || fail "cannot download th
 get "fleet/$host/.build-id/${bid:0:2}/${bid:2}" "$T/dl/.build-id/${bid:0:2}/${bid:2}" \
 	|| fail "the workload's binary is not beside the file in the store"
 cmp -s "$T/dl/.build-id/${bid:0:2}/${bid:2}" "$WORKLOAD" || fail "the shipped binary is not the workload"
+# And the kernel's symbols, for a reader on another kernel.
+kb=$(perf buildid-list -k 2>/dev/null)
+if [ -n "$kb" ]; then
+	get "fleet/$host/.build-id/${kb:0:2}/${kb:2}/kallsyms" "$T/kallsyms" || fail "the kernel's kallsyms is not beside the file"
+	cmp -s "$T/kallsyms" "$T/cache/.build-id/${kb:0:2}/${kb:2}/kallsyms" || fail "the shipped kallsyms is not the cached one"
+fi
 
 # The binary gone everywhere but the store.
 rm -rf "$T/bin" "$T/cache"

@@ -288,3 +288,62 @@ Test(bidcache, binary_of_a_process_gone_before_its_turn_still_gets_in)
 	bidcache_clear();
 	rm_cache(dir);
 }
+
+static struct perf_event_header *kernel_mmap2(uint8_t *buf, const uint8_t *bid, int bid_len)
+{
+	struct perf_event_header *h = (void *)buf;
+	static const char name[] = "[kernel.kallsyms]_text";
+	uint32_t pid = UINT32_MAX, prot = PROT_READ | PROT_EXEC;
+	uint64_t start = 0xffffffff81000000ull, len = 0x1000000;
+
+	memset(buf, 0, 72 + sizeof(name) + 8);
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_KERNEL | PERF_RECORD_MISC_MMAP_BUILD_ID;
+	memcpy(buf + 8, &pid, 4);
+	memcpy(buf + 12, &pid, 4);
+	memcpy(buf + 16, &start, 8);
+	memcpy(buf + 24, &len, 8);
+	memcpy(buf + 32, &start, 8);
+	buf[40] = (uint8_t)bid_len;
+	memcpy(buf + 44, bid, (size_t)bid_len);
+	memcpy(buf + 64, &prot, 4);
+	memcpy(buf + 72, name, sizeof(name));
+	h->size = (uint16_t)((72 + sizeof(name) + 7) & ~7ul);
+	return h;
+}
+
+Test(bidcache, the_running_kernels_kallsyms_in_perf_layout_and_no_other_kernels)
+{
+	uint8_t buf[256], id[PERFREC_BUILD_ID_MAX], other[PERFREC_BUILD_ID_MAX];
+	char *dir = mkcache(), hex[41], path[256], line[512];
+	int n = perfrec_buildid__kernel(NULL, id);
+	bool text = false;
+	struct stat st;
+	FILE *f;
+
+	if (n <= 0)
+		cr_skip_test("the running kernel has no build id (/sys/kernel/notes)");
+	memcpy(other, id, sizeof(other));
+	other[1] ^= 0x42;
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, other, n));
+	cr_assert_eq(bidcache_sync(), 0, "another kernel's kallsyms was taken in");
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
+	cr_assert_eq(bidcache_sync(), 1);
+	for (int i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s/kallsyms", dir, hex, hex + 2);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_assert_eq(st.st_mode & 0777, 0600, "kallsyms is %o, it gives KASLR away", st.st_mode & 0777);
+	f = fopen(path, "re");
+	cr_assert(f);
+	while (!text && fgets(line, sizeof(line), f))
+		text = strstr(line, " _text\n") != NULL;
+	fclose(f);
+	cr_assert(text, "the copy has no _text line");
+	/* A restart counts it and does not copy it again. */
+	bidcache_clear();
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
+	cr_assert_eq(bidcache_sync(), 0);
+	bidcache_clear();
+	rm_cache(dir);
+}

@@ -230,22 +230,32 @@ static int64_t fn_id(struct pprof *p, const struct pframe *f)
 
 static int64_t map_id(struct pprof *p, const struct pframe *f)
 {
-	char hex[2 * 20 + 1] = "";
-	struct map_row row = { .start = f->map_start, .limit = f->map_end, .off = f->map_pgoff }, *r;
+	/* Keyed by the raw build id: its hex string is made once, for a new mapping. */
+	struct {
+		uint64_t start, limit, off;
+		int64_t file;
+		uint8_t bid[20], bid_len, pad[3];
+	} key = { .start = f->map_start, .limit = f->map_end, .off = f->map_pgoff };
+	struct map_row *r;
 	size_t idx;
 	bool created;
 
-	for (unsigned i = 0; i < f->build_id_len && i < 20; i++)
-		sprintf(hex + 2 * i, "%02x", f->build_id[i]);
-	row.file = str_id(p, f->module ? f->module : "[unknown]");
-	row.bid = str_id(p, hex);
-	if (row.file < 0 || row.bid < 0 ||
-	    table_get(&p->maptab, &row, sizeof(row), p->maps.nr + 1, &idx, &created, NULL) < 0)
+	key.file = str_id(p, f->module ? f->module : "[unknown]");
+	key.bid_len = f->build_id_len < 20 ? f->build_id_len : 20;
+	if (key.bid_len)
+		memcpy(key.bid, f->build_id, key.bid_len);
+	if (key.file < 0 || table_get(&p->maptab, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
+		char hex[2 * 20 + 1] = "";
+
+		for (unsigned i = 0; i < key.bid_len; i++)
+			sprintf(hex + 2 * i, "%02x", key.bid[i]);
 		if (!(r = vec_push(&p->maps)))
 			return -ENOMEM;
-		*r = row;
+		*r = (struct map_row){ key.start, key.limit, key.off, key.file, str_id(p, hex) };
+		if (r->bid < 0)
+			return -ENOMEM;
 	}
 	return (int64_t)idx;
 }

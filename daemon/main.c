@@ -16,6 +16,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "bidcache.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"

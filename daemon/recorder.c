@@ -25,6 +25,7 @@
 
 #include <perfrec/bpfmeta.h>
 
+#include "bidcache.h"
 #include "hook.h"
 #include "offcpu-rec.h"
 #include "outfile.h"
@@ -334,9 +335,10 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 	int r;
 
-	if (h->type == PERF_RECORD_MMAP2)
+	if (h->type == PERF_RECORD_MMAP2) {
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
-	else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
+		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
+	} else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
 		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
 	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
@@ -518,6 +520,7 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 	case PERF_RECORD_MMAP2:
 		if (!rec->flight)
 			perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
 		break;
 	case PERF_RECORD_EXIT:
 		if (!rec->flight)

@@ -20,6 +20,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
 	{ "ls", "[--json] [DIR|FILE...] | --bucket URL [--host NAME] [--label K=V]...", "list recorded files on a wall-clock time line, gaps shown (default: the output directory)", cmd_ls },
 	{ "cut", "--from T --to T | --at T [--around D] [-o OUT] [-z] [--force] [--no-live] [DIR|FILE... | --bucket URL [--host NAME] [--label K=V]...]", "write one perf.data of a time window across rotated files (and the daemon's unpublished data)", cmd_cut },
+	{ "pprof", "[-e EVENT] [--pid N] [--comm C] [--cgroup CG] [--from T --to T] [-o OUT.pb.gz] FILE|DIR...", "write the samples as a gzip'ed pprof profile (go tool pprof, Pyroscope, Parca)", cmd_pprof },
 	{ "ping", "[--socket PATH] [--json]", "check that perfrecd answers on its control socket", cmd_ctl_simple },
 	{ "status", "[--socket PATH] [--json]", "show perfrecd's counters, events, files, CPU time and RSS", cmd_ctl_simple },
 	{ "rotate", "[--socket PATH] [--json]", "publish the current file now and start the next", cmd_ctl_simple },

@@ -161,6 +161,9 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
+# Tests of perfrecctl's modules #include their .c (tools/ is not a library).
+tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
+
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))

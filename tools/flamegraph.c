@@ -372,11 +372,13 @@ static enum pframe_kind folded_kind(char *name)
 	size_t len = strlen(name);
 	enum pframe_kind kind = PFRAME_USER;
 
-	if (len > 4 && name[len - 4] == '_' && name[len - 3] == '[' && name[len - 1] == ']' &&
-	    strchr("kjiw", name[len - 2])) {
+	/* All of them: what we write back must read the same ("f_[j]_[k]" is f). */
+	while (len > 4 && name[len - 4] == '_' && name[len - 3] == '[' && name[len - 1] == ']' &&
+	       name[len - 2] && strchr("kjiw", name[len - 2])) {
 		if (name[len - 2] == 'k')
 			kind = PFRAME_KERNEL;
-		name[len - 4] = 0;
+		len -= 4;
+		name[len] = 0;
 	}
 	if (!strcmp(name, "[unknown]") || !*name)
 		return PFRAME_UNKNOWN;
@@ -399,8 +401,7 @@ static int parse_folded_line(struct flamegraph *fg, const char *event, char *lin
 	count = strtoull(sp + 1, &end, 10);
 	if (errno || *end)
 		return -EINVAL;
-	while (sp > line && sp[-1] == ' ')
-		sp--;
+	/* One space before the count, as flamegraph.pl reads it: a name may end in spaces. */
 	*sp = 0;
 	if (!*line)
 		return -EINVAL;
@@ -476,11 +477,11 @@ int flamegraph__read_folded(struct flamegraph *fg, const char *event, FILE *f, c
 	return r;
 }
 
-/* A frame's name as a folded stack can hold it: ';' separates frames. */
+/* A frame's name as a folded stack can hold it: ';' separates frames, '\n' stacks. */
 static void put_folded_name(FILE *f, const struct fg_node *n)
 {
 	for (const char *s = n->name; *s; s++)
-		fputc(*s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s, f);
+		fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, f);
 	if (n->kind == PFRAME_KERNEL || n->kind == PFRAME_BPF)
 		fputs("_[k]", f);
 }

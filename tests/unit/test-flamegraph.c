@@ -408,3 +408,34 @@ Test(flamegraph, wall_times_iso8601_utc_and_ns)
 		cr_assert_eq(ns, r ? 12345 : cases[i].ns, "%s: %llu", cases[i].in, (unsigned long long)ns);
 	}
 }
+
+/* What the writer prints, the reader reads back as the same stacks (found by fuzz-folded). */
+Test(flamegraph, folded_output_reads_back_the_same)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "x_[j]_[k];y 3\n", "x_[k];y 3\n" },            /* every annotation comes off */
+		{ "a;b  2\n", "a;b  2\n" },                      /* a name may end in a space */
+		{ "\ri 3\n\x1bu 1\n", "\ri 3\n\x1bu 1\n" },      /* '\r' inside a line stays */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct flamegraph *fg = folded(cases[i].in, "e"), *again;
+		FILE *f = mem();
+		char *first;
+
+		cr_assert_eq(flamegraph__write_folded(flamegraph__find_tree(fg, "e"), f), 0);
+		fclose(f);
+		cr_assert_str_eq(buf, cases[i].out, "case %zu", i);
+		first = strdup(buf);
+		again = folded(first, "e");
+		f = mem();
+		cr_assert_eq(flamegraph__write_folded(flamegraph__find_tree(again, "e"), f), 0);
+		fclose(f);
+		cr_assert_str_eq(buf, first, "case %zu read back", i);
+		free(first);
+		flamegraph__free(fg);
+		flamegraph__free(again);
+	}
+}

@@ -439,3 +439,33 @@ Test(flamegraph, folded_output_reads_back_the_same)
 		flamegraph__free(again);
 	}
 }
+
+Test(flamegraph, one_graph_per_event_one_under_the_other)
+{
+	struct flamegraph *fg = flamegraph__new();
+	const struct pframe on[] = { U("spin"), U("main") }, off[] = { K("schedule"), U("wait_for_data"), U("main") };
+	struct fg_tree *trees[2];
+	unsigned y0, y1;
+	const char *g0, *g1;
+	FILE *f;
+
+	flamegraph__add(fg, "offcpu-time", off, 3, 50000000);
+	flamegraph__add(fg, "cpu-clock", on, 2, 1000000);
+	trees[0] = flamegraph__tree(fg, 0);
+	trees[1] = flamegraph__tree(fg, 1);
+	f = mem();
+	cr_assert_eq(flamegraph__write_svg(trees, NULL, 2, NULL, f), 0);
+	fclose(f);
+	g0 = strstr(buf, "<g class=\"graph\" event=\"cpu-clock\" total=\"1000000\" samples=\"1\"");
+	g1 = strstr(buf, "<g class=\"graph\" event=\"offcpu-time\" total=\"50000000\" samples=\"1\"");
+	cr_assert(g0 && g1 && g0 < g1, "%s", buf);
+	/* Each graph has its own root, the second drawn below the first. */
+	cr_assert_eq(sscanf(strstr(strstr(g0, "n=\"all\">"), "<rect "), "<rect x=\"%*f\" y=\"%u\"", &y0), 1);
+	cr_assert_eq(sscanf(strstr(strstr(g1, "n=\"all\">"), "<rect "), "<rect x=\"%*f\" y=\"%u\"", &y1), 1);
+	cr_assert_gt(y1, y0 + 2 * FRAME_H);
+	/* Off-CPU weights are nanoseconds blocked; kernel frames are marked as such. */
+	cr_assert(strstr(g1, "offcpu-time: 1 samples, 50000000 ns"));
+	cr_assert(strstr(g1, "t=\"k\" n=\"schedule\""));
+	cr_assert(strstr(g1, "<title>schedule ([kernel.kallsyms])&#10;1 samples, 50000000 ns, 100.00%</title>"));
+	flamegraph__free(fg);
+}

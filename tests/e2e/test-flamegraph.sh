@@ -40,11 +40,16 @@ near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d <= 1 && d >= -1) }
 # perf_children FILE PID SYM [--time T0,T1]: perf report's children share of SYM
 # among PID's cpu-clock samples: SYM's children column over the sum of the
 # self column of PID's rows.  (perf 6.1's --pid/--comm filters give children
-# shares over 100% with --percentage relative, so the file is not filtered.)
+# shares over 100% with --percentage relative, so the file is not filtered;
+# its "pid" column shows thread ids, so rows of any thread of PID count.)
 perf_children() {
-	local f=$1 pid=$2 sym=$3; shift 3
+	local f=$1 pid=$2 sym=$3 tids; shift 3
+	tids=$(perf script -i "$f" -F pid,tid 2>/dev/null | awk -v p="$pid" '{ split($1, a, "/"); if (a[1] == p) print a[2] }' | sort -u | tr '\n' ' ')
 	perf report -i "$f" --stdio --children --sort pid,sym -g none "$@" 2>>"$T/report.err" |
-		awk -v p="$pid" -v s="$sym" '$1 ~ /%$/ && $3 ~ "^" p ":" {
+		awk -v tids="$pid $tids" -v s="$sym" 'BEGIN { n = split(tids, t, " "); for (i = 1; i <= n; i++) mine[t[i]] = 1 }
+			/^# Samples: .* of event / { on = /cpu-clock/ }
+			on && $1 ~ /%$/ { split($3, id, ":") }
+			on && $1 ~ /%$/ && id[1] in mine {
 			sub(/%/, "", $1); sub(/%/, "", $2); self += $2; if ($NF == s) c += $1 }
 			END { printf "%.2f\n", (self > 0 ? 100 * c / self : 0) }'
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flamegraph.h"
@@ -300,6 +301,38 @@ static int close_out(FILE *f, const char *out, char *tmp, int err)
 	return err;
 }
 
+/* "2026-11-23T10:00:00.000Z", or "start"/"end" for an open side. */
+static void put_time(char *buf, size_t len, uint64_t ns, const char *open)
+{
+	time_t t = ns / 1000000000;
+	struct tm tm;
+
+	if (!ns || !gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "%s", open);
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ns % 1000000000 / 1000000));
+}
+
+/* What the graph shows, under its title: the windows compared (NULL: no window given). */
+static const char *subtitle(const struct fg_args *a, char *buf, size_t len)
+{
+	char f[80], t[80], bf[80], bt[80];
+
+	if (!a->from && !a->to && !a->base_window)
+		return NULL;
+	put_time(f, sizeof(f), a->from, "start");
+	put_time(t, sizeof(t), a->to, "end");
+	put_time(bf, sizeof(bf), a->base_from, "start");
+	put_time(bt, sizeof(bt), a->base_to, "end");
+	if (a->base_window)
+		snprintf(buf, len, "%s to %s against %s to %s", f, t, bf, bt);
+	else
+		snprintf(buf, len, "%s to %s", f, t);
+	return buf;
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
 	struct flamegraph *fg = NULL, *bfg = NULL;
@@ -382,7 +415,9 @@ int cmd_flamegraph(int argc, char **argv)
 	if (!f)
 		goto out;
 	{
-		const struct fg_svg_opts o = { .icicle = a.icicle, .title = a.title };
+		char sub[400];
+		const struct fg_svg_opts o = { .icicle = a.icicle, .title = a.title,
+					       .subtitle = subtitle(&a, sub, sizeof(sub)) };
 
 		r = flamegraph__write_svg(trees, bfg ? bases : NULL, nr, &o, f);
 	}

@@ -302,7 +302,7 @@ Test(flamegraph, svg_widths_are_shares_and_names_are_escaped)
 	/* Every frame but the root is a user frame here. */
 	cr_assert(strstr(buf, "t=\"u\" n=\"hot\""));
 
-	const struct fg_svg_opts o = { .icicle = true };
+	const struct fg_svg_opts o = { .icicle = true, .subtitle = "a <window> & more", .title = "T\"" };
 	f = mem();
 	cr_assert_eq(flamegraph__write_svg(&t, NULL, 1, &o, f), 0);
 	fclose(f);
@@ -310,6 +310,8 @@ Test(flamegraph, svg_widths_are_shares_and_names_are_escaped)
 	frame_width("hot", &x, &y_hot);
 	cr_assert_lt(y_root, y_hot, "an icicle hangs from the root");
 	cr_assert(strstr(buf, "icicle=\"1\""));
+	cr_assert(strstr(buf, ">a &lt;window&gt; &amp; more</text>"));
+	cr_assert(strstr(buf, ">T&quot;</text>"));
 	flamegraph__free(fg);
 }
 

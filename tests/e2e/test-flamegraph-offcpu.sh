@@ -7,10 +7,10 @@
 # of the stacks through it, close to the blocked time the reader measured
 # itself, and span the share perf report gives it within 1 point.
 #
-# Until profile.c is merged the stacks come from perf script through
-# perf-collapse.awk and --folded.  TODO(lead, after merge):
-#   "$PERFRECCTL" flamegraph -e offcpu-time --pid "$bpid" -o "$svg" "$f"
-# and check the graph's header says ns.
+# FLAME_INPUT as in test-flamegraph.sh: "folded" (perf script's stacks
+# through perf-collapse.awk and --folded, until profile.c is merged) or
+# "file" (perfrecctl reads the perf.data; the header must say ns).
+# TODO(lead, after merge): make "file" the default.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 BLOCKER=$TOP/tests/e2e/blocker
@@ -48,7 +48,12 @@ through=$(awk '/(^|;)wait_for_data(;| )/ { s += $NF } END { printf "%d", s }' "$
 note "perf script: $sum ns off-CPU for the blocker, $through ns through wait_for_data; the reader measured $truth ns"
 
 svg=$T/off.svg
-"$PERFRECCTL" flamegraph --folded -e offcpu-time -o "$svg" "$T/off.folded" || fail "perfrecctl flamegraph failed"
+if [ "${FLAME_INPUT:-folded}" = file ]; then
+	"$PERFRECCTL" flamegraph -e offcpu-time --pid "$bpid" -o "$svg" "$f" || fail "perfrecctl flamegraph failed"
+	grep -q "offcpu-time: [0-9]* samples, $sum ns<" "$svg" || fail "the off-CPU graph's header does not give $sum ns"
+else
+	"$PERFRECCTL" flamegraph --folded -e offcpu-time -o "$svg" "$T/off.folded" || fail "perfrecctl flamegraph failed"
+fi
 timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$svg" >"$T/dom" 2>"$T/chromium.err" ||
 	fail "chromium --dump-dom failed"
 [ "$("$CHECK" attr "$T/dom" svg fgready)" = 1 ] || fail "the SVG's script did not run"

@@ -15,13 +15,13 @@
 #    and alpha_hot blue, with each window's shares equal to perf report's
 #    on that window (--time) within 1 point.
 #
-# Until profile.c (perf.data -> symbolized stacks) is merged, the stacks come
-# from perf script, collapsed by tests/e2e/perf-collapse.awk and read with
-# --folded: the SVG, its script and the browser are the real ones.
-# TODO(lead, after merge): draw from the file itself, e.g.
-#   "$PERFRECCTL" flamegraph -e cpu-clock --pid "$wpid" -o "$svg" "$f"
-# and the differential with --pid "$ppid" --from/--to and --base-from/
-# --base-to from the "wall" times phases prints.
+# FLAME_INPUT says where the stacks come from: "folded", perf script's,
+# collapsed by tests/e2e/perf-collapse.awk and read with --folded (until
+# profile.c, perf.data -> symbolized stacks, is merged: the SVG, its script
+# and the browser are the real ones), or "file": perfrecctl reads the
+# perf.data itself (--pid, --from/--to, --base-from/--base-to with the wall
+# times phases prints), and `perfrecctl folded` must weigh what perf script
+# shows.  TODO(lead, after merge): make "file" the default.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
 CHROMIUM=$(command -v chromium || command -v chromium-browser) || skip "chromium is not installed"
@@ -58,6 +58,36 @@ collapse() {
 	perf script -i "$1" -F comm,pid,tid,time,event,period,ip,sym,dso --ns 2>>"$T/script.err" |
 		awk -v want_pid="$2" -v want_event=cpu-clock -v t0="${3:-0}" -v t1="${4:-0}" -f "$TOP/tests/e2e/perf-collapse.awk"
 }
+FLAME_INPUT=${FLAME_INPUT:-folded}
+# draw SVG PID [MONO0 MONO1 WALL0 WALL1 [BASE_MONO0 BASE_MONO1 BASE_WALL0 BASE_WALL1]]:
+# PID's cpu-clock graph (in the window, against the base window).
+draw() {
+	local svg=$1 pid=$2
+	if [ "$FLAME_INPUT" = file ]; then
+		local win=() sum
+		[ $# -ge 6 ] && win=(--from "$5" --to "$6")
+		[ $# -ge 10 ] && win+=(--base-from "$9" --base-to "${10}")
+		"$PERFRECCTL" flamegraph -e cpu-clock --pid "$pid" "${win[@]}" -o "$svg" "$f" ||
+			fail "perfrecctl flamegraph -e cpu-clock --pid $pid ${win[*]} failed"
+		grep -q '<g class="graph" event="cpu-clock"' "$svg" || fail "no cpu-clock graph in $svg"
+		"$PERFRECCTL" folded -e cpu-clock --pid "$pid" "${win[@]:0:4}" "$f" >"$svg.ours" || fail "perfrecctl folded failed"
+		collapse "$f" "$pid" "${3:-0}" "${4:-0}" >"$svg.perf"
+		sum=$(awk '{ s += $NF } END { printf "%d", s }' "$svg.perf")
+		[ "$(awk '{ s += $NF } END { printf "%d", s }' "$svg.ours")" = "$sum" ] ||
+			fail "perfrecctl folded weighs $(awk '{ s += $NF } END { printf "%d", s }' "$svg.ours"), perf script $sum"
+		return
+	fi
+	collapse "$f" "$pid" "${3:-0}" "${4:-0}" >"$svg.folded"
+	[ -s "$svg.folded" ] || fail "perf script gave no stacks of $pid"
+	local base=()
+	if [ $# -ge 10 ]; then
+		collapse "$f" "$pid" "$7" "$8" >"$svg.base.folded"
+		[ -s "$svg.base.folded" ] || fail "perf script gave no stacks of $pid in the base window"
+		base=(--base "$svg.base.folded")
+	fi
+	"$PERFRECCTL" flamegraph --folded -e cpu-clock "${base[@]}" -o "$svg" "$svg.folded" ||
+		fail "perfrecctl flamegraph --folded ${base[*]} failed"
+}
 # share_px DOM NAME: the width of NAME's frames in percent of the graph's.
 share_px() { "$CHECK" frames "$1" "$2" | awk -v full="$full" '{ s += $2 } END { printf "%.2f", 100 * s / full }'; }
 
@@ -77,11 +107,8 @@ f=$(only_file "$out") || exit 1
 expect=$(perf_children "$f" "$wpid" hot_function)
 note "perf report: hot_function in $expect% of the workload's samples"
 awk -v e="$expect" 'BEGIN { exit !(e >= 50) }' || fail "perf sees hot_function in only $expect% of the workload's samples"
-collapse "$f" "$wpid" >"$T/workload.folded"
-[ -s "$T/workload.folded" ] || fail "perf script gave no stacks of the workload"
 svg=$T/workload.svg
-"$PERFRECCTL" flamegraph --folded -e cpu-clock --title "workload" -o "$svg" "$T/workload.folded" ||
-	fail "perfrecctl flamegraph failed"
+draw "$svg" "$wpid"
 if command -v xmllint >/dev/null; then xmllint --noout "$svg" || fail "the SVG is not well-formed XML"; fi
 
 browser --screenshot="$T/shot.png" --window-size=1200,600 "file://$svg" >/dev/null || fail "chromium --screenshot failed"
@@ -107,9 +134,8 @@ awk -v x="$hx" -v w="$hw" -v d="$hd" '$3 == d - 1 && $1 <= x + 0.01 && $1 + $2 >
 	fail "the widest hot_function frame (x $hx, width $hw, depth $hd) is not on a caller_function frame"
 
 # --- phases as a whole: shares neither 0 nor 100%, zoom, search ----------------
-collapse "$f" "$ppid" >"$T/phases.folded"
 psvg=$T/phases.svg
-"$PERFRECCTL" flamegraph --folded -e cpu-clock -o "$psvg" "$T/phases.folded" || fail "perfrecctl flamegraph failed on phases"
+draw "$psvg" "$ppid"
 dump_dom "$psvg" "" "$T/dom.phases"
 for fn in alpha_hot beta_hot; do
 	e=$(perf_children "$f" "$ppid" "$fn"); g=$(share_px "$T/dom.phases" "$fn")
@@ -140,16 +166,12 @@ near "$pct" "$e" || fail "the search matched $pct%, perf report gives beta_hot $
 "$CHECK" frames "$T/dom.search" alpha_hot | grep -q 'rgb(230,0,230)' && fail "alpha_hot is highlighted but does not match"
 
 # --- the differential: phase two against phase one -------------------------------
-read -r a0 a1 < <(awk '$2 == "alpha" { print $4, $5 }' "$T/phases.out")
-read -r b0 b1 < <(awk '$2 == "beta" { print $4, $5 }' "$T/phases.out")
+read -r a0 a1 wa0 wa1 < <(awk '$2 == "alpha" { print $4, $5, $7, $8 }' "$T/phases.out")
+read -r b0 b1 wb0 wb1 < <(awk '$2 == "beta" { print $4, $5, $7, $8 }' "$T/phases.out")
 [ -n "${a0:-}" ] && [ -n "${b0:-}" ] || { cat "$T/phases.out"; fail "phases printed no phase times"; }
 sec() { awk -v n="$1" 'BEGIN { printf "%d.%06d", int(n / 1e9), int((n % 1e9) / 1e3) }'; }
-collapse "$f" "$ppid" "$a0" "$a1" >"$T/alpha.folded"
-collapse "$f" "$ppid" "$b0" "$b1" >"$T/beta.folded"
-[ -s "$T/alpha.folded" ] && [ -s "$T/beta.folded" ] || fail "perf script gave no stacks of phases in a window"
 dsvg=$T/diff.svg
-"$PERFRECCTL" flamegraph --folded -e cpu-clock --base "$T/alpha.folded" -o "$dsvg" "$T/beta.folded" ||
-	fail "perfrecctl flamegraph --base failed"
+draw "$dsvg" "$ppid" "$b0" "$b1" "$wb0" "$wb1" "$a0" "$a1" "$wa0" "$wa1"
 dump_dom "$dsvg" "" "$T/dom.diff"
 for fn in alpha_hot beta_hot; do
 	base=$(perf_children "$f" "$ppid" "$fn" --time "$(sec "$a0"),$(sec "$a1")")

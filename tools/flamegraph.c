@@ -9,7 +9,8 @@
  * the script at its end (written here, no downloaded code) zooms, searches
  * and shows details from those alone, so the file works offline in any
  * browser.  A URL fragment "#zoom=NAME&search=RE" applies both on load,
- * which is how the e2e test drives a real browser without a mouse.
+ * which is how the e2e test drives a real browser without a mouse (and
+ * "&reset" clicks Reset zoom).
  *
  * Strings are interned per flamegraph: a tree of a million samples holds
  * each function's name once, and merging compares pointers.
@@ -893,10 +894,12 @@ static const char svg_script[] =
 	"    if (re !== null) search(re);\n"
 	"  });\n"
 	"  svg.getElementById('clear').addEventListener('click', function () { search(''); });\n"
-	"  /* #zoom=NAME&search=RE: the widest frame called NAME is zoomed into. */\n"
+	"  /* #zoom=NAME&search=RE&reset, in order: the widest frame called NAME is\n"
+	"     clicked, RE searched, Reset zoom clicked. */\n"
 	"  var h = window.location.hash.replace(/^#/, '').split('&');\n"
 	"  h.forEach(function (kv) {\n"
-	"    var i = kv.indexOf('='), k = kv.slice(0, i), v = decodeURIComponent(kv.slice(i + 1));\n"
+	"    var i = kv.indexOf('='), k = i < 0 ? kv : kv.slice(0, i), v = i < 0 ? '' : kv.slice(i + 1);\n"
+	"    try { v = decodeURIComponent(v); } catch (x) { /* a stray %: take it as typed */ }\n"
 	"    if (k === 'zoom') {\n"
 	"      var best = null;\n"
 	"      graphs.forEach(function (g) { frames(g).forEach(function (e) {\n"
@@ -905,6 +908,8 @@ static const char svg_script[] =
 	"      if (best) best.dispatchEvent(new MouseEvent('click', { bubbles: true }));\n"
 	"    } else if (k === 'search') {\n"
 	"      search(v);\n"
+	"    } else if (k === 'reset') {\n"
+	"      svg.getElementById('reset').dispatchEvent(new MouseEvent('click', { bubbles: true }));\n"
 	"    }\n"
 	"  });\n"
 	"  svg.setAttribute('fgready', '1');\n"

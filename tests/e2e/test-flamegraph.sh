@@ -9,7 +9,7 @@
 #    caller_function; so do alpha_hot's and beta_hot's in phases' graph
 #    (shares between 10 and 90%: the widths are really computed);
 #  - #zoom=alpha_hot (the script dispatches a click on load) makes it
-#    span the full width and hides beta_hot;
+#    span the full width and hides beta_hot; Reset zoom undoes it;
 #  - #search=REGEX reports "Matched:" with perf report's share of beta_hot;
 #  - the differential of phase two against phase one colours beta_hot red
 #    and alpha_hot blue, with each window's shares equal to perf report's
@@ -153,6 +153,17 @@ awk -v w="$zw" -v f="$full" 'BEGIN { exit !(w >= f - 0.01 && w <= f + 0.01) }' |
 "$CHECK" frames "$T/dom.zoom" run_phase | grep -q ',anc' || fail "run_phase is not shown as an ancestor after the zoom"
 [ "$("$CHECK" attr "$T/dom.zoom" graph zoomed)" = 1 ] || fail "the graph does not say it is zoomed"
 "$CHECK" frames "$T/dom.zoom" beta_hot | grep -qv ',hidden' && fail "beta_hot is still shown after zooming into alpha_hot"
+
+# Reset zoom (clicked after the zoom): every frame back where it was.
+dump_dom "$psvg" "zoom=alpha_hot&reset" "$T/dom.reset"
+[ "$("$CHECK" attr "$T/dom.reset" graph zoomed)" = 0 ] || fail "the graph is still zoomed after Reset zoom"
+grep -q '<g class="f[^"]*hidden' "$T/dom.reset" && fail "frames are still hidden after Reset zoom"
+[ "$(share_px "$T/dom.reset" alpha_hot)" = "$(share_px "$T/dom.phases" alpha_hot)" ] ||
+	fail "alpha_hot spans $(share_px "$T/dom.reset" alpha_hot)% after Reset zoom, $(share_px "$T/dom.phases" alpha_hot)% before the zoom"
+
+# A fragment that is not valid percent-encoding does not stop the script.
+dump_dom "$psvg" "search=%E0%A4%A&zoom=alpha_hot" "$T/dom.badfrag"
+[ "$("$CHECK" attr "$T/dom.badfrag" graph zoomed)" = 1 ] || fail "a malformed #search= stopped the zoom after it"
 
 # Search: a regular expression, and the matched share.
 e=$(perf_children "$f" "$ppid" beta_hot)

@@ -29,6 +29,13 @@ struct flamegraph {
 	struct fg_tree **trees;
 	size_t nr_trees;
 	bool sorted;
+	/*
+	 * Every node by (parent, name, module, kind), open addressing: a frame
+	 * with thousands of callees (a system-wide root, [unknown]) would make
+	 * a scan of its children the cost of every sample.
+	 */
+	struct fg_node **nodes;
+	size_t nr_nodes, alloc_nodes;
 };
 
 /* ---- interned strings ------------------------------------------------- */
@@ -122,6 +129,7 @@ void flamegraph__free(struct flamegraph *fg)
 		free(fg->trees[i]);
 	}
 	free(fg->trees);
+	free(fg->nodes);
 	for (size_t i = 0; i < fg->alloc_strs; i++)
 		free(fg->strs[i]);
 	free(fg->strs);
@@ -156,17 +164,61 @@ nomem:
 	return NULL;
 }
 
-static struct fg_node *child(struct fg_node *n, const char *name, const char *module,
+static uint64_t node_hash(const struct fg_node *parent, const char *name, const char *module,
+			  enum pframe_kind kind)
+{
+	uint64_t h = (uintptr_t)parent * 0x9E3779B97F4A7C15ULL;
+
+	h ^= (uintptr_t)name * 0xC2B2AE3D27D4EB4FULL;
+	h ^= (uintptr_t)module * 0x165667B19E3779F9ULL;
+	h ^= (uint64_t)kind;
+	return h ^ (h >> 29) ^ (h >> 47);
+}
+
+static int nodes_grow(struct flamegraph *fg)
+{
+	size_t n = fg->alloc_nodes ? fg->alloc_nodes * 2 : 4096;
+	struct fg_node **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < fg->alloc_nodes; i++) {
+		struct fg_node *c = fg->nodes[i];
+		size_t j;
+
+		if (!c)
+			continue;
+		for (j = node_hash(c->parent, c->name, c->module, c->kind) & (n - 1); t[j]; j = (j + 1) & (n - 1))
+			;
+		t[j] = c;
+	}
+	free(fg->nodes);
+	fg->nodes = t;
+	fg->alloc_nodes = n;
+	return 0;
+}
+
+static struct fg_node *child(struct flamegraph *fg, struct fg_node *n, const char *name, const char *module,
 			     enum pframe_kind kind, int *err)
 {
 	struct fg_node *c;
+	size_t j;
 
 	/* Interned strings: pointer equality is string equality. */
-	for (size_t i = n->nr_children; i-- > 0;) {
-		c = n->children[i];
-		if (c->name == name && c->module == module && c->kind == kind)
-			return c;
+	if (n->nr_children <= 8) {
+		for (size_t i = n->nr_children; i-- > 0;) {
+			c = n->children[i];
+			if (c->name == name && c->module == module && c->kind == kind)
+				return c;
+		}
+	} else {
+		for (j = node_hash(n, name, module, kind) & (fg->alloc_nodes - 1); (c = fg->nodes[j]);
+		     j = (j + 1) & (fg->alloc_nodes - 1))
+			if (c->parent == n && c->name == name && c->module == module && c->kind == kind)
+				return c;
 	}
+	if ((fg->nr_nodes + 1) * 2 > fg->alloc_nodes && nodes_grow(fg) < 0)
+		goto nomem;
 	if (n->nr_children == n->alloc_children) {
 		size_t a = n->alloc_children ? n->alloc_children * 2 : 4;
 		struct fg_node **ch = reallocarray(n->children, a, sizeof(*ch));
@@ -184,6 +236,10 @@ static struct fg_node *child(struct fg_node *n, const char *name, const char *mo
 	c->kind = kind;
 	c->parent = n;
 	n->children[n->nr_children++] = c;
+	for (j = node_hash(n, name, module, kind) & (fg->alloc_nodes - 1); fg->nodes[j]; j = (j + 1) & (fg->alloc_nodes - 1))
+		;
+	fg->nodes[j] = c;
+	fg->nr_nodes++;
 	return c;
 nomem:
 	*err = -ENOMEM;
@@ -224,7 +280,7 @@ static int add_stack(struct flamegraph *fg, const char *event, const struct pfra
 			return err;
 		if (kind > PFRAME_UNKNOWN)
 			kind = PFRAME_UNKNOWN;
-		n = child(n, name, module, kind, &err);
+		n = child(fg, n, name, module, kind, &err);
 		if (!n)
 			return err;
 		n->weight += period;
@@ -232,7 +288,7 @@ static int add_stack(struct flamegraph *fg, const char *event, const struct pfra
 		depth++;
 	}
 	if (keep < nr_frames) {
-		n = child(n, intern(fg, "[truncated]", &err), NULL, PFRAME_UNKNOWN, &err);
+		n = child(fg, n, intern(fg, "[truncated]", &err), NULL, PFRAME_UNKNOWN, &err);
 		if (!n)
 			return err;
 		n->weight += period;

@@ -471,3 +471,35 @@ Test(flamegraph, one_graph_per_event_one_under_the_other)
 	cr_assert(strstr(g1, "<title>schedule ([kernel.kallsyms])&#10;1 samples, 50000000 ns, 100.00%</title>"));
 	flamegraph__free(fg);
 }
+
+/* Past 8 callees, lookups go through the flamegraph's node table: same merging. */
+Test(flamegraph, wide_frames_merge_their_callees)
+{
+	struct flamegraph *fg = flamegraph__new();
+	char names[300][16];
+	struct fg_tree *t;
+
+	for (int i = 0; i < 300; i++)
+		snprintf(names[i], sizeof(names[i]), "c%03d", i);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 300; i++) {
+			int k = (i * 7 + round * 11) % 300;
+			const struct pframe s[] = { U(names[k]), U("main") };
+			const struct pframe u[] = { { .name = names[k], .module = "/bin/app", .kind = PFRAME_KERNEL }, U("main") };
+
+			cr_assert_eq(flamegraph__add(fg, "e", s, 2, k + 1), 0);
+			if (k % 2)
+				cr_assert_eq(flamegraph__add(fg, "e", u, 2, 1), 0);
+		}
+	t = flamegraph__find_tree(fg, "e");
+	cr_assert_eq(t->root.nr_children, 1);
+	cr_assert_eq(t->root.children[0]->nr_children, 450);
+	for (size_t i = 0; i < 450; i++) {
+		const struct fg_node *c = t->root.children[0]->children[i];
+		int k = atoi(c->name + 1);
+
+		cr_assert_eq(c->samples, 3);
+		cr_assert_eq(c->weight, c->kind == PFRAME_KERNEL ? 3u : 3u * (k + 1), "%s", c->name);
+	}
+	flamegraph__free(fg);
+}

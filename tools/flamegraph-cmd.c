@@ -32,13 +32,15 @@ struct fg_args {
 	uint64_t from, to, base_from, base_to;
 	bool base_window;       /* --base-from/--base-to given */
 	const char *base;
+	const char *symfs;
+	bool no_debuginfod, no_inline;
 	char **inputs;
 	int nr_inputs;
 };
 
 enum {
 	OPT_FROM = 256, OPT_TO, OPT_PID, OPT_COMM, OPT_CGROUP, OPT_ICICLE, OPT_BASE,
-	OPT_BASE_FROM, OPT_BASE_TO, OPT_FOLDED, OPT_TITLE,
+	OPT_BASE_FROM, OPT_BASE_TO, OPT_FOLDED, OPT_TITLE, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_NO_INLINE,
 };
 
 static const struct option long_opts[] = {
@@ -55,6 +57,9 @@ static const struct option long_opts[] = {
 	{ "base-to", required_argument, NULL, OPT_BASE_TO },
 	{ "folded", no_argument, NULL, OPT_FOLDED },
 	{ "title", required_argument, NULL, OPT_TITLE },
+	{ "symfs", required_argument, NULL, OPT_SYMFS },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -111,6 +116,9 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 		case OPT_BASE: a->base = optarg; break;
 		case OPT_FOLDED: a->folded = true; break;
 		case OPT_TITLE: a->title = optarg; break;
+		case OPT_SYMFS: a->symfs = optarg; break;
+		case OPT_NO_DEBUGINFOD: a->no_debuginfod = true; break;
+		case OPT_NO_INLINE: a->no_inline = true; break;
 		case ':':
 			fprintf(stderr, "perfrecctl %s: %s needs a value\n", cmd, argv[optind - 1]);
 			return perfrecctl_usage(cmd);
@@ -124,9 +132,10 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 			"are flamegraph options\n", cmd);
 		return perfrecctl_usage(cmd);
 	}
-	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || a->from || a->to || a->base_window)) {
-		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup and the time windows select samples of "
-			"perf.data files; folded stacks (--folded) have none of that\n", cmd);
+	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || a->from || a->to || a->base_window ||
+			  a->symfs || a->no_debuginfod || a->no_inline)) {
+		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, the time windows and the symbol options "
+			"apply to perf.data files; folded stacks (--folded) have none of that\n", cmd);
 		return EXIT_USAGE;
 	}
 	if ((a->from && a->to && a->from >= a->to) || (a->base_from && a->base_to && a->base_from >= a->base_to)) {
@@ -219,6 +228,7 @@ static int load_files(struct flamegraph *fg, const struct fg_args *a, char *cons
 	struct profile_opts o = {
 		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup,
 		.from_wall_ns = from, .to_wall_ns = to,
+		.symfs = a->symfs, .no_debuginfod = a->no_debuginfod, .no_inline = a->no_inline,
 	};
 	struct paths p = { 0 };
 	int r = 0;

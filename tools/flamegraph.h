@@ -80,8 +80,9 @@ struct fg_tree *flamegraph__find_tree(struct flamegraph *fg, const char *event);
 
 /*
  * Differential: point each frame of @now at the frame on the same path in
- * @base (fg_node.base; NULL: a frame only in @now).  @base's frames with no
- * counterpart in @now are counted by fg_diff_gone().
+ * @base (fg_node.base; NULL: a frame only in @now).  The SVG lists the
+ * widest of @base's frames with no counterpart in @now under the graph.
+ * @base must outlive @now's use of it.
  */
 void flamegraph__diff(struct fg_tree *now, const struct fg_tree *base);
 
@@ -101,7 +102,8 @@ struct fg_svg_opts {
  * Write an SVG of @trees (one graph per tree, one under the other) to @f.
  * @bases, if not NULL, holds for each tree its base (or NULL): those
  * graphs are differential (flamegraph__diff() must have run on them).
- * Returns 0 or -EIO when writing failed.
+ * Frames narrower than 0.1 px are left out (their weight stays in their
+ * caller's width).  Returns 0, -ENOMEM, or -EIO when writing failed.
  */
 int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *const *bases,
 			  size_t nr, const struct fg_svg_opts *o, FILE *f);

@@ -195,6 +195,9 @@ tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket
 # test-cut compiles perfrecctl's cut, ls and window modules in.
 tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
 
+# Tests of perfrecctl's modules #include their .c (tools/ is not a library).
+tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
+
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))

@@ -26,6 +26,7 @@
 #include "pprof.h"
 #include "pprof.pb-c.h"
 #include "perfrecctl.h"
+#include "window.h"
 
 /* An open-addressing table from byte keys to indexes (1-based ids). */
 struct table {
@@ -645,36 +646,6 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
 	return r;
 }
 
-/*
- * Wall-clock times: seconds since the epoch with up to 9 decimals (read
- * exactly: a double has 256 ns steps there), or "YYYY-MM-DDTHH:MM:SS[Z]" UTC.
- */
-static int parse_time(const char *s, uint64_t *ret)
-{
-	struct tm tm = { 0 };
-	uint64_t sec = 0, frac = 0;
-	const char *p = s, *end;
-	int digits = 0;
-
-	while (*p >= '0' && *p <= '9' && sec < UINT64_MAX / 10 / 1000000000ull)
-		sec = sec * 10 + (uint64_t)(*p++ - '0');
-	if (p != s && (*p == 0 || *p == '.')) {
-		if (*p == '.')
-			for (p++; *p >= '0' && *p <= '9' && digits < 9; digits++)
-				frac = frac * 10 + (uint64_t)(*p++ - '0');
-		if (*p == 0) {
-			for (; digits < 9; digits++)
-				frac *= 10;
-			*ret = sec * 1000000000ull + frac;
-			return 0;
-		}
-	}
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end || (*end && strcmp(end, "Z")))
-		return -EINVAL;
-	*ret = (uint64_t)timegm(&tm) * 1000000000ull;
-	return 0;
-}
 
 int cmd_pprof(int argc, char **argv)
 {
@@ -716,11 +687,9 @@ int cmd_pprof(int argc, char **argv)
 		case 'G': o.cgroup = optarg; break;
 		case 'F':
 		case 'T':
-			if (parse_time(optarg, c == 'F' ? &o.from_wall_ns : &o.to_wall_ns) < 0) {
-				fprintf(stderr, "perfrecctl pprof: --%s wants seconds since the epoch or YYYY-MM-DDTHH:MM:SS, not '%s'\n",
-					c == 'F' ? "from" : "to", optarg);
+			if (window_parse_time("pprof", c == 'F' ? "--from" : "--to", optarg,
+					      c == 'F' ? &o.from_wall_ns : &o.to_wall_ns) < 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'o': out = optarg; break;
 		case 's': o.symfs = optarg; break;

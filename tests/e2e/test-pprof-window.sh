@@ -29,8 +29,8 @@ read -r _ l1 < <(span "${files[0]}") || fail "no sample times in ${files[0]}"
 read -r f2 l2 < <(span "${files[1]}") || fail "no sample times in ${files[1]}"
 read -r f3 _ < <(span "${files[2]}") || fail "no sample times in ${files[2]}"
 # Between the files' samples, as seconds since the epoch.
-from=$(python3 -c "print('%.6f' % (($l1 + $f2) / 2e9))")
-to=$(python3 -c "print('%.6f' % (($l2 + $f3) / 2e9))")
+from=$(python3 -c "print('@%.6f' % (($l1 + $f2) / 2e9))")
+to=$(python3 -c "print('@%.6f' % (($l2 + $f3) / 2e9))")
 note "window $from .. $to: ${files[1]##*/}"
 
 # Samples in the window, over all files.

@@ -67,9 +67,9 @@ perf script -i "$f" -F cpu 2>/dev/null | tr -d '[] ' | sort -n | uniq -c | awk '
 diff "$T/cpu.perf" "$T/cpu.pprof" || fail "samples per cpu label differ from perf script's"
 
 # A window after the recording keeps nothing (and says so); one around it keeps all.
-"$PERFRECCTL" pprof --from 4000000000 -o "$T/none.pb.gz" "$f" 2>"$T/none.err" && fail "an empty window wrote a profile"
+"$PERFRECCTL" pprof --from @4000000000 -o "$T/none.pb.gz" "$f" 2>"$T/none.err" && fail "an empty window wrote a profile"
 grep -q "no samples" "$T/none.err" || { cat "$T/none.err"; fail "an empty window is not named"; }
-"$PERFRECCTL" pprof --from 1000000000 --to 4000000000 -o "$T/all.pb.gz" "$f" 2>/dev/null || fail "a window around the recording failed"
+"$PERFRECCTL" pprof --from @1000000000 --to @4000000000 -o "$T/all.pb.gz" "$f" 2>/dev/null || fail "a window around the recording failed"
 ours=$(go tool pprof -top -sample_index=samples "$T/all.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')
 [ "$ours" = "$(perf_samples "$f")" ] || fail "a window around the recording kept $ours samples"
 

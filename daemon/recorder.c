@@ -68,10 +68,15 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 
 static const struct sink_ops file_sink_ops;
 
+static void drain_log(void *ctx, int level, const char *msg)
+{
+	log_msg(level, "%s", msg);
+}
+
 /* The drain over the rings, its ids, and the recorder's own sink first. */
 static int open_drain(struct recorder *rec)
 {
-	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain };
+	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain, .log = drain_log };
 	int r;
 
 	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {

@@ -443,11 +443,17 @@ static void *bad_frame_spin(void *arg)
 	return NULL;
 }
 
-/* A user chain with -1 in it is ended before it, as perfrecd writes it. */
+/*
+ * A user chain with -1 in it is ended before it, as perfrecd writes it:
+ * the record object drains through perfrecd's drain (lib/drain.c), whose
+ * repair is told once, as a note, to the msg callback.
+ */
 Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini = teardown)
 {
+	struct msgs m = { 0 };
 	struct perfrec_record_opts o = {
 		.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .callchain = true, .freq = 2000,
+		.msg = on_msg, .msg_ctx = &m,
 	};
 	struct perfrec_record *r = NULL;
 	struct perfrec_pdreader *rd;
@@ -485,6 +491,9 @@ Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini 
 		}
 	}
 	cr_assert_gt(chains, 0, "no user chains recorded");
+	cr_expect_eq(m.calls, 1, "the drain's repair note, once: %d calls, last \"%s\"", m.calls, m.last);
+	cr_expect_eq(m.last_err, 0, "a note, not an error");
+	cr_expect(strstr(m.last, "user callchain held a value in the PERF_CONTEXT range"), "%s", m.last);
 	perfrec_pdreader__free(rd);
 }
 #endif

@@ -90,11 +90,8 @@ static int open_drain(struct recorder *rec)
 	}
 	o.sideband_sample_type = rec->sideband_sample_type;
 	r = drain_new(&o, &rec->drain);
-	for (size_t i = 0; r == 0 && i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = drain_add_ids(rec->drain, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
-	}
+	if (r == 0)
+		r = drain_add_evlist(rec->drain, rec->evlist);
 	if (r < 0)
 		return r;
 	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));

@@ -102,6 +102,18 @@ int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t samp
 	return 0;
 }
 
+int drain_add_evlist(struct drain *d, const struct perfrec_evlist *el)
+{
+	int e = 0;
+
+	for (size_t i = 0; e == 0 && i < perfrec_evlist__nr_evsels(el); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(el, i);
+
+		e = drain_add_ids(d, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
+	}
+	return e;
+}
+
 /* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
 const struct drain_id *drain_find_id(const struct drain *d, const struct perf_event_header *h)
 {

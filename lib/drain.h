@@ -84,6 +84,8 @@ void drain_free(struct drain *d);
 /* Add @nr ids of an event laid out as @sample_type / @read_format. */
 int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t sample_type,
 		  uint64_t read_format);
+/* The ids of every event of @el (opened), each with its event's layout. */
+int drain_add_evlist(struct drain *d, const struct perfrec_evlist *el);
 /* The layout of @h's event, NULL when it carries no known id. */
 const struct drain_id *drain_find_id(const struct drain *d, const struct perf_event_header *h);
 

@@ -345,16 +345,13 @@ static int file_write(struct sink *s, size_t ring, const struct iovec *iov, int 
 /* After a pass that wrote: FINISHED_ROUND, so readers sort what came before. */
 static void file_round(struct sink *s, uint64_t bytes)
 {
-	static const struct perf_event_header round = {
-		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
-	};
 	struct perfrec_record *r = s->ctx;
 	int e;
 
 	if (!r->pass_wrote || !r->w)
 		return;
 	r->pass_wrote = false;
-	e = perfrec_pdwriter__write(r->w, &round, sizeof(round));
+	e = perfrec_synth__marker(PERFREC_RECORD_FINISHED_ROUND, emit, r);
 	if (e < 0 && !r->pass_err)
 		r->pass_err = e;
 }
@@ -380,11 +377,8 @@ static int open_drain(struct perfrec_record *r, bool callchain)
 	r->sideband_type = sb->attr.sample_type;
 	r->sideband_id = sb->nr_ids ? sb->ids[0] : 0;
 	e = drain_new(&o, &r->drain);
-	for (size_t i = 0; e == 0 && i < perfrec_evlist__nr_evsels(r->el); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
-
-		e = drain_add_ids(r->drain, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
-	}
+	if (e == 0)
+		e = drain_add_evlist(r->drain, r->el);
 	if (e < 0)
 		return e;
 	r->file = (struct sink){ .ops = &file_sink_ops, .ctx = r };

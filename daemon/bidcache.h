@@ -52,7 +52,7 @@ unsigned bidcache_sync(void);
  */
 void bidcache_hold(bool hold);
 
-/* Stop the worker and forget everything (tests); the files stay. */
+/* Stop the worker and forget everything (tests, exit); the files stay. */
 void bidcache_clear(void);
 
 #endif

@@ -29,8 +29,8 @@ read -r _ l1 < <(span "${files[0]}") || fail "no sample times in ${files[0]}"
 read -r f2 l2 < <(span "${files[1]}") || fail "no sample times in ${files[1]}"
 read -r f3 _ < <(span "${files[2]}") || fail "no sample times in ${files[2]}"
 # Between the files' samples, as seconds since the epoch.
-from=$(python3 -c "print('@%.6f' % (($l1 + $f2) / 2e9))")
-to=$(python3 -c "print('@%.6f' % (($l2 + $f3) / 2e9))")
+from=$(python3 -c "print('%.6f' % (($l1 + $f2) / 2e9))")
+to=$(python3 -c "print('%.6f' % (($l2 + $f3) / 2e9))")
 note "window $from .. $to: ${files[1]##*/}"
 
 # Samples in the window, over all files.
@@ -56,7 +56,7 @@ python3 -c "import sys; sys.exit(not ($fl > float('$to') * 1e9))" || fail "the l
 python3 "$TOP/tests/fuzz/damage.py" "$last" "$T/dmg" >/dev/null || fail "damage.py failed"
 cp "$T/dmg/sample-short.data" "$last"
 
-"$PERFRECCTL" pprof --from "$from" --to "$to" -o "$T/w.pb.gz" "$T/out" 2>"$T/w.err" \
+"$PERFRECCTL" pprof --from "@$from" --to "@$to" -o "$T/w.pb.gz" "$T/out" 2>"$T/w.err" \
 	|| { cat "$T/w.err"; fail "pprof of the window failed"; }
 ours=$(go tool pprof -top -sample_index=samples "$T/w.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\) *$/\1/p')
 note "window: pprof $ours samples, perf script $expected"

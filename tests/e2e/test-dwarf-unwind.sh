@@ -32,8 +32,13 @@ record() { # DIR ARGS...: a 3 s recording into DIR, its file on stdout
 		{ cat "$d.log"; fail "perfrecd $* failed"; }
 	only_file "$d"
 }
-raw=$(record "$T/raw" --call-graph dwarf) || exit 1
-fp=$(record "$T/fp" -g) || exit 1
+# Both at once, so that what else runs on the host (its samples are in
+# both files) is the same in each when their sizes are compared.
+record "$T/raw" --call-graph dwarf >"$T/raw.path" & r1=$!
+record "$T/fp" -g >"$T/fp.path" & r2=$!
+wait $r1 || fail "the raw DWARF recording failed"
+wait $r2 || fail "the -g recording failed"
+raw=$(cat "$T/raw.path"); fp=$(cat "$T/fp.path")
 kill $BG; wait $BG; BG=
 
 "$PERFRECCTL" unwind "$raw" -o "$T/host.data" 2>"$T/unwind.err" || { cat "$T/unwind.err"; fail "perfrecctl unwind failed"; }
@@ -97,9 +102,25 @@ note "unwound: $hw of $hot by_key samples and $rw of $rd read samples have the w
 [ "$hot" -ge 20 ] && [ $((hw * 100)) -ge $((hot * 95)) ] || fail "only $hw of $hot by_key samples are whole"
 [ "$rd" -ge 5 ] && [ $((rw * 100)) -ge $((rd * 95)) ] || fail "only $rw of $rd read samples are whole"
 
-# Bytes per sample against -g.
+# Bytes per sample against -g, recorded at the same time: whole files;
+# the workload's own samples are noted (its unwound chains are whole, its
+# -g ones stop at the first function without a frame pointer).
+wl_bytes() {
+	local pids
+	pids=$(perf script -i "$1" -F pid --comm "$WL" 2>/dev/null | tr -d ' ' | sort -u | paste -sd,)
+	perf report -D -i "$1" 2>/dev/null | python3 -c '
+import re, sys
+pids = set(sys.argv[1].split(","))
+b = n = 0
+for line in sys.stdin:
+    m = re.search(r"\[0x([0-9a-f]+)\]: PERF_RECORD_SAMPLE\([^)]*\): (\d+)/\d+:", line)
+    if m and m.group(2) in pids:
+        b += int(m.group(1), 16)
+        n += 1
+print(b // max(n, 1))' "$pids"
+}
 hs=$(perf_samples "$host"); fs=$(perf_samples "$fp")
 hb=$(stat -c %s "$host"); fb=$(stat -c %s "$fp"); rb=$(stat -c %s "$raw")
-note "bytes per sample: raw $((rb / hs)), unwound $((hb / hs)), -g $((fb / fs))"
+note "bytes per sample: raw $((rb / $(perf_samples "$raw"))), unwound $((hb / hs)), -g $((fb / fs)); the workload's samples alone: unwound $(wl_bytes "$host"), -g $(wl_bytes "$fp")"
 [ $((hb * fs * 2)) -le $((fb * hs * 3)) ] || fail "the unwound file takes $((hb / hs)) bytes per sample, more than 1.5x -g's $((fb / fs))"
 exit 0

@@ -45,7 +45,7 @@ expect 1 "no samples in the input" "$PERFRECCTL" flamegraph --folded "$T/empty.f
 expect 2 "--pid, --comm, --cgroup, the time windows and the symbol options" "$PERFRECCTL" flamegraph --folded --pid 1 "$T/a.folded"
 expect 2 "the symbol options" "$PERFRECCTL" flamegraph --folded --symfs / "$T/a.folded"
 expect 2 "--from: cannot read 'noon'" "$PERFRECCTL" flamegraph --from noon "$T/a.folded"
-expect 2 "--base-to '2026-02-30T00:00:00Z': not a time" "$PERFRECCTL" flamegraph --base-to 2026-02-30T00:00:00Z "$T/a.folded"
+expect 2 "--base-to: .*day 30" "$PERFRECCTL" flamegraph --base-to 2026-02-30T00:00:00Z "$T/a.folded"
 expect 2 "start must come before its end" "$PERFRECCTL" flamegraph --from 2026-11-23T10:00:00Z --to 2026-11-23T09:00:00Z "$T/a.folded"
 expect 2 "--pid 'x': not a process id" "$PERFRECCTL" flamegraph --pid x "$T/a.folded"
 expect 2 "unknown option '--bogus'" "$PERFRECCTL" flamegraph --bogus "$T/a.folded"

@@ -38,7 +38,7 @@
 #
 # Environment: BENCH_CALLCHAIN_RATES ("99 1000 10000"), BENCH_CALLCHAIN_RUNS
 # (3), BENCH_CALLCHAIN_SECS (5), BENCH_STACK_SIZE (8192, perf's default),
-# BENCH_CACHE_SECS (20), BENCH_CACHE_RATE (1000), BENCH_MMAP_PAGES (128),
+# BENCH_CACHE_SECS (20; 0 leaves the cache out), BENCH_CACHE_RATE (1000), BENCH_MMAP_PAGES (128),
 # BENCH_RESULTS (tests/bench/results).
 set -u
 cd "$(dirname "$0")/../.."
@@ -49,7 +49,7 @@ SECS=${BENCH_CALLCHAIN_SECS:-5}
 STACK=${BENCH_STACK_SIZE:-8192}
 CACHE_SECS=${BENCH_CACHE_SECS:-20}
 CACHE_RATE=${BENCH_CACHE_RATE:-1000}
-PAGES=${BENCH_MMAP_PAGES:-128}
+PAGES=${BENCH_CALLCHAIN_MMAP_PAGES:-${BENCH_MMAP_PAGES:-128}}
 RESULTS=${BENCH_RESULTS:-$ROOT/tests/bench/results}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECD=$ROOT/daemon/perfrecd
@@ -122,15 +122,15 @@ cpu_of() {
 	awk -v u="$u" -v s="$s" -v m="$m" 'BEGIN { printf "%.4f %d\n", u + s, m }'
 }
 
-HDR="tool,mode,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,report_rss_kib,unwind_cpu_s,unwind_rss_kib,unwound_bytes_per_sample,secs,note"
+HDR="tool,mode,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,report_rss_kib,unwind_cpu_s,unwind_rss_kib,unwound_bytes_per_sample,with_callers_pct,secs,note"
 
 # one_run TOOL MODE RATE RUN CSV: record while nofp runs SECS, then the
 # post-processing of a raw DWARF file; one row in CSV.
 one_run() {
 	local tool=$1 mode=$2 rate=$3 run=$4 csv=$5 out pid eff f files cg=()
-	local bytes=0 samples=0 lrec=0 slost=0 a b c cpu rss rcpu="" rrss="" ucpu="" urss="" ubps=""
+	local bytes=0 samples=0 lrec=0 slost=0 a b c cpu rss rcpu="" rrss="" ucpu="" urss="" ubps="" wcp="" note=""
 	if [ "$tool/$mode" = perfrecd/host ] && [ "$HOST_OK" = 0 ]; then
-		echo "perfrecd,host,$rate,$run,$NCPU,,,,,,,,,,,,,,,$SECS,$NO_HOST" >> "$csv"
+		echo "perfrecd,host,$rate,$run,$NCPU,,,,,,,,,,,,,,,,$SECS,$NO_HOST" >> "$csv"
 		return 0
 	fi
 	case $mode in
@@ -166,32 +166,52 @@ one_run() {
 	read -r cpu rss < <(cpu_of "$out.ru")
 	# The rest of the cost of whole stacks from a raw file: perf's reader
 	# unwinding it, and (perfrecd's raw file) perfrecctl unwind.
+	# A reader that fails (perf 6.1's report can crash on these files)
+	# leaves its columns empty and says so in the note: its CPU up to the
+	# crash is not the cost of the stacks.
 	if [ "$mode" = dwarf ]; then
-		local rc=0 uc=0 ur=0 ub=0
+		local rc=0 uc=0 ur=0 ub=0 st
 		for f in $files; do
-			python3 "$RUSAGE" "$out.rru" perf report --stdio -i "$f" >/dev/null 2>&1
+			st=0
+			python3 "$RUSAGE" "$out.rru" perf report --stdio -i "$f" >/dev/null 2>"$out.rerr" || st=$?
+			if [ "$st" != 0 ]; then
+				echo "bench callchain: perf report of $tool's $rate Hz file failed (exit $st):" >&2
+				tail -3 "$out.rerr" >&2
+				note="${note:+$note; }perf report exit $st"
+			fi
 			read -r a b < <(cpu_of "$out.rru")
 			rc=$(awk -v x="$rc" -v y="$a" 'BEGIN { print x + y }'); [ "$b" -gt "${rrss:-0}" ] && rrss=$b
 			if [ "$tool" = perfrecd ]; then
-				python3 "$RUSAGE" "$out.uru" "$PERFRECCTL" unwind "$f" "$f.unwound" >/dev/null 2>"$out.uerr" ||
-					{ echo "bench callchain: perfrecctl unwind $f failed:" >&2; cat "$out.uerr" >&2; }
+				st=0
+				python3 "$RUSAGE" "$out.uru" "$PERFRECCTL" unwind "$f" "$f.unwound" >/dev/null 2>"$out.uerr" || st=$?
+				if [ "$st" != 0 ]; then
+					echo "bench callchain: perfrecctl unwind $f failed (exit $st):" >&2
+					tail -3 "$out.uerr" >&2
+					note="${note:+$note; }perfrecctl unwind exit $st"
+				fi
 				read -r a b < <(cpu_of "$out.uru")
 				uc=$(awk -v x="$uc" -v y="$a" 'BEGIN { print x + y }'); [ "$b" -gt "$ur" ] && ur=$b
 				ub=$((ub + $(stat -c %s "$f.unwound" 2>/dev/null || echo 0)))
 				rm -f "$f.unwound"
 			fi
 		done
-		rcpu=$rc
+		case $note in *"perf report"*) rrss="" ;; *) rcpu=$rc ;; esac
 		if [ "$tool" = perfrecd ]; then
-			ucpu=$uc; urss=$ur
-			ubps=$(awk -v b="$ub" -v s="$samples" 'BEGIN { if (s) printf "%.1f", b / s }')
+			case $note in *"perfrecctl unwind"*) ;; *)
+				ucpu=$uc; urss=$ur
+				ubps=$(awk -v b="$ub" -v s="$samples" 'BEGIN { if (s) printf "%.1f", b / s }')
+				# How many samples perfrecctl unwind found a caller for
+				# (last file's figure when the run rotated).
+				wcp=$(sed -n 's/.*: \([0-9]*\) samples, \([0-9]*\) with callers.*/\1 \2/p' "$out.uerr" |
+					awk '{ if ($1) printf "%.1f", 100 * $2 / $1 }') ;;
+			esac
 		fi
 	fi
 	awk -v t="$tool" -v m="$mode" -v r="$rate" -v n="$run" -v nc="$NCPU" -v e="$eff" -v c="$cpu" \
 	    -v sa="$samples" -v rs="$rss" -v b="$bytes" -v l="$lrec" -v sl="$slost" -v rc="$rcpu" \
-	    -v rr="$rrss" -v uc="$ucpu" -v ur="$urss" -v ub="$ubps" -v d="$SECS" 'BEGIN {
-		printf "%s,%s,%s,%s,%s,%s,%s,%d,%.2f,%d,%d,%.1f,%d,%d,%s,%s,%s,%s,%s,%s,\n", t, m, r, n, nc, e, c, sa,
-			sa ? c * 1e6 / sa : 0, rs, b, sa ? b / sa : 0, l, sl, rc, rr, uc, ur, ub, d }' >> "$csv"
+	    -v rr="$rrss" -v uc="$ucpu" -v ur="$urss" -v ub="$ubps" -v w="$wcp" -v d="$SECS" -v no="$note" 'BEGIN {
+		printf "%s,%s,%s,%s,%s,%s,%s,%d,%.2f,%d,%d,%.1f,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s\n", t, m, r, n, nc, e, c, sa,
+			sa ? c * 1e6 / sa : 0, rs, b, sa ? b / sa : 0, l, sl, rc, rr, uc, ur, ub, w, d, no }' >> "$csv"
 	rm -rf "$out"
 }
 
@@ -213,7 +233,8 @@ for rate in $RATES; do
 done
 python3 "$ROOT/tests/bench/summarize-callchain.py" "$CSV" "$RESULTS/callchain-summary.csv"
 
-# The unwind cache over many binaries.
+# The unwind cache over many binaries (BENCH_CACHE_SECS=0: not this time).
+[ "$CACHE_SECS" -gt 0 ] || exit 0
 echo
 echo "== unwind cache: ${CACHE_SECS}s of many distinct programs, raw DWARF at $CACHE_RATE Hz =="
 seq 1 200000 | awk '{ printf "%d %x lorem ipsum dolor sit amet %d\n", $1, $1 * 7919, $1 % 97 }' > "$TMP/data.txt"

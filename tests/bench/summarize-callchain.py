@@ -81,8 +81,8 @@ for rate in rates:
             continue
         notes = {r["note"] for r in rr.values() if r.get("note")}
         name = "%s %s" % (tool, mode)
-        if notes:
-            print("{:>6}  {:<15} {}".format(rate, name, "; ".join(sorted(notes))))
+        if NA in notes:
+            print("{:>6}  {:<15} {}".format(rate, name, NA))
             continue
         lost = [num(r, "samples_lost") for r in rr.values()]
         print(line.format(rate, name, fmt(med(num(r, "samples") for r in rr.values()), "%d"),
@@ -91,9 +91,23 @@ for rate in rates:
                           fmt(med(per_sample(r, "unwind_cpu_s") for r in rr.values())),
                           fmt(med(num(r, "bytes_per_sample") for r in rr.values()), "%.0f"),
                           "%s (%s)" % (fmt(med(lost), "%d"), fmt(max((v for v in lost if v is not None), default=None), "%d")),
-                          fmt(med(num(r, "peak_rss_kib") for r in rr.values()), "%d")))
+                          fmt(med(num(r, "peak_rss_kib") for r in rr.values()), "%d"))
+              + ("  (%s)" % "; ".join("run %s: %s" % (n, r["note"]) for n, r in sorted(rr.items()) if r.get("note"))
+                 if notes else ""))
 print("medians of %d runs; +report: perf report --stdio of the raw file, +ctl unwind: perfrecctl unwind of it"
       % max((int(r["run"]) for r in rows), default=0))
+# A raw file that lost records may have lost the MMAP2/COMM of the
+# workload too: its readers then stop unwinding at once, and their CPU per
+# sample is not the cost of whole stacks.
+lossy = sorted({(int(r["rate"]), r["tool"]) for r in rows
+                if r["mode"] == "dwarf" and (num(r, "samples_lost") or num(r, "lost_records"))})
+if lossy:
+    print("lost records in raw DWARF files (%s): side-band records may be gone with them, and the readers' CPU "
+          "per sample there is not that of whole stacks" % ", ".join("%s at %d Hz" % (t, r) for r, t in lossy))
+for rate in rates:
+    w = med(num(r, "with_callers_pct") for r in runs("perfrecd", "dwarf", rate).values())
+    if w is not None:
+        print("perfrecctl unwind found callers for %.1f%% of perfrecd's raw samples at %d Hz (median)" % (w, rate))
 
 out = []
 
@@ -111,7 +125,7 @@ def info(rate, name, value, what):
 for rate in rates:
     pf, pd = runs("perf", "fp", rate), runs("perf", "dwarf", rate)
     rf, rd, rh = runs("perfrecd", "fp", rate), runs("perfrecd", "dwarf", rate), runs("perfrecd", "host", rate)
-    host_na = any(r.get("note") for r in rh.values()) or not rh
+    host_na = any(r.get("note") == NA for r in rh.values()) or not rh
     whole = lambda r: per_sample(r, "cpu_s", "report_cpu_s")
     if host_na:
         out.append({"rate": rate, "goal": "host_cpu_vs_perf_record_plus_report", "value": "", "target": "<= 0.5",

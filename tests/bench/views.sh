@@ -93,7 +93,7 @@ have() { "$PERFRECCTL" --help 2>&1 | grep -q "^  $1 "; }
 one() {
 	local tool=$1 run=$2 csv=$3 out=$TMP/out-$1 cmd t0 t1 u s m rc=0
 	case $tool in
-	collapse) cmd=(bash -c 'perf script -i "$1" 2>/dev/null | awk -f "$2" > "$3"' _ "$FILE" "$COLLAPSE" "$out") ;;
+	collapse) cmd=(bash -c 'set -o pipefail; perf script -i "$1" 2>/dev/null | awk -f "$2" > "$3"' _ "$FILE" "$COLLAPSE" "$out") ;;
 	report) cmd=(bash -c 'perf report --stdio -i "$1" > "$2" 2>/dev/null' _ "$FILE" "$out") ;;
 	flamegraph | pprof | folded)
 		if ! have "$tool"; then

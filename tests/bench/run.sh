@@ -22,9 +22,15 @@
 # The "steady" part records the same way for 20 s per run instead of 3: in a
 # 3-s run perf's start-up (0.15 s of CPU) is most of what it spends at low
 # rates and flatters perfrecd's ratio; over 20 s the steady-state cost shows.
+# The "callchain" part (callchain.sh) compares whole stacks without frame
+# pointers: -g, raw DWARF and host unwinding against perf record
+# --call-graph dwarf plus perf report, and the unwind cache over many
+# binaries; the "views" part (views.sh) times perfrecctl flamegraph/pprof
+# against perf script | collapse and perf report on a 1-million-sample file.
 # See tests/bench/README.md.
 #
-# Environment: BENCH_PARTS ("record steady drain synth ratio timing"),
+# Environment: BENCH_PARTS ("record steady drain synth ratio timing
+# callchain views"; the last two take their own knobs, see their scripts),
 # BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
 # BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none), BENCH_RESULTS
 # (tests/bench/results: where the CSVs go), BENCH_RATES
@@ -53,7 +59,7 @@ STEADY_SECS=${BENCH_STEADY_SECS:-20}
 STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
-PARTS=${BENCH_PARTS:-record steady drain synth ratio timing}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain views}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -243,6 +249,22 @@ case " $PARTS " in *" timing "*)
 	echo
 	echo "== timing (rates, gaps, governor overhead) =="
 	tests/bench/timing.sh | tee "$RESULTS/timing.txt"
+	;;
+esac
+
+case " $PARTS " in *" callchain "*)
+	# Whole stacks without frame pointers: -g, raw DWARF, host unwinding.
+	echo
+	echo "== callchain (tests/e2e/nofp: -g, --call-graph dwarf, --unwind host) =="
+	BENCH_RESULTS=$RESULTS tests/bench/callchain.sh
+	;;
+esac
+
+case " $PARTS " in *" views "*)
+	# Flame graph and pprof of a 1-million-sample file against perf.
+	echo
+	echo "== views (perfrecctl flamegraph/pprof vs perf script | collapse, perf report) =="
+	BENCH_RESULTS=$RESULTS tests/bench/views.sh
 	;;
 esac
 exit 0

@@ -21,6 +21,7 @@
 struct offcpu_rec {
 	struct perfrec_offcpu *offcpu;
 	uint64_t lost_logged;  /* map-full losses already reported */
+	uint64_t stacks_lost_logged; /* stack-map collisions already reported */
 };
 
 int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret)
@@ -93,6 +94,12 @@ void offcpu_rec_write(struct offcpu_rec *o, struct perfrec_pdwriter *w, const ch
 	if (lost > o->lost_logged) {
 		log_warning("Off-CPU map full: %" PRIu64 " blocking stacks not counted", lost - o->lost_logged);
 		o->lost_logged = lost;
+	}
+	lost = perfrec_offcpu__lost_stacks(o->offcpu);
+	if (lost > o->stacks_lost_logged) {
+		log_notice("Off-CPU: %" PRIu64 " blocks recorded without their kernel or user stack "
+			   "(another stack held its slot in the stack map)", lost - o->stacks_lost_logged);
+		o->stacks_lost_logged = lost;
 	}
 }
 

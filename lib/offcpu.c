@@ -189,6 +189,27 @@ uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc)
 	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_full : 0;
 }
 
+uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc)
+{
+	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_stacks : 0;
+}
+
+/* Remove every stack of the map @fd. */
+static void clear_stacks(int fd)
+{
+	uint32_t id, next;
+	bool first = true;
+
+	while (bpf_map_get_next_key(fd, first ? NULL : &id, &next) == 0) {
+		if (!first)
+			bpf_map_delete_elem(fd, &id);
+		id = next;
+		first = false;
+	}
+	if (!first)
+		bpf_map_delete_elem(fd, &id);
+}
+
 /* Frames of stack @id, innermost first; a lookup miss (id < 0) is empty. */
 static uint32_t read_stack(int fd, int32_t id, uint64_t *ips)
 {
@@ -210,13 +231,14 @@ int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 	uint64_t kips[PERFREC_OFFCPU_MAX_STACK], uips[PERFREC_OFFCPU_MAX_STACK];
 	uint64_t rec[8 + 2 * (PERFREC_OFFCPU_MAX_STACK + 1) + 1];
 	struct perfrec_offcpu_key key, next;
-	int mfd, sfd, r, count = 0;
+	int mfd, kfd, ufd, r, count = 0;
 	void *prev = NULL;
 
 	if (!oc || !emit)
 		return -EINVAL;
 	mfd = bpf_map__fd(oc->skel->maps.offcpu);
-	sfd = bpf_map__fd(oc->skel->maps.stacks);
+	kfd = bpf_map__fd(oc->skel->maps.kstacks);
+	ufd = bpf_map__fd(oc->skel->maps.ustacks);
 	/*
 	 * Deleting the entry just emitted while walking would make the next
 	 * get_next_key restart, so delete the previous one after stepping on.
@@ -237,8 +259,8 @@ int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 		e.period = total;
 		e.kernel = kips;
 		e.user = uips;
-		e.nr_kernel = read_stack(sfd, key.kstack_id, kips);
-		e.nr_user = read_stack(sfd, key.ustack_id, uips);
+		e.nr_kernel = read_stack(kfd, key.kstack_id, kips);
+		e.nr_user = read_stack(ufd, key.ustack_id, uips);
 		r = perfrec_offcpu__encode_sample(rec, sizeof(rec), &e, id, time);
 		if (r < 0)
 			return r;
@@ -250,9 +272,14 @@ int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 	if (prev)
 		bpf_map_delete_elem(mfd, prev);
 	/*
-	 * Stack ids are not freed: the stack map is shared by the entries that
-	 * will be added later, and equal stacks get equal ids, so it stays
-	 * bounded by the number of distinct blocking stacks.
+	 * Free the stacks drained: never freed, the maps filled with every
+	 * blocking stack the host ever had, and a new stack whose bucket was
+	 * taken got no id, so a long-running recorder lost more stacks every
+	 * hour.  A thread blocked across this point whose stack is freed here
+	 * comes back with an id that reads empty (or, if another stack took
+	 * that bucket meanwhile, that stack): one sample per such thread.
 	 */
+	clear_stacks(kfd);
+	clear_stacks(ufd);
 	return count;
 }

@@ -18,6 +18,7 @@
 #define TASK_UNINTERRUPTIBLE	0x2
 #define MAX_STACK_DEPTH		127
 #define MAX_ENTRIES		10240
+#define EEXIST			17	/* errno.h is not for BPF programs */
 /* Kernel frames of our own making: this program and bpf_trace_run4. */
 #define SKIP_KERNEL_FRAMES	2
 
@@ -39,12 +40,26 @@ struct tstart {
 	__u32 cpu;
 };
 
+/*
+ * Kernel and user stacks in maps of their own: a stack whose bucket holds
+ * another stack gets no id (-EEXIST), and user stacks, which differ for
+ * every program, would crowd the kernel's few blocking paths out.  User
+ * space frees the ids it has drained (lib/offcpu.c), so a map holds the
+ * stacks of one file, not of the daemon's life.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
 	__uint(max_entries, MAX_ENTRIES);
-} stacks SEC(".maps");
+} kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, MAX_ENTRIES);
+} ustacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -67,6 +82,7 @@ const volatile __u32 self_tgid = 0;	/* never count the profiler */
 
 /* Counters user space reads to report what was lost. */
 __u64 lost_full = 0;
+__u64 lost_stacks = 0;	/* stacks not recorded: their bucket held another */
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
@@ -84,10 +100,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 		if (st) {
 			st->ts = now;
 			/* current is still prev here, so its stacks are ours. */
-			st->kstack_id = bpf_get_stackid(ctx, &stacks,
+			st->kstack_id = bpf_get_stackid(ctx, &kstacks,
 							SKIP_KERNEL_FRAMES);
-			st->ustack_id = bpf_get_stackid(ctx, &stacks,
+			st->ustack_id = bpf_get_stackid(ctx, &ustacks,
 							BPF_F_USER_STACK);
+			if (st->kstack_id == -EEXIST || st->ustack_id == -EEXIST)
+				__sync_fetch_and_add(&lost_stacks, 1);
 			st->state = prev_state;
 			st->cpu = bpf_get_smp_processor_id();
 		}

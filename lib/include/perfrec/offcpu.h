@@ -81,5 +81,11 @@ PERFREC_API int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id,
 
 /* Entries the kernel side could not add because the map was full. */
 PERFREC_API uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc);
+/*
+ * Blocks whose kernel or user stack was not recorded because the stack
+ * map's bucket for it held another stack (counted since load; the period
+ * is still counted, with the stack empty).
+ */
+PERFREC_API uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc);
 
 #endif

@@ -14,8 +14,10 @@
 #define CONFIG_MAX_EVENTS 32
 
 enum { CONFIG_MODE_CONTINUOUS, CONFIG_MODE_FLIGHT };
-/* history= not set: 5min in flight mode, none in continuous mode. */
+/* history= not set: CONFIG_FLIGHT_HISTORY_MIN in flight mode, none in
+ * continuous mode.  The one place that default is written. */
 #define CONFIG_HISTORY_DEFAULT UINT64_MAX
+#define CONFIG_FLIGHT_HISTORY_MIN 5
 
 struct config {
 	/* [record] */

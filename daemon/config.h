@@ -65,9 +65,9 @@ struct config {
 	char *control_public_methods; /* what anyone may call; NULL: VARLINK_DEFAULT_PUBLIC */
 	/* [upload] (upload.c): NULL url: no uploads */
 	char *upload_url;         /* http(s)://host[:port]/bucket */
-	char *upload_region;      /* SigV4 region; NULL: us-east-1 */
+	char *upload_region;      /* SigV4 region; never NULL (empty: the table's default) */
 	char *upload_credentials; /* file with the key id and secret; NULL: environment */
-	char *upload_key;         /* key template; NULL: {host}/{date}/{file} */
+	char *upload_key;         /* key template; never NULL (empty: the table's default) */
 	/* [output] label.NAME=VALUE (manifest.c), "NAME=VALUE" each */
 	char **labels;
 	size_t nr_labels;

@@ -73,6 +73,14 @@ static void close_recorder(struct recorder *rec)
 	recorder_close(rec);
 }
 
+/* The governor as Status shows it: m->gov, which a reload may replace. */
+static bool status_governor(void *userdata, struct governor_status *ret)
+{
+	const struct manager *m = userdata;
+
+	return governor_status(m->gov, ret);
+}
+
 /* The numbers metrics.c exports, of the recorder running now (metrics_source). */
 static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_values *v)
 {
@@ -158,7 +166,6 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = open_recorder(&m->rec, cfg, argc, argv);
 	if (r < 0)
 		return r;
-	m->rec.governor = m->gov;
 
 	ev.data.u64 = (uint64_t)(int64_t)TAG_SIGNAL;
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->sigfd, &ev);
@@ -171,6 +178,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = control_open(cfg, &m->rec, &m->ctl);
 	if (r < 0)
 		return r;
+	control_set_status_source(m->ctl, &(struct control_status_source){ .governor = status_governor, .userdata = m });
 	ev.data.u64 = (uint64_t)(int64_t)TAG_CONTROL;
 	if (m->ctl && epoll_ctl(m->epfd, EPOLL_CTL_ADD, control_fd(m->ctl), &ev) < 0)
 		return log_error_errno(-errno, "Cannot watch the control socket: %m");
@@ -309,8 +317,7 @@ static void reload(struct manager *m)
 		config_exit(m->cfg);
 		*m->cfg = nc;
 		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-		m->rec.governor = m->gov;
-		set_flush_timer(m);
+			set_flush_timer(m);
 		log_info("Configuration reloaded");
 		sd_notify(0, "READY=1");
 		return;
@@ -340,7 +347,6 @@ static void reload(struct manager *m)
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-	m->rec.governor = m->gov;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);

@@ -25,6 +25,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "fsutil.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -354,7 +355,7 @@ int metrics_write_textfile(struct metrics *mx)
 {
 	const char *path;
 	char *text = NULL, *tmp = NULL;
-	size_t len = 0, off = 0;
+	size_t len = 0;
 	int fd = -1, r;
 
 	if (!mx || !mx->cfg->metrics_textfile)
@@ -375,17 +376,9 @@ int metrics_write_textfile(struct metrics *mx)
 		r = -errno;
 		goto out;
 	}
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			goto out;
-		}
-		off += (size_t)n;
-	}
+	r = write_all(fd, text, len);
+	if (r < 0)
+		goto out;
 	/*
 	 * No fsync: this runs on the thread that drains the rings, every few
 	 * seconds, and a flush can wait on a busy disk far longer than a ring

@@ -25,6 +25,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "array.h"
 #include "fsutil.h"
 #include "log.h"
 #include "metrics.h"
@@ -316,15 +317,7 @@ static void collect(struct metrics *mx, struct metrics_values *v)
 
 struct metrics_event *metrics_events(struct metrics *mx, size_t n)
 {
-	if (n > mx->events_cap) {
-		struct metrics_event *e = realloc(mx->events, n * sizeof(*e));
-
-		if (!e)
-			return NULL;
-		mx->events = e;
-		mx->events_cap = n;
-	}
-	return mx->events;
+	return ARRAY_RESERVE(mx->events, mx->events_cap, n, 8) < 0 ? NULL : mx->events;
 }
 
 static int render(struct metrics *mx, char **ret, size_t *ret_len)

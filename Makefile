@@ -157,6 +157,19 @@ build/version.h: FORCE
 # The control socket serves daemon/io.perfrec.varlink as it is (.incbin).
 daemon/varlink.o build-asan/daemon/varlink.o build-fuzz/fuzz-control build-fuzz/fuzz-control-dispatch: \
 	daemon/io.perfrec.varlink
+# pprof's profile.proto (written out in tools/pprof.proto) to C with protoc-c;
+# generated code gets the library's flags, not our warnings.  A pattern
+# rule, so that make knows one protoc-c run makes both files (-j).
+build/%.pb-c.c build/%.pb-c.h: tools/%.proto
+	@mkdir -p build
+	@$(if $(Q),echo "  PROTOC  $@")
+	$(Q)protoc-c --c_out=build --proto_path=tools $<
+build/pprof.pb-c.o: build/pprof.pb-c.c
+	$(Q)$(CC) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
+tools/pprof.o build-fuzz/fuzz-pprof: build/pprof.pb-c.h
+tools/pprof.o build-fuzz/fuzz-pprof: PR_CFLAGS += -Ibuild
+TOOLS_OBJS += build/pprof.pb-c.o
+
 
 daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
@@ -181,6 +194,9 @@ tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket
 
 # test-cut compiles perfrecctl's cut, ls and window modules in.
 tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
+
+# Tests of perfrecctl's modules #include their .c (tools/ is not a library).
+tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \

@@ -53,6 +53,8 @@ struct config {
 	unsigned min_free_percent; /* ... percent of its size (0: unset) */
 	char *on_rotate;          /* command run with each published file */
 	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
+	char *buildid_cache;      /* build-id cache directory (bidcache.c); NULL: none */
+	uint64_t buildid_cache_size; /* its cap in bytes; 0: BIDCACHE_DEFAULT_SIZE */
 	int mode;                 /* CONFIG_MODE_*: flight writes only snapshots */
 	uint64_t history_usec;    /* snapshot history window; CONFIG_HISTORY_DEFAULT: by mode */
 	uint64_t history_max;     /* memory cap of the history */

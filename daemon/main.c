@@ -16,6 +16,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "bidcache.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -577,6 +578,13 @@ int main(int argc, char **argv)
 	m.reload = reload_config;
 	if (r >= 0)
 		r = manager_run(&m);
+	/*
+	 * The build-id cache's copies still queued (the last file's binaries,
+	 * the kernel's kallsyms) are made before exit: their files reference
+	 * them, and their processes may be gone by the next start.
+	 */
+	bidcache_sync();
+	bidcache_clear();
 	manager_exit(&m);
 	config_exit(&cfg);
 	return r < 0 ? 1 : 0;

@@ -25,6 +25,7 @@
 
 #include <perfrec/bpfmeta.h>
 
+#include "bidcache.h"
 #include "hook.h"
 #include "offcpu-rec.h"
 #include "outfile.h"
@@ -68,10 +69,15 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 
 static const struct sink_ops file_sink_ops;
 
+static void drain_log(void *ctx, int level, const char *msg)
+{
+	log_msg(level, "%s", msg);
+}
+
 /* The drain over the rings, its ids, and the recorder's own sink first. */
 static int open_drain(struct recorder *rec)
 {
-	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain };
+	struct drain_opts o = { .sz = sizeof(o), .callchain = rec->cfg->callchain, .log = drain_log };
 	int r;
 
 	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
@@ -85,11 +91,8 @@ static int open_drain(struct recorder *rec)
 	}
 	o.sideband_sample_type = rec->sideband_sample_type;
 	r = drain_new(&o, &rec->drain);
-	for (size_t i = 0; r == 0 && i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		r = drain_add_ids(rec->drain, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
-	}
+	if (r == 0)
+		r = drain_add_evlist(rec->drain, rec->evlist);
 	if (r < 0)
 		return r;
 	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
@@ -334,9 +337,10 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 	int r;
 
-	if (h->type == PERF_RECORD_MMAP2)
+	if (h->type == PERF_RECORD_MMAP2) {
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
-	else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
+		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
+	} else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
 		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
 	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
@@ -518,6 +522,7 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 	case PERF_RECORD_MMAP2:
 		if (!rec->flight)
 			perfrec_buildid_table__note_mmap2(rec->buildids, h);
+		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
 		break;
 	case PERF_RECORD_EXIT:
 		if (!rec->flight)

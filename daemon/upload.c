@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bidcache.h"
 #include "log.h"
 #include "s3.h"
 #include "upload.h"
@@ -96,6 +97,12 @@ static int touch_marker(const char *path)
 }
 
 /* Ship one published file and its manifest; 0, -ENOENT (file gone) or -EIO. */
+/* bidcache_ship_entries()'s put: a cache entry is an opaque binary. */
+static int put_build_id(void *u, const char *entry, const char *key)
+{
+	return put_file(u, entry, key, "application/octet-stream");
+}
+
 static int ship(struct uploader *u, const char *path)
 {
 	const char *file = base_name(path);
@@ -110,6 +117,10 @@ static int ship(struct uploader *u, const char *path)
 		return -ENOMEM;
 	r = -ENOMEM;
 	if (asprintf(&mpath, "%s.json", path) < 0 || asprintf(&mkey, "%s.json", key) < 0)
+		goto out;
+	/* The binaries it needs first (bidcache.c), so the file never lacks them. */
+	r = bidcache_ship_entries(u->cfg->buildid_cache, path, key, put_build_id, u);
+	if (r < 0)
 		goto out;
 	/* The manifest first: an object without its manifest is never seen by a
 	 * consumer that keys on manifests. */

@@ -3,10 +3,13 @@
  * The record object: the whole job of a recording behind start and stop,
  * on the same lower layer perfrecd drives (evlist for the events and rings,
  * synth for the state before the start, pdwriter with tracking for the file,
- * its build ids and sample times, hostinfo for the features).  One drain
- * thread per recording polls the rings and writes each pass followed by
- * FINISHED_ROUND; a mutex makes the drain, rotate, snapshot and stop take
- * turns on the writer and the rings, which are not thread-safe themselves.
+ * its build ids and sample times, hostinfo for the features) and through
+ * the same drain (drain.h): the object is that drain with one file sink.
+ * The drain walks and repairs the records, the file sink writes each pass
+ * into the pdwriter followed by FINISHED_ROUND.  One drain thread per
+ * recording polls the rings; a mutex makes the drain, rotate, snapshot and
+ * stop take turns on the writer and the rings, which are not thread-safe
+ * themselves.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +29,9 @@
 #include <perfrec/pdwriter.h>
 #include <perfrec/record.h>
 #include <perfrec/synth.h>
+
+#include "drain.h"
+#include "sink.h"
 
 #define DEFAULT_EVENTS "cpu-clock"
 #define MAX_EVENTS 32
@@ -41,10 +48,6 @@ struct perfrec_record {
 	uint64_t start_clock_ns, start_wall_ns;
 	uint64_t sideband_type;      /* side-band attr sample_type, for synthesis */
 	uint64_t sideband_id;
-	bool callchain;
-	/* Samplers' layout when they share one (no tracepoint RAW): no lookup. */
-	bool one_layout;
-	uint64_t sample_type, read_format;
 	uint32_t *pids;              /* the processes synthesized; NULL: all */
 	size_t nr_pids;
 	bool synth_all;
@@ -55,6 +58,11 @@ struct perfrec_record {
 	char **argv;
 	perfrec_record_msg_fn msg;
 	void *msg_ctx;
+
+	struct drain *drain;
+	struct sink file;            /* the drain's only sink: ring bytes into w */
+	bool pass_wrote;             /* the file sink wrote during this pass */
+	int pass_err;                /* its first write error in this pass */
 
 	pthread_mutex_t lock;        /* the writer and the rings */
 	pthread_t thread;
@@ -315,115 +323,80 @@ static int end_file(struct perfrec_record *r)
 	return e;
 }
 
-/* The sampler that wrote sample @h, by its id. */
-static const struct perf_event_attr *sampler_of(const struct perfrec_record *r,
-						const struct perf_event_header *h)
-{
-	uint64_t id;
-
-	if (perfrec_event__identifier(h, &id) < 0)
-		return NULL;
-	for (size_t e = 1; e < perfrec_evlist__nr_evsels(r->el); e++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, e);
-
-		for (size_t k = 0; k < ev->nr_ids; k++)
-			if (ev->ids[k] == id)
-				return &ev->attr;
-	}
-	return NULL;
-}
-
 /*
- * Records readers would misread, as perfrecd repairs them: a KSYMBOL or
- * BPF_EVENT some kernels end in stale bytes, and a user callchain holding
- * a value in the PERF_CONTEXT range (a frame-pointer walk through a frame
- * without one), which perf takes for a context marker.  Returns the size of
- * the fixed copy in @buf, or 0 when @h is fine as it is.
+ * The file sink: the drain's bytes into the writer, whose tracking takes
+ * the build ids and sample times from them.  With no file (a rotate
+ * failed) the bytes are dropped and the rings keep flowing.
  */
-static size_t repair(const struct perfrec_record *r, const struct perf_event_header *h, size_t tlen,
-		     void *buf, size_t bufsz)
+static int file_write(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes)
 {
-	const struct perf_event_attr *a;
+	struct perfrec_record *r = s->ctx;
+	int e;
 
-	if (h->type == PERF_RECORD_SAMPLE) {
-		if (!r->callchain)
-			return 0;
-		if (r->one_layout)
-			return perfrec_sample__end_user_chain(h, r->sample_type, r->read_format, buf, bufsz);
-		a = sampler_of(r, h);
-		return a ? perfrec_sample__end_user_chain(h, a->sample_type, a->read_format, buf, bufsz) : 0;
-	}
-	if (h->type != PERF_RECORD_KSYMBOL && h->type != PERF_RECORD_BPF_EVENT)
+	if (!r->w)
 		return 0;
-	return perfrec_event__repair_sideband(h, tlen, buf, bufsz);
+	r->pass_wrote = true;
+	e = perfrec_pdwriter__writev(r->w, iov, n);
+	if (e < 0 && !r->pass_err)
+		r->pass_err = e;
+	return e;
 }
 
-/* One pass over every ring; FINISHED_ROUND after a pass that wrote.  Locked. */
+/* After a pass that wrote: FINISHED_ROUND, so readers sort what came before. */
+static void file_round(struct sink *s, uint64_t bytes)
+{
+	struct perfrec_record *r = s->ctx;
+	int e;
+
+	if (!r->pass_wrote || !r->w)
+		return;
+	r->pass_wrote = false;
+	e = perfrec_synth__marker(PERFREC_RECORD_FINISHED_ROUND, emit, r);
+	if (e < 0 && !r->pass_err)
+		r->pass_err = e;
+}
+
+static const struct sink_ops file_sink_ops = { .write = file_write, .round = file_round };
+
+/* What the drain says (a repair, a corrupt ring) goes to the msg callback. */
+static void drain_said(void *ctx, int level, const char *msg)
+{
+	say(ctx, 0, "%s", msg);
+}
+
+/* The drain over every ring, its ids, and the file sink. */
+static int open_drain(struct perfrec_record *r, bool callchain)
+{
+	const struct perfrec_evsel *sb = perfrec_evlist__evsel(r->el, 0);
+	struct drain_opts o = {
+		.sz = sizeof(o), .sideband_sample_type = sb->attr.sample_type, .callchain = callchain,
+		.log = drain_said, .log_ctx = r,
+	};
+	int e;
+
+	r->sideband_type = sb->attr.sample_type;
+	r->sideband_id = sb->nr_ids ? sb->ids[0] : 0;
+	e = drain_new(&o, &r->drain);
+	if (e == 0)
+		e = drain_add_evlist(r->drain, r->el);
+	if (e < 0)
+		return e;
+	r->file = (struct sink){ .ops = &file_sink_ops, .ctx = r };
+	return drain_add_sink(r->drain, &r->file);
+}
+
+/* One pass over every ring, then the round.  Locked.  The pass's first write error. */
 static int drain(struct perfrec_record *r)
 {
-	static const struct perf_event_header round = {
-		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
-	};
-	size_t tlen = perfrec_sample_id__size(r->sideband_type);
-	uint64_t fixed[1024];
-	bool wrote = false;
-	int e = 0;
+	uint64_t bytes = 0;
+	int e;
 
-	if (!r->w) {
-		/* No file (a rotate failed): keep the rings flowing, drop the bytes. */
-		for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
-			struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
-			struct perfrec_ring_batch b;
-
-			perfrec_ring__begin(ring, &b);
-			perfrec_ring__walk_all(ring, &b);
-			perfrec_ring__commit(ring, &b);
-		}
-		return 0;
-	}
-	for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++) {
-		struct perfrec_ring *ring = perfrec_evlist__ring(r->el, i);
-		const struct perf_event_header *h;
-		struct perfrec_ring_batch b;
-		struct iovec iov[2];
-		int n, w;
-
-		if (perfrec_ring__begin(ring, &b) <= 0) {
-			perfrec_ring__commit(ring, &b);
-			continue;
-		}
-		while ((n = perfrec_ring__next(ring, &b, &h)) > 0) {
-			size_t len;
-			struct perfrec_ring_batch before;
-
-			len = repair(r, h, tlen, fixed, sizeof(fixed));
-			if (!len)
-				continue;
-			before = b;
-			before.pos = b.pos - h->size;
-			w = perfrec_pdwriter__writev(r->w, iov, perfrec_ring__iov(ring, &before, iov));
-			if (w == 0)
-				w = perfrec_pdwriter__write(r->w, fixed, len);
-			if (w < 0 && !e)
-				e = w;
-			b.start = b.pos;
-			wrote = true;
-		}
-		n = perfrec_ring__iov(ring, &b, iov);
-		if (n > 0) {
-			w = perfrec_pdwriter__writev(r->w, iov, n);
-			if (w < 0 && !e)
-				e = w;
-			wrote = true;
-		}
-		perfrec_ring__commit(ring, &b);
-	}
-	if (wrote) {
-		int w = perfrec_pdwriter__write(r->w, &round, sizeof(round));
-
-		if (w < 0 && !e)
-			e = w;
-	}
+	for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++)
+		bytes += drain_ring(r->drain, perfrec_evlist__ring(r->el, i), i);
+	drain_round(r->drain, bytes);
+	e = r->pass_err;
+	r->pass_err = 0;
+	r->pass_wrote = false;
 	return e;
 }
 
@@ -484,6 +457,7 @@ static void record_free(struct perfrec_record *r)
 		return;
 	/* Never published: the .tmp goes, nothing is left behind. */
 	perfrec_pdwriter__free(r->w, true);
+	drain_free(r->drain);
 	perfrec_evlist__free(r->el);
 	if (r->stop_fd >= 0)
 		close(r->stop_fd);
@@ -613,25 +587,9 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
 		goto fail;
 	}
-	{
-		const struct perfrec_evsel *sb = perfrec_evlist__evsel(r->el, 0);
-
-		r->sideband_type = sb->attr.sample_type;
-		r->sideband_id = sb->nr_ids ? sb->ids[0] : 0;
-		r->callchain = eo.callchain;
-		r->one_layout = true;
-		for (size_t i = 1; i < perfrec_evlist__nr_evsels(r->el); i++) {
-			const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
-
-			if (i == 1) {
-				r->sample_type = ev->attr.sample_type;
-				r->read_format = ev->attr.read_format;
-			} else if (ev->attr.sample_type != r->sample_type ||
-				   ev->attr.read_format != r->read_format) {
-				r->one_layout = false;
-			}
-		}
-	}
+	e = open_drain(r, eo.callchain);
+	if (e < 0)
+		goto fail;
 
 	e = begin_file(r, path);
 	if (e < 0)

@@ -672,13 +672,8 @@ static void remove_dir(const char *dir)
 
 static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
 {
-	char err[256];
-
-	if (perfrec_timespec__parse(v, now, ret, err, sizeof(err)) < 0) {
-		fprintf(stderr, "perfrecctl cut: %s: %s\n", opt, err);
-		return -EINVAL;
-	}
-	return 0;
+	(void)now;
+	return window_parse_time("cut", opt, v, ret);
 }
 
 static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)

@@ -24,22 +24,13 @@
 #include <perfrec/timespec.h>
 
 #include "bucket.h"
+#include "window.h"
 #include "perfrecctl.h"
 #include "s3.h"
 
-/* --from/--to: any time perfrec_timespec__parse() reads; the problem on stderr. */
 static int parse_time(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
 {
-	struct timespec now;
-	char err[256];
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (perfrec_timespec__parse(s, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, ret_ns, err,
-				    sizeof(err)) < 0) {
-		fprintf(stderr, "perfrecctl %s: %s: %s\n", cmd, opt, err);
-		return -EINVAL;
-	}
-	return 0;
+	return window_parse_time(cmd, opt, s, ret_ns);
 }
 
 static void fmt_utc(uint64_t ns, char buf[40])

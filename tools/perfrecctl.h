@@ -32,6 +32,10 @@ int cmd_recover(int argc, char **argv);
 int cmd_decompress(int argc, char **argv);
 int cmd_unwind(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
+int cmd_pprof(int argc, char **argv);
+/* flamegraph-cmd.c */
+int cmd_flamegraph(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
 /* ctl.c: commands for a running perfrecd (exit 3: no daemon, 4: permission denied) */
 int cmd_ctl_simple(int argc, char **argv);
 int cmd_ctl_set_freq(int argc, char **argv);

@@ -29,6 +29,14 @@ struct pframe {
 	const char *file;       /* source file (NULL: no line information) */
 	unsigned line;
 	bool inlined;           /* a frame inlined into the next one up */
+	/*
+	 * Added after the first version (new fields only at the end): the
+	 * mapping the address fell in, for writers that name binaries
+	 * (pprof's Mapping).  Zero / NULL when no map holds the address.
+	 */
+	uint64_t map_start, map_end, map_pgoff;
+	const uint8_t *build_id; /* NULL: none known */
+	uint8_t build_id_len;
 };
 
 /* One sample's stack, leaf first, and what it weighs. */
@@ -41,6 +49,9 @@ struct pstack {
 	const char *comm;
 	uint64_t time;          /* sample clock */
 	uint64_t wall_ns;       /* the same instant in wall-clock ns (0: file has no clock data) */
+	/* Added after the first version (at the end): */
+	uint32_t cpu;           /* (uint32_t)-1: the sample does not say */
+	const char *cgroup;     /* the task's cgroup path (NULL: not recorded) */
 };
 
 struct profile_opts {
@@ -52,6 +63,8 @@ struct profile_opts {
 	const char *symfs;      /* NULL: / */
 	bool no_debuginfod;     /* do not ask DEBUGINFOD_URLS servers */
 	bool no_inline;         /* do not expand inlined frames */
+	/* Added after the first version: a build-id cache (perf's layout) searched before ~/.debug; NULL: none */
+	const char *buildid_dir;
 };
 
 typedef int (*profile_stack_fn)(void *ctx, const struct pstack *s);

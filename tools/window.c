@@ -474,6 +474,20 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 	return 1;
 }
 
+int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *ret_wall_ns)
+{
+	struct timespec now;
+	char err[256];
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (perfrec_timespec__parse(v, (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec, ret_wall_ns, err,
+				    sizeof(err)) < 0) {
+		fprintf(stderr, "perfrecctl %s: %s: %s\n", cmd, opt, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 char *window_default_dir(void)
 {
 	char *dir = NULL;

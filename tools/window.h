@@ -80,6 +80,13 @@ int window_record_time(const struct perfrec_pdreader *r, const struct perf_event
 uint64_t window_record_lost(const struct perf_event_header *h);
 
 /*
+ * A --from/--to/--at value, any time perfrec_timespec__parse() reads, into
+ * wall-clock ns; on error the problem on stderr as "perfrecctl CMD: OPT:
+ * what is wrong" and -EINVAL.  Every command that takes a time uses it.
+ */
+int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *ret_wall_ns);
+
+/*
  * The directory perfrecd records into: /etc/perfrecd/perfrecd.conf's
  * [output] directory, else /var/lib/perfrecd.  Owned by the caller; NULL
  * when out of memory.

@@ -51,7 +51,9 @@ file=$(ls "$T"/out/*.data | head -1)
 # The attrs as perf reads them.  The pipe format carries no event names
 # (perf names a stream's events from type and config), so the names are
 # left out of the comparison; every attribute field is compared.
-attrs() { perf evlist -v -i "$1" 2>/dev/null | sed 's/^.*: type: /type: /'; }
+# The attrs as a set: a pipe-mode output lists the sampling events before
+# the side-band one (perf 6.1 unwinds DWARF stacks of a stream only then).
+attrs() { perf evlist -v -i "$1" 2>/dev/null | sed 's/^.*: type: /type: /' | LC_ALL=C sort; }
 # The record kinds (PERF_RECORD_* numbers below 64: kernel records, not the
 # pipe header's) in the file before FINISHED_INIT, in file order.
 state() {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests of the drain (daemon/drain.c) on an in-memory fake ring laid
+ * Unit tests of the drain (lib/drain.c) on an in-memory fake ring laid
  * out like the kernel's mapping: every sink sees every record and every
  * byte, whole, in ring order, including records that straddle the end of
  * the data area; a sink that refuses bytes costs only itself; LOST records
  * are decoded; the ring's tail moves past everything drained.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include <criterion/criterion.h>
 
@@ -320,10 +322,30 @@ Test(drain, samples_of_an_unknown_event_pass_undecoded)
 	fake_exit(&f);
 }
 
+/* What the drain said through its owner's log callback. */
+struct said {
+	int nr, level;
+	char last[320];
+};
+
+static void said_log(void *ctx, int level, const char *msg)
+{
+	struct said *s = ctx;
+
+	s->nr++;
+	s->level = level;
+	snprintf(s->last, sizeof(s->last), "%s", msg);
+}
+
 Test(drain, a_repaired_record_reaches_every_sink_in_its_place)
 {
 	static struct seen a, b;
-	struct drain *d = new_drain();
+	struct said said = { 0 };
+	struct drain_opts o = {
+		.sz = sizeof(o), .sideband_sample_type = SAMPLE_TYPE, .log = said_log, .log_ctx = &said,
+	};
+	struct drain *d = NULL;
+	uint64_t id = ID;
 	/* BPF_EVENT: header, type, flags, id, tag[8]; then its trailer (tid,
 	 * time, identifier), then room for another event's trailer the kernel
 	 * sized it for but did not write. */
@@ -333,6 +355,8 @@ Test(drain, a_repaired_record_reaches_every_sink_in_its_place)
 	size_t want_len = 0, before;
 	struct fake f;
 
+	cr_assert_eq(drain_new(&o, &d), 0);
+	cr_assert_eq(drain_add_ids(d, &id, 1, SAMPLE_TYPE, 0), 0);
 	fake_init(&f, 4096, 0);
 	add_seen(d, &a);
 	add_seen(d, &b);
@@ -359,6 +383,9 @@ Test(drain, a_repaired_record_reaches_every_sink_in_its_place)
 
 	cr_assert_eq(pass(d, &f), f.stream_len, "the ring's bytes are all consumed");
 	cr_expect_eq(drain_repaired(d), 1);
+	cr_expect_eq(said.nr, 1, "the repair is told to the owner once");
+	cr_expect_eq(said.level, LOG_NOTICE);
+	cr_expect(strstr(said.last, "BPF_EVENT"), "names the record: %s", said.last);
 	for (struct seen *v = &a; v; v = v == &a ? &b : NULL) {
 		cr_expect_eq(v->nr, 3);
 		cr_expect_eq(v->writes, 3, "the span is cut before and after the repaired copy");

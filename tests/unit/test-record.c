@@ -443,11 +443,32 @@ static void *bad_frame_spin(void *arg)
 	return NULL;
 }
 
-/* A user chain with -1 in it is ended before it, as perfrecd writes it. */
+/* The drain's note on ended user chains, among whatever else is said. */
+struct chain_notes {
+	int nr, err;
+};
+
+static void on_chain_note(void *ctx, int err, const char *msg)
+{
+	struct chain_notes *n = ctx;
+
+	if (!strstr(msg, "user callchain held a value in the PERF_CONTEXT range"))
+		return;
+	n->nr++;
+	n->err = err;
+}
+
+/*
+ * A user chain with -1 in it is ended before it, as perfrecd writes it:
+ * the record object drains through perfrecd's drain (lib/drain.c), whose
+ * repair is told once, as a note, to the msg callback.
+ */
 Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini = teardown)
 {
+	struct chain_notes m = { 0 };
 	struct perfrec_record_opts o = {
 		.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .callchain = true, .freq = 2000,
+		.msg = on_chain_note, .msg_ctx = &m,
 	};
 	struct perfrec_record *r = NULL;
 	struct perfrec_pdreader *rd;
@@ -485,6 +506,8 @@ Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini 
 		}
 	}
 	cr_assert_gt(chains, 0, "no user chains recorded");
+	cr_expect_eq(m.nr, 1, "the drain's repair note, once: %d", m.nr);
+	cr_expect_eq(m.err, 0, "a note, not an error");
 	perfrec_pdreader__free(rd);
 }
 #endif

@@ -35,8 +35,9 @@ struct perfrec_record;
  * Receives a one-line reason for an error (@err negative errno) or a
  * warning (@err 0), e.g. "cpu-clock on CPU 1: Permission denied".  Called
  * from the calling thread inside __start/__rotate/__snapshot/__stop, and
- * from the drain thread for a write error while recording.  Must not call
- * back into the record object.
+ * from the drain thread while recording: a write error, or a note (@err 0)
+ * that the drain repaired a record the kernel got wrong or found a ring
+ * corrupt.  Must not call back into the record object.
  */
 typedef void (*perfrec_record_msg_fn)(void *ctx, int err, const char *msg);
 

@@ -17,11 +17,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "drain.h"
-#include "log.h"
 
 struct drain {
 	struct drain_opts opts;
@@ -36,6 +38,22 @@ struct drain {
 	uint64_t user_chains_ended; /* samples whose user callchain held a PERF_CONTEXT value */
 	unsigned char fixed[8192];  /* a sample with a 127-frame callchain, repaired */
 };
+
+static void say(const struct drain *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The owner's log (the daemon's journal, the record object's callback), or nothing. */
+static void say(const struct drain *d, int level, const char *fmt, ...)
+{
+	char buf[320];
+	va_list ap;
+
+	if (!d->opts.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	d->opts.log(d->opts.log_ctx, level, buf);
+}
 
 int drain_new(const struct drain_opts *opts, struct drain **ret)
 {
@@ -82,6 +100,18 @@ int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t samp
 		d->ids[d->nr_ids++] = (struct drain_id){ ids[i], sample_type, read_format };
 	qsort(d->ids, d->nr_ids, sizeof(*d->ids), cmp_id);
 	return 0;
+}
+
+int drain_add_evlist(struct drain *d, const struct perfrec_evlist *el)
+{
+	int e = 0;
+
+	for (size_t i = 0; e == 0 && i < perfrec_evlist__nr_evsels(el); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(el, i);
+
+		e = drain_add_ids(d, ev->ids, ev->nr_ids, ev->attr.sample_type, ev->attr.read_format);
+	}
+	return e;
 }
 
 /* Events may differ in layout (a tracepoint adds RAW): find by IDENTIFIER. */
@@ -159,7 +189,7 @@ static const struct perf_event_header *drain_repair(struct drain *d, const struc
 		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
 			return h;
 		if (!d->user_chains_ended++)
-			log_notice("A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
+			say(d, LOG_NOTICE, "A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
 				   "through a frame without one): such chains end before it");
 		return buf;
 	}
@@ -168,7 +198,7 @@ static const struct perf_event_header *drain_repair(struct drain *d, const struc
 	if (!perfrec_event__repair_sideband(h, d->sideband_trailer, buf, bufsz))
 		return h;
 	if (!d->repaired++)
-		log_notice("The kernel sized a %s record for more side-band events than wrote it "
+		say(d, LOG_NOTICE, "The kernel sized a %s record for more side-band events than wrote it "
 			   "(another profiler is running): such records are written as they should have been",
 			   h->type == PERF_RECORD_KSYMBOL ? "KSYMBOL" : "BPF_EVENT");
 	return buf;
@@ -335,7 +365,7 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 		to_records(d, &r);
 	}
 	if (rr < 0) {
-		log_warning("Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped", ring->cpu, b.skip);
+		say(d, LOG_WARNING, "Ring of CPU %d had a corrupt record; %" PRIu64 " bytes dropped", ring->cpu, b.skip);
 		to_corrupt(d, idx);
 	}
 	to_writes(d, idx, iov, perfrec_ring__iov(ring, &b, iov));

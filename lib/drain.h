@@ -9,9 +9,13 @@
  * one by one and the bytes as spans pointing into the ring, so the fast
  * path stays a writev straight from the mapping.  The ring's tail moves
  * only after every sink has had the bytes.
+ *
+ * It is libperfrec's and internal (not installed, not exported from the
+ * shared library): perfrecd's recorder and the record object (record.c)
+ * both record through it, each with its own sinks.
  */
-#ifndef PERFRECD_DRAIN_H
-#define PERFRECD_DRAIN_H
+#ifndef PERFREC_DRAIN_H
+#define PERFREC_DRAIN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,6 +67,13 @@ struct drain_opts {
 	uint64_t sideband_sample_type;
 	/* samples carry callchains: end user chains at a PERF_CONTEXT value */
 	bool callchain;
+	/*
+	 * What the drain has to say (a repair, once per kind, at LOG_NOTICE; a
+	 * corrupt ring at LOG_WARNING, syslog.h levels), @msg without a
+	 * newline; NULL: nothing said.
+	 */
+	void (*log)(void *ctx, int level, const char *msg);
+	void *log_ctx;
 };
 
 struct drain;
@@ -73,6 +84,8 @@ void drain_free(struct drain *d);
 /* Add @nr ids of an event laid out as @sample_type / @read_format. */
 int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t sample_type,
 		  uint64_t read_format);
+/* The ids of every event of @el (opened), each with its event's layout. */
+int drain_add_evlist(struct drain *d, const struct perfrec_evlist *el);
 /* The layout of @h's event, NULL when it carries no known id. */
 const struct drain_id *drain_find_id(const struct drain *d, const struct perf_event_header *h);
 

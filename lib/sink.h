@@ -4,7 +4,8 @@
  * The file being recorded, the flight history and every live subscriber
  * are sinks; a new consumer (an unwinder, an exporter) is a new sink and
  * touches nothing else.  Beginning an output (attrs, synthesized state,
- * FINISHED_INIT) is outfile_begin() (outfile.h), ending it the owner's.
+ * FINISHED_INIT) and ending it are the owner's: perfrecd's outfile_begin()
+ * (daemon/outfile.h), the record object's file in lib/record.c.
  *
  * Per ring pass the drain calls, for each sink in turn:
  *
@@ -24,8 +25,8 @@
  * gets them.  A sink may remove itself from the drain inside its own
  * callbacks, never another sink.
  */
-#ifndef PERFRECD_SINK_H
-#define PERFRECD_SINK_H
+#ifndef PERFREC_SINK_H
+#define PERFREC_SINK_H
 
 #include <stddef.h>
 #include <stdint.h>

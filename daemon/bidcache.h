@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The build-id cache kept while recording (see bidcache.c): each binary an
+ * executable MMAP2 names, copied (or hard-linked) by build id into
+ * DIR/.build-id/xx/yyyy..., perf's layout, so that perf report
+ * (--buildid-dir DIR, buildid.dir) and perfrecctl still find binaries that
+ * were deleted, or lived in a container, once their processes are gone.
+ * The cache is bounded in size; the oldest entries go first.
+ */
+#ifndef PERFRECD_BIDCACHE_H
+#define PERFRECD_BIDCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <perfrec/format.h>
+
+#define BIDCACHE_DEFAULT_SIZE (1ULL << 30)
+
+/*
+ * Look at one record: an executable MMAP2 with a build id not yet in the
+ * cache at @dir (NULL or "": no cache; nothing happens) is queued for a
+ * worker thread that copies the binary while its process lives (through
+ * /proc/PID/map_files, else /proc/PID/root).  @max_bytes bounds the
+ * cache (0: BIDCACHE_DEFAULT_SIZE).  Cheap: a hash lookup on the caller's
+ * thread; the copy never blocks it.  The cache is process-wide: a change of
+ * @dir (a reload) starts over with the new one.
+ */
+void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec);
+
+/*
+ * Ship the cache entries published file @path needs beside it: for each
+ * build id of its HEADER_BUILD_ID table that @dir holds, @put(@ctx, entry
+ * path, key) with the key of the file (@file_key) whose last component is
+ * replaced by ".build-id/xx/yyyy...", so that the file's directory in the
+ * store is a build-id dir for perf --buildid-dir.  Once per build id and
+ * directory: a marker beside the entry remembers the key it went to.
+ * Returns 0, -errno when @path cannot be read, or @put's first error.
+ */
+int bidcache_ship_entries(const char *dir, const char *path, const char *file_key,
+			  int (*put)(void *ctx, const char *entry, const char *key), void *ctx);
+
+/*
+ * Wait until every queued copy is done (tests, shutdown).  Returns the
+ * number of binaries the cache took in since it started.
+ */
+unsigned bidcache_sync(void);
+
+/*
+ * Keep the worker from taking jobs (@hold) or let it go again: tests use it
+ * to have a process gone before its binary's turn comes.
+ */
+void bidcache_hold(bool hold);
+
+/* Stop the worker and forget everything (tests, exit); the files stay. */
+void bidcache_clear(void);
+
+#endif

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Unit tests for the daemon's build-id cache: this test binary, named by an
+ * MMAP2 of this process, is taken in once under perf's layout with the same
+ * bytes; a wrong build id, a non-executable mapping or no cache directory
+ * take nothing; past the size cap the oldest entries go, the newest stay;
+ * half-written copies left by a crash are removed at start.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/perf_event.h>
+#include <perfrec/buildid.h>
+
+#include "bidcache.h"
+
+struct self {
+	char path[PATH_MAX];
+	uint64_t start, end;
+	uint8_t bid[PERFREC_BUILD_ID_MAX];
+	int bid_len;
+	char hex[41];
+};
+
+static void self_exe(struct self *m)
+{
+	char line[PATH_MAX + 128];
+	ssize_t n = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+	FILE *f = fopen("/proc/self/maps", "re");
+	bool found = false;
+
+	cr_assert(n > 0 && f);
+	m->path[n] = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) == 3 && perms[2] == 'x' && strstr(line, m->path)) {
+			m->start = s;
+			m->end = e;
+			found = true;
+		}
+	}
+	fclose(f);
+	cr_assert(found);
+	m->bid_len = perfrec_buildid__read_elf(m->path, m->bid);
+	cr_assert_gt(m->bid_len, 0);
+	for (int i = 0; i < m->bid_len; i++)
+		sprintf(m->hex + 2 * i, "%02x", m->bid[i]);
+}
+
+static struct perf_event_header *mmap2(uint8_t *buf, const struct self *m, const uint8_t *bid, uint32_t prot)
+{
+	struct perf_event_header *h = (void *)buf;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t len = m->end - m->start, zero = 0;
+	size_t l = strlen(m->path) + 1;
+
+	memset(buf, 0, 72 + l + 8);
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID;
+	memcpy(buf + 8, &pid, 4);
+	memcpy(buf + 12, &pid, 4);
+	memcpy(buf + 16, &m->start, 8);
+	memcpy(buf + 24, &len, 8);
+	memcpy(buf + 32, &zero, 8);
+	buf[40] = (uint8_t)m->bid_len;
+	memcpy(buf + 44, bid, (size_t)m->bid_len);
+	memcpy(buf + 64, &prot, 4);
+	memcpy(buf + 72, m->path, l);
+	h->size = (uint16_t)((72 + l + 7) & ~7ul);
+	return h;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	char cmd[2 * PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+	return system(cmd) == 0;
+}
+
+static char *mkcache(void)
+{
+	static char dir[64];
+
+	strcpy(dir, "/tmp/test-bidcache-XXXXXX");
+	cr_assert(mkdtemp(dir));
+	return dir;
+}
+
+static void rm_cache(const char *dir)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(bidcache, own_binary_taken_in_once_in_perf_layout)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache(), entry[256];
+
+	self_exe(&m);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert(same_file(entry, m.path), "%s is not a copy of %s", entry, m.path);
+	/* Seen again (another process, another file): nothing more to do. */
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	/* A restart finds it there and does not copy it again. */
+	bidcache_clear();
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 0);
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+Test(bidcache, nothing_for_wrong_build_id_data_mapping_or_no_dir)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128], wrong[PERFREC_BUILD_ID_MAX];
+	char *dir = mkcache(), top[128];
+	struct stat st;
+
+	self_exe(&m);
+	memcpy(wrong, m.bid, sizeof(wrong));
+	wrong[3] ^= 0x55;
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, wrong, PROT_READ | PROT_EXEC));
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_WRITE));
+	cr_assert_eq(bidcache_sync(), 0, "a binary whose build id is not the record's was taken in");
+	bidcache_clear();
+	bidcache_note_mmap2(NULL, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	bidcache_note_mmap2("", 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 0);
+	snprintf(top, sizeof(top), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert_neq(stat(top, &st), 0, "%s was written", top);
+	rm_cache(dir);
+}
+
+static void put(const char *dir, const char *sub, const char *name, size_t size)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%s", dir, sub);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.build-id/%s/%s", dir, sub, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+}
+
+static bool exists(const char *dir, const char *sub, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/.build-id/%s/%s", dir, sub, name);
+	return access(path, F_OK) == 0;
+}
+
+Test(bidcache, oldest_entries_go_past_the_cap)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache();
+	struct stat st;
+	const size_t fake = 100000;
+
+	self_exe(&m);
+	cr_assert_eq(stat(m.path, &st), 0);
+	/* Older, then newer; and a copy a crash left half-written. */
+	put(dir, "11", "11111111111111111111111111111111111111", fake);
+	put(dir, "22", "22222222222222222222222222222222222222", fake);
+	put(dir, "22", ".tmp-2222", 10);
+	bidcache_note_mmap2(dir, 2 * fake + (uint64_t)st.st_size - 1, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	cr_assert(!exists(dir, "11", "11111111111111111111111111111111111111"), "the oldest entry is still there");
+	cr_assert(exists(dir, "22", "22222222222222222222222222222222222222"), "a newer entry went");
+	cr_assert(exists(dir, (char[]){ m.hex[0], m.hex[1], 0 }, m.hex + 2), "the new entry is not there");
+	cr_assert(!exists(dir, "22", ".tmp-2222"), "a half-written copy stayed");
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+Test(bidcache, a_copy_is_no_more_readable_than_its_binary)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char dir[] = "/dev/shm/test-bidcache-XXXXXX", entry[256];
+	struct stat st, orig;
+
+	self_exe(&m);
+	/* /dev/shm is a tmpfs: no hard link from the build tree, a real copy. */
+	if (!mkdtemp(dir))
+		cr_skip_test("no /dev/shm to make a copy on another file system");
+	cr_assert_eq(stat(m.path, &orig), 0);
+	cr_assert_eq(chmod(m.path, 0700), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	chmod(m.path, orig.st_mode & 07777);
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert_eq(stat(entry, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "a 0700 binary's copy has mode %o", st.st_mode & 0777);
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+Test(bidcache, binary_of_a_process_gone_before_its_turn_still_gets_in)
+{
+	char bin[] = "/tmp/test-bidcache-bin-XXXXXX", *dir = mkcache(), entry[256], maps[64], line[512];
+	uint8_t buf[PATH_MAX + 128];
+	struct self m = { 0 };
+	FILE *f;
+	pid_t child;
+	int fd, status;
+
+	/* A copy of sleep(1) of our own, run, then killed and deleted. */
+	fd = mkstemp(bin);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(line, sizeof(line), "cp /bin/sleep '%s' && chmod 0755 '%s'", bin, bin);
+	cr_assert_eq(system(line), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (!child) {
+		execl(bin, bin, "100", (char *)NULL);
+		_exit(127);
+	}
+	/* Its executable mapping, once exec is done. */
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)child);
+	for (int tries = 0; tries < 1000 && !m.start; tries++) {
+		f = fopen(maps, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long s, e;
+			char perms[8];
+
+			if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) == 3 && perms[2] == 'x' && strstr(line, bin)) {
+				m.start = s;
+				m.end = e;
+				break;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!m.start)
+			usleep(10000);
+	}
+	cr_assert(m.start, "%s never mapped its binary", bin);
+	snprintf(m.path, sizeof(m.path), "%s", bin);
+	m.bid_len = perfrec_buildid__read_elf(bin, m.bid);
+	cr_assert_gt(m.bid_len, 0);
+	for (int i = 0; i < m.bid_len; i++)
+		sprintf(m.hex + 2 * i, "%02x", m.bid[i]);
+
+	bidcache_hold(true);
+	{
+		struct perf_event_header *h = mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC);
+		uint32_t pid = (uint32_t)child;
+
+		memcpy(buf + 8, &pid, 4);
+		memcpy(buf + 12, &pid, 4);
+		bidcache_note_mmap2(dir, 0, h);
+	}
+	kill(child, SIGKILL);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert_eq(unlink(bin), 0);
+	bidcache_hold(false);
+	cr_assert_eq(bidcache_sync(), 1, "the binary of a process gone before its turn was not taken in");
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert(same_file(entry, "/bin/sleep"), "%s is not the binary", entry);
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+static struct perf_event_header *kernel_mmap2(uint8_t *buf, const uint8_t *bid, int bid_len)
+{
+	struct perf_event_header *h = (void *)buf;
+	static const char name[] = "[kernel.kallsyms]_text";
+	uint32_t pid = UINT32_MAX, prot = PROT_READ | PROT_EXEC;
+	uint64_t start = 0xffffffff81000000ull, len = 0x1000000;
+
+	memset(buf, 0, 72 + sizeof(name) + 8);
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_KERNEL | PERF_RECORD_MISC_MMAP_BUILD_ID;
+	memcpy(buf + 8, &pid, 4);
+	memcpy(buf + 12, &pid, 4);
+	memcpy(buf + 16, &start, 8);
+	memcpy(buf + 24, &len, 8);
+	memcpy(buf + 32, &start, 8);
+	buf[40] = (uint8_t)bid_len;
+	memcpy(buf + 44, bid, (size_t)bid_len);
+	memcpy(buf + 64, &prot, 4);
+	memcpy(buf + 72, name, sizeof(name));
+	h->size = (uint16_t)((72 + sizeof(name) + 7) & ~7ul);
+	return h;
+}
+
+Test(bidcache, the_running_kernels_kallsyms_in_perf_layout_and_no_other_kernels)
+{
+	uint8_t buf[256], id[PERFREC_BUILD_ID_MAX], other[PERFREC_BUILD_ID_MAX];
+	char *dir = mkcache(), hex[41], path[256], line[512];
+	int n = perfrec_buildid__kernel(NULL, id);
+	bool text = false;
+	struct stat st;
+	FILE *f;
+
+	if (n <= 0)
+		cr_skip_test("the running kernel has no build id (/sys/kernel/notes)");
+	memcpy(other, id, sizeof(other));
+	other[1] ^= 0x42;
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, other, n));
+	cr_assert_eq(bidcache_sync(), 0, "another kernel's kallsyms was taken in");
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
+	cr_assert_eq(bidcache_sync(), 1);
+	for (int i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s/kallsyms", dir, hex, hex + 2);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_assert_eq(st.st_mode & 0777, 0600, "kallsyms is %o, it gives KASLR away", st.st_mode & 0777);
+	f = fopen(path, "re");
+	cr_assert(f);
+	while (!text && fgets(line, sizeof(line), f))
+		text = strstr(line, " _text\n") != NULL;
+	fclose(f);
+	cr_assert(text, "the copy has no _text line");
+	/* A restart counts it and does not copy it again. */
+	bidcache_clear();
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
+	cr_assert_eq(bidcache_sync(), 0);
+	bidcache_clear();
+	rm_cache(dir);
+}

@@ -1,0 +1,735 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * `perfrecctl pprof [-e EVENT] [--pid N] [--comm C] [--cgroup CG]
+ * [--from T --to T] [-o OUT.pb.gz] FILE|DIR...`: the files' samples as a
+ * gzip'ed pprof profile (profile.proto, tools/pprof.proto) for go tool
+ * pprof, Pyroscope, Parca and the rest.
+ *
+ * profile_walk() hands over symbolized stacks; this file interns them into
+ * pprof's tables (strings, functions, mappings, locations) and sums equal
+ * samples (same event, stack, pid, tid and comm) into one.  Each event gets
+ * two value columns, its sample count and its summed period; cpu-clock's
+ * period is CPU time in ns ("cpu"), offcpu-time's blocked time in ns.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "pprof.h"
+#include "pprof.pb-c.h"
+#include "perfrecctl.h"
+#include "window.h"
+
+/* An open-addressing table from byte keys to indexes (1-based ids). */
+struct table {
+	struct slot {
+		uint64_t hash;
+		void *key;          /* NULL: empty */
+		size_t len;
+		size_t idx;
+	} *slots;
+	size_t cap, used;
+};
+
+static uint64_t hash_bytes(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+/*
+ * The index stored for @key, or @next for a new key (*@ret_created), which
+ * is copied (NUL-terminated, so string keys can be used as strings:
+ * *@ret_key).
+ */
+static int table_get(struct table *t, const void *key, size_t len, size_t next, size_t *ret_idx,
+		     bool *ret_created, const void **ret_key)
+{
+	uint64_t h = hash_bytes(key, len);
+	size_t i, mask;
+
+	if ((t->used + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 1024;
+		struct slot *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (size_t j = 0; j < t->cap; j++) {
+			if (!t->slots[j].key)
+				continue;
+			for (i = t->slots[j].hash & (ncap - 1); n[i].key; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = t->slots[j];
+		}
+		free(t->slots);
+		t->slots = n;
+		t->cap = ncap;
+	}
+	mask = t->cap - 1;
+	for (i = h & mask; t->slots[i].key; i = (i + 1) & mask) {
+		if (t->slots[i].hash == h && t->slots[i].len == len && !memcmp(t->slots[i].key, key, len)) {
+			*ret_idx = t->slots[i].idx;
+			*ret_created = false;
+			if (ret_key)
+				*ret_key = t->slots[i].key;
+			return 0;
+		}
+	}
+	t->slots[i].key = malloc(len + 1);
+	if (!t->slots[i].key)
+		return -ENOMEM;
+	memcpy(t->slots[i].key, key, len);
+	((char *)t->slots[i].key)[len] = 0;
+	t->slots[i].hash = h;
+	t->slots[i].len = len;
+	t->slots[i].idx = next;
+	t->used++;
+	*ret_idx = next;
+	*ret_created = true;
+	if (ret_key)
+		*ret_key = t->slots[i].key;
+	return 0;
+}
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i].key);
+	free(t->slots);
+}
+
+struct vec {
+	void *v;
+	size_t nr, cap, elem;
+};
+
+/* A zeroed new element at the end of @v, or NULL. */
+static void *vec_push(struct vec *v)
+{
+	char *e;
+
+	if (v->nr == v->cap) {
+		size_t n = v->cap ? v->cap * 2 : 64;
+		void *p = reallocarray(v->v, n, v->elem);
+
+		if (!p)
+			return NULL;
+		v->v = p;
+		v->cap = n;
+	}
+	e = (char *)v->v + v->nr++ * v->elem;
+	memset(e, 0, v->elem);
+	return e;
+}
+
+#define VEC_AT(vec, type, i) (((type *)(vec).v)[i])
+
+struct fn_row { int64_t name, file; };
+struct map_row { uint64_t start, limit, off; int64_t file, bid; };
+struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
+struct line_row { uint64_t fn; int64_t line; };
+struct sample_row {
+	size_t first_loc, nr_locs;
+	uint32_t event, pid, tid, cpu;
+	int64_t comm, cgroup;
+	uint64_t count, period;
+};
+
+#define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
+#define NR_LABELS 5
+
+struct pprof {
+	struct table strtab, fntab, maptab, loctab, smptab;
+	struct vec strs;         /* const char *, keys of strtab; [0] = "" */
+	struct vec fns, maps, locs, lines, samples;
+	struct vec sample_locs;  /* uint64_t */
+	struct vec events;       /* int64_t: string ids of the events' names */
+	struct vec stack;        /* uint64_t scratch: one sample's location ids */
+	uint64_t first_wall, last_wall;
+};
+
+static void pprof_init(struct pprof *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->strs.elem = sizeof(const char *);
+	p->fns.elem = sizeof(struct fn_row);
+	p->maps.elem = sizeof(struct map_row);
+	p->locs.elem = sizeof(struct loc_row);
+	p->lines.elem = sizeof(struct line_row);
+	p->samples.elem = sizeof(struct sample_row);
+	p->sample_locs.elem = sizeof(uint64_t);
+	p->events.elem = sizeof(int64_t);
+	p->stack.elem = sizeof(uint64_t);
+}
+
+static void pprof_exit(struct pprof *p)
+{
+	table_free(&p->strtab);
+	table_free(&p->fntab);
+	table_free(&p->maptab);
+	table_free(&p->loctab);
+	table_free(&p->smptab);
+	free(p->strs.v);
+	free(p->fns.v);
+	free(p->maps.v);
+	free(p->locs.v);
+	free(p->lines.v);
+	free(p->samples.v);
+	free(p->sample_locs.v);
+	free(p->events.v);
+	free(p->stack.v);
+}
+
+/* Index of @s in the string table (0 for NULL and ""), or -ENOMEM. */
+static int64_t str_id(struct pprof *p, const char *s)
+{
+	const void *key;
+	const char **slot;
+	size_t idx;
+	bool created;
+
+	if (!s)
+		s = "";
+	if (table_get(&p->strtab, s, strlen(s), p->strs.nr, &idx, &created, &key) < 0)
+		return -ENOMEM;
+	if (created) {
+		if (!(slot = vec_push(&p->strs)))
+			return -ENOMEM;
+		*slot = key;
+	}
+	return (int64_t)idx;
+}
+
+static int64_t fn_id(struct pprof *p, const struct pframe *f)
+{
+	struct fn_row row = { str_id(p, f->name), str_id(p, f->file) }, *r;
+	size_t idx;
+	bool created;
+
+	if (row.name < 0 || row.file < 0 ||
+	    table_get(&p->fntab, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	if (created) {
+		if (!(r = vec_push(&p->fns)))
+			return -ENOMEM;
+		*r = row;
+	}
+	return (int64_t)idx;
+}
+
+static int64_t map_id(struct pprof *p, const struct pframe *f)
+{
+	/* Keyed by the raw build id: its hex string is made once, for a new mapping. */
+	struct {
+		uint64_t start, limit, off;
+		int64_t file;
+		uint8_t bid[20], bid_len, pad[3];
+	} key = { .start = f->map_start, .limit = f->map_end, .off = f->map_pgoff };
+	struct map_row *r;
+	size_t idx;
+	bool created;
+
+	key.file = str_id(p, f->module ? f->module : "[unknown]");
+	key.bid_len = f->build_id_len < 20 ? f->build_id_len : 20;
+	if (key.bid_len)
+		memcpy(key.bid, f->build_id, key.bid_len);
+	if (key.file < 0 || table_get(&p->maptab, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	if (created) {
+		char hex[2 * 20 + 1] = "";
+
+		for (unsigned i = 0; i < key.bid_len; i++)
+			sprintf(hex + 2 * i, "%02x", key.bid[i]);
+		if (!(r = vec_push(&p->maps)))
+			return -ENOMEM;
+		*r = (struct map_row){ key.start, key.limit, key.off, key.file, str_id(p, hex) };
+		if (r->bid < 0)
+			return -ENOMEM;
+	}
+	return (int64_t)idx;
+}
+
+/*
+ * The location of frames [0, n): inlined frames and the one holding them,
+ * all at one address.  Keyed by mapping, address and its functions/lines.
+ */
+static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
+{
+	uint64_t key[2 + 2 * 16];
+	struct loc_row *r;
+	struct line_row *l;
+	size_t idx, k = 0;
+	bool created;
+	int64_t m = map_id(p, f);
+
+	if (m < 0)
+		return m;
+	key[k++] = (uint64_t)m;
+	key[k++] = f->addr;
+	for (size_t i = 0; i < n && i < 16; i++) {
+		int64_t fn = fn_id(p, &f[i]);
+
+		if (fn < 0)
+			return fn;
+		key[k++] = (uint64_t)fn;
+		key[k++] = f[i].line;
+	}
+	if (table_get(&p->loctab, key, k * sizeof(key[0]), p->locs.nr + 1, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	if (!created)
+		return (int64_t)idx;
+	if (!(r = vec_push(&p->locs)))
+		return -ENOMEM;
+	r->map = (uint64_t)m;
+	r->addr = f->addr;
+	r->first_line = p->lines.nr;
+	for (size_t i = 2; i < k; i += 2) {
+		if (!(l = vec_push(&p->lines)))
+			return -ENOMEM;
+		l->fn = key[i];
+		l->line = (int64_t)key[i + 1];
+	}
+	r->nr_lines = (k - 2) / 2;
+	return (int64_t)idx;
+}
+
+/* Events by their string id: the walk's strings are gone when the profile is packed. */
+static int event_idx(struct pprof *p, const char *event)
+{
+	int64_t id = str_id(p, event), *e;
+
+	if (id < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->events.nr; i++)
+		if (VEC_AT(p->events, int64_t, i) == id)
+			return (int)i;
+	if (!(e = vec_push(&p->events)))
+		return -ENOMEM;
+	*e = id;
+	return (int)p->events.nr - 1;
+}
+
+int pprof_add_stack(void *ctx, const struct pstack *s)
+{
+	struct pprof *p = ctx;
+	struct sample_row *row;
+	uint64_t *id;
+	size_t idx, i = 0, keylen;
+	bool created;
+	int ev = event_idx(p, s->event);
+	int64_t comm = str_id(p, s->comm), cgroup = str_id(p, s->cgroup);
+	uint64_t *key;
+
+	if (ev < 0 || comm < 0 || cgroup < 0)
+		return -ENOMEM;
+	p->stack.nr = 0;
+	for (int k = 0; k < KEY_HEAD; k++)
+		if (!vec_push(&p->stack))
+			return -ENOMEM;
+	key = p->stack.v;
+	key[0] = (uint64_t)ev;
+	key[1] = s->pid;
+	key[2] = s->tid;
+	key[3] = (uint64_t)comm;
+	key[4] = s->cpu;
+	key[5] = (uint64_t)cgroup;
+	while (i < s->nr_frames) {
+		size_t n = 1;
+		int64_t l;
+
+		/* inlined frames belong with the next non-inlined one at the same address */
+		while (s->frames[i + n - 1].inlined && i + n < s->nr_frames && n < 16 &&
+		       s->frames[i + n].addr == s->frames[i].addr)
+			n++;
+		l = loc_id(p, &s->frames[i], n);
+		if (l < 0 || !(id = vec_push(&p->stack)))
+			return -ENOMEM;
+		*id = (uint64_t)l;
+		i += n;
+	}
+	key = p->stack.v;
+	keylen = p->stack.nr * sizeof(uint64_t);
+	if (table_get(&p->smptab, key, keylen, p->samples.nr, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	if (created) {
+		if (!(row = vec_push(&p->samples)))
+			return -ENOMEM;
+		row->event = (uint32_t)ev;
+		row->pid = s->pid;
+		row->tid = s->tid;
+		row->comm = comm;
+		row->cpu = s->cpu;
+		row->cgroup = cgroup;
+		row->first_loc = p->sample_locs.nr;
+		row->nr_locs = p->stack.nr - KEY_HEAD;
+		for (size_t k = KEY_HEAD; k < p->stack.nr; k++) {
+			if (!(id = vec_push(&p->sample_locs)))
+				return -ENOMEM;
+			*id = VEC_AT(p->stack, uint64_t, k);
+		}
+	}
+	row = &VEC_AT(p->samples, struct sample_row, idx);
+	row->count++;
+	row->period += s->period;
+	if (s->wall_ns && (!p->first_wall || s->wall_ns < p->first_wall))
+		p->first_wall = s->wall_ns;
+	if (s->wall_ns > p->last_wall)
+		p->last_wall = s->wall_ns;
+	return 0;
+}
+
+/* The two value columns of @event: its sample count and its period sum. */
+static void event_types(const char *event, const char **count_type, const char **period_type, const char **unit)
+{
+	if (!strcmp(event, "cpu-clock") || !strcmp(event, "task-clock")) {
+		*count_type = "samples";
+		*period_type = "cpu";
+		*unit = "nanoseconds";
+	} else if (!strcmp(event, "offcpu-time")) {
+		*count_type = "offcpu-samples";
+		*period_type = "offcpu-time";
+		*unit = "nanoseconds";
+	} else {
+		*count_type = NULL;
+		*period_type = event;
+		*unit = "count";
+	}
+}
+
+/* Pack the tables into a profile; *@ret_buf is malloc()ed. */
+static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
+{
+	size_t nev = p->events.nr, ncols = 2 * (nev ? nev : 1);
+	Perfrec__Pprof__Profile prof = PERFREC__PPROF__PROFILE__INIT;
+	Perfrec__Pprof__ValueType *vt = calloc(ncols, sizeof(*vt)), **vtp = calloc(ncols, sizeof(*vtp));
+	Perfrec__Pprof__ValueType period_type = PERFREC__PPROF__VALUE_TYPE__INIT;
+	Perfrec__Pprof__Sample *sm = calloc(p->samples.nr + 1, sizeof(*sm)), **smp = calloc(p->samples.nr + 1, sizeof(*smp));
+	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lb));
+	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lbp));
+	int64_t *vals = calloc(ncols * p->samples.nr + 1, sizeof(*vals));
+	Perfrec__Pprof__Mapping *mp = calloc(p->maps.nr + 1, sizeof(*mp)), **mpp = calloc(p->maps.nr + 1, sizeof(*mpp));
+	Perfrec__Pprof__Location *lc = calloc(p->locs.nr + 1, sizeof(*lc)), **lcp = calloc(p->locs.nr + 1, sizeof(*lcp));
+	Perfrec__Pprof__Line *ln = calloc(p->lines.nr + 1, sizeof(*ln)), **lnp = calloc(p->lines.nr + 1, sizeof(*lnp));
+	Perfrec__Pprof__Function *fn = calloc(p->fns.nr + 1, sizeof(*fn)), **fnp = calloc(p->fns.nr + 1, sizeof(*fnp));
+	int64_t k_pid = str_id(p, "pid"), k_tid = str_id(p, "tid"), k_comm = str_id(p, "comm");
+	int64_t k_cpu = str_id(p, "cpu"), k_cgroup = str_id(p, "cgroup");
+	int64_t default_type = -1;
+	size_t len;
+	uint8_t *buf;
+	int ret = -ENOMEM;
+
+	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
+	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0 || k_cpu < 0 || k_cgroup < 0)
+		goto out;
+	for (size_t e = 0; e < ncols / 2; e++) {
+		const char *ct, *pt, *unit, *ev = nev ? VEC_AT(p->strs, const char *, VEC_AT(p->events, int64_t, e)) : "cpu-clock";
+		char name[256];
+		int64_t a, b, c;
+
+		event_types(ev, &ct, &pt, &unit);
+		if (!ct) {
+			snprintf(name, sizeof(name), "%s-samples", ev);
+			ct = name;
+		}
+		a = str_id(p, ct);
+		b = str_id(p, pt);
+		c = str_id(p, unit);
+		if (a < 0 || b < 0 || c < 0 || str_id(p, "count") < 0)
+			goto out;
+		perfrec__pprof__value_type__init(&vt[2 * e]);
+		vt[2 * e].type = a;
+		vt[2 * e].unit = str_id(p, "count");
+		perfrec__pprof__value_type__init(&vt[2 * e + 1]);
+		vt[2 * e + 1].type = b;
+		vt[2 * e + 1].unit = c;
+		vtp[2 * e] = &vt[2 * e];
+		vtp[2 * e + 1] = &vt[2 * e + 1];
+		if (default_type < 0 && !strcmp(unit, "nanoseconds"))
+			default_type = b;
+	}
+	prof.n_sample_type = ncols;
+	prof.sample_type = vtp;
+	if (default_type >= 0) {
+		prof.default_sample_type = default_type;
+		period_type = *vt;
+		period_type.type = default_type;
+		period_type.unit = str_id(p, "nanoseconds");
+		prof.period_type = &period_type;
+	}
+	for (size_t i = 0; i < p->samples.nr; i++) {
+		struct sample_row *r = &VEC_AT(p->samples, struct sample_row, i);
+
+		perfrec__pprof__sample__init(&sm[i]);
+		sm[i].n_location_id = r->nr_locs;
+		sm[i].location_id = &VEC_AT(p->sample_locs, uint64_t, r->first_loc);
+		sm[i].n_value = ncols;
+		sm[i].value = &vals[ncols * i];
+		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
+		vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
+		{
+			Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
+			size_t nl = 0;
+
+			for (int k = 0; k < NR_LABELS; k++) {
+				perfrec__pprof__label__init(&l[k]);
+				lbp[NR_LABELS * i + k] = &l[k];
+			}
+			l[nl].key = k_pid;
+			l[nl++].num = r->pid;
+			l[nl].key = k_tid;
+			l[nl++].num = r->tid;
+			if (r->comm) {
+				l[nl].key = k_comm;
+				l[nl++].str = r->comm;
+			}
+			/*
+			 * A string: pprof's readers drop a numeric label whose
+			 * value is 0 and has no unit, and CPU 0 is no less a CPU.
+			 */
+			if (r->cpu != UINT32_MAX) {
+				char c[16];
+				int64_t id;
+
+				snprintf(c, sizeof(c), "%u", r->cpu);
+				id = str_id(p, c);
+				if (id < 0)
+					goto out;
+				l[nl].key = k_cpu;
+				l[nl++].str = id;
+			}
+			if (r->cgroup) {
+				l[nl].key = k_cgroup;
+				l[nl++].str = r->cgroup;
+			}
+			sm[i].n_label = nl;
+			sm[i].label = &lbp[NR_LABELS * i];
+		}
+		smp[i] = &sm[i];
+	}
+	prof.n_sample = p->samples.nr;
+	prof.sample = smp;
+	for (size_t i = 0; i < p->maps.nr; i++) {
+		struct map_row *r = &VEC_AT(p->maps, struct map_row, i);
+
+		perfrec__pprof__mapping__init(&mp[i]);
+		mp[i].id = i + 1;
+		mp[i].memory_start = r->start;
+		mp[i].memory_limit = r->limit;
+		mp[i].file_offset = r->off;
+		mp[i].filename = r->file;
+		mp[i].build_id = r->bid;
+		mp[i].has_functions = true;
+		mpp[i] = &mp[i];
+	}
+	prof.n_mapping = p->maps.nr;
+	prof.mapping = mpp;
+	for (size_t i = 0; i < p->lines.nr; i++) {
+		perfrec__pprof__line__init(&ln[i]);
+		ln[i].function_id = VEC_AT(p->lines, struct line_row, i).fn;
+		ln[i].line = VEC_AT(p->lines, struct line_row, i).line;
+		lnp[i] = &ln[i];
+	}
+	for (size_t i = 0; i < p->locs.nr; i++) {
+		struct loc_row *r = &VEC_AT(p->locs, struct loc_row, i);
+
+		perfrec__pprof__location__init(&lc[i]);
+		lc[i].id = i + 1;
+		lc[i].mapping_id = r->map;
+		lc[i].address = r->addr;
+		lc[i].n_line = r->nr_lines;
+		lc[i].line = &lnp[r->first_line];
+		lcp[i] = &lc[i];
+	}
+	prof.n_location = p->locs.nr;
+	prof.location = lcp;
+	for (size_t i = 0; i < p->fns.nr; i++) {
+		struct fn_row *r = &VEC_AT(p->fns, struct fn_row, i);
+
+		perfrec__pprof__function__init(&fn[i]);
+		fn[i].id = i + 1;
+		fn[i].name = r->name;
+		fn[i].system_name = r->name;
+		fn[i].filename = r->file;
+		fnp[i] = &fn[i];
+	}
+	prof.n_function = p->fns.nr;
+	prof.function = fnp;
+	prof.n_string_table = p->strs.nr;
+	prof.string_table = (char **)p->strs.v;
+	prof.time_nanos = (int64_t)p->first_wall;
+	prof.duration_nanos = (int64_t)(p->last_wall - p->first_wall);
+
+	len = perfrec__pprof__profile__get_packed_size(&prof);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		goto out;
+	perfrec__pprof__profile__pack(&prof, buf);
+	*ret_buf = buf;
+	*ret_len = len;
+	ret = 0;
+out:
+	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(vals);
+	free(mp); free(mpp); free(lc); free(lcp); free(ln); free(lnp); free(fn); free(fnp);
+	return ret;
+}
+
+/* gzip @buf into @fd. */
+static int write_gzip(int fd, const uint8_t *buf, size_t len)
+{
+	z_stream z = { 0 };
+	uint8_t out[65536];
+	int zr;
+
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)buf;
+	z.avail_in = (uInt)len;   /* profiles over 4 GiB are not a thing we write */
+	do {
+		size_t have, done = 0;
+
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		zr = deflate(&z, Z_FINISH);
+		have = sizeof(out) - z.avail_out;
+		while (done < have) {
+			ssize_t w = write(fd, out + done, have - done);
+
+			if (w < 0) {
+				int e = -errno;
+
+				deflateEnd(&z);
+				return e;
+			}
+			done += (size_t)w;
+		}
+	} while (zr == Z_OK);
+	deflateEnd(&z);
+	return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_opts *o, int fd,
+		size_t *ret_samples)
+{
+	struct pprof p;
+	uint8_t *buf = NULL;
+	size_t len = 0, n = 0;
+	int r;
+
+	pprof_init(&p);
+	if (str_id(&p, "") != 0) {
+		pprof_exit(&p);
+		return -ENOMEM;
+	}
+	r = profile_walk(paths, nr_paths, o, pprof_add_stack, &p);
+	if (r == 0)
+		r = pprof_pack(&p, &buf, &len);
+	if (r == 0)
+		r = write_gzip(fd, buf, len);
+	for (size_t i = 0; i < p.samples.nr; i++)
+		n += VEC_AT(p.samples, struct sample_row, i).count;
+	if (ret_samples)
+		*ret_samples = n;
+	free(buf);
+	pprof_exit(&p);
+	return r;
+}
+
+
+int cmd_pprof(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, 'c' },
+		{ "cgroup", required_argument, NULL, 'G' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "to", required_argument, NULL, 'T' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "symfs", required_argument, NULL, 's' },
+		{ "buildid-dir", required_argument, NULL, 'B' },
+		{ "no-debuginfod", no_argument, NULL, 'N' },
+		{ "no-inline", no_argument, NULL, 'I' },
+		{}
+	};
+	struct profile_opts o = { .pid = -1 };
+	const char *out = "profile.pb.gz";
+	char tmp[PATH_MAX];
+	size_t n = 0;
+	int c, fd, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "e:o:", lopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'e': o.event = optarg; break;
+		case 'p':
+			errno = 0;
+			o.pid = strtoll(optarg, &end, 10);
+			if (errno || *end || o.pid < 0) {
+				fprintf(stderr, "perfrecctl pprof: --pid wants a process id, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c': o.comm = optarg; break;
+		case 'G': o.cgroup = optarg; break;
+		case 'F':
+		case 'T':
+			if (window_parse_time("pprof", c == 'F' ? "--from" : "--to", optarg,
+					      c == 'F' ? &o.from_wall_ns : &o.to_wall_ns) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'o': out = optarg; break;
+		case 's': o.symfs = optarg; break;
+		case 'B': o.buildid_dir = optarg; break;
+		case 'N': o.no_debuginfod = true; break;
+		case 'I': o.no_inline = true; break;
+		default:
+			return perfrecctl_usage("pprof");
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "perfrecctl pprof: no FILE or DIR given\n");
+		return perfrecctl_usage("pprof");
+	}
+	/* Written beside and renamed: a failed run leaves no half profile. */
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "perfrecctl pprof: output path too long\n");
+		return EXIT_USAGE;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "perfrecctl pprof: cannot create %s: %m\n", tmp);
+		return EXIT_USAGE;
+	}
+	r = pprof_write((const char *const *)argv + optind, (size_t)(argc - optind), &o, fd, &n);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && n == 0) {
+		fprintf(stderr, "perfrecctl pprof: no samples%s%s in the input\n",
+			o.event ? " of event " : "", o.event ? o.event : "");
+		r = -ENODATA;
+	}
+	if (r == 0 && rename(tmp, out) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		if (r != -ENODATA)
+			fprintf(stderr, "perfrecctl pprof: %s not written: %s\n", out, strerror(-r));
+		return EXIT_BAD;
+	}
+	fprintf(stderr, "%s: %zu samples\n", out, n);
+	return 0;
+}

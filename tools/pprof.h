@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pprof profiles out of perf.data files (pprof.c), split from the command
+ * so the fuzz target can drive the same path.
+ */
+#ifndef PERFRECCTL_PPROF_H
+#define PERFRECCTL_PPROF_H
+
+#include "profile.h"
+
+/*
+ * Walk @paths with @o and write the gzip'ed profile.proto to @fd; the
+ * number of samples in it goes to *@ret_samples.  Returns 0 or -errno
+ * (the walk's errors are printed by it, naming the file).
+ */
+int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_opts *o, int fd,
+		size_t *ret_samples);
+
+/* profile_stack_fn of the writer (@ctx: its tables). */
+int pprof_add_stack(void *ctx, const struct pstack *s);
+
+#endif

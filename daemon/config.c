@@ -432,8 +432,10 @@ static int parse_history(const struct config_key *k, struct config *c, const cha
 
 static void print_history(const struct config_key *k, const struct config *c, FILE *f)
 {
-	if (*CFIELD(c, k, uint64_t) == CONFIG_HISTORY_DEFAULT)
-		fputs(c->mode == CONFIG_MODE_FLIGHT ? "5min" : "0", f);
+	if (*CFIELD(c, k, uint64_t) == CONFIG_HISTORY_DEFAULT && c->mode == CONFIG_MODE_FLIGHT)
+		fprintf(f, "%dmin", CONFIG_FLIGHT_HISTORY_MIN);
+	else if (*CFIELD(c, k, uint64_t) == CONFIG_HISTORY_DEFAULT)
+		fputs("0", f);
 	else
 		print_duration_key(k, c, f);
 }

@@ -14,8 +14,10 @@
 #define CONFIG_MAX_EVENTS 32
 
 enum { CONFIG_MODE_CONTINUOUS, CONFIG_MODE_FLIGHT };
-/* history= not set: 5min in flight mode, none in continuous mode. */
+/* history= not set: CONFIG_FLIGHT_HISTORY_MIN in flight mode, none in
+ * continuous mode.  The one place that default is written. */
 #define CONFIG_HISTORY_DEFAULT UINT64_MAX
+#define CONFIG_FLIGHT_HISTORY_MIN 5
 
 struct config {
 	/* [record] */
@@ -65,9 +67,9 @@ struct config {
 	char *control_public_methods; /* what anyone may call; NULL: VARLINK_DEFAULT_PUBLIC */
 	/* [upload] (upload.c): NULL url: no uploads */
 	char *upload_url;         /* http(s)://host[:port]/bucket */
-	char *upload_region;      /* SigV4 region; NULL: us-east-1 */
+	char *upload_region;      /* SigV4 region; never NULL (empty: the table's default) */
 	char *upload_credentials; /* file with the key id and secret; NULL: environment */
-	char *upload_key;         /* key template; NULL: {host}/{date}/{file} */
+	char *upload_key;         /* key template; never NULL (empty: the table's default) */
 	/* [output] label.NAME=VALUE (manifest.c), "NAME=VALUE" each */
 	char **labels;
 	size_t nr_labels;

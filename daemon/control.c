@@ -116,6 +116,7 @@ struct client {
 struct control {
 	const struct config *cfg;
 	struct recorder *rec;
+	struct control_status_source status_src;
 	struct control_limits lim;
 	int epfd, listen_fd;
 	char *created_path;       /* socket we created (removed at exit) */
@@ -326,6 +327,12 @@ int control_fd(const struct control *ctl)
 bool control_paused(const struct control *ctl)
 {
 	return ctl && ctl->paused;
+}
+
+void control_set_status_source(struct control *ctl, const struct control_status_source *src)
+{
+	if (ctl)
+		ctl->status_src = *src;
 }
 
 void control_free(struct control *ctl)
@@ -970,6 +977,30 @@ static int xfer_start(struct control *ctl, struct client *c, bool oneway)
 
 #define J_ADD(o, k, v) json_object_object_add(o, k, v)
 
+/* "governor": {...} while one governs (control_status_source). */
+static void status_governor(const struct control *ctl, struct json_object *o)
+{
+	struct governor_status st;
+	struct json_object *j;
+
+	if (!ctl->status_src.governor || !ctl->status_src.governor(ctl->status_src.userdata, &st) ||
+	    !(j = json_object_new_object()))
+		return;
+	J_ADD(j, "frequency", json_object_new_int64((int64_t)st.freq));
+	J_ADD(j, "max_frequency", json_object_new_int64((int64_t)st.max_freq));
+	J_ADD(j, "min_frequency_seen", json_object_new_int64((int64_t)st.min_freq_seen));
+	J_ADD(j, "max_frequency_seen", json_object_new_int64((int64_t)st.max_freq_seen));
+	J_ADD(j, "changes", json_object_new_int64((int64_t)st.changes));
+	J_ADD(j, "budget_percent", json_object_new_double(st.budget_percent));
+	J_ADD(j, "overhead_percent", json_object_new_double(st.overhead_percent));
+	J_ADD(j, "own_cpu_percent", json_object_new_double(st.own_cpu_percent));
+	J_ADD(j, "sampling_percent", json_object_new_double(st.sampling_percent));
+	J_ADD(j, "samples_per_sec", json_object_new_double(st.samples_per_sec));
+	J_ADD(j, "sample_cost_usec", json_object_new_double(st.sample_cost_usec));
+	J_ADD(j, "calibrated", json_object_new_boolean(st.calibrated));
+	J_ADD(o, "governor", j);
+}
+
 static struct json_object *status(struct control *ctl)
 {
 	struct recorder *rec = ctl->rec;
@@ -1041,7 +1072,7 @@ static struct json_object *status(struct control *ctl)
 						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
 	J_ADD(o, "subscribers", json_object_new_int64((int64_t)ctl->nr_subscribers));
-	governor_status_json(rec->governor, o);
+	status_governor(ctl, o);
 	return o;
 }
 

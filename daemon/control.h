@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "governor.h"
 #include "recorder.h"
 #include "varlink.h"
 
@@ -68,6 +69,18 @@ struct control_stats {
  * is disabled with socket= empty) or -errno, logged.
  */
 int control_open(const struct config *cfg, struct recorder *rec, struct control **ret);
+/*
+ * What a Status reply shows of modules the control socket does not own,
+ * asked afresh on each call (the manager may replace them on a reload).
+ * Each callback may be NULL: that part is left out.
+ */
+struct control_status_source {
+	/* The overhead governor's state; false: none governs. */
+	bool (*governor)(void *userdata, struct governor_status *ret);
+	void *userdata;
+};
+/* Set where Status gets those parts; none until it is called. */
+void control_set_status_source(struct control *ctl, const struct control_status_source *src);
 /* The fd to poll for readability: the control epoll set. */
 int control_fd(const struct control *ctl);
 /* Whether a client paused sampling (Pause, until Resume); false for NULL. */

@@ -25,8 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "governor.h"
 #include "log.h"
 #include "recorder.h"
@@ -539,33 +537,35 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now)
 	recorder_note_freq(rec, next);
 }
 
+bool governor_status(const struct governor *g, struct governor_status *ret)
+{
+	if (!g || g->off)
+		return false;
+	*ret = (struct governor_status){
+		.freq = g->cur,
+		.max_freq = g->pol.max_freq,
+		.min_freq_seen = g->lo,
+		.max_freq_seen = g->hi,
+		.changes = g->changes,
+		.budget_percent = g->max_overhead * 100,
+		.overhead_percent = g->overhead / (double)g->nr_cpus * 100,
+		.own_cpu_percent = g->own / (double)g->nr_cpus * 100,
+		.sampling_percent = g->sampling / (double)g->nr_cpus * 100,
+		.samples_per_sec = g->sample_rate,
+		.sample_cost_usec = g->sample_cost_sec * 1e6,
+		.calibrated = g->calibrated,
+	};
+	return true;
+}
+
 void governor_status_line(const struct governor *g, char *buf, size_t len)
 {
+	struct governor_status st;
+
 	if (!len)
 		return;
 	buf[0] = 0;
-	if (g && !g->off)
-		snprintf(buf, len, ", governor at %" PRIu64 " of %" PRIu64 " Hz, overhead %.2f%% of %.2f%%", g->cur,
-			 g->pol.max_freq, g->overhead / (double)g->nr_cpus * 100, g->max_overhead * 100);
-}
-
-void governor_status_json(const struct governor *g, struct json_object *o)
-{
-	struct json_object *j;
-
-	if (!g || g->off || !(j = json_object_new_object()))
-		return;
-	json_object_object_add(j, "frequency", json_object_new_int64((int64_t)g->cur));
-	json_object_object_add(j, "max_frequency", json_object_new_int64((int64_t)g->pol.max_freq));
-	json_object_object_add(j, "min_frequency_seen", json_object_new_int64((int64_t)g->lo));
-	json_object_object_add(j, "max_frequency_seen", json_object_new_int64((int64_t)g->hi));
-	json_object_object_add(j, "changes", json_object_new_int64((int64_t)g->changes));
-	json_object_object_add(j, "budget_percent", json_object_new_double(g->max_overhead * 100));
-	json_object_object_add(j, "overhead_percent", json_object_new_double(g->overhead / (double)g->nr_cpus * 100));
-	json_object_object_add(j, "own_cpu_percent", json_object_new_double(g->own / (double)g->nr_cpus * 100));
-	json_object_object_add(j, "sampling_percent", json_object_new_double(g->sampling / (double)g->nr_cpus * 100));
-	json_object_object_add(j, "samples_per_sec", json_object_new_double(g->sample_rate));
-	json_object_object_add(j, "sample_cost_usec", json_object_new_double(g->sample_cost_sec * 1e6));
-	json_object_object_add(j, "calibrated", json_object_new_boolean(g->calibrated));
-	json_object_object_add(o, "governor", j);
+	if (governor_status(g, &st))
+		snprintf(buf, len, ", governor at %" PRIu64 " of %" PRIu64 " Hz, overhead %.2f%% of %.2f%%", st.freq,
+			 st.max_freq, st.overhead_percent, st.budget_percent);
 }

@@ -17,7 +17,6 @@
 #include "config.h"
 
 struct recorder;
-struct json_object;
 
 /* Never below this: a profile at fewer Hz is not worth recording. */
 #define GOVERNOR_MIN_FREQ 10
@@ -82,7 +81,18 @@ void governor_tick(struct governor *g, struct recorder *rec, uint64_t now_usec);
 /* ", governor at 123 of 20000 Hz, 0.41% of 0.50%" for sd_notify STATUS= ("" if @g is NULL). */
 void governor_status_line(const struct governor *g, char *buf, size_t len);
 
-/* Adds "governor": {...} to a Status reply (nothing if @g is NULL). */
-void governor_status_json(const struct governor *g, struct json_object *o);
+/* The governor as a Status reply shows it; percentages are of all CPUs. */
+struct governor_status {
+	uint64_t freq, max_freq;          /* Hz now; the configured ceiling */
+	uint64_t min_freq_seen, max_freq_seen;
+	uint64_t changes;
+	double budget_percent, overhead_percent, own_cpu_percent, sampling_percent;
+	double samples_per_sec, sample_cost_usec;
+	bool calibrated;
+};
+
+/* Fills *ret and returns true while @g governs; false (*ret untouched)
+ * when @g is NULL or turned off. */
+bool governor_status(const struct governor *g, struct governor_status *ret);
 
 #endif

@@ -75,14 +75,68 @@ static bool is_ours(const char *entry)
 	return false;
 }
 
-int hook_run(const char *command, const struct hook_info *info)
+#define NR_VARS 7
+
+/* The hook's environment: ours without PERFREC_* (is_ours()), then @vars.
+ * The strings are borrowed; NULL when out of memory. */
+static char **hook_env(char *const *vars)
 {
-	char start[40], end[40], *vars[7] = { NULL }, *script = NULL, **envp = NULL;
-	char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	size_t nenv = 0, k = 0;
+	char **envp;
+
+	while (environ && environ[nenv])
+		nenv++;
+	envp = calloc(nenv + NR_VARS + 1, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < nenv; i++)
+		if (!is_ours(environ[i]))
+			envp[k++] = environ[i];
+	for (int i = 0; i < NR_VARS; i++)
+		envp[k++] = vars[i];
+	return envp;
+}
+
+/*
+ * Start "/bin/sh -c @script" with @envp, stdin from /dev/null, and every
+ * signal unblocked at its default action (the daemon blocks those its
+ * signalfd takes).  0 and *ret_pid, or -errno.
+ */
+static int spawn_shell(char *script, char **envp, pid_t *ret_pid)
+{
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, all;
-	size_t nenv = 0, k = 0;
+	int r;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	r = posix_spawn_file_actions_init(&fa);
+	if (r)
+		return -r;
+	r = posix_spawnattr_init(&attr);
+	if (r) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -r;
+	}
+	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (!r)
+		r = posix_spawnattr_setsigmask(&attr, &none);
+	if (!r)
+		r = posix_spawnattr_setsigdefault(&attr, &all);
+	if (!r)
+		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	if (!r)
+		r = posix_spawn(ret_pid, argv[0], &fa, &attr, argv, envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	return -r;
+}
+
+int hook_run(const char *command, const struct hook_info *info)
+{
+	char start[40], end[40], *vars[NR_VARS] = { NULL }, *script = NULL, **envp = NULL;
 	struct running_hook *slot = NULL;
 	pid_t pid;
 	int r;
@@ -105,69 +159,25 @@ int hook_run(const char *command, const struct hook_info *info)
 	vars[6] = str_printf("PERFREC_RECOVERED=%d", info->recovered ? 1 : 0);
 	script = str_printf("%s \"$PERFREC_FILE\"", command);
 	r = script ? 0 : -ENOMEM;
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < NR_VARS; i++)
 		if (!vars[i])
 			r = -ENOMEM;
+	if (r == 0) {
+		envp = hook_env(vars);
+		r = envp ? spawn_shell(script, envp, &pid) : -ENOMEM;
+	}
 	if (r < 0) {
 		log_error("Failed to start on-rotate hook for %s: %s", info->path, strerror(-r));
-		goto fail_vars;
+	} else {
+		/* Logging names the file; without memory for it the hook still ran. */
+		slot->pid = pid;
+		slot->path = strdup(info->path);
+		n_running++;
+		log_debug("Started on-rotate hook for %s (pid %d)", info->path, (int)pid);
+		r = pid;
 	}
-	argv[2] = script;
-
-	while (environ && environ[nenv])
-		nenv++;
-	envp = calloc(nenv + 8, sizeof(*envp));
-	if (!envp) {
-		r = log_error_errno(-ENOMEM, "Failed to start on-rotate hook for %s: %s", info->path,
-				    strerror(ENOMEM));
-		goto fail_vars;
-	}
-	for (size_t i = 0; i < nenv; i++)
-		if (!is_ours(environ[i]))
-			envp[k++] = environ[i];
-	for (int i = 0; i < 7; i++)
-		envp[k++] = vars[i];
-
-	sigemptyset(&none);
-	sigfillset(&all);
-	r = posix_spawn_file_actions_init(&fa);
-	if (r) {
-		r = log_error_errno(-r, "Failed to start on-rotate hook for %s: %s", info->path, strerror(r));
-		goto fail_env;
-	}
-	r = posix_spawnattr_init(&attr);
-	if (r) {
-		posix_spawn_file_actions_destroy(&fa);
-		r = log_error_errno(-r, "Failed to start on-rotate hook for %s: %s", info->path, strerror(r));
-		goto fail_env;
-	}
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (!r)
-		r = posix_spawnattr_setsigmask(&attr, &none);
-	if (!r)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	if (!r)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (!r)
-		r = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r) {
-		r = -r;
-		log_error("Failed to start on-rotate hook for %s: %s", info->path, strerror(-r));
-		goto fail_env;
-	}
-
-	/* Logging names the file; without memory for it the hook still ran. */
-	slot->pid = pid;
-	slot->path = strdup(info->path);
-	n_running++;
-	log_debug("Started on-rotate hook for %s (pid %d)", info->path, (int)pid);
-	r = pid;
-fail_env:
 	free(envp);
-fail_vars:
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < NR_VARS; i++)
 		free(vars[i]);
 	free(script);
 	return r;

@@ -73,6 +73,49 @@ static void close_recorder(struct recorder *rec)
 	recorder_close(rec);
 }
 
+/* The governor as Status shows it: m->gov, which a reload may replace. */
+static bool status_governor(void *userdata, struct governor_status *ret)
+{
+	const struct manager *m = userdata;
+
+	return governor_status(m->gov, ret);
+}
+
+/* The numbers metrics.c exports, of the recorder running now (metrics_source). */
+static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_values *v)
+{
+	const struct manager *m = userdata;
+	const struct recorder *rec = &m->rec;
+	size_t n = rec->evlist ? perfrec_evlist__nr_evsels(rec->evlist) : 0;
+	struct metrics_event *events = metrics_events(mx, n);
+
+	v->host = rec->hostname;
+	for (size_t i = 0; rec->total && i < rec->nr_rings; i++) {
+		v->samples += rec->total[i].samples;
+		v->lost += rec->total[i].lost + rec->total[i].lost_samples;
+		v->bytes_written += rec->total[i].bytes;
+	}
+	v->dropped_bytes = rec->dropped_bytes;
+	v->files_published = rec->files_published;
+	v->nr_cpus = rec->nr_rings;
+	v->paused = control_paused(m->ctl);
+	for (size_t i = 0; events && i < n; i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (ev->is_sideband)
+			continue;
+		events[v->nr_events].name = ev->name;
+		events[v->nr_events].freq = ev->attr.freq ? ev->attr.sample_freq : 0;
+		v->nr_events++;
+	}
+	v->events = events;
+	if (m->uploader) {
+		v->have_upload = true;
+		uploader_get_stats(m->uploader, &v->upload);
+	}
+	v->tracked_processes = perfrec_buildid_table__nr_processes(rec->buildids);
+}
+
 void manager_block_signals(sigset_t *ret_mask)
 {
 	sigset_t mask;
@@ -123,7 +166,6 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = open_recorder(&m->rec, cfg, argc, argv);
 	if (r < 0)
 		return r;
-	m->rec.governor = m->gov;
 
 	ev.data.u64 = (uint64_t)(int64_t)TAG_SIGNAL;
 	epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->sigfd, &ev);
@@ -136,11 +178,12 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 	r = control_open(cfg, &m->rec, &m->ctl);
 	if (r < 0)
 		return r;
+	control_set_status_source(m->ctl, &(struct control_status_source){ .governor = status_governor, .userdata = m });
 	ev.data.u64 = (uint64_t)(int64_t)TAG_CONTROL;
 	if (m->ctl && epoll_ctl(m->epfd, EPOLL_CTL_ADD, control_fd(m->ctl), &ev) < 0)
 		return log_error_errno(-errno, "Cannot watch the control socket: %m");
 	/* Also before dropping privileges: a port below 1024 needs them. */
-	r = metrics_open(m, &m->metrics);
+	r = metrics_open(cfg, &(struct metrics_source){ .collect = collect_metrics, .userdata = m }, &m->metrics);
 	if (r < 0)
 		return r;
 	ev.data.u64 = (uint64_t)(int64_t)TAG_METRICS;
@@ -274,8 +317,7 @@ static void reload(struct manager *m)
 		config_exit(m->cfg);
 		*m->cfg = nc;
 		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-		m->rec.governor = m->gov;
-		set_flush_timer(m);
+			set_flush_timer(m);
 		log_info("Configuration reloaded");
 		sd_notify(0, "READY=1");
 		return;
@@ -295,7 +337,7 @@ static void reload(struct manager *m)
 	recorder_disable(&m->rec);
 	recorder_finish_file(&m->rec, NULL);
 	nrec.files_published = m->rec.files_published;
-	metrics_carry(m->metrics, &m->rec);
+	metrics_carry(m->metrics);
 	nrec.seq = m->rec.seq;
 	watch_rings(m, EPOLL_CTL_DEL);
 	close_recorder(&m->rec);
@@ -305,7 +347,6 @@ static void reload(struct manager *m)
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-	m->rec.governor = m->gov;
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);

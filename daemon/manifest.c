@@ -21,6 +21,7 @@
 #include <perfrec/pdreader.h>
 
 #include "digest.h"
+#include "fsutil.h"
 #include "manifest.h"
 #include "manifest-cgroup.h"
 
@@ -155,22 +156,6 @@ static json_object *labels_json(const struct config *c)
 		free(name);
 	}
 	return labels;
-}
-
-/* All of @len bytes, retrying short writes so their cause (ENOSPC...) is what fails.  0 or -errno. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /*

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Self-report metrics (see metrics.h).  The numbers are the recorder's own
- * counters (no new bookkeeping on the drain path), the uploader's stats,
- * and the process's CPU clock and resident set.  The HTTP side is one-shot
+ * counters (no new bookkeeping on the drain path) and the uploader's stats,
+ * handed over by the manager through a metrics_source, and the process's
+ * CPU clock and resident set.  The HTTP side is one-shot
  * HTTP/1.0: read one request of at most METRICS_MAX_REQUEST bytes, answer,
  * close.  Sockets are non-blocking, a pass does a bounded amount of work,
  * and a client that does not finish within METRICS_CLIENT_TIMEOUT_USEC is
@@ -24,9 +25,9 @@
 
 #include <perfrec/perfrec.h>
 
-#include "control.h"
+#include "array.h"
+#include "fsutil.h"
 #include "log.h"
-#include "manager.h"
 #include "metrics.h"
 
 #define TAG_LISTEN UINT32_MAX
@@ -44,7 +45,8 @@ struct mclient {
 };
 
 struct metrics {
-	struct manager *m;
+	const struct config *cfg;
+	struct metrics_source src;
 	int epfd, listen_fd;
 	struct mclient clients[METRICS_MAX_CLIENTS];
 	uint64_t last_textfile_usec;
@@ -296,57 +298,26 @@ static uint64_t rss_bytes(void)
 
 static void collect(struct metrics *mx, struct metrics_values *v)
 {
-	const struct manager *m = mx->m;
-	const struct recorder *rec = &m->rec;
 	struct timespec ts;
-	size_t n = rec->evlist ? perfrec_evlist__nr_evsels(rec->evlist) : 0;
 
 	memset(v, 0, sizeof(*v));
-	v->host = rec->hostname;
+	mx->src.collect(mx, mx->src.userdata, v);
 	v->version = perfrec_hostinfo__version();
-	v->labels = m->cfg->labels;
-	v->nr_labels = m->cfg->nr_labels;
+	v->labels = mx->cfg->labels;
+	v->nr_labels = mx->cfg->nr_labels;
 	v->start_time_sec = mx->start_time_sec;
-	v->samples = mx->base_samples;
-	v->lost = mx->base_lost;
-	v->bytes_written = mx->base_bytes;
-	v->dropped_bytes = mx->base_dropped + rec->dropped_bytes;
-	for (size_t i = 0; rec->total && i < rec->nr_rings; i++) {
-		v->samples += rec->total[i].samples;
-		v->lost += rec->total[i].lost + rec->total[i].lost_samples;
-		v->bytes_written += rec->total[i].bytes;
-	}
-	v->files_published = rec->files_published;
-	v->nr_cpus = rec->nr_rings;
-	v->paused = control_paused(m->ctl);
-
-	if (n > mx->events_cap) {
-		struct metrics_event *e = realloc(mx->events, n * sizeof(*e));
-
-		if (e) {
-			mx->events = e;
-			mx->events_cap = n;
-		}
-	}
-	for (size_t i = 0; i < n && i < mx->events_cap; i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		if (ev->is_sideband)
-			continue;
-		mx->events[v->nr_events].name = ev->name;
-		mx->events[v->nr_events].freq = ev->attr.freq ? ev->attr.sample_freq : 0;
-		v->nr_events++;
-	}
-	v->events = mx->events;
-
-	if (m->uploader) {
-		v->have_upload = true;
-		uploader_get_stats(m->uploader, &v->upload);
-	}
+	v->samples += mx->base_samples;
+	v->lost += mx->base_lost;
+	v->bytes_written += mx->base_bytes;
+	v->dropped_bytes += mx->base_dropped;
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
 		v->cpu_sec = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	v->rss_bytes = rss_bytes();
-	v->tracked_processes = perfrec_buildid_table__nr_processes(rec->buildids);
+}
+
+struct metrics_event *metrics_events(struct metrics *mx, size_t n)
+{
+	return ARRAY_RESERVE(mx->events, mx->events_cap, n, 8) < 0 ? NULL : mx->events;
 }
 
 static int render(struct metrics *mx, char **ret, size_t *ret_len)
@@ -357,16 +328,18 @@ static int render(struct metrics *mx, char **ret, size_t *ret_len)
 	return metrics_format(&v, ret, ret_len);
 }
 
-void metrics_carry(struct metrics *mx, const struct recorder *old)
+void metrics_carry(struct metrics *mx)
 {
-	if (!mx || !old)
+	struct metrics_values v;
+
+	if (!mx)
 		return;
-	for (size_t i = 0; old->total && i < old->nr_rings; i++) {
-		mx->base_samples += old->total[i].samples;
-		mx->base_lost += old->total[i].lost + old->total[i].lost_samples;
-		mx->base_bytes += old->total[i].bytes;
-	}
-	mx->base_dropped += old->dropped_bytes;
+	memset(&v, 0, sizeof(v));
+	mx->src.collect(mx, mx->src.userdata, &v);
+	mx->base_samples += v.samples;
+	mx->base_lost += v.lost;
+	mx->base_bytes += v.bytes_written;
+	mx->base_dropped += v.dropped_bytes;
 }
 
 /* ------------------------------------------------------------- textfile */
@@ -375,12 +348,12 @@ int metrics_write_textfile(struct metrics *mx)
 {
 	const char *path;
 	char *text = NULL, *tmp = NULL;
-	size_t len = 0, off = 0;
+	size_t len = 0;
 	int fd = -1, r;
 
-	if (!mx || !mx->m->cfg->metrics_textfile)
+	if (!mx || !mx->cfg->metrics_textfile)
 		return 0;
-	path = mx->m->cfg->metrics_textfile;
+	path = mx->cfg->metrics_textfile;
 	r = render(mx, &text, &len);
 	if (r < 0)
 		goto out;
@@ -396,17 +369,9 @@ int metrics_write_textfile(struct metrics *mx)
 		r = -errno;
 		goto out;
 	}
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			goto out;
-		}
-		off += (size_t)n;
-	}
+	r = write_all(fd, text, len);
+	if (r < 0)
+		goto out;
 	/*
 	 * No fsync: this runs on the thread that drains the rings, every few
 	 * seconds, and a flush can wait on a busy disk far longer than a ring
@@ -586,7 +551,7 @@ void metrics_tick(struct metrics *mx, uint64_t now)
 	for (size_t i = 0; i < METRICS_MAX_CLIENTS; i++)
 		if (mx->clients[i].fd >= 0 && now - mx->clients[i].since_usec >= METRICS_CLIENT_TIMEOUT_USEC)
 			client_close(mx, &mx->clients[i]);
-	if (mx->m->cfg->metrics_textfile &&
+	if (mx->cfg->metrics_textfile &&
 	    (!mx->last_textfile_usec || now - mx->last_textfile_usec >= METRICS_TEXTFILE_INTERVAL_USEC)) {
 		mx->last_textfile_usec = now;
 		metrics_write_textfile(mx);
@@ -626,32 +591,33 @@ static int open_listener(struct metrics *mx, const char *addr)
 	return 0;
 }
 
-int metrics_open(struct manager *m, struct metrics **ret)
+int metrics_open(const struct config *cfg, const struct metrics_source *src, struct metrics **ret)
 {
 	struct metrics *mx;
 	struct timespec ts;
 	int r;
 
 	*ret = NULL;
-	if (!m->cfg->metrics_listen && !m->cfg->metrics_textfile)
+	if (!cfg->metrics_listen && !cfg->metrics_textfile)
 		return 0;
 	mx = calloc(1, sizeof(*mx));
 	if (!mx)
 		return log_error_errno(-ENOMEM, "Cannot set up metrics: out of memory");
-	mx->m = m;
+	mx->cfg = cfg;
+	mx->src = *src;
 	mx->epfd = mx->listen_fd = -1;
 	for (size_t i = 0; i < METRICS_MAX_CLIENTS; i++)
 		mx->clients[i].fd = -1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	mx->start_time_sec = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (m->cfg->metrics_listen) {
-		r = open_listener(mx, m->cfg->metrics_listen);
+	if (cfg->metrics_listen) {
+		r = open_listener(mx, cfg->metrics_listen);
 		if (r < 0) {
 			metrics_free(mx);
-			return log_error_errno(r, "Cannot listen for metrics on %s: %s", m->cfg->metrics_listen,
+			return log_error_errno(r, "Cannot listen for metrics on %s: %s", cfg->metrics_listen,
 					       strerror(-r));
 		}
-		log_info("Serving metrics on http://%s/metrics", m->cfg->metrics_listen);
+		log_info("Serving metrics on http://%s/metrics", cfg->metrics_listen);
 	}
 	*ret = mx;
 	return 0;

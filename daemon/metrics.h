@@ -15,10 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "upload.h"
 
-struct manager;
-struct recorder;
 struct metrics;
 
 /* Limits of the HTTP responder: nothing a client does costs more. */
@@ -57,11 +56,29 @@ struct metrics_values {
 };
 
 /*
- * Set up what @m's configuration asks for: bind metrics-listen (before
- * privileges are dropped, so a low port works too).  *ret is NULL when
- * neither metrics-listen nor metrics-textfile is set.  0 or -errno, logged.
+ * Where the numbers come from: @collect fills what it knows into @v (zeroed
+ * before) each time the text is made -- host, the counters of the recorder
+ * running now, files_published, nr_cpus, paused, events, upload and
+ * tracked_processes.  metrics.c adds what is its own: version, labels, start
+ * time, CPU time, RSS and the counters of recorders a reload replaced.
+ * @events may point into metrics_events(@mx, n).
  */
-int metrics_open(struct manager *m, struct metrics **ret);
+struct metrics_source {
+	void (*collect)(struct metrics *mx, void *userdata, struct metrics_values *v);
+	void *userdata;
+};
+
+/*
+ * Set up what @cfg asks for: bind metrics-listen (before privileges are
+ * dropped, so a low port works too).  @cfg is borrowed for the object's
+ * life (a reload may change what it holds: the textfile path is read from
+ * it each time).  *ret is NULL when neither metrics-listen nor
+ * metrics-textfile is set.  0 or -errno, logged.
+ */
+int metrics_open(const struct config *cfg, const struct metrics_source *src, struct metrics **ret);
+/* Scratch room for @n events, owned by @mx, valid until the next call; NULL
+ * when out of memory (the events are then left out). */
+struct metrics_event *metrics_events(struct metrics *mx, size_t n);
 /* The fd the manager polls for readability; -1 when nothing listens. */
 int metrics_fd(const struct metrics *mx);
 /* Accept and serve what is ready, bounded; call after the drain of a pass. */
@@ -70,9 +87,9 @@ void metrics_process(struct metrics *mx);
 void metrics_tick(struct metrics *mx, uint64_t now_usec);
 /* Rewrite the textfile now (at exit, after the last file is finished). */
 int metrics_write_textfile(struct metrics *mx);
-/* The recorder @old is about to be replaced (reload): keep its totals so
- * counters stay monotonic. */
-void metrics_carry(struct metrics *mx, const struct recorder *old);
+/* The recorder is about to be replaced (reload): keep the totals the
+ * source reports now, so that counters stay monotonic. */
+void metrics_carry(struct metrics *mx);
 void metrics_free(struct metrics *mx);
 
 /* Pure parts, unit-tested. */

@@ -102,7 +102,6 @@ struct recorder {
 	/* published files are queued here; borrowed from the manager (NULL: upload-url unset) */
 	struct uploader *uploader;
 	uint64_t cur_freq;        /* frequency now (recorder_note_freq(); 0: as configured) */
-	struct governor *governor; /* borrowed from the manager, for status; NULL: no max-overhead */
 	uint64_t busy_samples;    /* samples not of the idle task (pid 0) */
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;

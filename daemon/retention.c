@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "retention.h"
 
@@ -158,15 +159,8 @@ static void candidates_free(struct candidates *cs)
 
 static int candidates_add(struct candidates *cs, const char *name, const struct stat *st)
 {
-	if (cs->n == cs->cap) {
-		size_t ncap = cs->cap ? cs->cap * 2 : 64;
-		struct candidate *nc = realloc(cs->c, ncap * sizeof(*nc));
-
-		if (!nc)
-			return -ENOMEM;
-		cs->c = nc;
-		cs->cap = ncap;
-	}
+	if (ARRAY_RESERVE(cs->c, cs->cap, cs->n + 1, 64) < 0)
+		return -ENOMEM;
 	cs->c[cs->n].name = strdup(name);
 	if (!cs->c[cs->n].name)
 		return -ENOMEM;

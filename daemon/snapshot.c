@@ -35,7 +35,6 @@
 #include "recorder.h"
 #include "snapshot.h"
 
-#define DEFAULT_FLIGHT_WINDOW_NS (5ULL * 60 * 1000000000)
 /* Drain the rings after this many bytes of snapshot output. */
 #define DRAIN_EVERY_BYTES (4u << 20)
 
@@ -48,7 +47,7 @@ uint64_t snapshot_window_ns(const struct config *c)
 {
 	if (c->history_usec != CONFIG_HISTORY_DEFAULT)
 		return c->history_usec * 1000;
-	return snapshot_flight_mode(c) ? DEFAULT_FLIGHT_WINDOW_NS : 0;
+	return snapshot_flight_mode(c) ? CONFIG_FLIGHT_HISTORY_MIN * 60 * 1000000000ULL : 0;
 }
 
 /*

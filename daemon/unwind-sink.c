@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "unwind-sink.h"
 
 #define DEFAULT_MAX_QUEUE (64ULL << 20)
@@ -58,27 +59,9 @@ static void round_free(struct round *r)
 
 static int round_add(struct round *r, const struct perf_event_header *rec, const struct perf_event_attr *attr)
 {
-	if (r->len + rec->size > r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1 << 16;
-		unsigned char *b;
-
-		while (cap < r->len + rec->size)
-			cap *= 2;
-		b = realloc(r->buf, cap);
-		if (!b)
-			return -ENOMEM;
-		r->buf = b;
-		r->cap = cap;
-	}
-	if (r->nr == r->items_cap) {
-		size_t cap = r->items_cap ? r->items_cap * 2 : 256;
-		struct item *it = realloc(r->items, cap * sizeof(*it));
-
-		if (!it)
-			return -ENOMEM;
-		r->items = it;
-		r->items_cap = cap;
-	}
+	if (ARRAY_RESERVE(r->buf, r->cap, r->len + rec->size, 1 << 16) < 0 ||
+	    ARRAY_RESERVE(r->items, r->items_cap, r->nr + 1, 256) < 0)
+		return -ENOMEM;
 	memcpy(r->buf + r->len, rec, rec->size);
 	r->items[r->nr++] = (struct item){ .off = r->len, .attr = attr };
 	r->len += rec->size;

@@ -312,7 +312,7 @@ int uploader_new(const struct config *cfg, const char *host, struct uploader **r
 	pthread_cond_init(&u->cond, NULL);
 	u->cfg = cfg;
 	u->host = strdup(host);
-	u->key_tmpl = strdup(cfg->upload_key ? cfg->upload_key : "{host}/{date}/{file}");
+	u->key_tmpl = strdup(cfg->upload_key);
 	u->prefix = strdup(cfg->prefix);
 	if (!u->host || !u->key_tmpl || !u->prefix)
 		goto fail;

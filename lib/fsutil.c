@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * File-system helpers shared by the writer and recovery: a rename is what
- * publishes a file, and it is only durable once the directory entry is.
+ * File-system helpers shared by the writer, recovery, perfrecd and
+ * perfrecctl: a rename is what publishes a file, and it is only durable
+ * once the directory entry is; a write is only done when all of it is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,4 +34,21 @@ int rename_durably(const char *from, const char *to)
 	}
 	free(dir_copy);
 	return r;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* File-system helpers shared inside libperfrec (not exported). */
+/* File-system helpers shared inside libperfrec, perfrecd and perfrecctl (not
+ * exported from the shared library). */
 #ifndef PERFREC_FSUTIL_H
 #define PERFREC_FSUTIL_H
+
+#include <stddef.h>
 
 /*
  * Rename @from to @to and make the rename durable (fsync of the directory
@@ -9,5 +12,13 @@
  * but may not survive a crash.
  */
 int rename_durably(const char *from, const char *to);
+
+/*
+ * Write all @len bytes of @buf to @fd, going on after short writes and
+ * EINTR, so that a failure is the cause of the short write (ENOSPC...)
+ * rather than a silent truncation.  0 or -errno (-EIO if write() wrote
+ * nothing without an error).
+ */
+int write_all(int fd, const void *buf, size_t len);
 
 #endif

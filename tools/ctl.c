@@ -25,6 +25,7 @@
 #include <linux/perf_event.h>
 #include <perfrec/format.h>
 
+#include "fsutil.h"
 #include "perfrecctl.h"
 
 #define EXIT_NO_DAEMON 3
@@ -468,21 +469,6 @@ int cmd_ctl_snapshot(int argc, char **argv)
 	free(tmp);
 	json_object_put(p);
 	return r;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue; /* a record is written whole, interrupted or not */
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /*

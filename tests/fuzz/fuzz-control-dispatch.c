@@ -37,7 +37,6 @@ int recorder_rotate(struct recorder *rec, char **ret_path) { (void)rec; *ret_pat
 int recorder_snapshot(struct recorder *rec, int fd) { (void)rec; (void)fd; return -ENOSYS; }
 int recorder_snapshot_spool(struct recorder *rec, int *ret_fd) { (void)rec; (void)ret_fd; return -ENOSYS; }
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
-void governor_status_json(const struct governor *g, struct json_object *o) { (void)g; (void)o; }
 /* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
 

@@ -12,20 +12,6 @@
 #include "../../daemon/log.c"
 #include "../../daemon/metrics.c"
 
-/* The parts of the daemon the scrape path reads; never reached from here. */
-bool control_paused(const struct control *ctl)
-{
-	(void)ctl;
-	abort();
-}
-
-void uploader_get_stats(struct uploader *u, struct upload_stats *ret)
-{
-	(void)u;
-	(void)ret;
-	abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "manager.h"
 #include "metrics.h"
+#include "recorder.h"  /* now_usec() */
 
 /* ------------------------------------------------------------ requests */
 
@@ -253,16 +253,35 @@ Test(metrics, builds_responses)
 
 static char dir[64];
 static struct config cfg;
-static struct manager mgr;
+/* What the manager would report of its recorder (the metrics_source). */
+static struct fake_source {
+	uint64_t samples, lost, files_published;
+} src;
+
+static void fake_collect(struct metrics *mx, void *userdata, struct metrics_values *v)
+{
+	const struct fake_source *f = userdata;
+	struct metrics_event *ev = metrics_events(mx, 1);
+
+	cr_assert_not_null(ev);
+	ev->name = "cpu-clock";
+	ev->freq = 99;
+	v->events = ev;
+	v->nr_events = 1;
+	v->host = "testhost";
+	v->samples = f->samples;
+	v->lost = f->lost;
+	v->files_published = f->files_published;
+}
+
+static const struct metrics_source fake = { .collect = fake_collect, .userdata = &src };
 
 static void setup(void)
 {
 	strcpy(dir, "/tmp/test-metrics-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	memset(&cfg, 0, sizeof(cfg));
-	memset(&mgr, 0, sizeof(mgr));
-	mgr.cfg = &cfg;
-	strcpy(mgr.rec.hostname, "testhost");
+	memset(&src, 0, sizeof(src));
 }
 
 static void teardown(void)
@@ -290,9 +309,9 @@ static char *slurp(const char *path)
 
 Test(metrics, nothing_configured_means_no_object, .init = setup, .fini = teardown)
 {
-	struct metrics *mx = (struct metrics *)&mgr;
+	struct metrics *mx = (struct metrics *)&src;
 
-	cr_expect_eq(metrics_open(&mgr, &mx), 0);
+	cr_expect_eq(metrics_open(&cfg, &fake, &mx), 0);
 	cr_expect_null(mx);
 	cr_expect_eq(metrics_fd(NULL), -1);
 	metrics_process(NULL);
@@ -305,13 +324,12 @@ Test(metrics, textfile_replaced_atomically, .init = setup, .fini = teardown)
 {
 	struct metrics *mx = NULL;
 	char path[128], tmp[140];
-	struct cpu_stats *total;
 	const char *text;
 
 	snprintf(path, sizeof(path), "%s/perfrecd.prom", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	cfg.metrics_textfile = strdup(path);
-	cr_assert_eq(metrics_open(&mgr, &mx), 0);
+	cr_assert_eq(metrics_open(&cfg, &fake, &mx), 0);
 	cr_assert_not_null(mx);
 	cr_expect_eq(metrics_fd(mx), -1, "no listener without metrics-listen");
 
@@ -321,15 +339,9 @@ Test(metrics, textfile_replaced_atomically, .init = setup, .fini = teardown)
 	fputs("old\n", f);
 	fclose(f);
 
-	total = calloc(2, sizeof(*total));
-	cr_assert_not_null(total);
-	mgr.rec.total = total;
-	mgr.rec.nr_rings = 2;
-	mgr.rec.total[0].samples = 40;
-	mgr.rec.total[1].samples = 2;
-	mgr.rec.total[1].lost = 5;
-	mgr.rec.total[1].lost_samples = 1;
-	mgr.rec.files_published = 9;
+	src.samples = 42;
+	src.lost = 6;
+	src.files_published = 9;
 	cr_expect_eq(metrics_write_textfile(mx), 0);
 	text = slurp(path);
 	cr_expect_null(strstr(text, "old"));
@@ -337,12 +349,13 @@ Test(metrics, textfile_replaced_atomically, .init = setup, .fini = teardown)
 	cr_expect_not_null(strstr(text, "\nperfrecd_lost_total 6\n"), "%s", text);
 	cr_expect_not_null(strstr(text, "\nperfrecd_files_published_total 9\n"), "%s", text);
 	cr_expect_not_null(strstr(text, "perfrecd_info{host=\"testhost\""), "%s", text);
+	cr_expect_not_null(strstr(text, "\nperfrecd_sampling_frequency_hertz{event=\"cpu-clock\"} 99\n"), "%s", text);
 	cr_expect_eq(access(tmp, F_OK), -1, "%s left behind", tmp);
 
 	/* a reload replaces the recorder: counters go on from where they were */
-	metrics_carry(mx, &mgr.rec);
-	memset(mgr.rec.total, 0, 2 * sizeof(struct cpu_stats));
-	mgr.rec.total[0].samples = 1;
+	metrics_carry(mx);
+	src.samples = 1;
+	src.lost = 0;
 	cr_expect_eq(metrics_write_textfile(mx), 0);
 	cr_expect_not_null(strstr(slurp(path), "\nperfrecd_samples_total 43\n"));
 
@@ -352,8 +365,6 @@ Test(metrics, textfile_replaced_atomically, .init = setup, .fini = teardown)
 	cr_expect_eq(access(path, F_OK), 0, "metrics_tick did not write the textfile");
 
 	metrics_free(mx);
-	free(total);
-	mgr.rec.total = NULL;
 }
 
 Test(metrics, textfile_error_is_returned, .init = setup, .fini = teardown)
@@ -363,7 +374,7 @@ Test(metrics, textfile_error_is_returned, .init = setup, .fini = teardown)
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/perfrecd.prom", dir);
 	cfg.metrics_textfile = strdup(path);
-	cr_assert_eq(metrics_open(&mgr, &mx), 0);
+	cr_assert_eq(metrics_open(&cfg, &fake, &mx), 0);
 	cr_expect_eq(metrics_write_textfile(mx), -ENOENT);
 	metrics_free(mx);
 }
@@ -390,7 +401,7 @@ static struct metrics *open_server(int *ret_port)
 	*ret_port = free_port();
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", *ret_port);
 	cfg.metrics_listen = strdup(addr);
-	r = metrics_open(&mgr, &mx);
+	r = metrics_open(&cfg, &fake, &mx);
 	if (r == -EADDRINUSE)
 		cr_skip_test("port %d was taken between probing and binding", *ret_port);
 	cr_assert_eq(r, 0);
@@ -443,7 +454,7 @@ Test(metrics, serves_metrics_404_and_400_over_loopback, .init = setup, .fini = t
 	char *resp;
 	int port;
 
-	mgr.rec.files_published = 77;
+	src.files_published = 77;
 	mx = open_server(&port);
 
 	resp = exchange(mx, connect_to(port), get, strlen(get));

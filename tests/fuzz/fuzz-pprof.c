@@ -8,6 +8,7 @@
  * bounds; binaries are not looked for (symfs points nowhere, no
  * debuginfod), so the run stays in memory.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,13 @@
 #include "../../tools/profile.c"
 #include "../../tools/pprof.c"
 #include "pprof.pb-c.c"
+
+/* window.c's, as far as pprof.c's command line calls it (never, here). */
+int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *ret_wall_ns)
+{
+	(void)cmd, (void)opt, (void)v, (void)ret_wall_ns;
+	return -EINVAL;
+}
 
 /* pprof.c's usage path calls into main.c, which is not linked here. */
 int perfrecctl_usage(const char *name)

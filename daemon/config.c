@@ -38,23 +38,38 @@ void config_clear_events(struct config *c)
 	c->nr_events = 0;
 }
 
+/*
+ * The unsigned decimal number at *@s, after spaces: *@s moves past it.
+ * -EINVAL when there is no digit, -ERANGE when it does not fit.
+ */
+static int leading_number(const char **s, unsigned long long *ret)
+{
+	char *end;
+
+	while (isspace((unsigned char)**s))
+		(*s)++;
+	if (!isdigit((unsigned char)**s))
+		return -EINVAL;
+	errno = 0;
+	*ret = strtoull(*s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	*s = end;
+	return 0;
+}
+
 int parse_size(const char *s, uint64_t *ret)
 {
 	static const struct { const char *suffix; uint64_t mult; } units[] = {
 		{ "", 1 }, { "B", 1 }, { "K", 1ULL << 10 }, { "M", 1ULL << 20 },
 		{ "G", 1ULL << 30 }, { "T", 1ULL << 40 },
 	};
-	char *end;
+	const char *end = s;
 	unsigned long long v;
+	int r = leading_number(&end, &v);
 
-	while (isspace((unsigned char)*s))
-		s++;
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
+	if (r < 0)
+		return r;
 	while (isspace((unsigned char)*end))
 		end++;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -156,19 +171,15 @@ int parse_duration(const char *s, uint64_t *ret)
 		unsigned long long v;
 		uint64_t mult = 0, frac, frac_den;
 		unsigned __int128 part;
-		char *end;
+		int r;
 
 		while (isspace((unsigned char)*s))
 			s++;
 		if (!*s)
 			break;
-		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		if (errno)
-			return -ERANGE;
-		s = end;
+		r = leading_number(&s, &v);
+		if (r < 0)
+			return r;
 		/*
 		 * A fraction, as systemd's time spans and perf take it ("1.5",
 		 * "0.25s", "1.5h"): kept to nanoseconds, truncated to the

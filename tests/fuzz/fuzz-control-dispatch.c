@@ -16,6 +16,7 @@
 #include "../../daemon/log.c"
 #include "../../daemon/config.c"
 #include "../../daemon/varlink.c"
+#include "../../daemon/ctlsock.c"
 #include "../../daemon/control.c"
 
 /* The daemon around the control server, reduced to answers. */

@@ -19,6 +19,7 @@
 #include "drain.h"
 #include "outfile.h"
 #include "sink.h"
+#include "unwind-sink.h"
 
 struct cpu_stats {
 	uint64_t samples;
@@ -109,7 +110,17 @@ struct recorder {
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
 	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
+	/*
+	 * unwind=host (continuous mode): the file sink hands its records to
+	 * the unwind sink, whose worker writes them unwound into the current
+	 * file through host_out (recorder.c); NULL otherwise.
+	 */
+	struct unwind_sink *unwind;
+	struct host_out *host_out;
 };
+
+/* With unwind=host: the unwind sink's counters (false: not unwinding on the host). */
+bool recorder_unwind_stats(struct recorder *rec, struct unwind_sink_stats *ret);
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);

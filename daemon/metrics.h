@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unwind-sink.h"
 #include "upload.h"
 
 struct manager;
@@ -54,6 +55,8 @@ struct metrics_values {
 	double cpu_sec;           /* CLOCK_PROCESS_CPUTIME_ID: all our threads */
 	uint64_t rss_bytes;
 	uint64_t tracked_processes; /* in the build-id table: bounded by the live ones */
+	bool have_unwind;         /* unwind=host: unwind.* below are meaningful */
+	struct unwind_sink_stats unwind;
 };
 
 /*

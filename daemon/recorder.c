@@ -220,7 +220,7 @@ static const struct perf_event_attr *sideband_attr(const struct recorder *rec)
 	return NULL;
 }
 
-bool recorder_unwind_stats(struct recorder *rec, struct unwind_sink_stats *ret)
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret)
 {
 	if (!rec || !rec->unwind)
 		return false;
@@ -591,8 +591,10 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 
 	src.unwound = rec->unwind != NULL;
 	/* Nothing of an earlier file may still be on its way (unwind_sink_state() needs it idle). */
-	if (rec->unwind)
+	if (rec->unwind) {
 		unwind_sink_sync(rec->unwind);
+		unwind_sink_stats(rec->unwind, &o->unwind_start);
+	}
 	rec->have_file = true;
 	perfrec_buildid_table__reset_samples(rec->buildids);
 	return outfile_begin(&src, o->w, &bo);
@@ -1032,8 +1034,18 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 		.cgroups = o->cgroups,
 		.progress = drain_while_hashing, .progress_ctx = rec,
 	};
+	const struct unwind_sink_stats *u0 = &o->unwind_start, *u1 = &o->unwind_end;
+	struct manifest_unwind mu = {
+		.samples = u1->unwinder.samples - u0->unwinder.samples,
+		.unwound = u1->unwinder.unwound - u0->unwinder.unwound,
+		.behind = u1->behind - u0->behind,
+		.dropped = u1->unwinder.dropped - u0->unwinder.dropped,
+	};
 	struct manifest_cpu *cpus = NULL;
 	int r;
+
+	if (rec->unwind)
+		mi.unwind = &mu;
 
 	if (o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
@@ -1264,6 +1276,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	/* Everything drained into this file is in it before it ends. */
 	if (rec->unwind) {
 		unwind_sink_sync(rec->unwind);
+		unwind_sink_stats(rec->unwind, &o->unwind_end);
 		host_failures(rec);
 		note_dropped_in_file(rec);
 	}

@@ -45,6 +45,8 @@ struct recfile {
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
 	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
+	/* unwind=host: the unwind sink's counters at the file's start and end, for its manifest */
+	struct unwind_sink_stats unwind_start, unwind_end;
 };
 
 /* Counts of one ring as they stood where a span of its records began. */
@@ -120,7 +122,7 @@ struct recorder {
 };
 
 /* With unwind=host: the unwind sink's counters (false: not unwinding on the host). */
-bool recorder_unwind_stats(struct recorder *rec, struct unwind_sink_stats *ret);
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret);
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);

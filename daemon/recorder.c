@@ -110,6 +110,14 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec;
 	int r = -ENOSPC;
 
+	/*
+	 * Maps of data segments are there for unwinders that read
+	 * .eh_frame_hdr through them (mmap_data, data_maps); the unwinder
+	 * has had them, the file's readers unwind nothing: as in a -g file,
+	 * they would only cost bytes (most of a file on a busy host).
+	 */
+	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA))
+		return 0;
 	pthread_mutex_lock(&ho->lock);
 	rec = ho->rec;
 	if (rec->have_file && rec->cur.w)
@@ -508,13 +516,19 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 	int r;
 
+	/* The unwinder starts from the same state as the file (the worker is idle: begin_file()). */
+	if (rec->unwind && h->type < PERF_RECORD_MAX) {
+		unwind_sink_state(rec->unwind, h, sideband_attr(rec));
+		/* (as host_emit() leaves them out) */
+		if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA)) {
+			drain_during_synth(rec, false);
+			return 0;
+		}
+	}
 	if (h->type == PERF_RECORD_MMAP2)
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
 	else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
 		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
-	/* The unwinder starts from the same state as the file (the worker is idle: begin_file()). */
-	if (rec->unwind && h->type < PERF_RECORD_MAX)
-		unwind_sink_state(rec->unwind, h, sideband_attr(rec));
 	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);

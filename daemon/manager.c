@@ -201,6 +201,7 @@ static bool events_changed(const struct config *a, const struct config *b)
 {
 	if (a->nr_events != b->nr_events || a->freq != b->freq || a->period != b->period ||
 	    a->callchain != b->callchain || a->dwarf != b->dwarf || a->stack_size != b->stack_size ||
+	    a->unwind_host != b->unwind_host ||
 	    a->clockid != b->clockid ||
 	    a->mmap_bytes != b->mmap_bytes || a->context_switch != b->context_switch ||
 	    !streq(a->cpus, b->cpus) ||

@@ -10,7 +10,7 @@
 # script with a clean stderr and perfparser, and at least 95% of the
 # samples in by_key and in read carry the whole path; the bytes per sample
 # stay within 1.5x of a -g recording of the same workload; -z, a live
-# stream, a snapshot and flight mode work with it.  Settings that do not go
+# stream, a snapshot, a reload into it and flight mode work with it.  Settings that do not go
 # together get one clear line.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
@@ -165,15 +165,38 @@ check_paths "$T/live.data" "live stream"
 check_file "$T/snap.data" "snapshot"
 check_paths "$T/snap.data" "snapshot"
 
+cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) / hz) }' "/proc/$BG/stat"; }
+ran_2s() { [ $(($(cpu_secs) - t0)) -ge 2 ]; }
+
+note "reload from unwind=file to unwind=host"
+mkdir -p "$T/rl"
+printf '[record]\nevents=cpu-clock\nfrequency=499\ncallchain=dwarf\nmmap-size=8M\nunwind=file\n' >"$T/rl.conf"
+"$PERFRECD" -c "$T/rl.conf" -o "$T/rl" --socket= 2>"$T/rl.log" &
+DAEMON_PID=$!
+wait_for 30 grep -q "Recording" "$T/rl.log" || { cat "$T/rl.log"; fail "the recorder did not start"; }
+sed -i 's/^unwind=file$/unwind=host/' "$T/rl.conf"
+kill -HUP $DAEMON_PID
+wait_for 30 grep -q "events reopened" "$T/rl.log" || { cat "$T/rl.log"; fail "unwind=host did not reopen the events on reload"; }
+t0=$(cpu_secs)
+wait_for 60 ran_2s || fail "the workload did not run 2 CPU seconds"
+kill -TERM $DAEMON_PID
+wait $DAEMON_PID || { cat "$T/rl.log"; fail "perfrecd exited non-zero"; }
+DAEMON_PID=
+[ "$(ls "$T"/rl/*.data | wc -l)" = 2 ] || { ls "$T/rl"; fail "reload did not end the first file and start a second"; }
+perf evlist -v -i "$(ls "$T"/rl/*.data | head -1)" 2>&1 | grep -q "cpu-clock.*STACK_USER" ||
+	fail "the file before the reload is not raw"
+last=$(ls "$T"/rl/*.data | tail -1)
+check_unwound "$last" "file after the reload"
+check_file "$last" "file after the reload"
+check_paths "$last" "file after the reload"
+
 note "flight mode"
 mkdir -p "$T/fl"
 "$PERFRECD" -o "$T/fl" --socket= --mode flight --history 20s -e cpu-clock -F 499 -m 8M \
 	--call-graph dwarf --unwind host 2>"$T/fl.log" &
 DAEMON_PID=$!
 wait_for 30 grep -q "Recording" "$T/fl.log" || { cat "$T/fl.log"; fail "flight recorder did not start"; }
-cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) / hz) }' "/proc/$BG/stat"; }
 t0=$(cpu_secs)
-ran_2s() { [ $(($(cpu_secs) - t0)) -ge 2 ]; }
 wait_for 60 ran_2s || fail "the workload did not run 2 CPU seconds"
 kill -USR2 $DAEMON_PID
 wait_for 30 sh -c "ls '$T'/fl/*.data >/dev/null 2>&1" || { cat "$T/fl.log"; fail "no flight snapshot"; }

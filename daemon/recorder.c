@@ -641,6 +641,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 
 	if (!rec->rotate_anchor_usec)
 		rec->rotate_anchor_usec = now_usec();
+	/* The worker writes into rec->cur: idle before it is set up (see the top). */
+	if (rec->unwind)
+		unwind_sink_sync(rec->unwind);
 	r = new_outfile(rec, o, synth_time);
 	if (r < 0)
 		return r;
@@ -852,14 +855,12 @@ static void file_round(struct sink *sk, uint64_t bytes)
 		if (!rec->pass_written || !rec->have_file)
 			return;
 		rec->pass_written = 0;
+		/* Queued too (note_dropped_in_file()): in the round, before its end. */
+		if (rec->pass_err == 0)
+			note_dropped_in_file(rec);
 		/* The round ends in the file where the worker has written it. */
 		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || unwind_sink_round(rec->unwind) < 0)
 			log_warning("Out of memory for the host unwinder's round");
-		if (rec->pass_err == 0) {
-			out_lock(rec);
-			note_dropped_in_file(rec);
-			out_unlock(rec);
-		}
 		return;
 	}
 	if (!rec->pass_written || !rec->have_file)
@@ -882,7 +883,7 @@ static const struct sink_ops file_sink_ops = {
 static void note_dropped_in_file(struct recorder *rec)
 {
 	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
-	unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
+	_Alignas(8) unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
 	struct recfile *o = &rec->cur;
 	uint64_t total = 0;
 
@@ -903,7 +904,13 @@ static void note_dropped_in_file(struct recorder *rec)
 		memcpy(buf + sizeof(h), &sid.id, 8);
 		memcpy(buf + sizeof(h) + 8, &n, 8);
 		perfrec_sample_id__write(buf + sizeof(h) + 16, rec->sideband_sample_type, &sid);
-		if (perfrec_pdwriter__write(o->w, buf, h.size) < 0)
+		/*
+		 * unwind=host: behind what is queued for the worker, which
+		 * may be writing, and in drain order (a LOST stamped now
+		 * must not come before older samples of an earlier round).
+		 */
+		if (rec->unwind ? unwind_sink_record(rec->unwind, (const void *)buf, NULL) < 0 :
+				  perfrec_pdwriter__write(o->w, buf, h.size) < 0)
 			return;
 		o->cpu[i].lost += n;
 		o->cpu[i].dropped += n;
@@ -1290,9 +1297,10 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	/* Everything drained into this file is in it before it ends. */
 	if (rec->unwind) {
 		unwind_sink_sync(rec->unwind);
-		unwind_sink_stats(rec->unwind, &o->unwind_end);
 		host_failures(rec);
 		note_dropped_in_file(rec);
+		unwind_sink_sync(rec->unwind);
+		unwind_sink_stats(rec->unwind, &o->unwind_end);
 	}
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
 	eo = recorder_features_opts(rec);

@@ -127,8 +127,11 @@ check_paths "$hz" "-z host-unwound file"
 
 note "rotated, with a live stream and a snapshot"
 mkdir -p "$T/out"
+# The history holds raw 8 KiB samples; writing the snapshot pauses the
+# drain, while the unwinding worker shares the 2 CPUs: rings of a few
+# seconds, so that the kernel loses nothing meanwhile (perf report warns).
 "$PERFRECD" -o "$T/out" --socket "$S" -e cpu-clock -F 499 --call-graph dwarf --unwind host --rotate-size 512K \
-	-m 8M --history 20s 2>"$T/log" &
+	-m 32M --history 20s 2>"$T/log" &
 DAEMON_PID=$!
 wait_for 30 ctl ping >/dev/null 2>&1 || { cat "$T/log"; fail "no control socket"; }
 timeout --preserve-status -s INT 3 "$PERFRECCTL" --socket "$S" stream >"$T/live.data" 2>"$T/stream.err"

@@ -83,6 +83,7 @@ struct host_out {
 	pthread_mutex_t lock;
 	struct recorder *rec;    /* moved with it (recorder_move()) */
 	uint64_t failed_samples; /* samples the file refused, not yet counted lost */
+	uint64_t failed_lost;    /* the counts of LOST / LOST_SAMPLES records it refused */
 	uint64_t failed_bytes;
 	int err;                 /* the first write error among them */
 };
@@ -123,8 +124,15 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 	if (rec->have_file && rec->cur.w)
 		r = perfrec_pdwriter__write(rec->cur.w, h, h->size);
 	if (r < 0) {
+		uint64_t n = 0;
+
 		if (h->type == PERF_RECORD_SAMPLE)
 			ho->failed_samples++;
+		else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+			memcpy(&n, (const char *)(h + 1) + 8, 8);
+		else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
+			memcpy(&n, h + 1, 8);
+		ho->failed_lost += n;
 		ho->failed_bytes += h->size;
 		if (!ho->err)
 			ho->err = r;
@@ -136,37 +144,59 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 static int note_write(struct recorder *rec, int r);
 
 /*
- * Samples the worker could not write: lost, as the raw path counts a
- * refused span (their ring is not known here: the first ring's LOST
- * record reports them), and the write error logged once as any other.
+ * Records the worker could not write, accounted for as the raw path
+ * accounts a refused span (refuse_span()): samples become lost, the
+ * kernel's LOST counts are not in the file after all, and both wait in
+ * pending_dropped (their ring is not known here: the first ring's LOST
+ * record reports them); the write error is logged once as any other.
+ * True when there were any.
  */
-static void host_failures(struct recorder *rec)
+/* @*left taken off the counts of the rings, the first ones first (the ring is not known). */
+static void take(uint64_t *count, uint64_t *left)
+{
+	uint64_t t = *left < *count ? *left : *count;
+
+	*count -= t;
+	*left -= t;
+}
+
+static bool host_failures(struct recorder *rec)
 {
 	struct host_out *ho = rec->host_out;
-	uint64_t n, bytes;
+	uint64_t n, n0, lost, bytes;
 	int err;
 
 	if (!ho)
-		return;
+		return false;
 	pthread_mutex_lock(&ho->lock);
 	n = ho->failed_samples;
+	lost = ho->failed_lost;
 	bytes = ho->failed_bytes;
 	err = ho->err;
-	ho->failed_samples = ho->failed_bytes = 0;
+	ho->failed_samples = ho->failed_lost = ho->failed_bytes = 0;
+	n0 = n;
 	ho->err = 0;
 	pthread_mutex_unlock(&ho->lock);
 	if (!bytes)
-		return;
+		return false;
 	if (rec->have_file) {
+		uint64_t ns = n, nl = lost;
+
 		rec->cur.samples -= n < rec->cur.samples ? n : rec->cur.samples;
-		rec->cur.cpu[0].samples -= n < rec->cur.cpu[0].samples ? n : rec->cur.cpu[0].samples;
+		rec->cur.lost -= lost < rec->cur.lost ? lost : rec->cur.lost;
+		for (size_t i = 0; i < rec->nr_rings; i++) {
+			take(&rec->cur.cpu[i].samples, &ns);
+			take(&rec->cur.cpu[i].lost, &nl);
+		}
 	}
-	rec->total[0].samples -= n < rec->total[0].samples ? n : rec->total[0].samples;
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		take(&rec->total[i].samples, &n0);
 	rec->total[0].lost += n;
 	rec->total[0].dropped += n;
-	rec->pending_dropped[0] += n;
+	rec->pending_dropped[0] += n + lost;
 	rec->dropped_bytes += bytes;
 	note_write(rec, err);
+	return true;
 }
 
 /* The attr of an event by one of its ids (NULL: not ours). */
@@ -851,12 +881,14 @@ static void file_round(struct sink *sk, uint64_t bytes)
 
 	(void)bytes;
 	if (rec->unwind) {
-		host_failures(rec);
+		/* The worker's writes failing: the disk still refuses (as pass_err). */
+		bool failed = host_failures(rec);
+
 		if (!rec->pass_written || !rec->have_file)
 			return;
 		rec->pass_written = 0;
-		/* Queued too (note_dropped_in_file()): in the round, before its end. */
-		if (rec->pass_err == 0)
+		/* In this round, before its end (note_dropped_in_file()). */
+		if (rec->pass_err == 0 && !failed)
 			note_dropped_in_file(rec);
 		/* The round ends in the file where the worker has written it. */
 		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || unwind_sink_round(rec->unwind) < 0)
@@ -889,6 +921,15 @@ static void note_dropped_in_file(struct recorder *rec)
 
 	if (!rec->have_file || tlen > 64)
 		return;
+	/*
+	 * unwind=host: only while the worker has written every round handed
+	 * over, so that a LOST stamped now lands after the records of
+	 * earlier rounds (in the round being drained, which readers sort),
+	 * and its write is known to succeed or fail here; else later (at
+	 * the latest when the file is finished, after a sync).
+	 */
+	if (rec->unwind && !unwind_sink_idle(rec->unwind))
+		return;
 	for (size_t i = 0; i < rec->nr_rings; i++) {
 		struct perf_event_header h = { .type = PERF_RECORD_LOST, .size = (uint16_t)(sizeof(h) + 16 + tlen) };
 		struct perfrec_sample_id sid = {
@@ -904,13 +945,7 @@ static void note_dropped_in_file(struct recorder *rec)
 		memcpy(buf + sizeof(h), &sid.id, 8);
 		memcpy(buf + sizeof(h) + 8, &n, 8);
 		perfrec_sample_id__write(buf + sizeof(h) + 16, rec->sideband_sample_type, &sid);
-		/*
-		 * unwind=host: behind what is queued for the worker, which
-		 * may be writing, and in drain order (a LOST stamped now
-		 * must not come before older samples of an earlier round).
-		 */
-		if (rec->unwind ? unwind_sink_record(rec->unwind, (const void *)buf, NULL) < 0 :
-				  perfrec_pdwriter__write(o->w, buf, h.size) < 0)
+		if (perfrec_pdwriter__write(o->w, buf, h.size) < 0)
 			return;
 		o->cpu[i].lost += n;
 		o->cpu[i].dropped += n;
@@ -1299,7 +1334,6 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 		unwind_sink_sync(rec->unwind);
 		host_failures(rec);
 		note_dropped_in_file(rec);
-		unwind_sink_sync(rec->unwind);
 		unwind_sink_stats(rec->unwind, &o->unwind_end);
 	}
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));

@@ -218,6 +218,16 @@ int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec
 	return r < 0 ? r : 0;
 }
 
+bool unwind_sink_idle(struct unwind_sink *s)
+{
+	bool idle;
+
+	pthread_mutex_lock(&s->lock);
+	idle = !s->head && !s->busy;
+	pthread_mutex_unlock(&s->lock);
+	return idle;
+}
+
 int unwind_sink_round(struct unwind_sink *s)
 {
 	struct round *next;

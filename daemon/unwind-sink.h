@@ -61,6 +61,8 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
  */
 int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec,
 		      const struct perf_event_attr *attr);
+/* Whether the worker is idle: every round handed over has been emitted. */
+bool unwind_sink_idle(struct unwind_sink *s);
 /* Hand the records queued since the last round to the worker.  0 or -ENOMEM. */
 int unwind_sink_round(struct unwind_sink *s);
 /* Close the round and wait until the worker has emitted everything: before a file is closed. */

@@ -100,6 +100,23 @@ static void out_unlock(const struct recorder *rec)
 		pthread_mutex_unlock(&rec->host_out->lock);
 }
 
+/* @h did not reach the file (@err); under ho->lock. */
+static void count_refused(struct host_out *ho, const struct perf_event_header *h, int err)
+{
+	uint64_t n = 0;
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		ho->failed_samples++;
+	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+		memcpy(&n, (const char *)(h + 1) + 8, 8);
+	else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
+		memcpy(&n, h + 1, 8);
+	ho->failed_lost += n;
+	ho->failed_bytes += h->size;
+	if (!ho->err)
+		ho->err = err;
+}
+
 /*
  * The unwind sink's emit, on its worker: one record into the current file.
  * A refused record is counted for the draining thread (host_failures()),
@@ -123,34 +140,14 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 	rec = ho->rec;
 	if (rec->have_file && rec->cur.w)
 		r = perfrec_pdwriter__write(rec->cur.w, h, h->size);
-	if (r < 0) {
-		uint64_t n = 0;
-
-		if (h->type == PERF_RECORD_SAMPLE)
-			ho->failed_samples++;
-		else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
-			memcpy(&n, (const char *)(h + 1) + 8, 8);
-		else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
-			memcpy(&n, h + 1, 8);
-		ho->failed_lost += n;
-		ho->failed_bytes += h->size;
-		if (!ho->err)
-			ho->err = r;
-	}
+	if (r < 0)
+		count_refused(ho, h, r);
 	pthread_mutex_unlock(&ho->lock);
 	return 0;
 }
 
 static int note_write(struct recorder *rec, int r);
 
-/*
- * Records the worker could not write, accounted for as the raw path
- * accounts a refused span (refuse_span()): samples become lost, the
- * kernel's LOST counts are not in the file after all, and both wait in
- * pending_dropped (their ring is not known here: the first ring's LOST
- * record reports them); the write error is logged once as any other.
- * True when there were any.
- */
 /* @*left taken off the counts of the rings, the first ones first (the ring is not known). */
 static void take(uint64_t *count, uint64_t *left)
 {
@@ -160,6 +157,14 @@ static void take(uint64_t *count, uint64_t *left)
 	*left -= t;
 }
 
+/*
+ * Records the worker could not write, accounted for as the raw path
+ * accounts a refused span (refuse_span()): samples become lost, the
+ * kernel's LOST counts are not in the file after all, and both wait in
+ * pending_dropped (their ring is not known here: the first ring's LOST
+ * record reports them); the write error is logged once as any other.
+ * True when there were any.
+ */
 static bool host_failures(struct recorder *rec)
 {
 	struct host_out *ho = rec->host_out;
@@ -781,11 +786,7 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 		if (unwind_sink_record(rec->unwind, h, attr_of(rec, id)) < 0) {
 			/* No memory for the queue: the record is lost, counted as the file refusing it. */
 			pthread_mutex_lock(&rec->host_out->lock);
-			if (h->type == PERF_RECORD_SAMPLE)
-				rec->host_out->failed_samples++;
-			rec->host_out->failed_bytes += h->size;
-			if (!rec->host_out->err)
-				rec->host_out->err = -ENOMEM;
+			count_refused(rec->host_out, h, -ENOMEM);
 			pthread_mutex_unlock(&rec->host_out->lock);
 		}
 	}
@@ -1003,7 +1004,6 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 {
 	const struct config *c = rec->cfg;
 	uint64_t deadline;
-
 	bool full;
 
 	if (!rec->have_file || pipeout_enabled(c))

@@ -143,6 +143,10 @@ u = json.load(open(sys.argv[1])).get("unwind") or {}
 print("# status:", u)
 sys.exit(0 if u.get("samples", 0) > 0 and "behind" in u and "dropped" in u and u.get("elf_hits", 0) > 0 else 1)
 EOF
+# A file published by size before the end (the worker writes it: on a
+# loaded host it reaches 512K later than the drain does).
+published() { ls "$T"/out/*.data >/dev/null 2>&1; }
+wait_for 60 published || { cat "$T/log"; fail "no file rotated by size within 60 s"; }
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID || { cat "$T/log"; fail "perfrecd exited non-zero"; }
 DAEMON_PID=

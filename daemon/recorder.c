@@ -86,6 +86,7 @@ struct host_out {
 	uint64_t failed_lost;    /* the counts of LOST / LOST_SAMPLES records it refused */
 	uint64_t failed_bytes;
 	int err;                 /* the first write error among them */
+	uint64_t seen_dropped;   /* the unwinder's dropped samples accounted for (draining thread) */
 };
 
 static void out_lock(const struct recorder *rec)
@@ -163,26 +164,31 @@ static void take(uint64_t *count, uint64_t *left)
  * kernel's LOST counts are not in the file after all, and both wait in
  * pending_dropped (their ring is not known here: the first ring's LOST
  * record reports them); the write error is logged once as any other.
- * True when there were any.
+ * Samples the unwinder could not rewrite (bad input, no memory) never
+ * reach the file either: lost the same way.  True when writes failed.
  */
 static bool host_failures(struct recorder *rec)
 {
 	struct host_out *ho = rec->host_out;
+	struct unwind_sink_stats st;
 	uint64_t n, n0, lost, bytes;
 	int err;
 
 	if (!ho)
 		return false;
+	unwind_sink_stats(rec->unwind, &st);
 	pthread_mutex_lock(&ho->lock);
 	n = ho->failed_samples;
 	lost = ho->failed_lost;
 	bytes = ho->failed_bytes;
 	err = ho->err;
 	ho->failed_samples = ho->failed_lost = ho->failed_bytes = 0;
-	n0 = n;
 	ho->err = 0;
 	pthread_mutex_unlock(&ho->lock);
-	if (!bytes)
+	n += st.unwinder.dropped - ho->seen_dropped;
+	ho->seen_dropped = st.unwinder.dropped;
+	n0 = n;
+	if (!n && !lost && !bytes)
 		return false;
 	if (rec->have_file) {
 		uint64_t ns = n, nl = lost;
@@ -200,8 +206,9 @@ static bool host_failures(struct recorder *rec)
 	rec->total[0].dropped += n;
 	rec->pending_dropped[0] += n + lost;
 	rec->dropped_bytes += bytes;
-	note_write(rec, err);
-	return true;
+	if (err)
+		note_write(rec, err);
+	return bytes != 0;
 }
 
 /* The attr of an event by one of its ids (NULL: not ours). */

@@ -387,6 +387,20 @@ static void print_callchain(const struct config_key *k, const struct config *c, 
 	fputs(!c->callchain ? "no" : c->dwarf ? "dwarf" : "yes", f);
 }
 
+/* unwind=: file (raw stacks, the reader unwinds) or host (perfrecd unwinds while recording). */
+static int parse_unwind(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
+{
+	if (strcmp(v, "host") != 0 && strcmp(v, "file") != 0)
+		return bad_value(k, v, err, errlen);
+	c->unwind_host = strcmp(v, "host") == 0;
+	return 0;
+}
+
+static void print_unwind(const struct config_key *k, const struct config *c, FILE *f)
+{
+	fputs(c->unwind_host ? "host" : "file", f);
+}
+
 /* stack-size=: a multiple of 8 that fits a sample record's u16 size with the rest. */
 static int parse_stack_size(const struct config_key *k, struct config *c, const char *v, char *err, size_t errlen)
 {
@@ -843,6 +857,7 @@ static const struct config_type {
 } t_bool = { parse_bool_key, print_bool_key, NULL },
   t_callchain = { parse_callchain, print_callchain, NULL },
   t_stack_size = { parse_stack_size, print_u64, NULL },
+  t_unwind = { parse_unwind, print_unwind, NULL },
   t_duration = { parse_duration_key, print_duration_key, NULL },
   t_history = { parse_history, print_history, NULL },
   t_size = { parse_size_key, print_u64, NULL },
@@ -880,6 +895,9 @@ const struct config_key config_keys[] = {
 	KEY("record", "stack-size", t_stack_size, stack_size, "8192",
 	    "bytes of user stack copied per sample with callchain=dwarf",
 	    .what = "a multiple of 8 from 8 to 65528 bytes"),
+	KEY("record", "unwind", t_unwind, unwind_host, "file",
+	    "with callchain=dwarf: file (raw stacks, the reader unwinds) or host (perfrecd unwinds, small files)",
+	    .what = "file or host"),
 	KEY("record", "clockid", t_clock, clockid, "monotonic", "clock of the timestamps",
 	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)"),
 	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all"),

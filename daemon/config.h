@@ -28,6 +28,7 @@ struct config {
 	bool callchain;
 	bool dwarf;               /* callchain=dwarf: user stacks copied, not walked */
 	uint64_t stack_size;      /* stack-size=: bytes of user stack per DWARF sample */
+	bool unwind_host;         /* unwind=host: DWARF samples unwound while recording */
 	int clockid;
 	char *cpus;               /* NULL: all online */
 	uint64_t mmap_bytes;      /* per-CPU ring data size */

@@ -870,6 +870,27 @@ static void status_governor(const struct control *ctl, struct json_object *o)
 	J_ADD(o, "governor", j);
 }
 
+/* unwind=host: how the unwinding worker keeps up (absent otherwise). */
+static void unwind_status(const struct recorder *rec, struct json_object *o)
+{
+	struct unwind_sink_stats st;
+	struct json_object *u;
+
+	if (!recorder_unwind_stats(rec, &st) || !(u = json_object_new_object()))
+		return;
+	J_ADD(u, "samples", json_object_new_int64((int64_t)st.unwinder.samples));
+	J_ADD(u, "unwound", json_object_new_int64((int64_t)st.unwinder.unwound));
+	J_ADD(u, "behind", json_object_new_int64((int64_t)st.behind));
+	J_ADD(u, "dropped", json_object_new_int64((int64_t)st.unwinder.dropped));
+	J_ADD(u, "elf_hits", json_object_new_int64((int64_t)st.unwinder.elf_hits));
+	J_ADD(u, "elf_opened", json_object_new_int64((int64_t)st.unwinder.elf_opened));
+	J_ADD(u, "elf_missing", json_object_new_int64((int64_t)st.unwinder.elf_missing));
+	J_ADD(u, "elf_bytes", json_object_new_int64((int64_t)st.unwinder.elf_bytes));
+	J_ADD(u, "queued_bytes", json_object_new_int64((int64_t)st.queued_bytes));
+	J_ADD(u, "max_queued_bytes", json_object_new_int64((int64_t)st.max_queued_bytes));
+	J_ADD(o, "unwind", u);
+}
+
 static struct json_object *status(struct control *ctl)
 {
 	struct recorder *rec = ctl->rec;
@@ -942,6 +963,7 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));
 	J_ADD(o, "subscribers", json_object_new_int64((int64_t)ctl->nr_subscribers));
 	status_governor(ctl, o);
+	unwind_status(rec, o);
 	return o;
 }
 

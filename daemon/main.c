@@ -72,6 +72,8 @@ static void usage(FILE *f)
 		"      --call-graph[=fp]  the same, as perf spells it\n"
 		"      --call-graph=dwarf[,SIZE]  copy SIZE bytes (8192) of user stack per sample,\n"
 		"                         unwound by the reader with DWARF CFI (perf report)\n"
+		"      --unwind MODE      with --call-graph dwarf: file (raw stacks, the default)\n"
+		"                         or host (perfrecd unwinds them: small files, whole stacks)\n"
 		"      --no-call-graph    do not record callchains\n"
 		"      --offcpu           also record off-CPU time (BPF; offcpu=yes)\n"
 		"  -a, --all-cpus         system-wide (always so; accepted as perf accepts it)\n"
@@ -314,7 +316,7 @@ static int check_output(const char *v, char *err, size_t errlen)
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_CALL_GRAPH, OPT_NO_CALLCHAIN, OPT_COMPRESS,
        OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET, OPT_OFFCPU,
        OPT_ROTATE_INTERVAL, OPT_ROTATE_SIZE, OPT_SWITCH_OUTPUT, OPT_MAX_FILES,
-       OPT_MAX_BYTES, OPT_MAX_AGE };
+       OPT_MAX_BYTES, OPT_MAX_AGE, OPT_UNWIND };
 
 #define OPTSTRING "c:o:e:F:P:gaC:m:k:d:zvh"
 
@@ -326,6 +328,7 @@ static const struct option long_options[] = {
 	{ "period", required_argument, NULL, 'P' },
 	{ "call-graph", optional_argument, NULL, OPT_CALL_GRAPH },
 	{ "no-call-graph", no_argument, NULL, OPT_NO_CALLCHAIN },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "all-cpus", no_argument, NULL, 'a' },
 	{ "cpus", required_argument, NULL, 'C' },
 	{ "mmap-pages", required_argument, NULL, 'm' },
@@ -359,6 +362,7 @@ static const struct option_key {
 	{ 'o', "output", "directory", NULL }, { 'e', "record", "events", NULL }, { 'F', "record", "frequency", NULL },
 	{ 'P', "record", "period", NULL }, { OPT_CALL_GRAPH, "record", "callchain", "yes" },
 	{ 'g', "record", "callchain", "yes" }, { OPT_NO_CALLCHAIN, "record", "callchain", "no" },
+	{ OPT_UNWIND, "record", "unwind", NULL },
 	{ 'C', "record", "cpus", NULL }, { 'm', "record", "mmap-size", NULL }, { 'k', "record", "clockid", NULL },
 	{ 'd', "record", "duration", NULL }, { OPT_OFFCPU, "record", "offcpu", "yes" },
 	{ 'z', "output", "compress", "yes" }, { OPT_COMPRESS, "output", "compress", NULL },

@@ -114,6 +114,7 @@ static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_v
 		uploader_get_stats(m->uploader, &v->upload);
 	}
 	v->tracked_processes = perfrec_buildid_table__nr_processes(rec->buildids);
+	v->have_unwind = recorder_unwind_stats(rec, &v->unwind);
 }
 
 void manager_block_signals(sigset_t *ret_mask)
@@ -244,6 +245,7 @@ static bool events_changed(const struct config *a, const struct config *b)
 {
 	if (a->nr_events != b->nr_events || a->freq != b->freq || a->period != b->period ||
 	    a->callchain != b->callchain || a->dwarf != b->dwarf || a->stack_size != b->stack_size ||
+	    a->unwind_host != b->unwind_host ||
 	    a->clockid != b->clockid ||
 	    a->mmap_bytes != b->mmap_bytes || a->context_switch != b->context_switch ||
 	    !streq(a->cpus, b->cpus) ||

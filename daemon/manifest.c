@@ -234,6 +234,19 @@ int manifest_write(const struct manifest_info *mi)
 		json_object_object_add(root, "callchain_mode", json_object_new_string(c->dwarf ? "dwarf" : "fp"));
 	if (c && c->callchain && c->dwarf)
 		json_object_object_add(root, "stack_size", json_object_new_uint64(c->stack_size));
+	if (c && c->callchain && c->dwarf) {
+		/* Where the stacks were unwound: in this file's reader, or already by perfrecd. */
+		struct json_object *u = json_object_new_object();
+
+		json_object_object_add(u, "mode", json_object_new_string(c->unwind_host ? "host" : "file"));
+		if (mi->unwind) {
+			json_object_object_add(u, "samples", json_object_new_uint64(mi->unwind->samples));
+			json_object_object_add(u, "unwound", json_object_new_uint64(mi->unwind->unwound));
+			json_object_object_add(u, "behind", json_object_new_uint64(mi->unwind->behind));
+			json_object_object_add(u, "dropped", json_object_new_uint64(mi->unwind->dropped));
+		}
+		json_object_object_add(root, "unwind", u);
+	}
 	json_object_object_add(root, "cpus", cpus_json(mi));
 	json_object_object_add(root, "samples", json_object_new_uint64(mi->samples));
 	json_object_object_add(root, "lost", json_object_new_uint64(mi->lost));

@@ -19,6 +19,13 @@ struct manifest_cpu {
 	uint64_t dropped; /* of lost: refused by the disk */
 };
 
+struct manifest_unwind {
+	uint64_t samples;  /* DWARF samples unwound on the host */
+	uint64_t unwound;  /* ... with at least one caller found */
+	uint64_t behind;   /* written with their sampled ip only: the unwinder was behind */
+	uint64_t dropped;  /* could not be rewritten: not in the file */
+};
+
 struct manifest_info {
 	const char *path;          /* the published file (its final name) */
 	const char *data_path;     /* where its bytes are now, to hash (NULL: @path) */
@@ -32,6 +39,8 @@ struct manifest_info {
 	uint64_t samples, lost;
 	uint64_t dropped;          /* of lost: samples the disk refused (full disk) */
 	int recovered;
+	/* unwind=host: what the unwinder did with this file's samples (NULL: not counted) */
+	const struct manifest_unwind *unwind;
 	/* counted while the file was written (manifest-cgroup.h); NULL: read the file */
 	const struct cgroup_counts *cgroups;
 	/*

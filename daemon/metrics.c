@@ -229,6 +229,18 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		counter(f, "perfrecd_upload_removed_unsent_total", "Files removed locally before they were uploaded (disk limit).", v->upload.removed_unsent);
 		gauge(f, "perfrecd_upload_backlog_files", "Published files waiting to be uploaded, including the one in flight.", v->upload.backlog);
 	}
+	if (v->have_unwind) {
+		const struct unwind_sink_stats *u = &v->unwind;
+
+		counter(f, "perfrecd_unwind_samples_total", "DWARF samples unwound on the host (unwind=host).", u->unwinder.samples);
+		counter(f, "perfrecd_unwind_unwound_total", "Of those, samples with at least one caller found.", u->unwinder.unwound);
+		counter(f, "perfrecd_unwind_behind_total", "Samples written with their sampled user ip only: the unwinder was too far behind.", u->behind);
+		counter(f, "perfrecd_unwind_dropped_total", "DWARF samples the unwinder could not rewrite (bad input, no memory): not written.", u->unwinder.dropped);
+		counter(f, "perfrecd_unwind_elf_cache_hits_total", "ELF lookups the unwinder's cache answered.", u->unwinder.elf_hits);
+		counter(f, "perfrecd_unwind_elf_opened_total", "ELF files the unwinder opened (misses of its cache).", u->unwinder.elf_opened);
+		gauge(f, "perfrecd_unwind_elf_cached_bytes", "Sizes of the ELF files the unwinder keeps open.", u->unwinder.elf_bytes);
+		gauge(f, "perfrecd_unwind_queued_bytes", "Bytes of records waiting for the unwinding worker.", u->queued_bytes);
+	}
 	family(f, "perfrecd_cpu_seconds_total", "counter", "CPU time perfrecd used (user and system, all threads), in seconds.");
 	fprintf(f, "perfrecd_cpu_seconds_total %.6f\n", v->cpu_sec);
 	gauge(f, "perfrecd_resident_memory_bytes", "Resident set size of perfrecd in bytes.", v->rss_bytes);

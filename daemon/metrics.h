@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "unwind-sink.h"
 #include "upload.h"
 
 struct metrics;
@@ -53,6 +54,8 @@ struct metrics_values {
 	double cpu_sec;           /* CLOCK_PROCESS_CPUTIME_ID: all our threads */
 	uint64_t rss_bytes;
 	uint64_t tracked_processes; /* in the build-id table: bounded by the live ones */
+	bool have_unwind;         /* unwind=host: unwind.* below are meaningful */
+	struct unwind_sink_stats unwind;
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <perfrec/bpfmeta.h>
+#include <perfrec/unwind.h>
 
 #include "kcache.h"
 #include "log.h"
@@ -64,8 +65,12 @@ int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter 
 
 	for (size_t i = 0; i < perfrec_evlist__nr_evsels(src->evlist); i++) {
 		const struct perfrec_evsel *ev = perfrec_evlist__evsel(src->evlist, i);
+		struct perf_event_attr attr = ev->attr;
 
-		r = perfrec_pdwriter__add_attr(w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		/* Unwound on the host: the samples carry chains, not registers and stacks. */
+		if (src->unwound)
+			perfrec_unwinder__rewrite_attr(&ev->attr, &attr);
+		r = perfrec_pdwriter__add_attr(w, &attr, ev->ids, ev->nr_ids, ev->name);
 		if (r < 0)
 			return r;
 	}

@@ -38,6 +38,7 @@ struct outfile_source {
 	char **argv;
 	int clockid;
 	bool data_maps;                    /* MMAP_DATA maps too (DWARF unwinding reads .eh_frame_hdr there) */
+	bool unwound;                      /* samples unwound on the host: attrs as perfrec_unwinder__rewrite_attr() */
 };
 
 struct outfile_begin_opts {

@@ -10,12 +10,22 @@
  * segments straight from the mapping.  After every pass that wrote
  * something comes a FINISHED_ROUND, which tells readers that nothing older
  * than this pass will follow.
+ *
+ * With unwind=host the file sink writes no ring bytes itself: it hands
+ * each record to the unwind sink (unwind-sink.h), whose worker unwinds the
+ * DWARF samples and writes every record, FINISHED_ROUND included, into the
+ * current file through host_out.  The writer is then shared by two
+ * threads: host_out's lock guards every use of it while a round may be in
+ * the worker's hands, and the worker is synced (idle, its queue written)
+ * before a file is synthesized, checkpointed for a copy, finished or
+ * freed, so each file gets exactly its own records.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +84,206 @@ static void drain_log(void *ctx, int level, const char *msg)
 	log_msg(level, "%s", msg);
 }
 
+/* unwind=host: the worker's way into the current file (see the top). */
+struct host_out {
+	pthread_mutex_t lock;
+	struct recorder *rec;    /* moved with it (recorder_move()) */
+	uint64_t failed_samples; /* samples the file refused, not yet counted lost */
+	uint64_t failed_lost;    /* the counts of LOST / LOST_SAMPLES records it refused */
+	uint64_t failed_bytes;
+	int err;                 /* the first write error among them */
+	uint64_t seen_dropped;   /* the unwinder's dropped samples accounted for (draining thread) */
+};
+
+static void out_lock(const struct recorder *rec)
+{
+	if (rec->host_out)
+		pthread_mutex_lock(&rec->host_out->lock);
+}
+
+static void out_unlock(const struct recorder *rec)
+{
+	if (rec->host_out)
+		pthread_mutex_unlock(&rec->host_out->lock);
+}
+
+/* @h did not reach the file (@err); under ho->lock. */
+static void count_refused(struct host_out *ho, const struct perf_event_header *h, int err)
+{
+	uint64_t n = 0;
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		ho->failed_samples++;
+	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+		memcpy(&n, (const char *)(h + 1) + 8, 8);
+	else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
+		memcpy(&n, h + 1, 8);
+	ho->failed_lost += n;
+	ho->failed_bytes += h->size;
+	if (!ho->err)
+		ho->err = err;
+}
+
+/*
+ * The unwind sink's emit, on its worker: one record into the current file.
+ * A refused record is counted for the draining thread (host_failures()),
+ * and the round goes on: one full write must not take the rest with it.
+ */
+static int host_emit(void *ctx, const struct perf_event_header *h)
+{
+	struct host_out *ho = ctx;
+	struct recorder *rec;
+	int r = -ENOSPC;
+
+	/*
+	 * Maps of data segments are there for unwinders that read
+	 * .eh_frame_hdr through them (mmap_data, data_maps); the unwinder
+	 * has had them, the file's readers unwind nothing: as in a -g file,
+	 * they would only cost bytes (most of a file on a busy host).
+	 */
+	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA))
+		return 0;
+	pthread_mutex_lock(&ho->lock);
+	rec = ho->rec;
+	if (rec->have_file && rec->cur.w)
+		r = perfrec_pdwriter__write(rec->cur.w, h, h->size);
+	if (r < 0)
+		count_refused(ho, h, r);
+	pthread_mutex_unlock(&ho->lock);
+	return 0;
+}
+
+static int note_write(struct recorder *rec, int r);
+
+/* @*left taken off the counts of the rings, the first ones first (the ring is not known). */
+static void take(uint64_t *count, uint64_t *left)
+{
+	uint64_t t = *left < *count ? *left : *count;
+
+	*count -= t;
+	*left -= t;
+}
+
+/*
+ * Records the worker could not write, accounted for as the raw path
+ * accounts a refused span (refuse_span()): samples become lost, the
+ * kernel's LOST counts are not in the file after all, and both wait in
+ * pending_dropped (their ring is not known here: the first ring's LOST
+ * record reports them); the write error is logged once as any other.
+ * Samples the unwinder could not rewrite (bad input, no memory) never
+ * reach the file either: lost the same way.  True when writes failed.
+ */
+static bool host_failures(struct recorder *rec)
+{
+	struct host_out *ho = rec->host_out;
+	struct unwind_sink_stats st;
+	uint64_t n, n0, lost, bytes;
+	int err;
+
+	if (!ho)
+		return false;
+	unwind_sink_stats(rec->unwind, &st);
+	pthread_mutex_lock(&ho->lock);
+	n = ho->failed_samples;
+	lost = ho->failed_lost;
+	bytes = ho->failed_bytes;
+	err = ho->err;
+	ho->failed_samples = ho->failed_lost = ho->failed_bytes = 0;
+	ho->err = 0;
+	pthread_mutex_unlock(&ho->lock);
+	n += st.unwinder.dropped - ho->seen_dropped;
+	ho->seen_dropped = st.unwinder.dropped;
+	n0 = n;
+	if (!n && !lost && !bytes)
+		return false;
+	if (rec->have_file) {
+		uint64_t ns = n, nl = lost;
+
+		rec->cur.samples -= n < rec->cur.samples ? n : rec->cur.samples;
+		rec->cur.lost -= lost < rec->cur.lost ? lost : rec->cur.lost;
+		for (size_t i = 0; i < rec->nr_rings; i++) {
+			take(&rec->cur.cpu[i].samples, &ns);
+			take(&rec->cur.cpu[i].lost, &nl);
+		}
+	}
+	for (size_t i = 0; i < rec->nr_rings; i++)
+		take(&rec->total[i].samples, &n0);
+	rec->total[0].lost += n;
+	rec->total[0].dropped += n;
+	rec->pending_dropped[0] += n + lost;
+	rec->dropped_bytes += bytes;
+	if (err)
+		note_write(rec, err);
+	return bytes != 0;
+}
+
+/* The attr of an event by one of its ids (NULL: not ours). */
+static const struct perf_event_attr *attr_of(const struct recorder *rec, const struct drain_id *id)
+{
+	if (!id)
+		return NULL;
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		for (size_t j = 0; j < ev->nr_ids; j++)
+			if (ev->ids[j] == id->id)
+				return &ev->attr;
+	}
+	return NULL;
+}
+
+/*
+ * unwind=host needs the user stacks of callchain=dwarf; it is refused
+ * without them rather than implied, as perf refuses options that do not
+ * go together: the stack size is a cost the user chooses.  Flight mode
+ * writes no file; its history and snapshots keep the raw stacks.
+ */
+static int open_unwind(struct recorder *rec)
+{
+	const struct config *c = rec->cfg;
+	struct unwind_sink_opts uo = { 0 };
+	int r;
+
+	if (!c->unwind_host)
+		return 0;
+	if (!c->callchain || !c->dwarf)
+		return log_error_errno(-EINVAL, "unwind=host unwinds DWARF stacks: it needs callchain=dwarf "
+				       "(--call-graph dwarf)");
+	if (rec->flight) {
+		log_notice("unwind=host: flight mode writes no file; snapshots keep the raw DWARF stacks");
+		return 0;
+	}
+	rec->host_out = calloc(1, sizeof(*rec->host_out));
+	if (!rec->host_out)
+		return -ENOMEM;
+	pthread_mutex_init(&rec->host_out->lock, NULL);
+	rec->host_out->rec = rec;
+	r = unwind_sink_new(&uo, host_emit, rec->host_out, &rec->unwind);
+	if (r < 0)
+		return log_error_errno(r, "Cannot start the host unwinder: %s", strerror(-r));
+	return 0;
+}
+
+/* The side-band event's attr: the synthesized records' trailers are laid out by it. */
+static const struct perf_event_attr *sideband_attr(const struct recorder *rec)
+{
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		if (ev->is_sideband)
+			return &ev->attr;
+	}
+	return NULL;
+}
+
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret)
+{
+	if (!rec || !rec->unwind)
+		return false;
+	unwind_sink_stats(rec->unwind, ret);
+	return true;
+}
+
 /* The drain over the rings, its ids, and the recorder's own sink first. */
 static int open_drain(struct recorder *rec)
 {
@@ -124,8 +334,14 @@ bool recorder_output_closed(const struct recorder *rec)
 {
 	/* A cut stream fails every write, an empty one included, with its error. */
 	/* The reader may leave before the stream's start is written (have_file false). */
-	return pipeout_enabled(rec->cfg) &&
-	       (rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE));
+	bool gone;
+
+	if (!pipeout_enabled(rec->cfg))
+		return false;
+	out_lock(rec);
+	gone = rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE);
+	out_unlock(rec);
+	return gone;
 }
 
 int recorder_add_sink(struct recorder *rec, struct sink *s)
@@ -144,6 +360,11 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
 	dst->file_sink.ctx = dst;
+	if (dst->host_out) {
+		pthread_mutex_lock(&dst->host_out->lock);
+		dst->host_out->rec = dst;
+		pthread_mutex_unlock(&dst->host_out->lock);
+	}
 	drain_replace_sink(dst->drain, &src->file_sink, &dst->file_sink);
 }
 
@@ -209,6 +430,9 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
 	r = open_drain(rec);
+	if (r < 0)
+		return r;
+	r = open_unwind(rec);
 	if (r < 0)
 		return r;
 	r = perfrec_buildid_table__new(&rec->buildids);
@@ -337,6 +561,15 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 	int r;
 
+	/* The unwinder starts from the same state as the file (the worker is idle: begin_file()). */
+	if (rec->unwind && h->type < PERF_RECORD_MAX) {
+		unwind_sink_state(rec->unwind, h, sideband_attr(rec));
+		/* (as host_emit() leaves them out) */
+		if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA)) {
+			drain_during_synth(rec, false);
+			return 0;
+		}
+	}
 	if (h->type == PERF_RECORD_MMAP2) {
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
 		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
@@ -416,6 +649,12 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 		.emit = emit_synth, .step = synth_step, .ctx = rec,
 	};
 
+	src.unwound = rec->unwind != NULL;
+	/* Nothing of an earlier file may still be on its way (unwind_sink_state() needs it idle). */
+	if (rec->unwind) {
+		unwind_sink_sync(rec->unwind);
+		unwind_sink_stats(rec->unwind, &o->unwind_start);
+	}
 	rec->have_file = true;
 	perfrec_buildid_table__reset_samples(rec->buildids);
 	return outfile_begin(&src, o->w, &bo);
@@ -448,6 +687,9 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 
 	if (!rec->rotate_anchor_usec)
 		rec->rotate_anchor_usec = now_usec();
+	/* The worker writes into rec->cur: idle before it is set up (see the top). */
+	if (rec->unwind)
+		unwind_sink_sync(rec->unwind);
 	r = new_outfile(rec, o, synth_time);
 	if (r < 0)
 		return r;
@@ -549,6 +791,17 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 	default:
 		break;
 	}
+	/* Refused in file_write() as the raw path refuses it: not queued either. */
+	if (rec->unwind && o && !rec->below_floor) {
+		const struct drain_id *id = h->type == PERF_RECORD_SAMPLE ? r->id : drain_find_id(rec->drain, h);
+
+		if (unwind_sink_record(rec->unwind, h, attr_of(rec, id)) < 0) {
+			/* No memory for the queue: the record is lost, counted as the file refusing it. */
+			pthread_mutex_lock(&rec->host_out->lock);
+			count_refused(rec->host_out, h, -ENOMEM);
+			pthread_mutex_unlock(&rec->host_out->lock);
+		}
+	}
 }
 
 static struct span_mark span_mark(const struct recorder *rec, size_t idx)
@@ -599,8 +852,11 @@ static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int 
 		rec->total[idx].bytes += bytes;
 	else if (!rec->have_file)
 		r = -ENOSPC;
-	else
-		r = rec->below_floor ? -ENOSPC : note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
+	else if (rec->below_floor)
+		r = -ENOSPC;
+	else if (!rec->unwind)
+		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
+	/* (unwind=host: file_record() queued the records; the worker writes them) */
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
 		refuse_span(rec, idx);
@@ -637,6 +893,21 @@ static void file_round(struct sink *sk, uint64_t bytes)
 	struct recorder *rec = sk->ctx;
 
 	(void)bytes;
+	if (rec->unwind) {
+		/* The worker's writes failing: the disk still refuses (as pass_err). */
+		bool failed = host_failures(rec);
+
+		if (!rec->pass_written || !rec->have_file)
+			return;
+		rec->pass_written = 0;
+		/* In this round, before its end (note_dropped_in_file()). */
+		if (rec->pass_err == 0 && !failed)
+			note_dropped_in_file(rec);
+		/* The round ends in the file where the worker has written it. */
+		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || unwind_sink_round(rec->unwind) < 0)
+			log_warning("Out of memory for the host unwinder's round");
+		return;
+	}
 	if (!rec->pass_written || !rec->have_file)
 		return;
 	rec->pass_written = 0;
@@ -657,11 +928,20 @@ static const struct sink_ops file_sink_ops = {
 static void note_dropped_in_file(struct recorder *rec)
 {
 	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
-	unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
+	_Alignas(8) unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
 	struct recfile *o = &rec->cur;
 	uint64_t total = 0;
 
 	if (!rec->have_file || tlen > 64)
+		return;
+	/*
+	 * unwind=host: only while the worker has written every round handed
+	 * over, so that a LOST stamped now lands after the records of
+	 * earlier rounds (in the round being drained, which readers sort),
+	 * and its write is known to succeed or fail here; else later (at
+	 * the latest when the file is finished, after a sync).
+	 */
+	if (rec->unwind && !unwind_sink_idle(rec->unwind))
 		return;
 	for (size_t i = 0; i < rec->nr_rings; i++) {
 		struct perf_event_header h = { .type = PERF_RECORD_LOST, .size = (uint16_t)(sizeof(h) + 16 + tlen) };
@@ -736,10 +1016,14 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 {
 	const struct config *c = rec->cfg;
 	uint64_t deadline;
+	bool full;
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
-	if (c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes)
+	out_lock(rec);
+	full = c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes;
+	out_unlock(rec);
+	if (full)
 		return true;
 	deadline = recorder_rotation_deadline(rec);
 	return deadline && now >= deadline;
@@ -818,8 +1102,18 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 		.cgroups = o->cgroups,
 		.progress = drain_while_hashing, .progress_ctx = rec,
 	};
+	const struct unwind_sink_stats *u0 = &o->unwind_start, *u1 = &o->unwind_end;
+	struct manifest_unwind mu = {
+		.samples = u1->unwinder.samples - u0->unwinder.samples,
+		.unwound = u1->unwinder.unwound - u0->unwinder.unwound,
+		.behind = u1->behind - u0->behind,
+		.dropped = u1->unwinder.dropped - u0->unwinder.dropped,
+	};
 	struct manifest_cpu *cpus = NULL;
 	int r;
+
+	if (rec->unwind)
+		mi.unwind = &mu;
 
 	if (o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
@@ -926,7 +1220,9 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
 		return 0;
 	rec->cur.last_checkpoint_usec = now;
+	out_lock(rec);
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	out_unlock(rec);
 	if (r < 0)
 		return note_write(rec, r);
 	/* Files the full disk left unfinished are published now, not at the next start. */
@@ -1022,6 +1318,11 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 
 	if (!rec->have_file)
 		return -ENODATA;
+	/* A copy holds what was drained so far: written, not on its way. */
+	if (rec->unwind) {
+		unwind_sink_sync(rec->unwind);
+		host_failures(rec);
+	}
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
 		return r;
@@ -1040,6 +1341,13 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
+	/* Everything drained into this file is in it before it ends. */
+	if (rec->unwind) {
+		unwind_sink_sync(rec->unwind);
+		host_failures(rec);
+		note_dropped_in_file(rec);
+		unwind_sink_stats(rec->unwind, &o->unwind_end);
+	}
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
 	eo = recorder_features_opts(rec);
 	outfile_add_features(&src, o->w, &eo);
@@ -1287,6 +1595,14 @@ void recorder_close(struct recorder *rec)
 {
 	if (rec->have_stalled)
 		abandon_file(rec, &rec->stalled);
+	/* Its worker writes into the current file and borrows the events' attrs: first. */
+	unwind_sink_free(rec->unwind);
+	rec->unwind = NULL;
+	if (rec->host_out) {
+		pthread_mutex_destroy(&rec->host_out->lock);
+		free(rec->host_out);
+		rec->host_out = NULL;
+	}
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;

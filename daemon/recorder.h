@@ -19,6 +19,7 @@
 #include "drain.h"
 #include "outfile.h"
 #include "sink.h"
+#include "unwind-sink.h"
 
 struct cpu_stats {
 	uint64_t samples;
@@ -44,6 +45,8 @@ struct recfile {
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
 	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
+	/* unwind=host: the unwind sink's counters at the file's start and end, for its manifest */
+	struct unwind_sink_stats unwind_start, unwind_end;
 };
 
 /* Counts of one ring as they stood where a span of its records began. */
@@ -108,7 +111,17 @@ struct recorder {
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
 	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
+	/*
+	 * unwind=host (continuous mode): the file sink hands its records to
+	 * the unwind sink, whose worker writes them unwound into the current
+	 * file through host_out (recorder.c); NULL otherwise.
+	 */
+	struct unwind_sink *unwind;
+	struct host_out *host_out;
 };
+
+/* With unwind=host: the unwind sink's counters (false: not unwinding on the host). */
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret);
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);

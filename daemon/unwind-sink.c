@@ -179,6 +179,38 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
 	return r;
 }
 
+int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec,
+		      const struct perf_event_attr *attr)
+{
+	int r;
+
+	if (rec->type == PERF_RECORD_SAMPLE)
+		return -EINVAL;
+	/*
+	 * The worker is idle (the caller synced and has handed nothing over
+	 * since), so the unwinder is this thread's until the next round,
+	 * whose hand-over under s->lock publishes what is done here.
+	 */
+	pthread_mutex_lock(&s->lock);
+	if (s->head || s->busy) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&s->lock);
+	r = perfrec_unwinder__rewrite(s->u, rec, attr, s->strip, sizeof(s->strip));
+	return r < 0 ? r : 0;
+}
+
+bool unwind_sink_idle(struct unwind_sink *s)
+{
+	bool idle;
+
+	pthread_mutex_lock(&s->lock);
+	idle = !s->head && !s->busy;
+	pthread_mutex_unlock(&s->lock);
+	return idle;
+}
+
 int unwind_sink_round(struct unwind_sink *s)
 {
 	struct round *next;

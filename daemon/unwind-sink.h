@@ -52,6 +52,17 @@ int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emi
 /* Queue @rec (copied) of @attr (NULL when it has none).  0 or -ENOMEM. */
 int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *rec,
 		       const struct perf_event_attr *attr);
+/*
+ * Feed a side-band record (an output's synthesized state) straight into
+ * the worker's address spaces; it is not emitted.  Only while the worker
+ * is idle: after unwind_sink_sync() and before the next round is handed
+ * over.  0, -EBUSY when the worker is not idle, -EINVAL for a sample
+ * or a record that does not parse for @attr.
+ */
+int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec,
+		      const struct perf_event_attr *attr);
+/* Whether the worker is idle: every round handed over has been emitted. */
+bool unwind_sink_idle(struct unwind_sink *s);
 /* Hand the records queued since the last round to the worker.  0 or -ENOMEM. */
 int unwind_sink_round(struct unwind_sink *s);
 /* Close the round and wait until the worker has emitted everything: before a file is closed. */

@@ -41,7 +41,8 @@ metric() { awk -v m="$1" '$1 == m {print $2}' "$T/metrics.prom"; }
 "$WORKLOAD" 60 >/dev/null &
 wl=$!
 # Every level logged, each line with its priority ("<3>" error, "<7>" debug).
-JOURNAL_STREAM=1 "$PERFRECD" -v -c "$T/conf" -o "$mnt" -F 20000 -g --socket= 2>"$T/err" &
+# (test-dwarf-host-full-disk.sh runs this with other recording options)
+JOURNAL_STREAM=1 "$PERFRECD" -v -c "$T/conf" -o "$mnt" ${FULL_DISK_RECORD:--F 20000 -g} --socket= 2>"$T/err" &
 DAEMON_PID=$!
 until_true 60 logged "No space left" || { cat "$T/err"; df -h "$mnt"; fail "the disk never filled"; }
 # Full for a while: records keep coming and are refused (recording goes on).

@@ -115,6 +115,7 @@ Test(config, errors_name_file_line_and_key)
 		{ "[record]\ndrain-priority=100\n", "t.conf:2: drain-priority: '100' is not a real-time priority" },
 		{ "[record]\ndrain-priority=-1\n", "t.conf:2: drain-priority" },
 		{ "[record]\ncallchain=maybe\n", "t.conf:2: callchain: 'maybe' is not yes (frame pointers), dwarf or no" },
+		{ "[record]\nunwind=remote\n", "t.conf:2: unwind: 'remote' is not file or host" },
 		{ "[record]\ncheckpoint-interval=50ms\n", "is not a duration of at least 100ms" },
 		{ "[output]\nhistory-max=1K\n", "t.conf:2: history-max: '1K' is not a size of at least 1M" },
 	};
@@ -129,6 +130,21 @@ Test(config, errors_name_file_line_and_key)
 			  cases[i].want);
 		config_exit(&c);
 	}
+}
+
+Test(config, unwind_is_file_unless_host)
+{
+	struct config c;
+	char err[256] = "";
+
+	config_init(&c);
+	cr_expect_not(c.unwind_host, "unwinding on the host is not the default");
+	cr_assert_eq(config_load_string(&c, "[record]\ncallchain=dwarf\nunwind=host\n", "t.conf", err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect(c.unwind_host);
+	cr_assert_eq(config_set(&c, "record", "unwind", "file", err, sizeof(err)), 0, "%s", err);
+	cr_expect_not(c.unwind_host);
+	config_exit(&c);
 }
 
 Test(config, missing_file_is_named)

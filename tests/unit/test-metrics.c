@@ -172,6 +172,34 @@ Test(metrics, escapes_label_values_and_prefixes_configured_labels)
 	free(text);
 }
 
+Test(metrics, unwind_families_only_when_unwinding_on_the_host)
+{
+	struct metrics_values v = sample_values();
+	char *text = format(&v);
+
+	cr_expect_null(strstr(text, "perfrecd_unwind_"), "unwind families without unwind=host:\n%s", text);
+	free(text);
+	v.have_unwind = true;
+	v.unwind.unwinder.samples = 900;
+	v.unwind.unwinder.unwound = 880;
+	v.unwind.behind = 12;
+	v.unwind.unwinder.dropped = 2;
+	v.unwind.unwinder.elf_hits = 5000;
+	v.unwind.unwinder.elf_opened = 7;
+	v.unwind.unwinder.elf_bytes = 1 << 20;
+	v.unwind.queued_bytes = 4096;
+	text = format(&v);
+	expect_family(text, "perfrecd_unwind_samples_total", "counter", "perfrecd_unwind_samples_total 900");
+	expect_family(text, "perfrecd_unwind_unwound_total", "counter", "perfrecd_unwind_unwound_total 880");
+	expect_family(text, "perfrecd_unwind_behind_total", "counter", "perfrecd_unwind_behind_total 12");
+	expect_family(text, "perfrecd_unwind_dropped_total", "counter", "perfrecd_unwind_dropped_total 2");
+	expect_family(text, "perfrecd_unwind_elf_cache_hits_total", "counter", "perfrecd_unwind_elf_cache_hits_total 5000");
+	expect_family(text, "perfrecd_unwind_elf_opened_total", "counter", "perfrecd_unwind_elf_opened_total 7");
+	expect_family(text, "perfrecd_unwind_elf_cached_bytes", "gauge", "perfrecd_unwind_elf_cached_bytes 1048576");
+	expect_family(text, "perfrecd_unwind_queued_bytes", "gauge", "perfrecd_unwind_queued_bytes 4096");
+	free(text);
+}
+
 Test(metrics, upload_families_only_with_upload_on)
 {
 	struct metrics_values v = sample_values();

@@ -153,7 +153,7 @@ static struct perf_event_header *sample(const struct snap *s, unsigned char *buf
  * with @path_for naming a file in place of @exe when given, and
  * @build_id (20 bytes) in place of dev/ino for that one when given.
  */
-static void feed_maps(struct unwind_sink *u, const char *swap_path, const uint8_t *build_id)
+static void feed_maps_as(struct unwind_sink *u, const char *swap_path, const uint8_t *build_id, bool state)
 {
 	char exe[PATH_MAX], line[PATH_MAX + 128];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -199,9 +199,17 @@ static void feed_maps(struct unwind_sink *u, const char *swap_path, const uint8_
 		memcpy(p + 64, name, len);
 		h->type = PERF_RECORD_MMAP2;
 		h->size = (uint16_t)((sizeof(*h) + 64 + len + 7) & ~(size_t)7);
-		cr_assert_eq(unwind_sink_record(u, h, NULL), 0);
+		if (state)
+			cr_assert_eq(unwind_sink_state(u, h, NULL), 0);
+		else
+			cr_assert_eq(unwind_sink_record(u, h, NULL), 0);
 	}
 	fclose(f);
+}
+
+static void feed_maps(struct unwind_sink *u, const char *swap_path, const uint8_t *build_id)
+{
+	feed_maps_as(u, swap_path, build_id, false);
 }
 
 
@@ -303,5 +311,28 @@ Test(unwind_sink, a_worker_behind_gets_stripped_samples_and_loses_none)
 	cr_expect_lt(st.behind, nr_samples, "all stripped: the bound was not used");
 	cr_expect_leq(st.max_queued_bytes, o.max_queue_bytes + sizeof(in));
 	cr_expect_eq(st.unwinder.samples + st.behind, nr_samples);
+	unwind_sink_free(s);
+}
+
+/* An output's synthesized state: it goes into the address spaces, not out again. */
+Test(unwind_sink, state_feeds_the_unwinder_without_coming_out)
+{
+	static unsigned char in[65536];
+	static struct got g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct perf_event_attr a = attr();
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+
+	cr_assert_eq(unwind_sink_new(NULL, collect, &g, &s), 0);
+	feed_maps_as(s, NULL, NULL, true);
+	cr_expect_eq(unwind_sink_state(s, sample(&snap, in), &a), -EINVAL, "a sample taken as state");
+	cr_assert_eq(unwind_sink_record(s, sample(&snap, in), &a), 0);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(g.nr, 1, "%zu records came out, not just the sample", g.nr);
+	cr_expect_eq(g.samples, 1);
+	cr_expect(!g.bad);
+	cr_expect_geq(g.frames[0], 3, "not unwound with the maps given as state: %" PRIu64 " user frames", g.frames[0]);
+	cr_expect_eq(st.unwinder.unwound, 1);
 	unwind_sink_free(s);
 }

@@ -14,7 +14,7 @@
  * With unwind=host the file sink writes no ring bytes itself: it hands
  * each record to the unwind sink (unwind-sink.h), whose worker unwinds the
  * DWARF samples and writes every record, FINISHED_ROUND included, into the
- * current file through host_out.  The writer is then shared by two
+ * current file through host_out (recorder-host.c).  The writer is then shared by two
  * threads: host_out's lock guards every use of it while a round may be in
  * the worker's hands, and the worker is synced (idle, its queue written)
  * before a file is synthesized, checkpointed for a copy, finished or
@@ -42,6 +42,7 @@
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
+#include "recorder-internal.h"
 #include "retention.h"
 #include "kcache.h"
 #include "manifest.h"
@@ -82,206 +83,6 @@ static const struct sink_ops file_sink_ops;
 static void drain_log(void *ctx, int level, const char *msg)
 {
 	log_msg(level, "%s", msg);
-}
-
-/* unwind=host: the worker's way into the current file (see the top). */
-struct host_out {
-	pthread_mutex_t lock;
-	struct recorder *rec;    /* moved with it (recorder_move()) */
-	uint64_t failed_samples; /* samples the file refused, not yet counted lost */
-	uint64_t failed_lost;    /* the counts of LOST / LOST_SAMPLES records it refused */
-	uint64_t failed_bytes;
-	int err;                 /* the first write error among them */
-	uint64_t seen_dropped;   /* the unwinder's dropped samples accounted for (draining thread) */
-};
-
-static void out_lock(const struct recorder *rec)
-{
-	if (rec->host_out)
-		pthread_mutex_lock(&rec->host_out->lock);
-}
-
-static void out_unlock(const struct recorder *rec)
-{
-	if (rec->host_out)
-		pthread_mutex_unlock(&rec->host_out->lock);
-}
-
-/* @h did not reach the file (@err); under ho->lock. */
-static void count_refused(struct host_out *ho, const struct perf_event_header *h, int err)
-{
-	uint64_t n = 0;
-
-	if (h->type == PERF_RECORD_SAMPLE)
-		ho->failed_samples++;
-	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
-		memcpy(&n, (const char *)(h + 1) + 8, 8);
-	else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
-		memcpy(&n, h + 1, 8);
-	ho->failed_lost += n;
-	ho->failed_bytes += h->size;
-	if (!ho->err)
-		ho->err = err;
-}
-
-/*
- * The unwind sink's emit, on its worker: one record into the current file.
- * A refused record is counted for the draining thread (host_failures()),
- * and the round goes on: one full write must not take the rest with it.
- */
-static int host_emit(void *ctx, const struct perf_event_header *h)
-{
-	struct host_out *ho = ctx;
-	struct recorder *rec;
-	int r = -ENOSPC;
-
-	/*
-	 * Maps of data segments are there for unwinders that read
-	 * .eh_frame_hdr through them (mmap_data, data_maps); the unwinder
-	 * has had them, the file's readers unwind nothing: as in a -g file,
-	 * they would only cost bytes (most of a file on a busy host).
-	 */
-	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA))
-		return 0;
-	pthread_mutex_lock(&ho->lock);
-	rec = ho->rec;
-	if (rec->have_file && rec->cur.w)
-		r = perfrec_pdwriter__write(rec->cur.w, h, h->size);
-	if (r < 0)
-		count_refused(ho, h, r);
-	pthread_mutex_unlock(&ho->lock);
-	return 0;
-}
-
-static int note_write(struct recorder *rec, int r);
-
-/* @*left taken off the counts of the rings, the first ones first (the ring is not known). */
-static void take(uint64_t *count, uint64_t *left)
-{
-	uint64_t t = *left < *count ? *left : *count;
-
-	*count -= t;
-	*left -= t;
-}
-
-/*
- * Records the worker could not write, accounted for as the raw path
- * accounts a refused span (refuse_span()): samples become lost, the
- * kernel's LOST counts are not in the file after all, and both wait in
- * pending_dropped (their ring is not known here: the first ring's LOST
- * record reports them); the write error is logged once as any other.
- * Samples the unwinder could not rewrite (bad input, no memory) never
- * reach the file either: lost the same way.  True when writes failed.
- */
-static bool host_failures(struct recorder *rec)
-{
-	struct host_out *ho = rec->host_out;
-	struct unwind_sink_stats st;
-	uint64_t n, n0, lost, bytes;
-	int err;
-
-	if (!ho)
-		return false;
-	unwind_sink_stats(rec->unwind, &st);
-	pthread_mutex_lock(&ho->lock);
-	n = ho->failed_samples;
-	lost = ho->failed_lost;
-	bytes = ho->failed_bytes;
-	err = ho->err;
-	ho->failed_samples = ho->failed_lost = ho->failed_bytes = 0;
-	ho->err = 0;
-	pthread_mutex_unlock(&ho->lock);
-	n += st.unwinder.dropped - ho->seen_dropped;
-	ho->seen_dropped = st.unwinder.dropped;
-	n0 = n;
-	if (!n && !lost && !bytes)
-		return false;
-	if (rec->have_file) {
-		uint64_t ns = n, nl = lost;
-
-		rec->cur.samples -= n < rec->cur.samples ? n : rec->cur.samples;
-		rec->cur.lost -= lost < rec->cur.lost ? lost : rec->cur.lost;
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			take(&rec->cur.cpu[i].samples, &ns);
-			take(&rec->cur.cpu[i].lost, &nl);
-		}
-	}
-	for (size_t i = 0; i < rec->nr_rings; i++)
-		take(&rec->total[i].samples, &n0);
-	rec->total[0].lost += n;
-	rec->total[0].dropped += n;
-	rec->pending_dropped[0] += n + lost;
-	rec->dropped_bytes += bytes;
-	if (err)
-		note_write(rec, err);
-	return bytes != 0;
-}
-
-/* The attr of an event by one of its ids (NULL: not ours). */
-static const struct perf_event_attr *attr_of(const struct recorder *rec, const struct drain_id *id)
-{
-	if (!id)
-		return NULL;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		for (size_t j = 0; j < ev->nr_ids; j++)
-			if (ev->ids[j] == id->id)
-				return &ev->attr;
-	}
-	return NULL;
-}
-
-/*
- * unwind=host needs the user stacks of callchain=dwarf; it is refused
- * without them rather than implied, as perf refuses options that do not
- * go together: the stack size is a cost the user chooses.  Flight mode
- * writes no file; its history and snapshots keep the raw stacks.
- */
-static int open_unwind(struct recorder *rec)
-{
-	const struct config *c = rec->cfg;
-	struct unwind_sink_opts uo = { 0 };
-	int r;
-
-	if (!c->unwind_host)
-		return 0;
-	if (!c->callchain || !c->dwarf)
-		return log_error_errno(-EINVAL, "unwind=host unwinds DWARF stacks: it needs callchain=dwarf "
-				       "(--call-graph dwarf)");
-	if (rec->flight) {
-		log_notice("unwind=host: flight mode writes no file; snapshots keep the raw DWARF stacks");
-		return 0;
-	}
-	rec->host_out = calloc(1, sizeof(*rec->host_out));
-	if (!rec->host_out)
-		return -ENOMEM;
-	pthread_mutex_init(&rec->host_out->lock, NULL);
-	rec->host_out->rec = rec;
-	r = unwind_sink_new(&uo, host_emit, rec->host_out, &rec->unwind);
-	if (r < 0)
-		return log_error_errno(r, "Cannot start the host unwinder: %s", strerror(-r));
-	return 0;
-}
-
-/* The side-band event's attr: the synthesized records' trailers are laid out by it. */
-static const struct perf_event_attr *sideband_attr(const struct recorder *rec)
-{
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
-
-		if (ev->is_sideband)
-			return &ev->attr;
-	}
-	return NULL;
-}
-
-bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret)
-{
-	if (!rec || !rec->unwind)
-		return false;
-	unwind_sink_stats(rec->unwind, ret);
-	return true;
 }
 
 /* The drain over the rings, its ids, and the recorder's own sink first. */
@@ -338,9 +139,9 @@ bool recorder_output_closed(const struct recorder *rec)
 
 	if (!pipeout_enabled(rec->cfg))
 		return false;
-	out_lock(rec);
+	recorder_out_lock(rec);
 	gone = rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE);
-	out_unlock(rec);
+	recorder_out_unlock(rec);
 	return gone;
 }
 
@@ -432,7 +233,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	r = open_drain(rec);
 	if (r < 0)
 		return r;
-	r = open_unwind(rec);
+	r = recorder_open_unwind(rec);
 	if (r < 0)
 		return r;
 	r = perfrec_buildid_table__new(&rec->buildids);
@@ -490,7 +291,7 @@ int recorder_disable(struct recorder *rec)
  */
 #define WRITE_ERROR_QUIET_USEC (60 * 1000000ULL)
 
-static int note_write(struct recorder *rec, int r)
+int recorder_note_write(struct recorder *rec, int r)
 {
 	/* Only stdout can be a pipe: its reader left (recorder_output_closed() ends the run). */
 	if (r == -EPIPE) {
@@ -563,7 +364,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 
 	/* The unwinder starts from the same state as the file (the worker is idle: begin_file()). */
 	if (rec->unwind && h->type < PERF_RECORD_MAX) {
-		unwind_sink_state(rec->unwind, h, sideband_attr(rec));
+		unwind_sink_state(rec->unwind, h, recorder_sideband_attr(rec));
 		/* (as host_emit() leaves them out) */
 		if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA)) {
 			drain_during_synth(rec, false);
@@ -575,7 +376,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
 	} else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
 		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
-	r = note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
+	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);
 	return r;
@@ -775,19 +576,19 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 		perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
 		break;
 	case PERF_RECORD_LOST:
-		t->lost += r->lost;
+	case PERF_RECORD_LOST_SAMPLES: {
+		/* LOST: records the kernel dropped; LOST_SAMPLES: samples it could not make */
+		bool records = h->type == PERF_RECORD_LOST;
+
+		*(records ? &t->lost : &t->lost_samples) += r->lost;
 		if (o) {
-			o->cpu[r->ring].lost += r->lost;
+			struct cpu_stats *c = &o->cpu[r->ring];
+
+			*(records ? &c->lost : &c->lost_samples) += r->lost;
 			o->lost += r->lost;
 		}
 		break;
-	case PERF_RECORD_LOST_SAMPLES:
-		t->lost_samples += r->lost;
-		if (o) {
-			o->cpu[r->ring].lost_samples += r->lost;
-			o->lost += r->lost;
-		}
-		break;
+	}
 	default:
 		break;
 	}
@@ -795,10 +596,10 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 	if (rec->unwind && o && !rec->below_floor) {
 		const struct drain_id *id = h->type == PERF_RECORD_SAMPLE ? r->id : drain_find_id(rec->drain, h);
 
-		if (unwind_sink_record(rec->unwind, h, attr_of(rec, id)) < 0) {
+		if (unwind_sink_record(rec->unwind, h, recorder_attr_of(rec, id)) < 0) {
 			/* No memory for the queue: the record is lost, counted as the file refusing it. */
 			pthread_mutex_lock(&rec->host_out->lock);
-			count_refused(rec->host_out, h, -ENOMEM);
+			host_count_refused(rec->host_out, h, -ENOMEM);
 			pthread_mutex_unlock(&rec->host_out->lock);
 		}
 	}
@@ -855,7 +656,7 @@ static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int 
 	else if (rec->below_floor)
 		r = -ENOSPC;
 	else if (!rec->unwind)
-		r = note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
+		r = recorder_note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
 	/* (unwind=host: file_record() queued the records; the worker writes them) */
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
@@ -895,7 +696,7 @@ static void file_round(struct sink *sk, uint64_t bytes)
 	(void)bytes;
 	if (rec->unwind) {
 		/* The worker's writes failing: the disk still refuses (as pass_err). */
-		bool failed = host_failures(rec);
+		bool failed = recorder_host_failures(rec);
 
 		if (!rec->pass_written || !rec->have_file)
 			return;
@@ -911,7 +712,7 @@ static void file_round(struct sink *sk, uint64_t bytes)
 	if (!rec->pass_written || !rec->have_file)
 		return;
 	rec->pass_written = 0;
-	if (note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
+	if (recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
 	    rec->pass_err == 0)
 		note_dropped_in_file(rec);
 }
@@ -1020,9 +821,9 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
-	out_lock(rec);
+	recorder_out_lock(rec);
 	full = c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes;
-	out_unlock(rec);
+	recorder_out_unlock(rec);
 	if (full)
 		return true;
 	deadline = recorder_rotation_deadline(rec);
@@ -1131,7 +932,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 }
 
 /* What follows a publication: upload, retention, the on-rotate hook. */
-static void after_publish(struct recorder *rec, const char *path, const struct recfile *o, bool recovered)
+void recorder_after_publish(struct recorder *rec, const char *path, const struct recfile *o, bool recovered)
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
@@ -1173,7 +974,7 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
 		/* The manifest without its file is completed or undone at the next start. */
 		return log_error_errno(r, "Cannot publish %s: %s", path, strerror(-r));
 	}
-	after_publish(rec, path, o, false);
+	recorder_after_publish(rec, path, o, false);
 	return 0;
 }
 
@@ -1220,11 +1021,11 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
 		return 0;
 	rec->cur.last_checkpoint_usec = now;
-	out_lock(rec);
+	recorder_out_lock(rec);
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
-	out_unlock(rec);
+	recorder_out_unlock(rec);
 	if (r < 0)
-		return note_write(rec, r);
+		return recorder_note_write(rec, r);
 	/* Files the full disk left unfinished are published now, not at the next start. */
 	retry_stalled(rec);
 	if (write_ok(rec, rec->cur.path))
@@ -1321,7 +1122,7 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 	/* A copy holds what was drained so far: written, not on its way. */
 	if (rec->unwind) {
 		unwind_sink_sync(rec->unwind);
-		host_failures(rec);
+		recorder_host_failures(rec);
 	}
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
@@ -1344,7 +1145,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	/* Everything drained into this file is in it before it ends. */
 	if (rec->unwind) {
 		unwind_sink_sync(rec->unwind);
-		host_failures(rec);
+		recorder_host_failures(rec);
 		note_dropped_in_file(rec);
 		unwind_sink_stats(rec->unwind, &o->unwind_end);
 	}
@@ -1425,170 +1226,6 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 		stall_file(rec, &finished);
 	recfile_reset(&finished);
 	return r;
-}
-
-/* Whether @name is one of ours ending in @suffix: "PREFIX-...SUFFIX". */
-static bool our_file(const struct config *c, const char *name, const char *suffix)
-{
-	size_t plen = strlen(c->prefix), len = strlen(name), slen = strlen(suffix);
-
-	return len > plen + 1 + slen && strncmp(name, c->prefix, plen) == 0 && name[plen] == '-' &&
-	       strcmp(name + len - slen, suffix) == 0;
-}
-
-
-/*
- * Publication of @final stopped between its manifest and its rename: the
- * finished "@final.tmp" is renamed when its hash is the manifest's.
- * 1 when done, 0 when the manifest does not match (removed: the .tmp is
- * recovered instead), -errno on failure.
- */
-static int complete_publication(const char *final, const char *tmp)
-{
-	char want[65], have[65];
-	uint64_t size;
-	int r;
-
-	r = manifest_read_sha256(final, want);
-	if (r == -ENOENT)
-		return 0;
-	if (r == 0)
-		r = manifest_sha256(tmp, have, &size, NULL, NULL);
-	if (r == 0 && strcmp(want, have) == 0) {
-		if (rename(tmp, final) < 0)
-			return -errno;
-		return 1;
-	}
-	/* Not this file's manifest (or an unreadable one): it would lie. */
-	{
-		char *jp;
-
-		if (asprintf(&jp, "%s.json", final) < 0)
-			return -ENOMEM;
-		unlink(jp);
-		free(jp);
-	}
-	return 0;
-}
-
-/* A manifest read from the file itself, for files whose recording state is gone. */
-static int manifest_from_file(struct recorder *rec, const char *path, bool recovered)
-{
-	struct manifest_info mi = {
-		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
-	};
-	int r = manifest_write_from_file(&mi);
-
-	if (r < 0)
-		log_error("Cannot write the manifest of %s: %s", path, strerror(-r));
-	return r;
-}
-
-/*
- * Recover one "NAME.data.tmp" a killed run left: a .tmp with no record
- * (killed right after it was created) holds nothing and is removed; any
- * other is finished into NAME-recovered.data, its manifest read from the
- * result.  The source goes only once the result is published.
- */
-static int recover_one(struct recorder *rec, const char *src, const char *base, size_t baselen)
-{
-	struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
-	struct perfrec_recover_stats st = { 0 };
-	char *dst = NULL;
-	struct stat sb;
-	int r;
-
-	/* Shorter than a header: created, never written (a kill, or a full disk). */
-	if (stat(src, &sb) == 0 && (size_t)sb.st_size < sizeof(struct perfrec_file_header)) {
-		log_notice("Removed %s: it holds no record (%lld bytes)", src, (long long)sb.st_size);
-		unlink(src);
-		return 0;
-	}
-	if (asprintf(&dst, "%s/%.*s-recovered.data", rec->cfg->directory, (int)baselen, base) < 0)
-		return -ENOMEM;
-	r = perfrec_recover__file(src, dst, &ro, &st);
-	if (r == -ENODATA) {
-		log_notice("Removed %s: it holds no record (its run stopped right after creating it)", src);
-		unlink(src);
-		free(dst);
-		return 0;
-	}
-	if (r < 0) {
-		log_error("Cannot recover %s: %s; leaving it in place", src, strerror(-r));
-		free(dst);
-		return r;
-	}
-	/* The manifest goes with the data; a crash here is finished by the orphan pass. */
-	manifest_from_file(rec, dst, true);
-	unlink(src);
-	log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
-		   " samples, %" PRIu64 " bytes after the last whole record dropped",
-		   dst, st.records, st.samples, st.dropped_bytes);
-	after_publish(rec, dst, NULL, true);
-	free(dst);
-	return 1;
-}
-
-/*
- * What a killed run (or a full disk) left in the directory, put right:
- * stale "*.json.tmp" manifests removed; a publication cut between manifest
- * and rename completed; every other "NAME.data.tmp" not held by a live
- * writer recovered into NAME-recovered.data (or removed when empty); and a
- * published file without a manifest gets one read from the file.  Returns
- * how many files were published.
- */
-int recorder_recover_leftovers(struct recorder *rec)
-{
-	const struct config *c = rec->cfg;
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	for (int pass = 0; pass < 2; pass++) {
-		d = opendir(c->directory);
-		if (!d)
-			return -errno;
-		while ((de = readdir(d))) {
-			size_t len = strlen(de->d_name);
-			char *path = NULL, *final = NULL;
-			int r;
-
-			if (asprintf(&path, "%s/%s", c->directory, de->d_name) < 0) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			if (pass == 0 && our_file(c, de->d_name, ".json.tmp")) {
-				log_notice("Removed %s: a manifest an interrupted run did not finish", path);
-				unlink(path);
-			} else if (pass == 0 && (our_file(c, de->d_name, "-recovered.data.tmp") ||
-						 (strstr(de->d_name, ".data.recovering-") && our_file(c, de->d_name, "")))) {
-				/* A recovery cut short; its source is still there. */
-				unlink(path);
-			} else if (pass == 0 && our_file(c, de->d_name, ".data.tmp") &&
-				   perfrec_pdwriter__in_use(path) == 0) {
-				/* (a .tmp a live writer holds, ours or another's, is left alone) */
-				final = strndup(path, strlen(path) - 4);
-				r = final ? complete_publication(final, path) : -ENOMEM;
-				if (r > 0) {
-					log_notice("Published %s, whose publication an interrupted run did not finish",
-						   final);
-					after_publish(rec, final, NULL, false);
-					n++;
-				} else if (r == 0 && recover_one(rec, path, de->d_name, len - 9) > 0) {
-					n++;
-				}
-			} else if (pass == 1 && our_file(c, de->d_name, ".data")) {
-				/* A file published without its manifest (a run that died in between). */
-				if (asprintf(&final, "%s.json", path) >= 0 && access(final, F_OK) < 0 &&
-				    errno == ENOENT && manifest_from_file(rec, path, false) == 0)
-					log_notice("Wrote the missing manifest of %s", path);
-			}
-			free(final);
-			free(path);
-		}
-		closedir(d);
-	}
-	return n;
 }
 
 void recorder_close(struct recorder *rec)

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * For the unwinder's tests (test-unwind.c, test-unwind-sink.c): this
+ * process's own registers and stack captured into a struct snap, and a
+ * PERF_RECORD_SAMPLE made of them as perf's DWARF mode lays it out.
+ */
+#ifndef PERFREC_TEST_UNWIND_CAPTURE_H
+#define PERFREC_TEST_UNWIND_CAPTURE_H
+
+#define STACK 8192
+#define NR_REGS 20 /* bits of PERFREC_REGS_USER_X86_64 */
+/* Index in the regs array of perf's register numbers SP, BP and IP. */
+#define R_BP 6
+#define R_SP 7
+#define R_IP 8
+
+struct snap {
+	uint64_t regs[NR_REGS];
+	unsigned char stack[STACK];
+	uint64_t dyn;
+};
+
+static uint64_t stack_end;
+
+/* Where the main stack ends, so the copy does not read past it. */
+static void find_stack_end(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t a, b;
+
+		if (strstr(line, "[stack]") && sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2)
+			stack_end = b;
+	}
+	fclose(f);
+}
+
+/*
+ * The registers the CFI needs at a known instruction (the lea's target is
+ * the next one, whose rule for the CFA is that of the whole body) and the
+ * stack from there up, as the kernel would copy them.
+ */
+/*
+ * Reading the raw stack, as the kernel does, crosses ASan's redzones: not
+ * instrumented, and copied byte by byte (memcpy would be intercepted).
+ */
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s);
+__attribute__((noinline, no_sanitize_address)) void capture_here(struct snap *s)
+{
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%rbx, %3\n\t"
+			 "mov %%r12, %4\n\tmov %%r13, %5\n\tmov %%r14, %6\n\tmov %%r15, %7"
+			 : "=&r"(ip), "=&r"(sp), "=&r"(bp), "=&r"(bx), "=&r"(r12), "=&r"(r13), "=&r"(r14), "=&r"(r15));
+	for (int i = 0; i < NR_REGS; i++)
+		s->regs[i] = 0;
+	s->regs[1] = bx;
+	s->regs[R_BP] = bp;
+	s->regs[R_SP] = sp;
+	s->regs[R_IP] = ip;
+	s->regs[16] = r12;
+	s->regs[17] = r13;
+	s->regs[18] = r14;
+	s->regs[19] = r15;
+	s->dyn = stack_end && stack_end - sp < STACK ? stack_end - sp : STACK;
+	for (uint64_t i = 0; i < s->dyn; i++)
+		s->stack[i] = ((const volatile unsigned char *)sp)[i];
+}
+
+__attribute__((noinline)) void middle_marker(struct snap *s);
+__attribute__((noinline)) void middle_marker(struct snap *s)
+{
+	capture_here(s);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) void outer_marker(struct snap *s);
+__attribute__((noinline)) void outer_marker(struct snap *s)
+{
+	middle_marker(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+static struct perf_event_attr attr(void)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+			       PERF_SAMPLE_CGROUP,
+		.sample_regs_user = PERFREC_REGS_USER_X86_64,
+		.sample_stack_user = STACK,
+		.exclude_callchain_user = 1,
+	};
+	return a;
+}
+
+/* A SAMPLE of attr() for @s, pid/tid ours, in @buf (64 KiB). */
+static struct perf_event_header *sample(const struct snap *s, unsigned char *buf)
+{
+	struct perf_event_header *h = (void *)buf;
+	unsigned char *p = buf + sizeof(*h);
+	uint64_t v;
+
+#define PUT(x) do { v = (x); memcpy(p, &v, 8); p += 8; } while (0)
+	PUT(42);                                          /* identifier */
+	PUT(s->regs[R_IP]);                               /* ip */
+	PUT((uint64_t)getpid() << 32 | (uint32_t)getpid()); /* pid, tid */
+	PUT(1000);                                        /* time */
+	PUT(0);                                           /* callchain: no kernel part */
+	PUT(PERF_SAMPLE_REGS_ABI_64);
+	memcpy(p, s->regs, sizeof(s->regs));
+	p += sizeof(s->regs);
+	PUT(STACK);
+	memcpy(p, s->stack, STACK);
+	p += STACK;
+	PUT(s->dyn);
+	PUT(0x77);                                        /* cgroup */
+#undef PUT
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = PERF_RECORD_MISC_USER;
+	h->size = (uint16_t)(p - buf);
+	return h;
+}
+
+#endif

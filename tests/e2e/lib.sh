@@ -25,6 +25,35 @@ require_events() {
 	require_root
 	perf stat -e cpu-clock -a true >/dev/null 2>&1 || skip "cannot open cpu-clock system-wide here"
 }
+# Off-CPU profiling needs BTF, a usable bpf(), stack trace maps and no
+# lockdown; whether they are there is told without asking perfrecd, so
+# that perfrecd turning off-CPU off where they are is a failure.
+require_offcpu() {
+	[ -r /sys/kernel/btf/vmlinux ] || skip "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	command -v bpftool >/dev/null || skip "bpftool is not installed: cannot tell whether BPF is usable here"
+	bpftool prog show >/dev/null 2>&1 || skip "the bpf() syscall is not usable here (bpftool prog show fails)"
+	bpftool feature probe kernel 2>/dev/null | grep -q 'map_type stack_trace is available' \
+		|| skip "the kernel has no BPF stack trace maps"
+	bpftool btf dump file /sys/kernel/btf/vmlinux 2>/dev/null | grep -q "'btf_trace_sched_switch'" \
+		|| skip "the kernel's BTF has no sched_switch tracepoint (tp_btf)"
+	if grep -q '\[confidentiality\]' /sys/kernel/security/lockdown 2>/dev/null; then
+		skip "kernel lockdown (confidentiality) forbids BPF reading kernel memory"
+	fi
+}
+# s3rver (npm, the one download the tests make) into tests/e2e/.npm-s3rver,
+# once; S3RVER is its command.  Skips where npm, the registry or node are not.
+require_s3rver() {
+	local dir=$TOP/tests/e2e/.npm-s3rver
+	command -v curl >/dev/null || skip "curl is not installed"
+	S3RVER=$dir/node_modules/.bin/s3rver
+	if [ ! -x "$S3RVER" ]; then
+		command -v npm >/dev/null || skip "npm is not available to install s3rver"
+		mkdir -p "$dir"
+		(cd "$dir" && timeout 300 npm install --no-audit --no-fund s3rver@3.7.1 >/dev/null 2>&1) ||
+			skip "npm install s3rver@3.7.1 failed (no registry access?)"
+	fi
+	command -v node >/dev/null || skip "node is not installed"
+}
 
 # perf's exact sample count for a file.
 perf_samples() { perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}'; }

@@ -16,15 +16,7 @@ require_perf
 command -v curl >/dev/null || skip "curl is not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
 unshare --uts true 2>/dev/null || skip "cannot make a UTS namespace for a second host name"
-NPMDIR=$TOP/tests/e2e/.npm-s3rver
-S3RVER=$NPMDIR/node_modules/.bin/s3rver
-if [ ! -x "$S3RVER" ]; then
-	command -v npm >/dev/null || skip "npm is not available to install s3rver"
-	mkdir -p "$NPMDIR"
-	(cd "$NPMDIR" && timeout 300 npm install --no-audit --no-fund s3rver@3.7.1 >/dev/null 2>&1) ||
-		skip "npm install s3rver@3.7.1 failed (no registry access?)"
-fi
-command -v node >/dev/null || skip "node is not installed"
+require_s3rver
 
 PORT=$((20000 + RANDOM % 20000))
 URL=http://127.0.0.1:$PORT/perf

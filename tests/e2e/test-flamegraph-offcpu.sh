@@ -17,13 +17,7 @@ CHECK=$TOP/tests/e2e/flamecheck.py
 [ -x "$BLOCKER" ] || fail "tests/e2e/blocker is not built (make tests/e2e/blocker)"
 CHROMIUM=$(command -v chromium || command -v chromium-browser) || skip "chromium is not installed"
 # As test-offcpu.sh: where BPF off-CPU cannot work here, say why.
-[ -r /sys/kernel/btf/vmlinux ] || skip "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
-command -v bpftool >/dev/null || skip "bpftool is not installed: cannot tell whether BPF is usable here"
-bpftool prog show >/dev/null 2>&1 || skip "the bpf() syscall is not usable here (bpftool prog show fails)"
-bpftool feature probe kernel 2>/dev/null | grep -q 'map_type stack_trace is available' \
-	|| skip "the kernel has no BPF stack trace maps"
-grep -q '\[confidentiality\]' /sys/kernel/security/lockdown 2>/dev/null \
-	&& skip "kernel lockdown (confidentiality) forbids BPF reading kernel memory"
+require_offcpu
 
 out=$T/out
 printf '[record]\noffcpu-min=1ms\n' >"$T/conf"

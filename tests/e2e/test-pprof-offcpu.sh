@@ -11,13 +11,7 @@ require_events; require_perf
 command -v go >/dev/null || skip "go (golang-go) is not installed: no pprof reader"
 BLOCKER=$TOP/tests/e2e/blocker
 [ -x "$BLOCKER" ] || fail "tests/e2e/blocker is not built (make tests/e2e/blocker)"
-[ -r /sys/kernel/btf/vmlinux ] || skip "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
-command -v bpftool >/dev/null || skip "bpftool is not installed: cannot tell whether BPF is usable here"
-bpftool prog show >/dev/null 2>&1 || skip "the bpf() syscall is not usable here (bpftool prog show fails)"
-bpftool feature probe kernel 2>/dev/null | grep -q 'map_type stack_trace is available' \
-	|| skip "the kernel has no BPF stack trace maps"
-grep -q '\[confidentiality\]' /sys/kernel/security/lockdown 2>/dev/null \
-	&& skip "kernel lockdown (confidentiality) forbids BPF reading kernel memory"
+require_offcpu
 export HOME=$T GOCACHE=$T/gocache
 
 printf '[record]\noffcpu-min=1ms\n' >"$T/conf"

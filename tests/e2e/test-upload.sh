@@ -6,16 +6,7 @@
 # back every file is uploaded exactly once and nothing is missing.
 . "$(dirname "$0")/lib.sh"
 require_events
-command -v curl >/dev/null || skip "curl is not installed"
-NPMDIR=$TOP/tests/e2e/.npm-s3rver
-S3RVER=$NPMDIR/node_modules/.bin/s3rver
-if [ ! -x "$S3RVER" ]; then
-	command -v npm >/dev/null || skip "npm is not available to install s3rver"
-	mkdir -p "$NPMDIR"
-	(cd "$NPMDIR" && timeout 300 npm install --no-audit --no-fund s3rver@3.7.1 >/dev/null 2>&1) ||
-		skip "npm install s3rver@3.7.1 failed (no registry access?)"
-fi
-command -v node >/dev/null || skip "node is not installed"
+require_s3rver
 
 PORT=$((20000 + RANDOM % 20000))
 S3PID=

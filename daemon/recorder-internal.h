@@ -12,7 +12,9 @@
 #include <perfrec/perfrec.h>
 
 #include "drain.h"
-#include "recorder.h"
+
+struct recorder;
+struct recfile;
 
 /* unwind=host: the worker's way into the current file. */
 struct host_out {

@@ -40,6 +40,7 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd) { (void)rec; (voi
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 /* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
 
 static struct config cfg;
 static struct recorder rec;

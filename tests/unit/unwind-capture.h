@@ -126,4 +126,61 @@ static struct perf_event_header *sample(const struct snap *s, unsigned char *buf
 	return h;
 }
 
+/*
+ * This process's file mappings as MMAP2 records (device and inode form),
+ * with @path_for naming a file in place of @exe when given, and
+ * @build_id (20 bytes) in place of dev/ino for that one when given.
+ */
+static void for_each_map(const char *swap_path, const uint8_t *build_id,
+			 void (*take)(void *ctx, const struct perf_event_header *h), void *ctx)
+{
+	char exe[PATH_MAX], line[PATH_MAX + 128];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	cr_assert(n > 0);
+	exe[n] = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		_Alignas(8) unsigned char rec[PATH_MAX + 256] = {0};
+		struct perf_event_header *h = (void *)rec;
+		uint64_t start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8], name[PATH_MAX] = "";
+		unsigned char *p = rec + sizeof(*h);
+		uint32_t pid = (uint32_t)getpid(), prot;
+		size_t len;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %4095s",
+			   &start, &end, perms, &pgoff, &maj, &min, &ino, name) < 7 || name[0] != '/')
+			continue;
+		prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+		memcpy(p, &pid, 4);
+		memcpy(p + 4, &pid, 4);
+		memcpy(p + 8, &start, 8);
+		end -= start;
+		memcpy(p + 16, &end, 8);
+		memcpy(p + 24, &pgoff, 8);
+		h->misc = PERF_RECORD_MISC_USER;
+		if (strcmp(name, exe) == 0 && build_id) {
+			h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+			p[32] = 20;
+			memcpy(p + 36, build_id, 20);
+		} else {
+			memcpy(p + 32, &maj, 4);
+			memcpy(p + 36, &min, 4);
+			memcpy(p + 40, &ino, 8);
+		}
+		memcpy(p + 56, &prot, 4);
+		if (strcmp(name, exe) == 0 && swap_path)
+			snprintf(name, sizeof(name), "%s", swap_path);
+		len = strlen(name) + 1;
+		memcpy(p + 64, name, len);
+		h->type = PERF_RECORD_MMAP2;
+		h->size = (uint16_t)((sizeof(*h) + 64 + len + 7) & ~(size_t)7);
+		take(ctx, h);
+	}
+	fclose(f);
+}
+
 #endif

@@ -886,6 +886,7 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(u, "elf_opened", json_object_new_int64((int64_t)st.unwinder.elf_opened));
 	J_ADD(u, "elf_missing", json_object_new_int64((int64_t)st.unwinder.elf_missing));
 	J_ADD(u, "elf_bytes", json_object_new_int64((int64_t)st.unwinder.elf_bytes));
+	J_ADD(u, "sessions", json_object_new_int64((int64_t)st.unwinder.sessions));
 	J_ADD(u, "queued_bytes", json_object_new_int64((int64_t)st.queued_bytes));
 	J_ADD(u, "max_queued_bytes", json_object_new_int64((int64_t)st.max_queued_bytes));
 	J_ADD(o, "unwind", u);

@@ -238,6 +238,7 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		counter(f, "perfrecd_unwind_dropped_total", "DWARF samples the unwinder could not rewrite (bad input, no memory): not written.", u->unwinder.dropped);
 		counter(f, "perfrecd_unwind_elf_cache_hits_total", "ELF lookups the unwinder's cache answered.", u->unwinder.elf_hits);
 		counter(f, "perfrecd_unwind_elf_opened_total", "ELF files the unwinder opened (misses of its cache).", u->unwinder.elf_opened);
+		counter(f, "perfrecd_unwind_sessions_total", "Times a process's executable maps were read into a new unwind session (once per change of its code maps).", u->unwinder.sessions);
 		gauge(f, "perfrecd_unwind_elf_cached_bytes", "Sizes of the ELF files the unwinder keeps open.", u->unwinder.elf_bytes);
 		gauge(f, "perfrecd_unwind_queued_bytes", "Bytes of records waiting for the unwinding worker.", u->queued_bytes);
 	}

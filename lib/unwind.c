@@ -324,9 +324,17 @@ static int reserve(struct space *s, size_t n)
 	return 0;
 }
 
-/* Map @nm (its name owned by the space from now on) over whatever it overlaps. */
+/*
+ * Map @nm (its name owned by the space from now on) over whatever it
+ * overlaps.  The unwind session is rebuilt only when code maps change: a
+ * data map (heap growth, a thread's stack, malloc's arenas) that covers no
+ * code leaves the session as it is, since the session holds only the
+ * executable maps.  Rebuilding re-reads every module's CFI, and a process
+ * that mmaps as it runs would otherwise pay that on nearly every sample.
+ */
 static int add_map(struct space *s, struct map *nm)
 {
+	bool code = nm->exec;
 	size_t i = 0;
 	int r;
 
@@ -342,6 +350,7 @@ static int add_map(struct space *s, struct map *nm)
 			i++;
 			continue;
 		}
+		code |= m->exec;
 		if (m->start < nm->start && m->end > nm->end) {
 			/* Split around the new one. */
 			struct map tail = *m;
@@ -376,7 +385,8 @@ static int add_map(struct space *s, struct map *nm)
 	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
 	s->maps[i] = *nm;
 	s->nr++;
-	s->stale = true;
+	if (code)
+		s->stale = true;
 	return 0;
 }
 
@@ -670,6 +680,7 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 
 	drop_dwfl(s);
 	s->stale = false;
+	u->st.sessions++;
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!s->dwfl)
 		return false;

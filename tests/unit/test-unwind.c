@@ -488,3 +488,61 @@ Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
 	a.sample_type &= ~(uint64_t)PERF_SAMPLE_STACK_USER;
 	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, sizeof(out)), 0);
 }
+
+/* An MMAP2 record of this process: [@start, @start + @len) of @name with @prot. */
+static void feed_one_map(struct perfrec_unwinder *u, uint64_t start, uint64_t len, uint32_t prot, const char *name)
+{
+	_Alignas(8) unsigned char rec[256] = {0};
+	struct perf_event_header *h = (void *)rec;
+	unsigned char *p = rec + sizeof(*h);
+	uint32_t pid = (uint32_t)getpid();
+	size_t nlen = strlen(name) + 1;
+
+	memcpy(p, &pid, 4);
+	memcpy(p + 4, &pid, 4);
+	memcpy(p + 8, &start, 8);
+	memcpy(p + 16, &len, 8);
+	memcpy(p + 56, &prot, 4);
+	memcpy(p + 64, name, nlen);
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_USER;
+	h->size = (uint16_t)((sizeof(*h) + 64 + nlen + 7) & ~(size_t)7);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+}
+
+/*
+ * A process that maps data as it runs (heap, arenas, thread stacks: with
+ * mmap_data every one is an MMAP2 record) keeps its unwind session: only a
+ * change of its code maps rebuilds it.  Rebuilding on every map re-read
+ * all CFI per sample and left the host unwinder behind at 1 kHz.
+ */
+Test(unwind, data_maps_keep_the_session_code_maps_renew_it)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder_stats st;
+	void *anon = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct chain c;
+
+	cr_assert_neq(anon, MAP_FAILED);
+	feed_maps(u, NULL, NULL);
+	c = unwind(u, &snap);
+	cr_assert(chain_has(&c, outer_marker));
+	perfrec_unwinder__stats(u, &st);
+	cr_assert_eq(st.sessions, 1);
+	for (int i = 0; i < 8; i++) {
+		feed_one_map(u, (uint64_t)(uintptr_t)anon + (uint64_t)i * 8192, 8192, PROT_READ | PROT_WRITE, "//anon");
+		c = unwind(u, &snap);
+		cr_expect(chain_has(&c, outer_marker), "data map %d lost the callers", i);
+	}
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 1, "%" PRIu64 " sessions built for one set of code maps", st.sessions);
+	/* New code (a dlopen, say): the session is built again, once. */
+	feed_one_map(u, (uint64_t)(uintptr_t)anon, 1 << 16, PROT_READ | PROT_EXEC, "/nonexistent/libnew.so");
+	c = unwind(u, &snap);
+	c = unwind(u, &snap);
+	cr_expect(chain_has(&c, outer_marker));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 2);
+	munmap(anon, 1 << 16);
+	perfrec_unwinder__free(u);
+}

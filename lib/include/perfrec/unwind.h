@@ -49,6 +49,7 @@ struct perfrec_unwinder_stats {
 	size_t elves;           /* ELF files open now */
 	uint64_t elf_bytes;     /* their sizes */
 	size_t spaces;          /* address spaces known */
+	uint64_t sessions;      /* unwind sessions built (a process's maps read into libdwfl) */
 };
 
 /* Returns 0, -EINVAL on bad opts, -ENOMEM. */

@@ -43,6 +43,8 @@
 #include <perfrec/event.h>
 #include <perfrec/unwind.h>
 
+#include "unwind-internal.h"
+
 #define DEFAULT_MAX_ELVES 256
 #define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
 #define DEFAULT_MAX_SPACES 128
@@ -99,6 +101,7 @@ struct current {
 /* A record waiting in the queue (perfrec_unwinder__push()). */
 struct queued {
 	size_t off;              /* in qbuf */
+	const void *borrowed;    /* or here: the caller's (__push_borrowed()) */
 	uint64_t time;
 	const struct perf_event_attr *attr;
 	int out;                 /* > 0: rewritten, at out_off in obuf */
@@ -925,15 +928,15 @@ static uint64_t record_time(const struct perf_event_header *rec, const struct pe
 	return sid.time;
 }
 
-int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
-			   const struct perf_event_attr *attr)
+static int push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+		const struct perf_event_attr *attr, bool copy)
 {
 	bool known;
 	uint64_t t;
 
 	if (!u || !rec || rec->size < sizeof(*rec))
 		return -EINVAL;
-	if (grow(&u->qbuf, &u->qcap, u->qlen + rec->size) < 0)
+	if (copy && grow(&u->qbuf, &u->qcap, u->qlen + rec->size) < 0)
 		return -ENOMEM;
 	if (u->nq == u->qslots) {
 		size_t n = u->qslots ? u->qslots * 2 : 1024;
@@ -948,10 +951,31 @@ int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_h
 	if (!known)
 		t = u->last_time;
 	u->last_time = t;
+	if (!copy) {
+		u->q[u->nq++] = (struct queued){ .borrowed = rec, .time = t, .attr = attr };
+		return 0;
+	}
 	memcpy(u->qbuf + u->qlen, rec, rec->size);
 	u->q[u->nq++] = (struct queued){ .off = u->qlen, .time = t, .attr = attr };
 	u->qlen += rec->size;
 	return 0;
+}
+
+int perfrec_unwinder__push(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+			   const struct perf_event_attr *attr)
+{
+	return push(u, rec, attr, true);
+}
+
+int perfrec_unwinder__push_borrowed(struct perfrec_unwinder *u, const struct perf_event_header *rec,
+				    const struct perf_event_attr *attr)
+{
+	return push(u, rec, attr, false);
+}
+
+static const struct perf_event_header *queued_record(const struct perfrec_unwinder *u, const struct queued *q)
+{
+	return q->borrowed ? q->borrowed : (const void *)(u->qbuf + q->off);
 }
 
 /* By time, then by position: records of the same time keep their order. */
@@ -986,7 +1010,7 @@ int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn
 	u->olen = 0;
 	for (size_t k = 0; k < u->nq; k++) {
 		struct queued *q = &u->q[order[k]];
-		const struct perf_event_header *rec = (const void *)(u->qbuf + q->off);
+		const struct perf_event_header *rec = queued_record(u, q);
 		int n = perfrec_unwinder__rewrite(u, rec, q->attr, one, sizeof(one));
 
 		q->out = 0;
@@ -1024,7 +1048,7 @@ int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn
 
 		if (q->out < 0)
 			continue;
-		e = emit(ctx, q->out > 0 ? (const void *)(u->obuf + q->out_off) : (const void *)(u->qbuf + q->off));
+		e = emit(ctx, q->out > 0 ? (const void *)(u->obuf + q->out_off) : queued_record(u, q));
 
 		if (e < 0) {
 			r = e;

@@ -76,8 +76,9 @@ check_unwound() { # FILE WHAT: callchains, no user registers or stack in the att
 
 # The workload runs before the recordings start (perf 6.1 loses the libc
 # callers of a process exec'd during a system-wide recording; the raw
-# stream and snapshot below are unwound by perf).
-"$T/$WL" 40 >/dev/null &
+# stream and snapshot below are unwound by perf).  It runs until the test
+# ends (the trap), however long a loaded machine makes the steps.
+"$T/$WL" 3600 >/dev/null &
 BG=$!
 
 note "3 s each: -g and host unwinding together, then host unwinding with -z"

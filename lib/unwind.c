@@ -72,6 +72,7 @@ struct map {
 	uint8_t build_id_len;
 	bool exec;
 	bool missing;            /* its file was not found or did not match */
+	bool reported;           /* in the space's libdwfl session */
 	char *name;
 };
 
@@ -80,7 +81,8 @@ struct space {
 	struct map *maps;        /* sorted by start, not overlapping */
 	size_t nr, cap;
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
-	bool stale;              /* maps changed since dwfl was built */
+	bool stale;              /* code maps changed or went: rebuild dwfl */
+	bool grown;              /* code maps were only added: report them to dwfl */
 	uint64_t last_use;
 	struct space *next;      /* hash chain */
 };
@@ -329,15 +331,17 @@ static int reserve(struct space *s, size_t n)
 
 /*
  * Map @nm (its name owned by the space from now on) over whatever it
- * overlaps.  The unwind session is rebuilt only when code maps change: a
- * data map (heap growth, a thread's stack, malloc's arenas) that covers no
- * code leaves the session as it is, since the session holds only the
- * executable maps.  Rebuilding re-reads every module's CFI, and a process
- * that mmaps as it runs would otherwise pay that on nearly every sample.
+ * overlaps.  The unwind session is rebuilt only when code maps are cut or
+ * replaced; new code (the dynamic loader mapping a library, a dlopen) is
+ * only added to it, and a data map (heap growth, a thread's stack,
+ * malloc's arenas) that covers no code leaves it as it is, since the
+ * session holds only the executable maps.  Rebuilding re-reads every
+ * module's CFI, and a process that maps as it runs (or starts, one
+ * library at a time) would otherwise pay that on nearly every sample.
  */
 static int add_map(struct space *s, struct map *nm)
 {
-	bool code = nm->exec;
+	bool code_gone = false;
 	size_t i = 0;
 	int r;
 
@@ -353,7 +357,7 @@ static int add_map(struct space *s, struct map *nm)
 			i++;
 			continue;
 		}
-		code |= m->exec;
+		code_gone |= m->exec;
 		if (m->start < nm->start && m->end > nm->end) {
 			/* Split around the new one. */
 			struct map tail = *m;
@@ -388,8 +392,10 @@ static int add_map(struct space *s, struct map *nm)
 	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
 	s->maps[i] = *nm;
 	s->nr++;
-	if (code)
+	if (code_gone)
 		s->stale = true;
+	else if (nm->exec)
+		s->grown = true;
 	return 0;
 }
 
@@ -676,55 +682,71 @@ static void evict_spaces(struct perfrec_unwinder *u)
 		drop_dwfl(oldest);
 }
 
+/*
+ * Report @s->maps[@i] to the session if it is code with a file, not yet
+ * there, and not another segment of a module already there (one module
+ * per file and base).  True if a module was added.
+ */
+static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
+{
+	struct map *m = &s->maps[i];
+	Dwfl_Module *mod;
+	int fd;
+
+	if (!m->exec || m->missing || m->reported || m->name[0] != '/' || m->pgoff > m->start)
+		return false;
+	m->reported = true;
+	for (size_t j = 0; j < s->nr; j++)
+		if (j != i && s->maps[j].reported && s->maps[j].exec && !s->maps[j].missing &&
+		    s->maps[j].start - s->maps[j].pgoff == m->start - m->pgoff &&
+		    strcmp(s->maps[j].name, m->name) == 0)
+			return false;
+	fd = find_elf_fd(u, s->pid, m);
+	if (fd < 0) {
+		m->missing = true;
+		u->st.elf_missing++;
+		return false;
+	}
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	/* Like perf: the file's offset 0 sits at start - pgoff. */
+	mod = dwfl_report_elf(s->dwfl, m->name, m->name, fd, m->start - m->pgoff, false);
+	if (!mod) {
+		close(fd);
+		m->missing = true;
+		u->st.elf_missing++;
+		return false;
+	}
+	return true;
+}
+
+/* Add @s's new code maps to its session (see add_map()). */
+static void grow_dwfl(struct perfrec_unwinder *u, struct space *s)
+{
+	s->grown = false;
+	dwfl_report_begin_add(s->dwfl);
+	for (size_t i = 0; i < s->nr; i++)
+		report_map(u, s, i);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+}
+
 /* Build @s's session from its executable file mappings; false if none could be. */
 static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	size_t reported = 0;
 
 	drop_dwfl(s);
-	s->stale = false;
+	s->stale = s->grown = false;
 	u->st.sessions++;
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!s->dwfl)
 		return false;
+	for (size_t i = 0; i < s->nr; i++)
+		s->maps[i].reported = false;
 	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < s->nr; i++) {
-		struct map *m = &s->maps[i];
-		Dwfl_Module *mod;
-		int fd;
-
-		if (!m->exec || m->missing || m->name[0] != '/' || m->pgoff > m->start)
-			continue;
-		/* One module per file and base: its other segments share it. */
-		{
-			bool seen = false;
-
-			for (size_t j = 0; j < i && !seen; j++)
-				seen = s->maps[j].exec && !s->maps[j].missing &&
-				       s->maps[j].start - s->maps[j].pgoff == m->start - m->pgoff &&
-				       strcmp(s->maps[j].name, m->name) == 0;
-			if (seen)
-				continue;
-		}
-		fd = find_elf_fd(u, s->pid, m);
-		if (fd < 0) {
-			m->missing = true;
-			u->st.elf_missing++;
-			continue;
-		}
-		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		/* Like perf: the file's offset 0 sits at start - pgoff. */
-		mod = dwfl_report_elf(s->dwfl, m->name, m->name, fd, m->start - m->pgoff, false);
-		if (!mod) {
-			close(fd);
-			m->missing = true;
-			u->st.elf_missing++;
-			continue;
-		}
-		reported++;
-	}
+	for (size_t i = 0; i < s->nr; i++)
+		reported += report_map(u, s, i);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (!reported || !dwfl_attach_state(s->dwfl, NULL, (pid_t)s->pid, &thread_callbacks, u)) {
 		drop_dwfl(s);
@@ -769,6 +791,8 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 		u->frames[0] = reg(&u->cur, P_IP);
 		return 1;
 	}
+	if (sp->grown)
+		grow_dwfl(u, sp);
 	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);
 	if (!u->cur.nr_frames)
 		u->frames[u->cur.nr_frames++] = reg(&u->cur, P_IP);

@@ -512,15 +512,18 @@ static void feed_one_map(struct perfrec_unwinder *u, uint64_t start, uint64_t le
 
 /*
  * A process that maps data as it runs (heap, arenas, thread stacks: with
- * mmap_data every one is an MMAP2 record) keeps its unwind session: only a
- * change of its code maps rebuilds it.  Rebuilding on every map re-read
- * all CFI per sample and left the host unwinder behind at 1 kHz.
+ * mmap_data every one is an MMAP2 record) keeps its unwind session, and
+ * one that maps new code (the loader, one library at a time; dlopen) has
+ * it added to the session: only code that is cut or replaced rebuilds it.
+ * Rebuilding on every map re-read all CFI per sample and left the host
+ * unwinder behind at 1 kHz.
  */
-Test(unwind, data_maps_keep_the_session_code_maps_renew_it)
+Test(unwind, data_and_new_code_keep_the_session_replaced_code_renews_it)
 {
 	struct perfrec_unwinder *u = new_unwinder();
 	struct perfrec_unwinder_stats st;
 	void *anon = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t base = (uint64_t)(uintptr_t)anon, missing;
 	struct chain c;
 
 	cr_assert_neq(anon, MAP_FAILED);
@@ -529,15 +532,24 @@ Test(unwind, data_maps_keep_the_session_code_maps_renew_it)
 	cr_assert(chain_has(&c, outer_marker));
 	perfrec_unwinder__stats(u, &st);
 	cr_assert_eq(st.sessions, 1);
-	for (int i = 0; i < 8; i++) {
-		feed_one_map(u, (uint64_t)(uintptr_t)anon + (uint64_t)i * 8192, 8192, PROT_READ | PROT_WRITE, "//anon");
+	missing = st.elf_missing;
+	for (int i = 0; i < 4; i++) {
+		feed_one_map(u, base + (uint64_t)i * 8192, 8192, PROT_READ | PROT_WRITE, "//anon");
 		c = unwind(u, &snap);
 		cr_expect(chain_has(&c, outer_marker), "data map %d lost the callers", i);
 	}
 	perfrec_unwinder__stats(u, &st);
 	cr_expect_eq(st.sessions, 1, "%" PRIu64 " sessions built for one set of code maps", st.sessions);
-	/* New code (a dlopen, say): the session is built again, once. */
-	feed_one_map(u, (uint64_t)(uintptr_t)anon, 1 << 16, PROT_READ | PROT_EXEC, "/nonexistent/libnew.so");
+	/* New code: added to the session (its file is looked for, once), not rebuilt. */
+	feed_one_map(u, base + 32768, 8192, PROT_READ | PROT_EXEC, "/nonexistent/libnew.so");
+	c = unwind(u, &snap);
+	c = unwind(u, &snap);
+	cr_expect(chain_has(&c, outer_marker), "new code lost the callers");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 1, "new code rebuilt the session");
+	cr_expect_eq(st.elf_missing, missing + 1, "the new code's file was not looked for once");
+	/* That code replaced (munmap and map again): the session is built again, once. */
+	feed_one_map(u, base + 32768, 8192, PROT_READ | PROT_EXEC, "/nonexistent/libother.so");
 	c = unwind(u, &snap);
 	c = unwind(u, &snap);
 	cr_expect(chain_has(&c, outer_marker));
@@ -545,4 +557,43 @@ Test(unwind, data_maps_keep_the_session_code_maps_renew_it)
 	cr_expect_eq(st.sessions, 2);
 	munmap(anon, 1 << 16);
 	perfrec_unwinder__free(u);
+}
+
+struct split_feed {
+	struct perfrec_unwinder *u;
+	char exe[PATH_MAX];
+	bool exe_only;
+};
+
+/* Feed the maps of this executable only, or all but those. */
+static void take_split(void *ctx, const struct perf_event_header *h)
+{
+	struct split_feed *f = ctx;
+	bool is_exe = strcmp((const char *)h + sizeof(*h) + 64, f->exe) == 0;
+
+	if (is_exe == f->exe_only)
+		take_map(f->u, h);
+}
+
+/* Code added to a session is unwound through: the loader maps the program's libraries first, say. */
+Test(unwind, code_added_later_is_unwound_through)
+{
+	struct split_feed f = { .u = new_unwinder() };
+	ssize_t n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	cr_assert(n > 0);
+	f.exe[n] = 0;
+	for_each_map(NULL, NULL, take_split, &f);
+	c = unwind(f.u, &snap);
+	cr_expect_not(chain_has(&c, outer_marker), "unwound through a program whose maps it did not have");
+	f.exe_only = true;
+	for_each_map(NULL, NULL, take_split, &f);
+	c = unwind(f.u, &snap);
+	cr_expect(chain_has(&c, middle_marker) && chain_has(&c, outer_marker),
+		  "the program's code, added to the session, is not unwound through");
+	perfrec_unwinder__stats(f.u, &st);
+	cr_expect_eq(st.sessions, 1, "%" PRIu64 " sessions: the program's maps rebuilt it", st.sessions);
+	perfrec_unwinder__free(f.u);
 }

@@ -83,6 +83,7 @@ struct space {
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
 	bool stale;              /* code maps changed or went: rebuild dwfl */
 	bool grown;              /* code maps were only added: report them to dwfl */
+	bool barren;             /* no session could be built from these maps */
 	uint64_t last_use;
 	struct space *next;      /* hash chain */
 };
@@ -787,10 +788,17 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 		return 1;
 	}
 	sp->last_use = ++u->clock;
-	if ((!sp->dwfl || sp->stale) && !build_dwfl(u, sp)) {
+	/* Maps no session could be built from are tried again once they change. */
+	if (!sp->dwfl && sp->barren && !sp->stale && !sp->grown) {
 		u->frames[0] = reg(&u->cur, P_IP);
 		return 1;
 	}
+	if ((!sp->dwfl || sp->stale) && !build_dwfl(u, sp)) {
+		sp->barren = true;
+		u->frames[0] = reg(&u->cur, P_IP);
+		return 1;
+	}
+	sp->barren = false;
 	if (sp->grown)
 		grow_dwfl(u, sp);
 	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);

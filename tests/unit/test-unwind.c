@@ -597,3 +597,27 @@ Test(unwind, code_added_later_is_unwound_through)
 	cr_expect_eq(st.sessions, 1, "%" PRIu64 " sessions: the program's maps rebuilt it", st.sessions);
 	perfrec_unwinder__free(f.u);
 }
+
+/* A process none of whose code can be had costs one attempt, not one per sample. */
+Test(unwind, maps_without_any_usable_file_are_tried_once_until_they_change)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	feed_one_map(u, 0x10000000, 1 << 16, PROT_READ | PROT_EXEC, "/nonexistent/prog");
+	for (int i = 0; i < 3; i++) {
+		c = unwind(u, &snap);
+		cr_expect_eq(c.nr, 1, "frames from a process with no usable file");
+	}
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 1, "%" PRIu64 " attempts for the same maps", st.sessions);
+	cr_expect_eq(st.elf_missing, 1);
+	/* Its maps change (the loader maps a library that is there): tried again, and unwound. */
+	feed_maps(u, NULL, NULL);
+	c = unwind(u, &snap);
+	cr_expect(chain_has(&c, outer_marker));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 2);
+	perfrec_unwinder__free(u);
+}

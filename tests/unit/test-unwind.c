@@ -489,25 +489,12 @@ Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
 	cr_expect_eq(perfrec_unwinder__strip(h, &a, out, sizeof(out)), 0);
 }
 
-/* An MMAP2 record of this process: [@start, @start + @len) of @name with @prot. */
+/* Feed an MMAP2 record of this process: [@start, @start + @len) of @name with @prot. */
 static void feed_one_map(struct perfrec_unwinder *u, uint64_t start, uint64_t len, uint32_t prot, const char *name)
 {
 	_Alignas(8) unsigned char rec[256] = {0};
-	struct perf_event_header *h = (void *)rec;
-	unsigned char *p = rec + sizeof(*h);
-	uint32_t pid = (uint32_t)getpid();
-	size_t nlen = strlen(name) + 1;
 
-	memcpy(p, &pid, 4);
-	memcpy(p + 4, &pid, 4);
-	memcpy(p + 8, &start, 8);
-	memcpy(p + 16, &len, 8);
-	memcpy(p + 56, &prot, 4);
-	memcpy(p + 64, name, nlen);
-	h->type = PERF_RECORD_MMAP2;
-	h->misc = PERF_RECORD_MISC_USER;
-	h->size = (uint16_t)((sizeof(*h) + 64 + nlen + 7) & ~(size_t)7);
-	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, mmap2_record(rec, start, len, 0, prot, name), NULL, NULL, 0), 0);
 }
 
 /*

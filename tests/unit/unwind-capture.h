@@ -127,6 +127,32 @@ static struct perf_event_header *sample(const struct snap *s, unsigned char *buf
 }
 
 /*
+ * An MMAP2 record of this process in @rec (zeroed, at least 64 bytes more
+ * than @name): [@start, @start + @len) of @name at @pgoff with @prot; the
+ * device/inode or build-id part (bytes 32-55 of the body) is the caller's.
+ */
+static struct perf_event_header *mmap2_record(unsigned char *rec, uint64_t start, uint64_t len, uint64_t pgoff,
+					      uint32_t prot, const char *name)
+{
+	struct perf_event_header *h = (void *)rec;
+	unsigned char *p = rec + sizeof(*h);
+	uint32_t pid = (uint32_t)getpid();
+	size_t nlen = strlen(name) + 1;
+
+	memcpy(p, &pid, 4);
+	memcpy(p + 4, &pid, 4);
+	memcpy(p + 8, &start, 8);
+	memcpy(p + 16, &len, 8);
+	memcpy(p + 24, &pgoff, 8);
+	memcpy(p + 56, &prot, 4);
+	memcpy(p + 64, name, nlen);
+	h->type = PERF_RECORD_MMAP2;
+	h->misc = PERF_RECORD_MISC_USER;
+	h->size = (uint16_t)((sizeof(*h) + 64 + nlen + 7) & ~(size_t)7);
+	return h;
+}
+
+/*
  * This process's file mappings as MMAP2 records (device and inode form),
  * with @path_for naming a file in place of @exe when given, and
  * @build_id (20 bytes) in place of dev/ino for that one when given.
@@ -143,26 +169,23 @@ static void for_each_map(const char *swap_path, const uint8_t *build_id,
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		_Alignas(8) unsigned char rec[PATH_MAX + 256] = {0};
-		struct perf_event_header *h = (void *)rec;
+		struct perf_event_header *h;
 		uint64_t start, end, pgoff, ino;
 		unsigned maj, min;
 		char perms[8], name[PATH_MAX] = "";
 		unsigned char *p = rec + sizeof(*h);
-		uint32_t pid = (uint32_t)getpid(), prot;
-		size_t len;
+		uint32_t prot;
+		bool is_exe;
 
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %4095s",
 			   &start, &end, perms, &pgoff, &maj, &min, &ino, name) < 7 || name[0] != '/')
 			continue;
 		prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
-		memcpy(p, &pid, 4);
-		memcpy(p + 4, &pid, 4);
-		memcpy(p + 8, &start, 8);
-		end -= start;
-		memcpy(p + 16, &end, 8);
-		memcpy(p + 24, &pgoff, 8);
-		h->misc = PERF_RECORD_MISC_USER;
-		if (strcmp(name, exe) == 0 && build_id) {
+		is_exe = strcmp(name, exe) == 0;
+		if (is_exe && swap_path)
+			snprintf(name, sizeof(name), "%s", swap_path);
+		h = mmap2_record(rec, start, end - start, pgoff, prot, name);
+		if (is_exe && build_id) {
 			h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
 			p[32] = 20;
 			memcpy(p + 36, build_id, 20);
@@ -171,13 +194,6 @@ static void for_each_map(const char *swap_path, const uint8_t *build_id,
 			memcpy(p + 36, &min, 4);
 			memcpy(p + 40, &ino, 8);
 		}
-		memcpy(p + 56, &prot, 4);
-		if (strcmp(name, exe) == 0 && swap_path)
-			snprintf(name, sizeof(name), "%s", swap_path);
-		len = strlen(name) + 1;
-		memcpy(p + 64, name, len);
-		h->type = PERF_RECORD_MMAP2;
-		h->size = (uint16_t)((sizeof(*h) + 64 + len + 7) & ~(size_t)7);
 		take(ctx, h);
 	}
 	fclose(f);

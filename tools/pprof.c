@@ -28,38 +28,138 @@
 #include "perfrecctl.h"
 #include "window.h"
 
+/*
+ * Keys of the tables, copied into blocks freed together at the end: a
+ * large profile makes millions of them, and a malloc() and free() each
+ * was a tenth of its time.  Keys are 8-byte aligned (location ids are read
+ * back from sample keys in place).
+ */
+struct arena_block {
+	struct arena_block *next;
+	uint64_t data[];
+};
+
+struct arena {
+	struct arena_block *head;
+	char *cur;
+	size_t left;
+};
+
+#define ARENA_BLOCK (1u << 20)
+
+static void *arena_alloc(struct arena *a, size_t len)
+{
+	void *p;
+
+	len = (len + 7) & ~(size_t)7;
+	if (len > a->left) {
+		size_t sz = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+		struct arena_block *b = malloc(sizeof(*b) + sz);
+
+		if (!b)
+			return NULL;
+		b->next = a->head;
+		a->head = b;
+		a->cur = (char *)b->data;
+		a->left = sz;
+	}
+	p = a->cur;
+	a->cur += len;
+	a->left -= len;
+	return p;
+}
+
+static void arena_free(struct arena *a)
+{
+	while (a->head) {
+		struct arena_block *b = a->head;
+
+		a->head = b->next;
+		free(b);
+	}
+}
+
 /* An open-addressing table from byte keys to indexes (1-based ids). */
 struct table {
 	struct slot {
 		uint64_t hash;
 		void *key;          /* NULL: empty */
-		size_t len;
-		size_t idx;
+		uint32_t len;
+		uint32_t idx;
 	} *slots;
 	size_t cap, used;
 };
 
+/*
+ * Eight bytes a step, then a final mix so that the low bits (the slot)
+ * depend on every input bit: a byte-at-a-time FNV over every key was a
+ * quarter of pprof's time.
+ */
 static uint64_t hash_bytes(const void *p, size_t len)
 {
 	const uint8_t *b = p;
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
+	for (; len >= 8; b += 8, len -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, b, len);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+	}
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
 	return h ? h : 1;
+}
+
+static struct slot *table_find(const struct table *t, uint64_t h, const void *key, size_t len)
+{
+	size_t mask = t->cap - 1;
+
+	if (!t->cap)
+		return NULL;
+	for (size_t i = h & mask; t->slots[i].key; i = (i + 1) & mask) {
+		struct slot *s = &t->slots[i];
+
+		if (s->hash == h && s->len == len && !memcmp(s->key, key, len))
+			return s;
+	}
+	return NULL;
+}
+
+/* The index stored for @key, or (size_t)-1. */
+static size_t table_lookup(const struct table *t, const void *key, size_t len)
+{
+	const struct slot *s = table_find(t, hash_bytes(key, len), key, len);
+
+	return s ? s->idx : (size_t)-1;
 }
 
 /*
  * The index stored for @key, or @next for a new key (*@ret_created), which
- * is copied (NUL-terminated, so string keys can be used as strings:
- * *@ret_key).
+ * is copied into @a (NUL-terminated, so string keys can be used as strings:
+ * *@ret_key).  Keys and indexes are under 4 GiB.
  */
-static int table_get(struct table *t, const void *key, size_t len, size_t next, size_t *ret_idx,
-		     bool *ret_created, const void **ret_key)
+static int table_get(struct table *t, struct arena *a, const void *key, size_t len, size_t next,
+		     size_t *ret_idx, bool *ret_created, const void **ret_key)
 {
 	uint64_t h = hash_bytes(key, len);
+	struct slot *s = table_find(t, h, key, len);
 	size_t i, mask;
 
+	if (s) {
+		*ret_idx = s->idx;
+		*ret_created = false;
+		if (ret_key)
+			*ret_key = s->key;
+		return 0;
+	}
+	if (len >= UINT32_MAX || next >= UINT32_MAX)
+		return -E2BIG;
 	if ((t->used + 1) * 2 > t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 1024;
 		struct slot *n = calloc(ncap, sizeof(*n));
@@ -78,35 +178,27 @@ static int table_get(struct table *t, const void *key, size_t len, size_t next, 
 		t->cap = ncap;
 	}
 	mask = t->cap - 1;
-	for (i = h & mask; t->slots[i].key; i = (i + 1) & mask) {
-		if (t->slots[i].hash == h && t->slots[i].len == len && !memcmp(t->slots[i].key, key, len)) {
-			*ret_idx = t->slots[i].idx;
-			*ret_created = false;
-			if (ret_key)
-				*ret_key = t->slots[i].key;
-			return 0;
-		}
-	}
-	t->slots[i].key = malloc(len + 1);
-	if (!t->slots[i].key)
+	for (i = h & mask; t->slots[i].key; i = (i + 1) & mask)
+		;
+	s = &t->slots[i];
+	s->key = arena_alloc(a, len + 1);
+	if (!s->key)
 		return -ENOMEM;
-	memcpy(t->slots[i].key, key, len);
-	((char *)t->slots[i].key)[len] = 0;
-	t->slots[i].hash = h;
-	t->slots[i].len = len;
-	t->slots[i].idx = next;
+	memcpy(s->key, key, len);
+	((char *)s->key)[len] = 0;
+	s->hash = h;
+	s->len = (uint32_t)len;
+	s->idx = (uint32_t)next;
 	t->used++;
 	*ret_idx = next;
 	*ret_created = true;
 	if (ret_key)
-		*ret_key = t->slots[i].key;
+		*ret_key = s->key;
 	return 0;
 }
 
 static void table_free(struct table *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->slots[i].key);
 	free(t->slots);
 }
 
@@ -141,7 +233,8 @@ struct map_row { uint64_t start, limit, off; int64_t file, bid; };
 struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
 struct line_row { uint64_t fn; int64_t line; };
 struct sample_row {
-	size_t first_loc, nr_locs;
+	const uint64_t *locs;    /* in the sample's key (the tables' arena) */
+	size_t nr_locs;
 	uint32_t event, pid, tid, cpu;
 	int64_t comm, cgroup;
 	uint64_t count, period;
@@ -149,14 +242,24 @@ struct sample_row {
 
 #define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
 #define NR_LABELS 5
+#define MAX_LOC_FRAMES 16
 
 struct pprof {
+	struct arena keys;       /* every table's keys */
 	struct table strtab, fntab, maptab, loctab, smptab;
+	/*
+	 * Shortcuts keyed by what the walk hands over, not by content: a
+	 * string's address to its id, a location's frames (addresses of their
+	 * strings, mapping, address, lines) to its id.  profile.h promises the
+	 * strings live as long as the walk, so an address names one string
+	 * for the whole run; equal contents at two addresses take the slow
+	 * path once each and meet in the content-keyed tables above.
+	 */
+	struct table ptrstrtab, ptrloctab;
 	struct vec strs;         /* const char *, keys of strtab; [0] = "" */
 	struct vec fns, maps, locs, lines, samples;
-	struct vec sample_locs;  /* uint64_t */
 	struct vec events;       /* int64_t: string ids of the events' names */
-	struct vec stack;        /* uint64_t scratch: one sample's location ids */
+	struct vec stack;        /* uint64_t scratch: one sample's key */
 	uint64_t first_wall, last_wall;
 };
 
@@ -169,7 +272,6 @@ static void pprof_init(struct pprof *p)
 	p->locs.elem = sizeof(struct loc_row);
 	p->lines.elem = sizeof(struct line_row);
 	p->samples.elem = sizeof(struct sample_row);
-	p->sample_locs.elem = sizeof(uint64_t);
 	p->events.elem = sizeof(int64_t);
 	p->stack.elem = sizeof(uint64_t);
 }
@@ -181,13 +283,15 @@ static void pprof_exit(struct pprof *p)
 	table_free(&p->maptab);
 	table_free(&p->loctab);
 	table_free(&p->smptab);
+	table_free(&p->ptrstrtab);
+	table_free(&p->ptrloctab);
+	arena_free(&p->keys);
 	free(p->strs.v);
 	free(p->fns.v);
 	free(p->maps.v);
 	free(p->locs.v);
 	free(p->lines.v);
 	free(p->samples.v);
-	free(p->sample_locs.v);
 	free(p->events.v);
 	free(p->stack.v);
 }
@@ -202,7 +306,7 @@ static int64_t str_id(struct pprof *p, const char *s)
 
 	if (!s)
 		s = "";
-	if (table_get(&p->strtab, s, strlen(s), p->strs.nr, &idx, &created, &key) < 0)
+	if (table_get(&p->strtab, &p->keys, s, strlen(s), p->strs.nr, &idx, &created, &key) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(slot = vec_push(&p->strs)))
@@ -212,6 +316,22 @@ static int64_t str_id(struct pprof *p, const char *s)
 	return (int64_t)idx;
 }
 
+/* str_id() of a string that lives as long as the walk: by its address after the first time. */
+static int64_t walk_str_id(struct pprof *p, const char *s)
+{
+	uintptr_t key = (uintptr_t)s;
+	size_t idx = table_lookup(&p->ptrstrtab, &key, sizeof(key));
+	int64_t id;
+	bool created;
+
+	if (idx != (size_t)-1)
+		return (int64_t)idx;
+	id = str_id(p, s);
+	if (id < 0 || table_get(&p->ptrstrtab, &p->keys, &key, sizeof(key), (size_t)id, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	return id;
+}
+
 static int64_t fn_id(struct pprof *p, const struct pframe *f)
 {
 	struct fn_row row = { str_id(p, f->name), str_id(p, f->file) }, *r;
@@ -219,7 +339,7 @@ static int64_t fn_id(struct pprof *p, const struct pframe *f)
 	bool created;
 
 	if (row.name < 0 || row.file < 0 ||
-	    table_get(&p->fntab, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
+	    table_get(&p->fntab, &p->keys, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(r = vec_push(&p->fns)))
@@ -245,7 +365,8 @@ static int64_t map_id(struct pprof *p, const struct pframe *f)
 	key.bid_len = f->build_id_len < 20 ? f->build_id_len : 20;
 	if (key.bid_len)
 		memcpy(key.bid, f->build_id, key.bid_len);
-	if (key.file < 0 || table_get(&p->maptab, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
+	if (key.file < 0 ||
+	    table_get(&p->maptab, &p->keys, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
 		char hex[2 * 20 + 1] = "";
@@ -265,9 +386,9 @@ static int64_t map_id(struct pprof *p, const struct pframe *f)
  * The location of frames [0, n): inlined frames and the one holding them,
  * all at one address.  Keyed by mapping, address and its functions/lines.
  */
-static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
+static int64_t loc_id_slow(struct pprof *p, const struct pframe *f, size_t n)
 {
-	uint64_t key[2 + 2 * 16];
+	uint64_t key[2 + 2 * MAX_LOC_FRAMES];
 	struct loc_row *r;
 	struct line_row *l;
 	size_t idx, k = 0;
@@ -278,7 +399,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 		return m;
 	key[k++] = (uint64_t)m;
 	key[k++] = f->addr;
-	for (size_t i = 0; i < n && i < 16; i++) {
+	for (size_t i = 0; i < n && i < MAX_LOC_FRAMES; i++) {
 		int64_t fn = fn_id(p, &f[i]);
 
 		if (fn < 0)
@@ -286,7 +407,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 		key[k++] = (uint64_t)fn;
 		key[k++] = f[i].line;
 	}
-	if (table_get(&p->loctab, key, k * sizeof(key[0]), p->locs.nr + 1, &idx, &created, NULL) < 0)
+	if (table_get(&p->loctab, &p->keys, key, k * sizeof(key[0]), p->locs.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (!created)
 		return (int64_t)idx;
@@ -305,10 +426,47 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 	return (int64_t)idx;
 }
 
+/*
+ * loc_id_slow() hashes every string of the frames and looks up four tables
+ * per frame; the same few thousand locations come back millions of times,
+ * so they are first looked up by everything loc_id_slow() reads, strings
+ * by address (see struct pprof).
+ */
+static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
+{
+	uint64_t key[7 + 3 * MAX_LOC_FRAMES];
+	size_t k = 0, idx;
+	int64_t id;
+	bool created;
+
+	if (n > MAX_LOC_FRAMES)
+		n = MAX_LOC_FRAMES;
+	key[k++] = f->addr;
+	key[k++] = f->map_start;
+	key[k++] = f->map_end;
+	key[k++] = f->map_pgoff;
+	key[k++] = (uintptr_t)f->module;
+	key[k++] = (uintptr_t)f->build_id;
+	key[k++] = f->build_id_len;
+	for (size_t i = 0; i < n; i++) {
+		key[k++] = (uintptr_t)f[i].name;
+		key[k++] = (uintptr_t)f[i].file;
+		key[k++] = f[i].line;
+	}
+	idx = table_lookup(&p->ptrloctab, key, k * sizeof(key[0]));
+	if (idx != (size_t)-1)
+		return (int64_t)idx;
+	id = loc_id_slow(p, f, n);
+	if (id < 0 ||
+	    table_get(&p->ptrloctab, &p->keys, key, k * sizeof(key[0]), (size_t)id, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	return id;
+}
+
 /* Events by their string id: the walk's strings are gone when the profile is packed. */
 static int event_idx(struct pprof *p, const char *event)
 {
-	int64_t id = str_id(p, event), *e;
+	int64_t id = walk_str_id(p, event), *e;
 
 	if (id < 0)
 		return -ENOMEM;
@@ -325,11 +483,12 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 {
 	struct pprof *p = ctx;
 	struct sample_row *row;
+	const void *stored;
 	uint64_t *id;
 	size_t idx, i = 0, keylen;
 	bool created;
 	int ev = event_idx(p, s->event);
-	int64_t comm = str_id(p, s->comm), cgroup = str_id(p, s->cgroup);
+	int64_t comm = walk_str_id(p, s->comm), cgroup = walk_str_id(p, s->cgroup);
 	uint64_t *key;
 
 	if (ev < 0 || comm < 0 || cgroup < 0)
@@ -350,7 +509,7 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 		int64_t l;
 
 		/* inlined frames belong with the next non-inlined one at the same address */
-		while (s->frames[i + n - 1].inlined && i + n < s->nr_frames && n < 16 &&
+		while (s->frames[i + n - 1].inlined && i + n < s->nr_frames && n < MAX_LOC_FRAMES &&
 		       s->frames[i + n].addr == s->frames[i].addr)
 			n++;
 		l = loc_id(p, &s->frames[i], n);
@@ -361,7 +520,7 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	}
 	key = p->stack.v;
 	keylen = p->stack.nr * sizeof(uint64_t);
-	if (table_get(&p->smptab, key, keylen, p->samples.nr, &idx, &created, NULL) < 0)
+	if (table_get(&p->smptab, &p->keys, key, keylen, p->samples.nr, &idx, &created, &stored) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(row = vec_push(&p->samples)))
@@ -372,13 +531,8 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 		row->comm = comm;
 		row->cpu = s->cpu;
 		row->cgroup = cgroup;
-		row->first_loc = p->sample_locs.nr;
+		row->locs = (const uint64_t *)stored + KEY_HEAD;
 		row->nr_locs = p->stack.nr - KEY_HEAD;
-		for (size_t k = KEY_HEAD; k < p->stack.nr; k++) {
-			if (!(id = vec_push(&p->sample_locs)))
-				return -ENOMEM;
-			*id = VEC_AT(p->stack, uint64_t, k);
-		}
 	}
 	row = &VEC_AT(p->samples, struct sample_row, idx);
 	row->count++;
@@ -473,7 +627,7 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 
 		perfrec__pprof__sample__init(&sm[i]);
 		sm[i].n_location_id = r->nr_locs;
-		sm[i].location_id = &VEC_AT(p->sample_locs, uint64_t, r->first_loc);
+		sm[i].location_id = (uint64_t *)r->locs;
 		sm[i].n_value = ncols;
 		sm[i].value = &vals[ncols * i];
 		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
@@ -585,14 +739,19 @@ out:
 	return ret;
 }
 
-/* gzip @buf into @fd. */
+/*
+ * gzip @buf into @fd, at deflate's fastest level: on a million samples
+ * (26 MB packed) level 6 took 0.55 s against level 1's 0.2 s, for a file
+ * a tenth smaller; Go's runtime/pprof writes its profiles at the fastest
+ * level too.
+ */
 static int write_gzip(int fd, const uint8_t *buf, size_t len)
 {
 	z_stream z = { 0 };
 	uint8_t out[65536];
 	int zr;
 
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	z.next_in = (Bytef *)buf;
 	z.avail_in = (uInt)len;   /* profiles over 4 GiB are not a thing we write */

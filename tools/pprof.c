@@ -200,6 +200,8 @@ static int table_get(struct table *t, struct arena *a, const void *key, size_t l
 static void table_free(struct table *t)
 {
 	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->used = 0;
 }
 
 struct vec {
@@ -235,9 +237,14 @@ struct line_row { uint64_t fn; int64_t line; };
 struct sample_row {
 	const uint64_t *locs;    /* in the sample's key (the tables' arena) */
 	size_t nr_locs;
-	uint32_t event, pid, tid, cpu;
-	int64_t comm, cgroup;
+	uint32_t event;
+	uint32_t labels;         /* in pprof.label_sets */
 	uint64_t count, period;
+};
+/* Labels of samples that differ only in their stacks: packed once, shared. */
+struct label_row {
+	uint32_t pid, tid, cpu, pad;
+	int64_t comm, cgroup;
 };
 
 #define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
@@ -256,6 +263,8 @@ struct pprof {
 	 * path once each and meet in the content-keyed tables above.
 	 */
 	struct table ptrstrtab, ptrloctab;
+	struct table labeltab;
+	struct vec label_sets;   /* struct label_row */
 	struct vec strs;         /* const char *, keys of strtab; [0] = "" */
 	struct vec fns, maps, locs, lines, samples;
 	struct vec events;       /* int64_t: string ids of the events' names */
@@ -272,6 +281,7 @@ static void pprof_init(struct pprof *p)
 	p->locs.elem = sizeof(struct loc_row);
 	p->lines.elem = sizeof(struct line_row);
 	p->samples.elem = sizeof(struct sample_row);
+	p->label_sets.elem = sizeof(struct label_row);
 	p->events.elem = sizeof(int64_t);
 	p->stack.elem = sizeof(uint64_t);
 }
@@ -285,6 +295,8 @@ static void pprof_exit(struct pprof *p)
 	table_free(&p->smptab);
 	table_free(&p->ptrstrtab);
 	table_free(&p->ptrloctab);
+	table_free(&p->labeltab);
+	free(p->label_sets.v);
 	arena_free(&p->keys);
 	free(p->strs.v);
 	free(p->fns.v);
@@ -523,14 +535,23 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	if (table_get(&p->smptab, &p->keys, key, keylen, p->samples.nr, &idx, &created, &stored) < 0)
 		return -ENOMEM;
 	if (created) {
+		struct label_row lr = { .pid = s->pid, .tid = s->tid, .cpu = s->cpu, .comm = comm, .cgroup = cgroup };
+		size_t set;
+		bool new_set;
+
+		if (table_get(&p->labeltab, &p->keys, &lr, sizeof(lr), p->label_sets.nr, &set, &new_set, NULL) < 0)
+			return -ENOMEM;
+		if (new_set) {
+			struct label_row *l = vec_push(&p->label_sets);
+
+			if (!l)
+				return -ENOMEM;
+			*l = lr;
+		}
 		if (!(row = vec_push(&p->samples)))
 			return -ENOMEM;
 		row->event = (uint32_t)ev;
-		row->pid = s->pid;
-		row->tid = s->tid;
-		row->comm = comm;
-		row->cpu = s->cpu;
-		row->cgroup = cgroup;
+		row->labels = (uint32_t)set;
 		row->locs = (const uint64_t *)stored + KEY_HEAD;
 		row->nr_locs = p->stack.nr - KEY_HEAD;
 	}
@@ -570,8 +591,10 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	Perfrec__Pprof__ValueType *vt = calloc(ncols, sizeof(*vt)), **vtp = calloc(ncols, sizeof(*vtp));
 	Perfrec__Pprof__ValueType period_type = PERFREC__PPROF__VALUE_TYPE__INIT;
 	Perfrec__Pprof__Sample *sm = calloc(p->samples.nr + 1, sizeof(*sm)), **smp = calloc(p->samples.nr + 1, sizeof(*smp));
-	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lb));
-	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lbp));
+	size_t nsets = p->label_sets.nr;
+	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * nsets + 1, sizeof(*lb));
+	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * nsets + 1, sizeof(*lbp));
+	size_t *nlabels = calloc(nsets + 1, sizeof(*nlabels));
 	int64_t *vals = calloc(ncols * p->samples.nr + 1, sizeof(*vals));
 	Perfrec__Pprof__Mapping *mp = calloc(p->maps.nr + 1, sizeof(*mp)), **mpp = calloc(p->maps.nr + 1, sizeof(*mpp));
 	Perfrec__Pprof__Location *lc = calloc(p->locs.nr + 1, sizeof(*lc)), **lcp = calloc(p->locs.nr + 1, sizeof(*lcp));
@@ -584,7 +607,7 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	uint8_t *buf;
 	int ret = -ENOMEM;
 
-	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
+	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !nlabels || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
 	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0 || k_cpu < 0 || k_cgroup < 0)
 		goto out;
 	for (size_t e = 0; e < ncols / 2; e++) {
@@ -622,6 +645,44 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		period_type.unit = str_id(p, "nanoseconds");
 		prof.period_type = &period_type;
 	}
+	for (size_t i = 0; i < nsets; i++) {
+		const struct label_row *r = &VEC_AT(p->label_sets, struct label_row, i);
+		Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
+		size_t nl = 0;
+
+		for (int k = 0; k < NR_LABELS; k++) {
+			perfrec__pprof__label__init(&l[k]);
+			lbp[NR_LABELS * i + k] = &l[k];
+		}
+		l[nl].key = k_pid;
+		l[nl++].num = r->pid;
+		l[nl].key = k_tid;
+		l[nl++].num = r->tid;
+		if (r->comm) {
+			l[nl].key = k_comm;
+			l[nl++].str = r->comm;
+		}
+		/*
+		 * A string: pprof's readers drop a numeric label whose value
+		 * is 0 and has no unit, and CPU 0 is no less a CPU.
+		 */
+		if (r->cpu != UINT32_MAX) {
+			char c[16];
+			int64_t id;
+
+			snprintf(c, sizeof(c), "%u", r->cpu);
+			id = str_id(p, c);
+			if (id < 0)
+				goto out;
+			l[nl].key = k_cpu;
+			l[nl++].str = id;
+		}
+		if (r->cgroup) {
+			l[nl].key = k_cgroup;
+			l[nl++].str = r->cgroup;
+		}
+		nlabels[i] = nl;
+	}
 	for (size_t i = 0; i < p->samples.nr; i++) {
 		struct sample_row *r = &VEC_AT(p->samples, struct sample_row, i);
 
@@ -632,44 +693,8 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		sm[i].value = &vals[ncols * i];
 		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
 		vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
-		{
-			Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
-			size_t nl = 0;
-
-			for (int k = 0; k < NR_LABELS; k++) {
-				perfrec__pprof__label__init(&l[k]);
-				lbp[NR_LABELS * i + k] = &l[k];
-			}
-			l[nl].key = k_pid;
-			l[nl++].num = r->pid;
-			l[nl].key = k_tid;
-			l[nl++].num = r->tid;
-			if (r->comm) {
-				l[nl].key = k_comm;
-				l[nl++].str = r->comm;
-			}
-			/*
-			 * A string: pprof's readers drop a numeric label whose
-			 * value is 0 and has no unit, and CPU 0 is no less a CPU.
-			 */
-			if (r->cpu != UINT32_MAX) {
-				char c[16];
-				int64_t id;
-
-				snprintf(c, sizeof(c), "%u", r->cpu);
-				id = str_id(p, c);
-				if (id < 0)
-					goto out;
-				l[nl].key = k_cpu;
-				l[nl++].str = id;
-			}
-			if (r->cgroup) {
-				l[nl].key = k_cgroup;
-				l[nl++].str = r->cgroup;
-			}
-			sm[i].n_label = nl;
-			sm[i].label = &lbp[NR_LABELS * i];
-		}
+		sm[i].n_label = nlabels[r->labels];
+		sm[i].label = &lbp[NR_LABELS * r->labels];
 		smp[i] = &sm[i];
 	}
 	prof.n_sample = p->samples.nr;
@@ -734,7 +759,7 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	*ret_len = len;
 	ret = 0;
 out:
-	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(vals);
+	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(nlabels); free(vals);
 	free(mp); free(mpp); free(lc); free(lcp); free(ln); free(lnp); free(fn); free(fnp);
 	return ret;
 }
@@ -792,6 +817,14 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
 		return -ENOMEM;
 	}
 	r = profile_walk(paths, nr_paths, o, pprof_add_stack, &p);
+	/* Only strings are added from here on: the rest of the lookups go before the packing peaks. */
+	table_free(&p.fntab);
+	table_free(&p.maptab);
+	table_free(&p.loctab);
+	table_free(&p.smptab);
+	table_free(&p.ptrstrtab);
+	table_free(&p.ptrloctab);
+	table_free(&p.labeltab);
 	if (r == 0)
 		r = pprof_pack(&p, &buf, &len);
 	if (r == 0)

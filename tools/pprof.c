@@ -7,9 +7,10 @@
  *
  * profile_walk() hands over symbolized stacks; this file interns them into
  * pprof's tables (strings, functions, mappings, locations) and sums equal
- * samples (same event, stack, pid, tid and comm) into one.  Each event gets
- * two value columns, its sample count and its summed period; cpu-clock's
- * period is CPU time in ns ("cpu"), offcpu-time's blocked time in ns.
+ * samples (same event, stack, pid, tid, comm, cpu and cgroup) into one.
+ * Each event gets two value columns, its sample count and its summed
+ * period; cpu-clock's period is CPU time in ns ("cpu"), offcpu-time's
+ * blocked time in ns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,7 +161,7 @@ static int table_get(struct table *t, struct arena *a, const void *key, size_t l
 	}
 	if (len >= UINT32_MAX || next >= UINT32_MAX)
 		return -E2BIG;
-	if ((t->used + 1) * 2 > t->cap) {
+	if ((t->used + 1) * 4 > t->cap * 3) {
 		size_t ncap = t->cap ? t->cap * 2 : 1024;
 		struct slot *n = calloc(ncap, sizeof(*n));
 
@@ -247,7 +248,8 @@ struct label_row {
 	int64_t comm, cgroup;
 };
 
-#define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
+#define KEY_HEAD 1      /* event << 32 | label set: then the location ids */
+#define LABEL_MEMO 64
 #define NR_LABELS 5
 #define MAX_LOC_FRAMES 16
 
@@ -265,6 +267,12 @@ struct pprof {
 	struct table ptrstrtab, ptrloctab;
 	struct table labeltab;
 	struct vec label_sets;   /* struct label_row */
+	/* The label set a thread had last, by tid: consecutive samples mostly share one. */
+	struct label_memo {
+		struct label_row lr;
+		uint32_t set;
+		bool used;
+	} label_memo[LABEL_MEMO];
 	struct vec strs;         /* const char *, keys of strtab; [0] = "" */
 	struct vec fns, maps, locs, lines, samples;
 	struct vec events;       /* int64_t: string ids of the events' names */
@@ -491,6 +499,28 @@ static int event_idx(struct pprof *p, const char *event)
 	return (int)p->events.nr - 1;
 }
 
+/* The index of @lr's set in pprof.label_sets, made if new; -ENOMEM. */
+static int64_t label_set(struct pprof *p, const struct label_row *lr)
+{
+	struct label_memo *m = &p->label_memo[lr->tid % LABEL_MEMO];
+	size_t set;
+	bool created;
+
+	if (m->used && !memcmp(&m->lr, lr, sizeof(*lr)))
+		return m->set;
+	if (table_get(&p->labeltab, &p->keys, lr, sizeof(*lr), p->label_sets.nr, &set, &created, NULL) < 0)
+		return -ENOMEM;
+	if (created) {
+		struct label_row *l = vec_push(&p->label_sets);
+
+		if (!l)
+			return -ENOMEM;
+		*l = *lr;
+	}
+	*m = (struct label_memo){ .lr = *lr, .set = (uint32_t)set, .used = true };
+	return (int64_t)set;
+}
+
 int pprof_add_stack(void *ctx, const struct pstack *s)
 {
 	struct pprof *p = ctx;
@@ -500,22 +530,21 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	size_t idx, i = 0, keylen;
 	bool created;
 	int ev = event_idx(p, s->event);
-	int64_t comm = walk_str_id(p, s->comm), cgroup = walk_str_id(p, s->cgroup);
+	int64_t comm = walk_str_id(p, s->comm), cgroup = walk_str_id(p, s->cgroup), set;
+	struct label_row lr = { .pid = s->pid, .tid = s->tid, .cpu = s->cpu };
 	uint64_t *key;
 
 	if (ev < 0 || comm < 0 || cgroup < 0)
 		return -ENOMEM;
+	lr.comm = comm;
+	lr.cgroup = cgroup;
+	set = label_set(p, &lr);
+	if (set < 0)
+		return -ENOMEM;
 	p->stack.nr = 0;
-	for (int k = 0; k < KEY_HEAD; k++)
-		if (!vec_push(&p->stack))
-			return -ENOMEM;
-	key = p->stack.v;
-	key[0] = (uint64_t)ev;
-	key[1] = s->pid;
-	key[2] = s->tid;
-	key[3] = (uint64_t)comm;
-	key[4] = s->cpu;
-	key[5] = (uint64_t)cgroup;
+	if (!(key = vec_push(&p->stack)))
+		return -ENOMEM;
+	*key = (uint64_t)ev << 32 | (uint64_t)set;
 	while (i < s->nr_frames) {
 		size_t n = 1;
 		int64_t l;
@@ -535,19 +564,6 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	if (table_get(&p->smptab, &p->keys, key, keylen, p->samples.nr, &idx, &created, &stored) < 0)
 		return -ENOMEM;
 	if (created) {
-		struct label_row lr = { .pid = s->pid, .tid = s->tid, .cpu = s->cpu, .comm = comm, .cgroup = cgroup };
-		size_t set;
-		bool new_set;
-
-		if (table_get(&p->labeltab, &p->keys, &lr, sizeof(lr), p->label_sets.nr, &set, &new_set, NULL) < 0)
-			return -ENOMEM;
-		if (new_set) {
-			struct label_row *l = vec_push(&p->label_sets);
-
-			if (!l)
-				return -ENOMEM;
-			*l = lr;
-		}
 		if (!(row = vec_push(&p->samples)))
 			return -ENOMEM;
 		row->event = (uint32_t)ev;

@@ -198,6 +198,11 @@ tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/wind
 # Tests of perfrecctl's modules #include their .c (tools/ is not a library).
 tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
 
+# test-pprof compiles pprof.c, profile.c and the generated protobuf code in.
+tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h \
+	build/pprof.pb-c.c build/pprof.pb-c.h
+tests/unit/test-pprof build-asan/tests/test-pprof: PR_CFLAGS += -Ibuild
+
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))

@@ -50,6 +50,22 @@ struct dso {
 	/* functions by address (build_syms()); names borrowed from dwfl */
 	struct fsym *syms;
 	size_t nr_syms;
+	/* compile units whose top-level address ranges are indexed (cu_index()) */
+	struct cu_index *cus;
+	size_t nr_cus, cap_cus;
+};
+
+/* An address range of one of a compile unit's top-level DIEs (a function). */
+struct cu_range {
+	Dwarf_Addr lo, hi;
+	Dwarf_Die die;
+};
+
+struct cu_index {
+	Dwarf_Off off;               /* the CU DIE's */
+	struct cu_range *r;          /* sorted by lo, none overlapping */
+	size_t nr;
+	bool unusable;               /* imported units or overlaps: ask dwarf_getscopes() */
 };
 
 struct fsym {
@@ -204,6 +220,9 @@ static void dso_free(struct dso *d)
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	free(d->syms);
+	for (size_t i = 0; i < d->nr_cus; i++)
+		free(d->cus[i].r);
+	free(d->cus);
 	free(d->path);
 	free(d);
 }
@@ -877,6 +896,152 @@ static const char *die_name(Dwarf_Die *die)
 }
 
 /*
+ * dwarf_getscopes() walks the whole compile unit, every function's DIE and
+ * its ranges, for each address: on a profile with thousands of distinct
+ * addresses in a large binary that was a third of the walk.  Its answer
+ * that resolve_inlines() uses is the innermost DW_TAG_inlined_subroutine
+ * holding the address (its array stops there and goes on with the abstract
+ * origin's parents).  The same answer comes from indexing each compile
+ * unit's top-level ranges once and walking down only the one function
+ * that holds the address, through the DIEs libdw's scope walk would enter
+ * (first child holding the address at each level, the same tags).  Where
+ * that walk would do more (imported units, overlapping functions, an
+ * abstract origin in another unit), dwarf_getscopes() answers instead.
+ */
+static int cu_range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static bool may_have_scopes(int tag)
+{
+	switch (tag) {
+	case DW_TAG_compile_unit: case DW_TAG_module: case DW_TAG_lexical_block:
+	case DW_TAG_with_stmt: case DW_TAG_catch_block: case DW_TAG_try_block:
+	case DW_TAG_entry_point: case DW_TAG_inlined_subroutine: case DW_TAG_subprogram:
+	case DW_TAG_namespace: case DW_TAG_class_type: case DW_TAG_structure_type:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
+{
+	Dwarf_Die child;
+	size_t cap = 0;
+
+	if (dwarf_child(cu, &child) != 0)
+		return;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		if (dwarf_tag(&child) == DW_TAG_imported_unit) {
+			ci->unusable = true;
+			return;
+		}
+		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+			if (ci->nr == cap) {
+				size_t n = cap ? cap * 2 : 64;
+				struct cu_range *r = reallocarray(ci->r, n, sizeof(*r));
+
+				if (!r) {
+					ci->unusable = true;
+					return;
+				}
+				ci->r = r;
+				cap = n;
+			}
+			ci->r[ci->nr++] = (struct cu_range){ lo, hi, child };
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	qsort(ci->r, ci->nr, sizeof(*ci->r), cu_range_cmp);
+	/* Two DIEs over one address: which one libdw's walk meets first is DIE order; let it decide. */
+	for (size_t i = 1; i < ci->nr; i++)
+		if (ci->r[i].lo < ci->r[i - 1].hi && ci->r[i].die.addr != ci->r[i - 1].die.addr)
+			ci->unusable = true;
+}
+
+static struct cu_index *cu_index(struct dso *d, Dwarf_Die *cu)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	struct cu_index *ci;
+
+	for (size_t i = 0; i < d->nr_cus; i++)
+		if (d->cus[i].off == off)
+			return &d->cus[i];
+	if (grow((void **)&d->cus, &d->cap_cus, d->nr_cus + 1, sizeof(*d->cus)) < 0)
+		return NULL;
+	ci = &d->cus[d->nr_cus++];
+	*ci = (struct cu_index){ .off = off };
+	cu_index_build(ci, cu);
+	return ci;
+}
+
+/*
+ * The innermost inlined subroutine at @pc of @cu into *@ret: 1, 0 when
+ * there is none, -1 when dwarf_getscopes() must answer.
+ */
+static int innermost_inline(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *ret)
+{
+	struct cu_index *ci = cu_index(d, cu);
+	const struct cu_range *r = NULL;
+	Dwarf_Die die, child, origin, origin_cu;
+	Dwarf_Attribute at;
+	size_t lo = 0, hi;
+	bool found = false;
+
+	if (!ci || ci->unusable)
+		return -1;
+	hi = ci->nr;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ci->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && pc < ci->r[lo - 1].hi)
+		r = &ci->r[lo - 1];
+	if (!r)
+		return 0;
+	die = r->die;
+	while (may_have_scopes(dwarf_tag(&die)) && dwarf_haschildren(&die) > 0 && dwarf_child(&die, &child) == 0) {
+		bool in = false;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (tag == DW_TAG_imported_unit)
+				return -1;
+			if (dwarf_haspc(&child, pc) > 0) {
+				in = true;
+				if (tag == DW_TAG_inlined_subroutine) {
+					*ret = child;
+					found = true;
+				}
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!in)
+			break;
+		die = child;
+	}
+	if (!found)
+		return 0;
+	/* dwarf_getscopes() fails without the abstract origin, and looks for it in this unit only. */
+	if (!dwarf_attr(ret, DW_AT_abstract_origin, &at) || !dwarf_formref_die(&at, &origin))
+		return 0;
+	if (!dwarf_diecu(&origin, &origin_cu, NULL, NULL) || dwarf_dieoffset(&origin_cu) != ci->off)
+		return -1;
+	return 1;
+}
+
+/*
  * Inlined frames at @a: frames [0..n-1) are the inlined functions innermost
  * first, each with the source line where it is; the last is the function
  * that holds them, named @outer, at the call site of the outermost inline.
@@ -885,7 +1050,7 @@ static size_t resolve_inlines(struct dso *d, Dwarf_Addr a, const char *outer, st
 {
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, a, &bias);
-	Dwarf_Die *scopes = NULL;
+	Dwarf_Die *scopes = NULL, *owned = NULL, inl;
 	Dwarf_Files *files = NULL;
 	const char *file = NULL;
 	int line = 0, nscopes;
@@ -894,11 +1059,18 @@ static size_t resolve_inlines(struct dso *d, Dwarf_Addr a, const char *outer, st
 
 	if (l)
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-	if (!cu || (nscopes = dwarf_getscopes(cu, a - bias, &scopes)) <= 0) {
+	/* The one inline innermost_inline() finds, or all of dwarf_getscopes()'s scopes. */
+	if (cu && (nscopes = innermost_inline(d, cu, a - bias, &inl)) > 0) {
+		scopes = &inl;
+	} else if (cu && nscopes < 0) {
+		nscopes = dwarf_getscopes(cu, a - bias, &owned);
+		scopes = owned;
+	}
+	if (!cu || nscopes <= 0) {
 		f[0].name = outer;
 		f[0].file = file;
 		f[0].line = line > 0 ? (unsigned)line : 0;
-		free(scopes);
+		free(owned);
 		return 1;
 	}
 	dwarf_getsrcfiles(cu, &files, NULL);
@@ -933,7 +1105,7 @@ static size_t resolve_inlines(struct dso *d, Dwarf_Addr a, const char *outer, st
 	f[n].name = outer;
 	f[n].file = file;
 	f[n].line = line > 0 ? (unsigned)line : 0;
-	free(scopes);
+	free(owned);
 	return n + 1;
 }
 

@@ -36,6 +36,15 @@ struct flamegraph {
 	 */
 	struct fg_node **nodes;
 	size_t nr_nodes, alloc_nodes;
+	/*
+	 * profile_walk()'s strings by address (they live as long as the walk,
+	 * profile.h): hashing every frame's name was a tenth of the walk.
+	 */
+	struct walk_str {
+		const char *from;       /* NULL: empty slot */
+		const char *to;         /* interned */
+	} *walk_strs;
+	size_t nr_walk_strs, alloc_walk_strs;
 };
 
 /* ---- interned strings ------------------------------------------------- */
@@ -95,6 +104,52 @@ static const char *intern(struct flamegraph *fg, const char *s, int *err)
 	return fg->strs[j];
 }
 
+static size_t ptr_hash(const void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* intern() of a string that stays where it is, unchanged, as long as @fg. */
+static const char *intern_walk(struct flamegraph *fg, const char *s, int *err)
+{
+	struct walk_str *w;
+	size_t j, mask;
+
+	if (!s)
+		return NULL;
+	if ((fg->nr_walk_strs + 1) * 2 > fg->alloc_walk_strs) {
+		size_t n = fg->alloc_walk_strs ? fg->alloc_walk_strs * 2 : 1024;
+		struct walk_str *t = calloc(n, sizeof(*t));
+
+		if (!t) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		for (size_t i = 0; i < fg->alloc_walk_strs; i++) {
+			if (!fg->walk_strs[i].from)
+				continue;
+			for (j = ptr_hash(fg->walk_strs[i].from) & (n - 1); t[j].from; j = (j + 1) & (n - 1))
+				;
+			t[j] = fg->walk_strs[i];
+		}
+		free(fg->walk_strs);
+		fg->walk_strs = t;
+		fg->alloc_walk_strs = n;
+	}
+	mask = fg->alloc_walk_strs - 1;
+	for (j = ptr_hash(s) & mask; (w = &fg->walk_strs[j])->from; j = (j + 1) & mask)
+		if (w->from == s)
+			return w->to;
+	w->to = intern(fg, s, err);
+	if (!w->to)
+		return NULL;
+	w->from = s;
+	fg->nr_walk_strs++;
+	return w->to;
+}
+
 /* ---- trees ------------------------------------------------------------ */
 
 struct flamegraph *flamegraph__new(void)
@@ -130,6 +185,7 @@ void flamegraph__free(struct flamegraph *fg)
 	}
 	free(fg->trees);
 	free(fg->nodes);
+	free(fg->walk_strs);
 	for (size_t i = 0; i < fg->alloc_strs; i++)
 		free(fg->strs[i]);
 	free(fg->strs);
@@ -246,10 +302,14 @@ nomem:
 	return NULL;
 }
 
-/* One stack standing for @samples samples (folded lines count many). */
+/*
+ * One stack standing for @samples samples (folded lines count many).
+ * @walk_strings: the frames' strings are profile_walk()'s (intern_walk()).
+ */
 static int add_stack(struct flamegraph *fg, const char *event, const struct pframe *frames,
-		     size_t nr_frames, uint64_t period, uint64_t samples)
+		     size_t nr_frames, uint64_t period, uint64_t samples, bool walk_strings)
 {
+	const char *(*in)(struct flamegraph *, const char *, int *) = walk_strings ? intern_walk : intern;
 	int err = 0;
 	struct fg_tree *t = get_tree(fg, event, &err);
 	struct fg_node *n;
@@ -273,8 +333,8 @@ static int add_stack(struct flamegraph *fg, const char *event, const struct pfra
 	for (size_t i = nr_frames; i-- > nr_frames - keep;) {
 		const struct pframe *p = &frames[i];
 		enum pframe_kind kind = p->kind;
-		const char *name = intern(fg, p->name && *p->name ? p->name : "[unknown]", &err);
-		const char *module = intern(fg, p->module, &err);
+		const char *name = in(fg, p->name && *p->name ? p->name : "[unknown]", &err);
+		const char *module = in(fg, p->module, &err);
 
 		if (err)
 			return err;
@@ -305,12 +365,12 @@ static int add_stack(struct flamegraph *fg, const char *event, const struct pfra
 int flamegraph__add(struct flamegraph *fg, const char *event, const struct pframe *frames,
 		    size_t nr_frames, uint64_t period)
 {
-	return add_stack(fg, event, frames, nr_frames, period, 1);
+	return add_stack(fg, event, frames, nr_frames, period, 1, false);
 }
 
 int flamegraph__add_pstack(void *ctx, const struct pstack *s)
 {
-	return flamegraph__add(ctx, s->event, s->frames, s->nr_frames, s->period);
+	return add_stack(ctx, s->event, s->frames, s->nr_frames, s->period, 1, true);
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -489,7 +549,7 @@ static int parse_folded_line(struct flamegraph *fg, const char *event, char *lin
 	}
 	if (!count)
 		return 0;
-	return add_stack(fg, event, *frames, nr, count, count);
+	return add_stack(fg, event, *frames, nr, count, count, false);
 }
 
 int flamegraph__read_folded(struct flamegraph *fg, const char *event, FILE *f, const char *name)

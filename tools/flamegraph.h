@@ -62,7 +62,11 @@ void flamegraph__free(struct flamegraph *fg);
 int flamegraph__add(struct flamegraph *fg, const char *event, const struct pframe *frames,
 		    size_t nr_frames, uint64_t period);
 
-/* The profile_walk() callback: @ctx is a struct flamegraph. */
+/*
+ * The profile_walk() callback: @ctx is a struct flamegraph.  The frames'
+ * strings are remembered by address: they must stay, unchanged, as long
+ * as @ctx (profile_walk()'s do).
+ */
 int flamegraph__add_pstack(void *ctx, const struct pstack *s);
 
 /*

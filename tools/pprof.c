@@ -7,9 +7,10 @@
  *
  * profile_walk() hands over symbolized stacks; this file interns them into
  * pprof's tables (strings, functions, mappings, locations) and sums equal
- * samples (same event, stack, pid, tid and comm) into one.  Each event gets
- * two value columns, its sample count and its summed period; cpu-clock's
- * period is CPU time in ns ("cpu"), offcpu-time's blocked time in ns.
+ * samples (same event, stack, pid, tid, comm, cpu and cgroup) into one.
+ * Each event gets two value columns, its sample count and its summed
+ * period; cpu-clock's period is CPU time in ns ("cpu"), offcpu-time's
+ * blocked time in ns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,39 +29,139 @@
 #include "perfrecctl.h"
 #include "window.h"
 
+/*
+ * Keys of the tables, copied into blocks freed together at the end: a
+ * large profile makes millions of them, and a malloc() and free() each
+ * was a tenth of its time.  Keys are 8-byte aligned (location ids are read
+ * back from sample keys in place).
+ */
+struct arena_block {
+	struct arena_block *next;
+	uint64_t data[];
+};
+
+struct arena {
+	struct arena_block *head;
+	char *cur;
+	size_t left;
+};
+
+#define ARENA_BLOCK (1u << 20)
+
+static void *arena_alloc(struct arena *a, size_t len)
+{
+	void *p;
+
+	len = (len + 7) & ~(size_t)7;
+	if (len > a->left) {
+		size_t sz = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+		struct arena_block *b = malloc(sizeof(*b) + sz);
+
+		if (!b)
+			return NULL;
+		b->next = a->head;
+		a->head = b;
+		a->cur = (char *)b->data;
+		a->left = sz;
+	}
+	p = a->cur;
+	a->cur += len;
+	a->left -= len;
+	return p;
+}
+
+static void arena_free(struct arena *a)
+{
+	while (a->head) {
+		struct arena_block *b = a->head;
+
+		a->head = b->next;
+		free(b);
+	}
+}
+
 /* An open-addressing table from byte keys to indexes (1-based ids). */
 struct table {
 	struct slot {
 		uint64_t hash;
 		void *key;          /* NULL: empty */
-		size_t len;
-		size_t idx;
+		uint32_t len;
+		uint32_t idx;
 	} *slots;
 	size_t cap, used;
 };
 
+/*
+ * Eight bytes a step, then a final mix so that the low bits (the slot)
+ * depend on every input bit: a byte-at-a-time FNV over every key was a
+ * quarter of pprof's time.
+ */
 static uint64_t hash_bytes(const void *p, size_t len)
 {
 	const uint8_t *b = p;
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
+	for (; len >= 8; b += 8, len -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, b, len);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+	}
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
 	return h ? h : 1;
+}
+
+static struct slot *table_find(const struct table *t, uint64_t h, const void *key, size_t len)
+{
+	size_t mask = t->cap - 1;
+
+	if (!t->cap)
+		return NULL;
+	for (size_t i = h & mask; t->slots[i].key; i = (i + 1) & mask) {
+		struct slot *s = &t->slots[i];
+
+		if (s->hash == h && s->len == len && !memcmp(s->key, key, len))
+			return s;
+	}
+	return NULL;
+}
+
+/* The index stored for @key, or (size_t)-1. */
+static size_t table_lookup(const struct table *t, const void *key, size_t len)
+{
+	const struct slot *s = table_find(t, hash_bytes(key, len), key, len);
+
+	return s ? s->idx : (size_t)-1;
 }
 
 /*
  * The index stored for @key, or @next for a new key (*@ret_created), which
- * is copied (NUL-terminated, so string keys can be used as strings:
- * *@ret_key).
+ * is copied into @a (NUL-terminated, so string keys can be used as strings:
+ * *@ret_key).  Keys and indexes are under 4 GiB.
  */
-static int table_get(struct table *t, const void *key, size_t len, size_t next, size_t *ret_idx,
-		     bool *ret_created, const void **ret_key)
+static int table_get(struct table *t, struct arena *a, const void *key, size_t len, size_t next,
+		     size_t *ret_idx, bool *ret_created, const void **ret_key)
 {
 	uint64_t h = hash_bytes(key, len);
+	struct slot *s = table_find(t, h, key, len);
 	size_t i, mask;
 
-	if ((t->used + 1) * 2 > t->cap) {
+	if (s) {
+		*ret_idx = s->idx;
+		*ret_created = false;
+		if (ret_key)
+			*ret_key = s->key;
+		return 0;
+	}
+	if (len >= UINT32_MAX || next >= UINT32_MAX)
+		return -E2BIG;
+	if ((t->used + 1) * 4 > t->cap * 3) {
 		size_t ncap = t->cap ? t->cap * 2 : 1024;
 		struct slot *n = calloc(ncap, sizeof(*n));
 
@@ -78,36 +179,30 @@ static int table_get(struct table *t, const void *key, size_t len, size_t next, 
 		t->cap = ncap;
 	}
 	mask = t->cap - 1;
-	for (i = h & mask; t->slots[i].key; i = (i + 1) & mask) {
-		if (t->slots[i].hash == h && t->slots[i].len == len && !memcmp(t->slots[i].key, key, len)) {
-			*ret_idx = t->slots[i].idx;
-			*ret_created = false;
-			if (ret_key)
-				*ret_key = t->slots[i].key;
-			return 0;
-		}
-	}
-	t->slots[i].key = malloc(len + 1);
-	if (!t->slots[i].key)
+	for (i = h & mask; t->slots[i].key; i = (i + 1) & mask)
+		;
+	s = &t->slots[i];
+	s->key = arena_alloc(a, len + 1);
+	if (!s->key)
 		return -ENOMEM;
-	memcpy(t->slots[i].key, key, len);
-	((char *)t->slots[i].key)[len] = 0;
-	t->slots[i].hash = h;
-	t->slots[i].len = len;
-	t->slots[i].idx = next;
+	memcpy(s->key, key, len);
+	((char *)s->key)[len] = 0;
+	s->hash = h;
+	s->len = (uint32_t)len;
+	s->idx = (uint32_t)next;
 	t->used++;
 	*ret_idx = next;
 	*ret_created = true;
 	if (ret_key)
-		*ret_key = t->slots[i].key;
+		*ret_key = s->key;
 	return 0;
 }
 
 static void table_free(struct table *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->slots[i].key);
 	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->used = 0;
 }
 
 struct vec {
@@ -141,22 +236,47 @@ struct map_row { uint64_t start, limit, off; int64_t file, bid; };
 struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
 struct line_row { uint64_t fn; int64_t line; };
 struct sample_row {
-	size_t first_loc, nr_locs;
-	uint32_t event, pid, tid, cpu;
-	int64_t comm, cgroup;
+	const uint64_t *locs;    /* in the sample's key (the tables' arena) */
+	size_t nr_locs;
+	uint32_t event;
+	uint32_t labels;         /* in pprof.label_sets */
 	uint64_t count, period;
 };
+/* Labels of samples that differ only in their stacks: packed once, shared. */
+struct label_row {
+	uint32_t pid, tid, cpu, pad;
+	int64_t comm, cgroup;
+};
 
-#define KEY_HEAD 6      /* event, pid, tid, comm, cpu, cgroup: then the location ids */
+#define KEY_HEAD 1      /* event << 32 | label set: then the location ids */
+#define LABEL_MEMO 64
 #define NR_LABELS 5
+#define MAX_LOC_FRAMES 16
 
 struct pprof {
+	struct arena keys;       /* every table's keys */
 	struct table strtab, fntab, maptab, loctab, smptab;
+	/*
+	 * Shortcuts keyed by what the walk hands over, not by content: a
+	 * string's address to its id, a location's frames (addresses of their
+	 * strings, mapping, address, lines) to its id.  profile.h promises the
+	 * strings live as long as the walk, so an address names one string
+	 * for the whole run; equal contents at two addresses take the slow
+	 * path once each and meet in the content-keyed tables above.
+	 */
+	struct table ptrstrtab, ptrloctab;
+	struct table labeltab;
+	struct vec label_sets;   /* struct label_row */
+	/* The label set a thread had last, by tid: consecutive samples mostly share one. */
+	struct label_memo {
+		struct label_row lr;
+		uint32_t set;
+		bool used;
+	} label_memo[LABEL_MEMO];
 	struct vec strs;         /* const char *, keys of strtab; [0] = "" */
 	struct vec fns, maps, locs, lines, samples;
-	struct vec sample_locs;  /* uint64_t */
 	struct vec events;       /* int64_t: string ids of the events' names */
-	struct vec stack;        /* uint64_t scratch: one sample's location ids */
+	struct vec stack;        /* uint64_t scratch: one sample's key */
 	uint64_t first_wall, last_wall;
 };
 
@@ -169,7 +289,7 @@ static void pprof_init(struct pprof *p)
 	p->locs.elem = sizeof(struct loc_row);
 	p->lines.elem = sizeof(struct line_row);
 	p->samples.elem = sizeof(struct sample_row);
-	p->sample_locs.elem = sizeof(uint64_t);
+	p->label_sets.elem = sizeof(struct label_row);
 	p->events.elem = sizeof(int64_t);
 	p->stack.elem = sizeof(uint64_t);
 }
@@ -181,13 +301,17 @@ static void pprof_exit(struct pprof *p)
 	table_free(&p->maptab);
 	table_free(&p->loctab);
 	table_free(&p->smptab);
+	table_free(&p->ptrstrtab);
+	table_free(&p->ptrloctab);
+	table_free(&p->labeltab);
+	free(p->label_sets.v);
+	arena_free(&p->keys);
 	free(p->strs.v);
 	free(p->fns.v);
 	free(p->maps.v);
 	free(p->locs.v);
 	free(p->lines.v);
 	free(p->samples.v);
-	free(p->sample_locs.v);
 	free(p->events.v);
 	free(p->stack.v);
 }
@@ -202,7 +326,7 @@ static int64_t str_id(struct pprof *p, const char *s)
 
 	if (!s)
 		s = "";
-	if (table_get(&p->strtab, s, strlen(s), p->strs.nr, &idx, &created, &key) < 0)
+	if (table_get(&p->strtab, &p->keys, s, strlen(s), p->strs.nr, &idx, &created, &key) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(slot = vec_push(&p->strs)))
@@ -212,6 +336,22 @@ static int64_t str_id(struct pprof *p, const char *s)
 	return (int64_t)idx;
 }
 
+/* str_id() of a string that lives as long as the walk: by its address after the first time. */
+static int64_t walk_str_id(struct pprof *p, const char *s)
+{
+	uintptr_t key = (uintptr_t)s;
+	size_t idx = table_lookup(&p->ptrstrtab, &key, sizeof(key));
+	int64_t id;
+	bool created;
+
+	if (idx != (size_t)-1)
+		return (int64_t)idx;
+	id = str_id(p, s);
+	if (id < 0 || table_get(&p->ptrstrtab, &p->keys, &key, sizeof(key), (size_t)id, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	return id;
+}
+
 static int64_t fn_id(struct pprof *p, const struct pframe *f)
 {
 	struct fn_row row = { str_id(p, f->name), str_id(p, f->file) }, *r;
@@ -219,7 +359,7 @@ static int64_t fn_id(struct pprof *p, const struct pframe *f)
 	bool created;
 
 	if (row.name < 0 || row.file < 0 ||
-	    table_get(&p->fntab, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
+	    table_get(&p->fntab, &p->keys, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(r = vec_push(&p->fns)))
@@ -245,7 +385,8 @@ static int64_t map_id(struct pprof *p, const struct pframe *f)
 	key.bid_len = f->build_id_len < 20 ? f->build_id_len : 20;
 	if (key.bid_len)
 		memcpy(key.bid, f->build_id, key.bid_len);
-	if (key.file < 0 || table_get(&p->maptab, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
+	if (key.file < 0 ||
+	    table_get(&p->maptab, &p->keys, &key, sizeof(key), p->maps.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
 		char hex[2 * 20 + 1] = "";
@@ -265,9 +406,9 @@ static int64_t map_id(struct pprof *p, const struct pframe *f)
  * The location of frames [0, n): inlined frames and the one holding them,
  * all at one address.  Keyed by mapping, address and its functions/lines.
  */
-static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
+static int64_t loc_id_slow(struct pprof *p, const struct pframe *f, size_t n)
 {
-	uint64_t key[2 + 2 * 16];
+	uint64_t key[2 + 2 * MAX_LOC_FRAMES];
 	struct loc_row *r;
 	struct line_row *l;
 	size_t idx, k = 0;
@@ -278,7 +419,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 		return m;
 	key[k++] = (uint64_t)m;
 	key[k++] = f->addr;
-	for (size_t i = 0; i < n && i < 16; i++) {
+	for (size_t i = 0; i < n && i < MAX_LOC_FRAMES; i++) {
 		int64_t fn = fn_id(p, &f[i]);
 
 		if (fn < 0)
@@ -286,7 +427,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 		key[k++] = (uint64_t)fn;
 		key[k++] = f[i].line;
 	}
-	if (table_get(&p->loctab, key, k * sizeof(key[0]), p->locs.nr + 1, &idx, &created, NULL) < 0)
+	if (table_get(&p->loctab, &p->keys, key, k * sizeof(key[0]), p->locs.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (!created)
 		return (int64_t)idx;
@@ -305,10 +446,47 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 	return (int64_t)idx;
 }
 
+/*
+ * loc_id_slow() hashes every string of the frames and looks up four tables
+ * per frame; the same few thousand locations come back millions of times,
+ * so they are first looked up by everything loc_id_slow() reads, strings
+ * by address (see struct pprof).
+ */
+static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
+{
+	uint64_t key[7 + 3 * MAX_LOC_FRAMES];
+	size_t k = 0, idx;
+	int64_t id;
+	bool created;
+
+	if (n > MAX_LOC_FRAMES)
+		n = MAX_LOC_FRAMES;
+	key[k++] = f->addr;
+	key[k++] = f->map_start;
+	key[k++] = f->map_end;
+	key[k++] = f->map_pgoff;
+	key[k++] = (uintptr_t)f->module;
+	key[k++] = (uintptr_t)f->build_id;
+	key[k++] = f->build_id_len;
+	for (size_t i = 0; i < n; i++) {
+		key[k++] = (uintptr_t)f[i].name;
+		key[k++] = (uintptr_t)f[i].file;
+		key[k++] = f[i].line;
+	}
+	idx = table_lookup(&p->ptrloctab, key, k * sizeof(key[0]));
+	if (idx != (size_t)-1)
+		return (int64_t)idx;
+	id = loc_id_slow(p, f, n);
+	if (id < 0 ||
+	    table_get(&p->ptrloctab, &p->keys, key, k * sizeof(key[0]), (size_t)id, &idx, &created, NULL) < 0)
+		return -ENOMEM;
+	return id;
+}
+
 /* Events by their string id: the walk's strings are gone when the profile is packed. */
 static int event_idx(struct pprof *p, const char *event)
 {
-	int64_t id = str_id(p, event), *e;
+	int64_t id = walk_str_id(p, event), *e;
 
 	if (id < 0)
 		return -ENOMEM;
@@ -321,36 +499,58 @@ static int event_idx(struct pprof *p, const char *event)
 	return (int)p->events.nr - 1;
 }
 
+/* The index of @lr's set in pprof.label_sets, made if new; -ENOMEM. */
+static int64_t label_set(struct pprof *p, const struct label_row *lr)
+{
+	struct label_memo *m = &p->label_memo[lr->tid % LABEL_MEMO];
+	size_t set;
+	bool created;
+
+	if (m->used && !memcmp(&m->lr, lr, sizeof(*lr)))
+		return m->set;
+	if (table_get(&p->labeltab, &p->keys, lr, sizeof(*lr), p->label_sets.nr, &set, &created, NULL) < 0)
+		return -ENOMEM;
+	if (created) {
+		struct label_row *l = vec_push(&p->label_sets);
+
+		if (!l)
+			return -ENOMEM;
+		*l = *lr;
+	}
+	*m = (struct label_memo){ .lr = *lr, .set = (uint32_t)set, .used = true };
+	return (int64_t)set;
+}
+
 int pprof_add_stack(void *ctx, const struct pstack *s)
 {
 	struct pprof *p = ctx;
 	struct sample_row *row;
+	const void *stored;
 	uint64_t *id;
 	size_t idx, i = 0, keylen;
 	bool created;
 	int ev = event_idx(p, s->event);
-	int64_t comm = str_id(p, s->comm), cgroup = str_id(p, s->cgroup);
+	int64_t comm = walk_str_id(p, s->comm), cgroup = walk_str_id(p, s->cgroup), set;
+	struct label_row lr = { .pid = s->pid, .tid = s->tid, .cpu = s->cpu };
 	uint64_t *key;
 
 	if (ev < 0 || comm < 0 || cgroup < 0)
 		return -ENOMEM;
+	lr.comm = comm;
+	lr.cgroup = cgroup;
+	set = label_set(p, &lr);
+	if (set < 0)
+		return -ENOMEM;
 	p->stack.nr = 0;
-	for (int k = 0; k < KEY_HEAD; k++)
-		if (!vec_push(&p->stack))
-			return -ENOMEM;
-	key = p->stack.v;
-	key[0] = (uint64_t)ev;
-	key[1] = s->pid;
-	key[2] = s->tid;
-	key[3] = (uint64_t)comm;
-	key[4] = s->cpu;
-	key[5] = (uint64_t)cgroup;
+	if (!(key = vec_push(&p->stack)))
+		return -ENOMEM;
+	*key = (uint64_t)ev << 32 | (uint64_t)set;
 	while (i < s->nr_frames) {
 		size_t n = 1;
 		int64_t l;
 
 		/* inlined frames belong with the next non-inlined one at the same address */
-		while (s->frames[i + n - 1].inlined && i + n < s->nr_frames && n < 16 &&
+		while (s->frames[i + n - 1].inlined && i + n < s->nr_frames && n < MAX_LOC_FRAMES &&
 		       s->frames[i + n].addr == s->frames[i].addr)
 			n++;
 		l = loc_id(p, &s->frames[i], n);
@@ -361,24 +561,15 @@ int pprof_add_stack(void *ctx, const struct pstack *s)
 	}
 	key = p->stack.v;
 	keylen = p->stack.nr * sizeof(uint64_t);
-	if (table_get(&p->smptab, key, keylen, p->samples.nr, &idx, &created, NULL) < 0)
+	if (table_get(&p->smptab, &p->keys, key, keylen, p->samples.nr, &idx, &created, &stored) < 0)
 		return -ENOMEM;
 	if (created) {
 		if (!(row = vec_push(&p->samples)))
 			return -ENOMEM;
 		row->event = (uint32_t)ev;
-		row->pid = s->pid;
-		row->tid = s->tid;
-		row->comm = comm;
-		row->cpu = s->cpu;
-		row->cgroup = cgroup;
-		row->first_loc = p->sample_locs.nr;
+		row->labels = (uint32_t)set;
+		row->locs = (const uint64_t *)stored + KEY_HEAD;
 		row->nr_locs = p->stack.nr - KEY_HEAD;
-		for (size_t k = KEY_HEAD; k < p->stack.nr; k++) {
-			if (!(id = vec_push(&p->sample_locs)))
-				return -ENOMEM;
-			*id = VEC_AT(p->stack, uint64_t, k);
-		}
 	}
 	row = &VEC_AT(p->samples, struct sample_row, idx);
 	row->count++;
@@ -416,8 +607,10 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	Perfrec__Pprof__ValueType *vt = calloc(ncols, sizeof(*vt)), **vtp = calloc(ncols, sizeof(*vtp));
 	Perfrec__Pprof__ValueType period_type = PERFREC__PPROF__VALUE_TYPE__INIT;
 	Perfrec__Pprof__Sample *sm = calloc(p->samples.nr + 1, sizeof(*sm)), **smp = calloc(p->samples.nr + 1, sizeof(*smp));
-	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lb));
-	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * p->samples.nr + 1, sizeof(*lbp));
+	size_t nsets = p->label_sets.nr;
+	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * nsets + 1, sizeof(*lb));
+	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * nsets + 1, sizeof(*lbp));
+	size_t *nlabels = calloc(nsets + 1, sizeof(*nlabels));
 	int64_t *vals = calloc(ncols * p->samples.nr + 1, sizeof(*vals));
 	Perfrec__Pprof__Mapping *mp = calloc(p->maps.nr + 1, sizeof(*mp)), **mpp = calloc(p->maps.nr + 1, sizeof(*mpp));
 	Perfrec__Pprof__Location *lc = calloc(p->locs.nr + 1, sizeof(*lc)), **lcp = calloc(p->locs.nr + 1, sizeof(*lcp));
@@ -430,7 +623,7 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	uint8_t *buf;
 	int ret = -ENOMEM;
 
-	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
+	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !nlabels || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
 	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0 || k_cpu < 0 || k_cgroup < 0)
 		goto out;
 	for (size_t e = 0; e < ncols / 2; e++) {
@@ -468,54 +661,56 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		period_type.unit = str_id(p, "nanoseconds");
 		prof.period_type = &period_type;
 	}
+	for (size_t i = 0; i < nsets; i++) {
+		const struct label_row *r = &VEC_AT(p->label_sets, struct label_row, i);
+		Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
+		size_t nl = 0;
+
+		for (int k = 0; k < NR_LABELS; k++) {
+			perfrec__pprof__label__init(&l[k]);
+			lbp[NR_LABELS * i + k] = &l[k];
+		}
+		l[nl].key = k_pid;
+		l[nl++].num = r->pid;
+		l[nl].key = k_tid;
+		l[nl++].num = r->tid;
+		if (r->comm) {
+			l[nl].key = k_comm;
+			l[nl++].str = r->comm;
+		}
+		/*
+		 * A string: pprof's readers drop a numeric label whose value
+		 * is 0 and has no unit, and CPU 0 is no less a CPU.
+		 */
+		if (r->cpu != UINT32_MAX) {
+			char c[16];
+			int64_t id;
+
+			snprintf(c, sizeof(c), "%u", r->cpu);
+			id = str_id(p, c);
+			if (id < 0)
+				goto out;
+			l[nl].key = k_cpu;
+			l[nl++].str = id;
+		}
+		if (r->cgroup) {
+			l[nl].key = k_cgroup;
+			l[nl++].str = r->cgroup;
+		}
+		nlabels[i] = nl;
+	}
 	for (size_t i = 0; i < p->samples.nr; i++) {
 		struct sample_row *r = &VEC_AT(p->samples, struct sample_row, i);
 
 		perfrec__pprof__sample__init(&sm[i]);
 		sm[i].n_location_id = r->nr_locs;
-		sm[i].location_id = &VEC_AT(p->sample_locs, uint64_t, r->first_loc);
+		sm[i].location_id = (uint64_t *)r->locs;
 		sm[i].n_value = ncols;
 		sm[i].value = &vals[ncols * i];
 		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
 		vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
-		{
-			Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
-			size_t nl = 0;
-
-			for (int k = 0; k < NR_LABELS; k++) {
-				perfrec__pprof__label__init(&l[k]);
-				lbp[NR_LABELS * i + k] = &l[k];
-			}
-			l[nl].key = k_pid;
-			l[nl++].num = r->pid;
-			l[nl].key = k_tid;
-			l[nl++].num = r->tid;
-			if (r->comm) {
-				l[nl].key = k_comm;
-				l[nl++].str = r->comm;
-			}
-			/*
-			 * A string: pprof's readers drop a numeric label whose
-			 * value is 0 and has no unit, and CPU 0 is no less a CPU.
-			 */
-			if (r->cpu != UINT32_MAX) {
-				char c[16];
-				int64_t id;
-
-				snprintf(c, sizeof(c), "%u", r->cpu);
-				id = str_id(p, c);
-				if (id < 0)
-					goto out;
-				l[nl].key = k_cpu;
-				l[nl++].str = id;
-			}
-			if (r->cgroup) {
-				l[nl].key = k_cgroup;
-				l[nl++].str = r->cgroup;
-			}
-			sm[i].n_label = nl;
-			sm[i].label = &lbp[NR_LABELS * i];
-		}
+		sm[i].n_label = nlabels[r->labels];
+		sm[i].label = &lbp[NR_LABELS * r->labels];
 		smp[i] = &sm[i];
 	}
 	prof.n_sample = p->samples.nr;
@@ -580,19 +775,24 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 	*ret_len = len;
 	ret = 0;
 out:
-	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(vals);
+	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(nlabels); free(vals);
 	free(mp); free(mpp); free(lc); free(lcp); free(ln); free(lnp); free(fn); free(fnp);
 	return ret;
 }
 
-/* gzip @buf into @fd. */
+/*
+ * gzip @buf into @fd, at deflate's fastest level: on a million samples
+ * (26 MB packed) level 6 took 0.55 s against level 1's 0.2 s, for a file
+ * a tenth smaller; Go's runtime/pprof writes its profiles at the fastest
+ * level too.
+ */
 static int write_gzip(int fd, const uint8_t *buf, size_t len)
 {
 	z_stream z = { 0 };
 	uint8_t out[65536];
 	int zr;
 
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	z.next_in = (Bytef *)buf;
 	z.avail_in = (uInt)len;   /* profiles over 4 GiB are not a thing we write */
@@ -633,6 +833,14 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
 		return -ENOMEM;
 	}
 	r = profile_walk(paths, nr_paths, o, pprof_add_stack, &p);
+	/* Only strings are added from here on: the rest of the lookups go before the packing peaks. */
+	table_free(&p.fntab);
+	table_free(&p.maptab);
+	table_free(&p.loctab);
+	table_free(&p.smptab);
+	table_free(&p.ptrstrtab);
+	table_free(&p.ptrloctab);
+	table_free(&p.labeltab);
 	if (r == 0)
 		r = pprof_pack(&p, &buf, &len);
 	if (r == 0)

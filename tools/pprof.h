@@ -16,7 +16,11 @@
 int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_opts *o, int fd,
 		size_t *ret_samples);
 
-/* profile_stack_fn of the writer (@ctx: its tables). */
+/*
+ * profile_stack_fn of the writer (@ctx: its tables).  As profile.h says
+ * of the walk, the strings of @s and its frames must live, unchanged, as
+ * long as the tables: they are remembered by address.
+ */
 int pprof_add_stack(void *ctx, const struct pstack *s);
 
 #endif

@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <linux/perf_event.h>
 #include <perfrec/buildid.h>
 
@@ -30,6 +33,39 @@ __attribute__((noinline)) int symbolize_probe_fn(int x)
 	volatile int y = x;
 
 	return y * 3 + 1;
+}
+
+/*
+ * Inlines two deep, and one in a lexical block of its own, for the
+ * inlined-frame test: built into this binary at -O1 (ASan) and -O2 alike.
+ */
+static inline __attribute__((always_inline)) int probe_leaf(int x)
+{
+	volatile int v = x;
+
+	return v * 7 + 1;
+}
+
+static inline __attribute__((always_inline)) int probe_mid(int x)
+{
+	int r = 0;
+
+	for (int i = 0; i < x % 5 + 2; i++)
+		r += probe_leaf(x + i);
+	return r;
+}
+
+__attribute__((noinline)) int symbolize_inline_probe(int x);
+__attribute__((noinline)) int symbolize_inline_probe(int x)
+{
+	int a = probe_mid(x);
+
+	if (a & 1) {
+		volatile int z = a;
+
+		a = z + probe_leaf(a);
+	}
+	return a + probe_mid(a);
 }
 
 struct self_map {
@@ -606,4 +642,92 @@ Test(symbolize, damaged_records_are_ignored)
 	cr_assert_neq(f[0].kind, SYM_BPF);
 	cr_assert_eq(symbolizer__resolve(s, 3, 0x1800, false, false, f, 0), 0);
 	symbolizer__free(s);
+}
+
+/* DWARF's own answer, straight from libdw: the innermost inline at @addr of this live process. */
+static const char *libdw_innermost_inline(Dwfl *dwfl, uint64_t addr, unsigned *ret_call_line)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : NULL, *scopes = NULL;
+	const char *name = NULL;
+	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+
+	for (int i = 0; i < n; i++) {
+		Dwarf_Attribute at;
+		Dwarf_Die origin;
+		Dwarf_Word line = 0;
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (dwarf_attr(&scopes[i], DW_AT_abstract_origin, &at) && dwarf_formref_die(&at, &origin))
+			name = dwarf_diename(&origin);
+		if (dwarf_attr(&scopes[i], DW_AT_call_line, &at))
+			dwarf_formudata(&at, &line);
+		*ret_call_line = (unsigned)line;
+		break;
+	}
+	free(scopes);
+	return name;
+}
+
+/*
+ * Every byte of a function with inlines two deep and in a lexical block:
+ * the symbolizer's inlined frame (it walks only the function holding the
+ * address, not the unit as dwarf_getscopes() does) is libdw's innermost
+ * one, named and at the call line libdw gives, and the function holding
+ * it comes last.
+ */
+Test(symbolize, inlined_frames_are_the_ones_dwarf_getscopes_gives)
+{
+	static const Dwfl_Callbacks cb = {
+		.find_elf = dwfl_linux_proc_find_elf, .find_debuginfo = dwfl_standard_find_debuginfo,
+	};
+	Dwfl *dwfl = dwfl_begin(&cb);
+	uint64_t a = (uintptr_t)symbolize_inline_probe, size;
+	struct self_map m;
+	uint8_t buf[PATH_MAX + 128];
+	struct sym_frame f[8];
+	struct symbolizer *s;
+	unsigned with_inline = 0, leaf = 0;
+	GElf_Sym sym;
+	GElf_Off off;
+
+	cr_assert(dwfl);
+	cr_assert_eq(dwfl_linux_proc_report(dwfl, getpid()), 0);
+	cr_assert_eq(dwfl_report_end(dwfl, NULL, NULL), 0);
+	cr_assert_str_eq(dwfl_module_addrinfo(dwfl_addrmodule(dwfl, a), a, &off, &sym, NULL, NULL, NULL),
+			 "symbolize_inline_probe");
+	size = sym.st_size;
+	cr_assert_gt(size, 0);
+	self_map(&m);
+	s = new_sym(NULL);
+	symbolizer__note_record(s, mmap2(buf, 42, m.start, m.end - m.start, m.pgoff, m.bid, m.bid_len, m.path));
+	for (uint64_t p = a; p < a + size; p++) {
+		unsigned call_line = 0;
+		const char *want = libdw_innermost_inline(dwfl, p, &call_line);
+		size_t n = symbolizer__resolve(s, 42, p, false, false, f, 8);
+
+		cr_assert_str_eq(outer(f, n)->name, "symbolize_inline_probe", "at +%#llx", (unsigned long long)(p - a));
+		if (!want) {
+			cr_assert_eq(n, 1, "at +%#llx: %s inlined where libdw has no inline", (unsigned long long)(p - a),
+				     f[0].name);
+			continue;
+		}
+		cr_assert_eq(n, 2, "at +%#llx: %zu frames where libdw has %s inlined", (unsigned long long)(p - a), n, want);
+		cr_assert_str_eq(f[0].name, want, "at +%#llx", (unsigned long long)(p - a));
+		cr_assert(f[0].inlined);
+		cr_assert_eq(f[1].line, call_line, "at +%#llx: %s called from line %u, libdw says %u",
+			     (unsigned long long)(p - a), want, f[1].line, call_line);
+		with_inline++;
+		leaf += !strcmp(want, "probe_leaf");
+	}
+	/* Both inlines showed up as the innermost somewhere, or the test proved little. */
+	cr_assert_gt(leaf, 0);
+	cr_assert_gt(with_inline, leaf, "probe_mid never the innermost inline");
+	symbolizer__free(s);
+	dwfl_end(dwfl);
 }

@@ -484,6 +484,29 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	return 0;
 }
 
+/*
+ * A file that could not be started is discarded with whatever the rings
+ * gave it during its synthesis: those samples are lost after all, as a
+ * refused span's (refuse_span()), and reported in the next file.  The
+ * ring's span mark moves with the totals: these records are no part of a
+ * span not yet written.
+ */
+static void lose_unstarted(struct recorder *rec, const struct recfile *o)
+{
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		const struct cpu_stats *c = &o->cpu[i];
+		struct cpu_stats *t = &rec->total[i];
+
+		t->samples -= c->samples;
+		t->lost += c->samples;
+		t->dropped += c->samples;
+		rec->marks[i].samples -= c->samples;
+		rec->marks[i].lost += c->samples;
+		rec->pending_dropped[i] += c->samples + c->lost + c->lost_samples;
+	}
+	rec->dropped_bytes += rec->unwind ? 0 : o->bytes;
+}
+
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
 	struct recfile *o = &rec->cur;
@@ -531,8 +554,7 @@ fail:
 	 * (unwind=host: they wait for the worker, which finds no file and
 	 * counts them lost.)
 	 */
-	if (!rec->unwind)
-		rec->dropped_bytes += o->bytes;
+	lose_unstarted(rec, o);
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
 	recfile_reset(o);

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The accounting of unwind=host on a full disk, on a real recorder
- * (cpu-clock on CPU 0 with DWARF stacks, unwound by the sink's worker;
- * skipped where events cannot be opened).  The disk is made full with
- * RLIMIT_FSIZE (writes past the limit fail with EFBIG, as a full disk's
- * with ENOSPC) and the free-space floor (min-free) is forced by raising it
- * past any disk, so every step comes in the order the test chooses: the
- * worker learns of refused writes, the draining thread settles them, then
- * refuses spans itself.  Whatever the order, the daemon's totals and each
- * manifest must say what the files hold: each sample is either in a file
- * or counted lost, and reported there in a PERF_RECORD_LOST.
+ * The recorder's accounting on a full disk, on a real recorder (cpu-clock
+ * on CPU 0 with DWARF stacks, raw or unwound by the sink's worker with
+ * unwind=host; skipped where events cannot be opened).  The disk is made
+ * full with RLIMIT_FSIZE (writes past the limit fail with EFBIG, as a full
+ * disk's with ENOSPC) and the free-space floor (min-free) is forced by
+ * raising it past any disk, so every step comes in the order the test
+ * chooses.  Whatever the order, the daemon's totals and each manifest must
+ * say what the files hold: each sample is either in a file or counted
+ * lost, and reported there in a PERF_RECORD_LOST.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -21,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,12 +28,14 @@
 
 #include "recorder.h"
 
-static char dir[] = "/tmp/test-recorder-host.XXXXXX";
+static char dir[] = "/tmp/test-recorder-full-disk.XXXXXX";
 static struct config cfg;
 static struct recorder rec;
 static bool opened;
 static volatile unsigned long spin;
 static struct rlimit fsize0;
+static pid_t children[200];
+static size_t nr_children;
 
 static void set(const char *section, const char *key, const char *value)
 {
@@ -42,7 +44,7 @@ static void set(const char *section, const char *key, const char *value)
 	cr_assert_eq(config_set(&cfg, section, key, value, err, sizeof(err)), 0, "%s", err);
 }
 
-static void open_recorder(void)
+static void open_recorder(const char *callchain, const char *unwind)
 {
 	cpu_set_t cpus;
 
@@ -53,8 +55,8 @@ static void open_recorder(void)
 	set("output", "min-free", "0");
 	set("record", "frequency", "4000");
 	set("record", "cpus", "0");
-	set("record", "callchain", "dwarf");
-	set("record", "unwind", "host");
+	set("record", "callchain", callchain);
+	set("record", "unwind", unwind);
 	if (geteuid() != 0)
 		cr_skip_test("needs root for system-wide perf_event_open");
 	/* The samples come from this thread, on the one CPU recorded. */
@@ -64,7 +66,8 @@ static void open_recorder(void)
 	if (recorder_open(&rec, &cfg, 0, NULL) < 0)
 		cr_skip_test("cannot open cpu-clock with DWARF stacks on CPU 0 here");
 	opened = true;
-	cr_assert_not_null(rec.unwind, "unwind=host did not start its worker");
+	cr_assert_eq(rec.unwind != NULL, !strcmp(unwind, "host"), "unwind=%s, and the worker %s", unwind,
+		     rec.unwind ? "runs" : "does not");
 	cr_assert_eq(recorder_enable(&rec), 0);
 	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &fsize0), 0);
 	/* Writes past the limit fail with EFBIG rather than kill the process. */
@@ -75,6 +78,10 @@ static void teardown(void)
 {
 	char cmd[128];
 
+	for (size_t i = 0; i < nr_children; i++) {
+		kill(children[i], SIGKILL);
+		waitpid(children[i], NULL, 0);
+	}
 	setrlimit(RLIMIT_FSIZE, &fsize0);
 	if (opened)
 		recorder_close(&rec);
@@ -172,20 +179,37 @@ static void totals(uint64_t *ret_samples, uint64_t *ret_lost)
 	}
 }
 
-TestSuite(recorder_host, .init = open_recorder, .fini = teardown);
+TestSuite(recorder_full_disk, .fini = teardown);
+
+/* The daemon's totals against what the files hold (files_hold()). */
+static void check_totals(void)
+{
+	uint64_t samples, lost;
+	struct held h = files_hold();
+
+	totals(&samples, &lost);
+	cr_log_info("files: %llu samples, %llu lost (%llu refused by the disk); daemon: %llu samples, %llu lost",
+		    (unsigned long long)h.samples, (unsigned long long)h.lost, (unsigned long long)h.dropped,
+		    (unsigned long long)samples, (unsigned long long)lost);
+	cr_assert_gt(h.files, 0);
+	cr_assert_gt(h.dropped, 0, "no manifest counts samples the disk refused");
+	cr_assert_eq(samples, h.samples, "the daemon counted %llu samples, the files hold %llu",
+		     (unsigned long long)samples, (unsigned long long)h.samples);
+	cr_assert_eq(lost, h.lost, "the daemon counted %llu lost, the files report %llu",
+		     (unsigned long long)lost, (unsigned long long)h.lost);
+}
 
 /*
- * The order that lost counts: refusals learnt on the worker are settled
- * (a checkpoint syncs with it), then the draining thread refuses spans
- * itself (below min-free), then space returns.
+ * unwind=host, in the order that lost counts: refusals learnt on the
+ * worker are settled (a checkpoint syncs with it), then the draining
+ * thread refuses spans itself (below min-free), then space returns.
  */
-Test(recorder_host, refusals_of_the_worker_then_of_the_drain_are_all_counted_once)
+Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counted_once)
 {
 	struct unwind_sink_stats st;
-	uint64_t samples, lost;
-	struct held h;
 	char *tmp = NULL;
 
+	open_recorder("dwarf", "host");
 	cr_assert_eq(recorder_start_file(&rec, 0), 0);
 	busy(300);
 	/* The disk fills: the worker's writes are refused once its buffer must go out. */
@@ -210,16 +234,61 @@ Test(recorder_host, refusals_of_the_worker_then_of_the_drain_are_all_counted_onc
 	unwind_sink_stats(rec.unwind, &st);
 	cr_assert_gt(st.unwinder.samples, 0, "the worker unwound nothing");
 	cr_assert_eq(recorder_finish_file(&rec, NULL), 0);
+	check_totals();
+}
 
-	h = files_hold();
-	totals(&samples, &lost);
-	cr_log_info("files: %llu samples, %llu lost (%llu refused by the disk); daemon: %llu samples, %llu lost",
-		    (unsigned long long)h.samples, (unsigned long long)h.lost, (unsigned long long)h.dropped,
-		    (unsigned long long)samples, (unsigned long long)lost);
-	cr_assert_gt(h.files, 0);
-	cr_assert_gt(h.dropped, 0, "no manifest counts samples the disk refused");
-	cr_assert_eq(samples, h.samples, "the daemon counted %llu samples, the files hold %llu",
-		     (unsigned long long)samples, (unsigned long long)h.samples);
-	cr_assert_eq(lost, h.lost, "the daemon counted %llu lost, the files report %llu",
-		     (unsigned long long)lost, (unsigned long long)h.lost);
+/*
+ * A rotation on the full disk: the old file stalls, the new one cannot
+ * start (its synthesis does not fit), and what the rings gave it while it
+ * was synthesized goes down with it.  Space returns: a file starts, the
+ * stalled one is published.
+ */
+static void start_fails_on_a_full_disk(const char *callchain, const char *unwind)
+{
+	/*
+	 * Processes enough that a file's synthesized state (their maps) does
+	 * not fit the writer's buffer: its synthesis needs the disk.
+	 */
+	for (nr_children = 0; nr_children < sizeof(children) / sizeof(children[0]); nr_children++) {
+		pid_t p = fork();
+
+		cr_assert_geq(p, 0);
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		children[nr_children] = p;
+	}
+	open_recorder(callchain, unwind);
+	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	busy(300);
+	disk_limit(64 << 10);
+	busy(100);
+	recorder_rotate(&rec, NULL);
+	cr_assert(rec.have_stalled, "the file the disk cut short did not stall");
+	cr_assert_not(rec.have_file, "a file started on a full disk");
+	busy(200);
+	disk_limit(RLIM_INFINITY);
+	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	busy(200);
+	/* (publishes the stalled file too) */
+	cr_assert_eq(recorder_finish_file(&rec, NULL), 0);
+	cr_assert_not(rec.have_stalled, "the stalled file was not published once space returned");
+	check_totals();
+}
+
+/*
+ * Written by the draining thread: the samples drained while the state is
+ * synthesized (small, with frame-pointer chains) go into the writer's
+ * buffer, accepted, before the state needs the disk.
+ */
+Test(recorder_full_disk, a_file_that_cannot_start_loses_what_it_was_given)
+{
+	start_fails_on_a_full_disk("yes", "file");
+}
+
+/* Unwound: they wait for the worker, which finds no file. */
+Test(recorder_full_disk, a_file_that_cannot_start_loses_what_it_was_given_unwound)
+{
+	start_fails_on_a_full_disk("dwarf", "host");
 }

@@ -6,5 +6,5 @@
 # files and in the manifests, each manifest counts what its file holds,
 # and the daemon's totals equal what the files hold.  (It failed about 1
 # run in 10 while the drain counted records before the worker wrote them;
-# test-recorder-host forces the order that lost the count.)
+# test-recorder-full-disk forces the orders that lost counts.)
 FULL_DISK_RECORD="-F 1000 -m 16M --call-graph dwarf --unwind host" exec bash "$(dirname "$0")/test-full-disk.sh"

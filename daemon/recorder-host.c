@@ -2,9 +2,11 @@
 /*
  * unwind=host, the recorder's side of it: the unwind sink's worker writes
  * the current file through struct host_out (its lock shared with the
- * draining thread), and what the file refused on the worker's thread is
- * accounted for on the draining one as the raw path accounts a refused
- * span.  See the top of recorder.c for the threads and when they meet.
+ * draining thread) and counts each record where it went: written, in the
+ * file and the totals; refused, as lost.  A record handed to the worker
+ * is counted nowhere before that, so no count has to be taken back, and
+ * what the worker never emitted is found once it is idle.  See the top of
+ * recorder.c for the threads and when they meet.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,32 +29,111 @@ void recorder_out_unlock(const struct recorder *rec)
 		pthread_mutex_unlock(&rec->host_out->lock);
 }
 
-/* @h did not reach the file (@err); under ho->lock. */
-void host_count_refused(struct host_out *ho, const struct perf_event_header *h, int err)
+/* The ring of a record the worker emits, by its IDENTIFIER (every attr has one): 0 if unknown. */
+static size_t ring_of(const struct host_out *ho, const struct perf_event_header *h)
 {
-	uint64_t n = 0;
+	size_t lo = 0, hi = ho->nr_ids;
+	uint64_t id;
+
+	if (h->size < sizeof(*h) + 8)
+		return 0;
+	/* A sample starts with it, other records end with it (sample_id_all). */
+	if (h->type == PERF_RECORD_SAMPLE)
+		memcpy(&id, h + 1, 8);
+	else
+		memcpy(&id, (const char *)h + h->size - 8, 8);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ho->ids[mid].id == id)
+			return ho->ids[mid].ring;
+		if (ho->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* What @h counts for: a sample, or the kernel's count of lost records or samples (as the drain reads them). */
+static struct host_counts counts_of(const struct perf_event_header *h)
+{
+	struct host_counts c = { 0 };
 
 	if (h->type == PERF_RECORD_SAMPLE)
-		ho->failed_samples++;
+		c.samples = 1;
 	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
-		memcpy(&n, (const char *)(h + 1) + 8, 8);
+		memcpy(&c.lost, (const char *)(h + 1) + 8, 8);
 	else if (h->type == PERF_RECORD_LOST_SAMPLES && h->size >= sizeof(*h) + 8)
-		memcpy(&n, h + 1, 8);
-	ho->failed_lost += n;
-	ho->failed_bytes += h->size;
-	if (!ho->err)
-		ho->err = err;
+		memcpy(&c.lost_samples, h + 1, 8);
+	return c;
+}
+
+static void add(struct host_counts *to, const struct host_counts *c)
+{
+	to->samples += c->samples;
+	to->lost += c->lost;
+	to->lost_samples += c->lost_samples;
+}
+
+/* @c taken off @from; what was handed over is at least what came back of it. */
+static void sub(struct host_counts *from, const struct host_counts *c)
+{
+	from->samples -= c->samples < from->samples ? c->samples : from->samples;
+	from->lost -= c->lost < from->lost ? c->lost : from->lost;
+	from->lost_samples -= c->lost_samples < from->lost_samples ? c->lost_samples : from->lost_samples;
 }
 
 /*
- * The unwind sink's emit, on its worker: one record into the current file.
- * A refused record is counted for the draining thread (recorder_host_failures()),
- * and the round goes on: one full write must not take the rest with it.
+ * The totals of ring @idx grow by what the worker wrote of it.  Its span
+ * mark moves with them: a span of the ring's records not yet written
+ * (refuse_span()) is the totals minus the mark, and these records are
+ * none of it.
+ */
+static void settle_written(struct recorder *rec, size_t idx, const struct host_counts *c)
+{
+	struct cpu_stats *t = &rec->total[idx];
+	struct span_mark *m = &rec->marks[idx];
+
+	t->samples += c->samples;
+	t->lost += c->lost;
+	t->lost_samples += c->lost_samples;
+	m->samples += c->samples;
+	m->lost += c->lost;
+	m->lost_samples += c->lost_samples;
+}
+
+/*
+ * Records of ring @idx that reached no file, as refuse_span() accounts a
+ * refused span: the samples are lost (and dropped), the kernel's counts of
+ * lost records are lost all the same, and all of them wait in
+ * pending_dropped for a PERF_RECORD_LOST in the next write that succeeds.
+ */
+static void settle_refused(struct recorder *rec, size_t idx, const struct host_counts *c)
+{
+	struct cpu_stats *t = &rec->total[idx];
+	struct span_mark *m = &rec->marks[idx];
+
+	t->lost += c->samples + c->lost;
+	t->lost_samples += c->lost_samples;
+	t->dropped += c->samples;
+	m->lost += c->samples + c->lost;
+	m->lost_samples += c->lost_samples;
+	rec->pending_dropped[idx] += c->samples + c->lost + c->lost_samples;
+}
+
+/*
+ * The unwind sink's emit, on its worker: one record into the current
+ * file, counted where it went: in the file and (collected later) the
+ * totals when written, as lost when refused.  The round goes on after a
+ * refusal: one full write must not take the rest with it.
  */
 static int host_emit(void *ctx, const struct perf_event_header *h)
 {
 	struct host_out *ho = ctx;
+	struct host_counts c;
 	struct recorder *rec;
+	size_t ring;
 	int r = -ENOSPC;
 
 	/*
@@ -63,76 +144,152 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 	 */
 	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA))
 		return 0;
+	c = counts_of(h);
+	ring = ring_of(ho, h);
 	pthread_mutex_lock(&ho->lock);
 	rec = ho->rec;
+	/* (the file does not change while the worker holds a round: see the top of recorder.c) */
 	if (rec->have_file && rec->cur.w)
 		r = perfrec_pdwriter__write(rec->cur.w, h, h->size);
-	if (r < 0)
-		host_count_refused(ho, h, r);
+	if (r == 0) {
+		struct cpu_stats *cs = &rec->cur.cpu[ring];
+
+		add(&ho->written[ring], &c);
+		rec->cur.samples += c.samples;
+		rec->cur.lost += c.lost + c.lost_samples;
+		cs->samples += c.samples;
+		cs->lost += c.lost;
+		cs->lost_samples += c.lost_samples;
+	} else {
+		add(&ho->refused[ring], &c);
+		ho->refused_bytes += h->size;
+		if (!ho->err)
+			ho->err = r;
+	}
 	pthread_mutex_unlock(&ho->lock);
 	return 0;
 }
 
-/* @*left taken off the counts of the rings, the first ones first (the ring is not known). */
-static void take(uint64_t *count, uint64_t *left)
-{
-	uint64_t t = *left < *count ? *left : *count;
-
-	*count -= t;
-	*left -= t;
-}
-
-/*
- * Records the worker could not write, accounted for as the raw path
- * accounts a refused span (refuse_span()): samples become lost, the
- * kernel's LOST counts are not in the file after all, and both wait in
- * pending_dropped (their ring is not known here: the first ring's LOST
- * record reports them); the write error is logged once as any other.
- * Samples the unwinder could not rewrite (bad input, no memory) never
- * reach the file either: lost the same way.  True when writes failed.
- */
-bool recorder_host_failures(struct recorder *rec)
+void recorder_host_queue(struct recorder *rec, size_t ring, const struct perf_event_header *h,
+			 const struct perf_event_attr *attr)
 {
 	struct host_out *ho = rec->host_out;
-	struct unwind_sink_stats st;
-	uint64_t n, n0, lost, bytes;
+	struct host_counts c = counts_of(h);
+
+	if (unwind_sink_record(rec->unwind, h, attr) == 0) {
+		add(&ho->queued[ring], &c);
+		return;
+	}
+	/* No memory for the queue: lost as if the file had refused it. */
+	settle_refused(rec, ring, &c);
+	rec->dropped_bytes += h->size;
+	recorder_note_write(rec, -ENOMEM);
+}
+
+/* The round is the worker's now: what was queued in it is in flight. */
+static void handed_over(struct host_out *ho, size_t nr_rings)
+{
+	for (size_t i = 0; i < nr_rings; i++) {
+		add(&ho->inflight[i], &ho->queued[i]);
+		ho->queued[i] = (struct host_counts){ 0 };
+	}
+}
+
+int recorder_host_round(struct recorder *rec)
+{
+	int r;
+
+	if (!rec->host_out)
+		return 0;
+	r = unwind_sink_round(rec->unwind);
+	if (r == 0)
+		handed_over(rec->host_out, rec->nr_rings);
+	return r;
+}
+
+bool recorder_host_collect(struct recorder *rec)
+{
+	struct host_out *ho = rec->host_out;
+	uint64_t bytes;
+	bool idle;
 	int err;
 
 	if (!ho)
 		return false;
-	unwind_sink_stats(rec->unwind, &st);
+	/*
+	 * Idle first: every round handed over has then been emitted, and
+	 * what the worker did not emit of it never will be (the unwinder's
+	 * queue is flushed with each round).  The draining thread alone
+	 * hands rounds over, so it stays idle meanwhile.
+	 */
+	idle = unwind_sink_idle(rec->unwind);
 	pthread_mutex_lock(&ho->lock);
-	n = ho->failed_samples;
-	lost = ho->failed_lost;
-	bytes = ho->failed_bytes;
-	err = ho->err;
-	ho->failed_samples = ho->failed_lost = ho->failed_bytes = 0;
-	ho->err = 0;
-	pthread_mutex_unlock(&ho->lock);
-	n += st.unwinder.dropped - ho->seen_dropped;
-	ho->seen_dropped = st.unwinder.dropped;
-	n0 = n;
-	if (!n && !lost && !bytes)
-		return false;
-	if (rec->have_file) {
-		uint64_t ns = n, nl = lost;
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		struct host_counts *q = &ho->inflight[i];
 
-		rec->cur.samples -= n < rec->cur.samples ? n : rec->cur.samples;
-		rec->cur.lost -= lost < rec->cur.lost ? lost : rec->cur.lost;
-		for (size_t i = 0; i < rec->nr_rings; i++) {
-			take(&rec->cur.cpu[i].samples, &ns);
-			take(&rec->cur.cpu[i].lost, &nl);
+		settle_written(rec, i, &ho->written[i]);
+		settle_refused(rec, i, &ho->refused[i]);
+		sub(q, &ho->written[i]);
+		sub(q, &ho->refused[i]);
+		ho->written[i] = ho->refused[i] = (struct host_counts){ 0 };
+		/* Handed over and never emitted: the unwinder could not rewrite them (or had no memory). */
+		if (idle) {
+			settle_refused(rec, i, q);
+			*q = (struct host_counts){ 0 };
 		}
 	}
-	for (size_t i = 0; i < rec->nr_rings; i++)
-		take(&rec->total[i].samples, &n0);
-	rec->total[0].lost += n;
-	rec->total[0].dropped += n;
-	rec->pending_dropped[0] += n + lost;
+	bytes = ho->refused_bytes;
+	err = ho->err;
+	ho->refused_bytes = 0;
+	ho->err = 0;
+	pthread_mutex_unlock(&ho->lock);
 	rec->dropped_bytes += bytes;
 	if (err)
 		recorder_note_write(rec, err);
 	return bytes != 0;
+}
+
+bool recorder_host_sync(struct recorder *rec)
+{
+	if (!rec->host_out)
+		return false;
+	/* A round that could not be handed over (no memory) stays queued: not in flight. */
+	if (unwind_sink_sync(rec->unwind) == 0)
+		handed_over(rec->host_out, rec->nr_rings);
+	return recorder_host_collect(rec);
+}
+
+static int cmp_ring_id(const void *a, const void *b)
+{
+	const struct host_ring_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Event ids to rings, for the worker to tell where each record it writes came from. */
+static int map_ring_ids(struct recorder *rec, struct host_out *ho)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++)
+		n += perfrec_evlist__evsel(rec->evlist, i)->nr_ids;
+	ho->ids = calloc(n ? n : 1, sizeof(*ho->ids));
+	if (!ho->ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < perfrec_evlist__nr_evsels(rec->evlist); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(rec->evlist, i);
+
+		for (size_t j = 0; j < ev->nr_ids; j++) {
+			struct host_ring_id *e = &ho->ids[ho->nr_ids++];
+
+			*e = (struct host_ring_id){ .id = ev->ids[j] };
+			for (size_t k = 0; ev->cpus && k < rec->nr_rings; k++)
+				if (perfrec_evlist__ring_cpu(rec->evlist, k) == ev->cpus[j])
+					e->ring = k;
+		}
+	}
+	qsort(ho->ids, ho->nr_ids, sizeof(*ho->ids), cmp_ring_id);
+	return 0;
 }
 
 /* The attr of an event by one of its ids (NULL: not ours). */
@@ -160,6 +317,7 @@ int recorder_open_unwind(struct recorder *rec)
 {
 	const struct config *c = rec->cfg;
 	struct unwind_sink_opts uo = { 0 };
+	struct host_out *ho;
 	int r;
 
 	if (!c->unwind_host)
@@ -171,15 +329,38 @@ int recorder_open_unwind(struct recorder *rec)
 		log_notice("unwind=host: flight mode writes no file; snapshots keep the raw DWARF stacks");
 		return 0;
 	}
-	rec->host_out = calloc(1, sizeof(*rec->host_out));
-	if (!rec->host_out)
+	ho = calloc(1, sizeof(*ho));
+	if (!ho)
 		return -ENOMEM;
-	pthread_mutex_init(&rec->host_out->lock, NULL);
-	rec->host_out->rec = rec;
-	r = unwind_sink_new(&uo, host_emit, rec->host_out, &rec->unwind);
+	pthread_mutex_init(&ho->lock, NULL);
+	ho->rec = rec;
+	rec->host_out = ho;
+	ho->written = calloc(rec->nr_rings, sizeof(*ho->written));
+	ho->refused = calloc(rec->nr_rings, sizeof(*ho->refused));
+	ho->queued = calloc(rec->nr_rings, sizeof(*ho->queued));
+	ho->inflight = calloc(rec->nr_rings, sizeof(*ho->inflight));
+	if (!ho->written || !ho->refused || !ho->queued || !ho->inflight || map_ring_ids(rec, ho) < 0)
+		return log_error_errno(-ENOMEM, "Cannot start the host unwinder: %s", strerror(ENOMEM));
+	r = unwind_sink_new(&uo, host_emit, ho, &rec->unwind);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the host unwinder: %s", strerror(-r));
 	return 0;
+}
+
+void recorder_host_close(struct recorder *rec)
+{
+	struct host_out *ho = rec->host_out;
+
+	if (!ho)
+		return;
+	pthread_mutex_destroy(&ho->lock);
+	free(ho->ids);
+	free(ho->written);
+	free(ho->refused);
+	free(ho->queued);
+	free(ho->inflight);
+	free(ho);
+	rec->host_out = NULL;
 }
 
 /* The side-band event's attr: the synthesized records' trailers are laid out by it. */

@@ -18,7 +18,10 @@
  * threads: host_out's lock guards every use of it while a round may be in
  * the worker's hands, and the worker is synced (idle, its queue written)
  * before a file is synthesized, checkpointed for a copy, finished or
- * freed, so each file gets exactly its own records.
+ * freed, so each file gets exactly its own records.  The records handed
+ * to the worker are counted by the worker, as it writes them (in the file
+ * they went into) or sees them refused (lost); the file sink counts only
+ * what it keeps itself or refuses on the spot (no file, below min-free).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -453,7 +456,7 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 	src.unwound = rec->unwind != NULL;
 	/* Nothing of an earlier file may still be on its way (unwind_sink_state() needs it idle). */
 	if (rec->unwind) {
-		unwind_sink_sync(rec->unwind);
+		recorder_host_sync(rec);
 		unwind_sink_stats(rec->unwind, &o->unwind_start);
 	}
 	rec->have_file = true;
@@ -481,6 +484,29 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	return 0;
 }
 
+/*
+ * A file that could not be started is discarded with whatever the rings
+ * gave it during its synthesis: those samples are lost after all, as a
+ * refused span's (refuse_span()), and reported in the next file.  The
+ * ring's span mark moves with the totals: these records are no part of a
+ * span not yet written.
+ */
+static void lose_unstarted(struct recorder *rec, const struct recfile *o)
+{
+	for (size_t i = 0; i < rec->nr_rings; i++) {
+		const struct cpu_stats *c = &o->cpu[i];
+		struct cpu_stats *t = &rec->total[i];
+
+		t->samples -= c->samples;
+		t->lost += c->samples;
+		t->dropped += c->samples;
+		rec->marks[i].samples -= c->samples;
+		rec->marks[i].lost += c->samples;
+		rec->pending_dropped[i] += c->samples + c->lost + c->lost_samples;
+	}
+	rec->dropped_bytes += rec->unwind ? 0 : o->bytes;
+}
+
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
 	struct recfile *o = &rec->cur;
@@ -488,9 +514,11 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 
 	if (!rec->rotate_anchor_usec)
 		rec->rotate_anchor_usec = now_usec();
-	/* The worker writes into rec->cur: idle before it is set up (see the top). */
-	if (rec->unwind)
-		unwind_sink_sync(rec->unwind);
+	/*
+	 * The worker writes into rec->cur: idle before it is set up (see the
+	 * top), and what it could not write is pending for this file's LOST.
+	 */
+	recorder_host_sync(rec);
 	r = new_outfile(rec, o, synth_time);
 	if (r < 0)
 		return r;
@@ -521,8 +549,12 @@ fail:
 	rec->write_error_logged = true;
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
 	rec->retry_start_usec = now_usec() + START_RETRY_USEC;
-	/* Ring records drained during synthesis went down with the file. */
-	rec->dropped_bytes += o->bytes;
+	/*
+	 * Ring records drained during synthesis went down with the file.
+	 * (unwind=host: they wait for the worker, which finds no file and
+	 * counts them lost.)
+	 */
+	lose_unstarted(rec, o);
 	perfrec_pdwriter__free(o->w, true);
 	o->w = NULL;
 	recfile_reset(o);
@@ -530,25 +562,37 @@ fail:
 	return r;
 }
 
-/* The recorder's count of each drained record (file_sink's record()). */
+/*
+ * The recorder's count of each drained record (file_sink's record()).
+ * Samples and lost counts go into the totals and the file here unless the
+ * record is handed to the unwinding worker, which counts it once it is
+ * written or refused (recorder-host.c).
+ */
 static void file_record(struct sink *sk, struct drain_rec *r)
 {
 	struct recorder *rec = sk->ctx;
 	struct recfile *o = rec->have_file ? &rec->cur : NULL;
-	struct cpu_stats *t = &rec->total[r->ring];
+	/* Refused in file_write() as the raw path refuses it: not queued either. */
+	bool queue = rec->unwind && o && !rec->below_floor;
+	struct cpu_stats *t = queue ? NULL : &rec->total[r->ring];
+	/* (unwind=host: the file counts only what the worker wrote into it) */
+	struct recfile *counted = rec->unwind ? NULL : o;
 	const struct perf_event_header *h = r->h;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		if (!r->sample_ok)
 			return;
-		t->samples++;
+		if (t)
+			t->samples++;
 		if (r->pid)
 			rec->busy_samples++;
 		if (!o)
 			return;
-		o->cpu[r->ring].samples++;
-		o->samples++;
+		if (counted) {
+			counted->cpu[r->ring].samples++;
+			counted->samples++;
+		}
 		if (!o->first_time || r->time < o->first_time)
 			o->first_time = r->time;
 		if (r->time > o->last_time)
@@ -580,28 +624,23 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 		/* LOST: records the kernel dropped; LOST_SAMPLES: samples it could not make */
 		bool records = h->type == PERF_RECORD_LOST;
 
-		*(records ? &t->lost : &t->lost_samples) += r->lost;
-		if (o) {
-			struct cpu_stats *c = &o->cpu[r->ring];
+		if (t)
+			*(records ? &t->lost : &t->lost_samples) += r->lost;
+		if (counted) {
+			struct cpu_stats *c = &counted->cpu[r->ring];
 
 			*(records ? &c->lost : &c->lost_samples) += r->lost;
-			o->lost += r->lost;
+			counted->lost += r->lost;
 		}
 		break;
 	}
 	default:
 		break;
 	}
-	/* Refused in file_write() as the raw path refuses it: not queued either. */
-	if (rec->unwind && o && !rec->below_floor) {
+	if (queue) {
 		const struct drain_id *id = h->type == PERF_RECORD_SAMPLE ? r->id : drain_find_id(rec->drain, h);
 
-		if (unwind_sink_record(rec->unwind, h, recorder_attr_of(rec, id)) < 0) {
-			/* No memory for the queue: the record is lost, counted as the file refusing it. */
-			pthread_mutex_lock(&rec->host_out->lock);
-			host_count_refused(rec->host_out, h, -ENOMEM);
-			pthread_mutex_unlock(&rec->host_out->lock);
-		}
+		recorder_host_queue(rec, r->ring, h, recorder_attr_of(rec, id));
 	}
 }
 
@@ -624,7 +663,8 @@ static void refuse_span(struct recorder *rec, size_t idx)
 	uint64_t n = rec->total[idx].samples - m->samples;
 	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
 
-	if (rec->have_file) {
+	/* (unwind=host: file_record() counted nothing into the file) */
+	if (rec->have_file && !rec->unwind) {
 		rec->cur.cpu[idx].samples -= n;
 		rec->cur.samples -= n;
 		rec->cur.cpu[idx].lost -= dl;
@@ -696,7 +736,7 @@ static void file_round(struct sink *sk, uint64_t bytes)
 	(void)bytes;
 	if (rec->unwind) {
 		/* The worker's writes failing: the disk still refuses (as pass_err). */
-		bool failed = recorder_host_failures(rec);
+		bool failed = recorder_host_collect(rec);
 
 		if (!rec->pass_written || !rec->have_file)
 			return;
@@ -705,7 +745,7 @@ static void file_round(struct sink *sk, uint64_t bytes)
 		if (rec->pass_err == 0 && !failed)
 			note_dropped_in_file(rec);
 		/* The round ends in the file where the worker has written it. */
-		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || unwind_sink_round(rec->unwind) < 0)
+		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || recorder_host_round(rec) < 0)
 			log_warning("Out of memory for the host unwinder's round");
 		return;
 	}
@@ -1120,10 +1160,7 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 	if (!rec->have_file)
 		return -ENODATA;
 	/* A copy holds what was drained so far: written, not on its way. */
-	if (rec->unwind) {
-		unwind_sink_sync(rec->unwind);
-		recorder_host_failures(rec);
-	}
+	recorder_host_sync(rec);
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
 		return r;
@@ -1144,8 +1181,7 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	recorder_drain(rec);
 	/* Everything drained into this file is in it before it ends. */
 	if (rec->unwind) {
-		unwind_sink_sync(rec->unwind);
-		recorder_host_failures(rec);
+		recorder_host_sync(rec);
 		note_dropped_in_file(rec);
 		unwind_sink_stats(rec->unwind, &o->unwind_end);
 	}
@@ -1235,11 +1271,7 @@ void recorder_close(struct recorder *rec)
 	/* Its worker writes into the current file and borrows the events' attrs: first. */
 	unwind_sink_free(rec->unwind);
 	rec->unwind = NULL;
-	if (rec->host_out) {
-		pthread_mutex_destroy(&rec->host_out->lock);
-		free(rec->host_out);
-		rec->host_out = NULL;
-	}
+	recorder_host_close(rec);
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;

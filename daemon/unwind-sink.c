@@ -87,7 +87,7 @@ static void *work(void *arg)
 	for (;;) {
 		struct perfrec_unwinder_stats ust;
 		struct round *r;
-		int err = 0;
+		int err = 0, fe;
 
 		while (!s->head && !s->stop)
 			pthread_cond_wait(&s->cond, &s->lock);
@@ -103,8 +103,16 @@ static void *work(void *arg)
 		for (size_t i = 0; i < r->nr && !err; i++)
 			err = perfrec_unwinder__push_borrowed(s->u, (const void *)(r->buf + r->items[i].off),
 							      r->items[i].attr);
+		/*
+		 * Flushed even when a push failed (no memory: the rest of the
+		 * round is not emitted): nothing of a round may stay in the
+		 * unwinder past its end, or it would come out with a later
+		 * round, into whatever file that one goes to; and its records
+		 * are borrowed from this round, which is reused after this.
+		 */
+		fe = perfrec_unwinder__flush(s->u, s->emit, s->ctx);
 		if (!err)
-			err = perfrec_unwinder__flush(s->u, s->emit, s->ctx);
+			err = fe;
 		perfrec_unwinder__stats(s->u, &ust);
 
 		pthread_mutex_lock(&s->lock);

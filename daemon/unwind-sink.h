@@ -61,7 +61,11 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
  */
 int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec,
 		      const struct perf_event_attr *attr);
-/* Whether the worker is idle: every round handed over has been emitted. */
+/*
+ * Whether the worker is idle: every round handed over has been emitted,
+ * and what it left out of them (samples the unwinder could not rewrite,
+ * records it had no memory for) will never come out.
+ */
 bool unwind_sink_idle(struct unwind_sink *s);
 /* Hand the records queued since the last round to the worker.  0 or -ENOMEM. */
 int unwind_sink_round(struct unwind_sink *s);

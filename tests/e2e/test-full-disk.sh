@@ -5,9 +5,10 @@
 #  - every file is published (no .tmp left: the one the disk cut short is
 #    finished once space returns) and perf, perfparser and verify read it;
 #  - the samples the disk refused are LOST records in the files (perf sees
-#    them) and in the manifests' "dropped", and the daemon's totals equal
-#    what the files hold: samples_total = samples in files,
-#    lost_total = lost in files (nothing recorded went unaccounted);
+#    them) and in the manifests' "dropped"; each manifest's samples and
+#    lost are its file's, and the daemon's totals equal what the files
+#    hold: samples_total = samples in files, lost_total = lost in files
+#    (nothing recorded went unaccounted);
 #  - sequence numbers do not jump (no number burnt per failed attempt);
 #  - the error is logged once per episode, not per write.
 . "$(dirname "$0")/lib.sh"
@@ -72,8 +73,8 @@ for f in "$mnt"/*.data; do
 	read -r s l < <("$PERFRECCTL" dump --json "$f" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["samples"], d["lost"] + d["lost_samples"])')
 	ps=$(perf_samples "$f")
 	[ "$ps" = "$s" ] || fail "$f: perf counts $ps samples, our reader $s"
-	d=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("dropped", 0))' "$f.json")
-	ml=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["lost"])' "$f.json")
+	read -r ms ml d < <(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["samples"], m["lost"], m.get("dropped", 0))' "$f.json")
+	[ "$ms" = "$s" ] || fail "$f: manifest says $ms samples, the file holds $s"
 	[ "$ml" = "$l" ] || fail "$f: manifest says $ml lost, the file holds $l"
 	lr=$(perf report -i "$f" --stats 2>/dev/null | awk '/LOST events:/ {print $3; exit}')
 	files_samples=$((files_samples + s)); files_lost=$((files_lost + l)); dropped=$((dropped + d))

@@ -742,9 +742,13 @@ static int verify_out(const char *path)
 	if (e < 0)
 		return e;
 	e = perfrec_pdreader__verify(r);
-	if (e < 0)
-		fprintf(stderr, "perfrecctl cut: the cut does not verify: %s at offset %llu\n",
-			perfrec_pdreader__error(r, &off), (unsigned long long)off);
+	if (e < 0) {
+		/* Its offset is set by the call: not in the argument list, whose order is unspecified. */
+		const char *why = perfrec_pdreader__error(r, &off);
+
+		fprintf(stderr, "perfrecctl cut: the cut does not verify: %s at offset %llu\n", why,
+			(unsigned long long)off);
+	}
 	perfrec_pdreader__free(r);
 	return e;
 }
@@ -867,10 +871,12 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 
 		r = copy_file(c, used[i], readers[i], w, &n);
 		if (r < 0) {
-			if (r == -EBADMSG)
+			if (r == -EBADMSG) {
+				const char *why = perfrec_pdreader__error(readers[i], &off);
+
 				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
-					used[i]->path, perfrec_pdreader__error(readers[i], &off), (unsigned long long)off);
-			else {
+					used[i]->path, why, (unsigned long long)off);
+			} else {
 				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
 				goto out;
 			}

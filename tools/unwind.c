@@ -131,7 +131,9 @@ static int rewrite(const char *cmd, const char *in_path, struct perfrec_pdreader
 			return rc;
 	}
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu\n", cmd, in_path, perfrec_pdreader__error(in, &off), (unsigned long long)off);
+		const char *why = perfrec_pdreader__error(in, &off);
+
+		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu\n", cmd, in_path, why, (unsigned long long)off);
 		return EXIT_BAD;
 	}
 	rc = flush(u, &e, in_path);
@@ -158,10 +160,12 @@ static int verify_output(const char *cmd, const char *path)
 		return EXIT_USAGE;
 	}
 	ret = perfrec_pdreader__verify(r);
-	if (ret < 0)
-		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path,
-			ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret),
+	if (ret < 0) {
+		const char *why = ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret);
+
+		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path, why,
 			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
+	}
 	perfrec_pdreader__free(r);
 	return ret < 0 ? EXIT_BAD : 0;
 }
@@ -185,8 +189,11 @@ int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out
 		return EXIT_USAGE;
 	}
 	if (perfrec_pdreader__verify(in) < 0) {
+		/* Its offset is set by the call: not in the argument list, whose order is unspecified. */
+		const char *why = perfrec_pdreader__error(in, &off);
+
 		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu (perfrecctl verify rejects it)\n", cmd, in_path,
-			perfrec_pdreader__error(in, &off), (unsigned long long)off);
+			why, (unsigned long long)off);
 		perfrec_pdreader__free(in);
 		return EXIT_BAD;
 	}

@@ -4,8 +4,8 @@
  * tools/cut.c, compiled in here), on files holding this very process's
  * mappings and a sample of its own registers and stack (unwind-capture.h):
  * perfrecctl_unwind_file() rewrites a file into the callchain form with
- * the sample's callers, and refuses a file that does not verify, leaving
- * nothing behind; `cut` of a raw file beside a host-unwound file of the
+ * the sample's callers, and refuses a file that does not verify, naming
+ * where it breaks and leaving nothing behind; `cut` of a raw file beside a host-unwound file of the
  * same events (a snapshot of an unwind=host recording and its published
  * files), in either order, unwinds the raw one and writes one event in
  * the unwound form; a raw file that differs in more than that is still
@@ -206,28 +206,34 @@ static void expect_unwound_attr(const struct perf_event_attr *got)
 	cr_expect_eq(got->exclude_callchain_user, 0);
 }
 
-/* Run `cut --no-live` with @args; its exit code, its stderr into *ret_err (owned). */
-static int run_cut(char **ret_err, const char *const *args)
+/* stderr into a file of @dir from capture_begin() to capture_end(), which returns it (owned). */
+static int saved_stderr = -1;
+
+static void capture_begin(void)
 {
-	char *argv[32] = { "cut", "--no-live" };
-	char errpath[80], *text;
-	int argc = 2, saved, fd, rc;
+	char path[80];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/stderr", dir);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	dup2(fd, 2);
+	close(fd);
+}
+
+static char *capture_end(void)
+{
+	char path[80], *text;
 	FILE *f;
 	long n;
 
-	for (size_t i = 0; args[i]; i++)
-		argv[argc++] = (char *)args[i];
-	snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
 	fflush(stderr);
-	saved = dup(2);
-	fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	dup2(fd, 2);
-	close(fd);
-	rc = cmd_cut(argc, argv);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fopen(errpath, "re");
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	snprintf(path, sizeof(path), "%s/stderr", dir);
+	f = fopen(path, "re");
 	cr_assert_not_null(f);
 	fseek(f, 0, SEEK_END);
 	n = ftell(f);
@@ -235,7 +241,20 @@ static int run_cut(char **ret_err, const char *const *args)
 	text = calloc(1, (size_t)n + 1);
 	cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
 	fclose(f);
-	*ret_err = text;
+	return text;
+}
+
+/* Run `cut --no-live` with @args; its exit code, its stderr into *ret_err (owned). */
+static int run_cut(char **ret_err, const char *const *args)
+{
+	char *argv[32] = { "cut", "--no-live" };
+	int argc = 2, rc;
+
+	for (size_t i = 0; args[i]; i++)
+		argv[argc++] = (char *)args[i];
+	capture_begin();
+	rc = cmd_cut(argc, argv);
+	*ret_err = capture_end();
 	return rc;
 }
 
@@ -270,19 +289,37 @@ Test(cut_unwind, a_raw_file_is_rewritten_with_the_callers_of_its_samples)
 	free(in);
 }
 
-Test(cut_unwind, a_file_that_does_not_verify_is_refused_and_nothing_is_left)
+Test(cut_unwind, a_file_that_does_not_verify_is_refused_where_it_breaks_and_nothing_is_left)
 {
-	char in[96], out[96];
+	struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
+	char *in = make_file("raw.data", raw_attr(), false, W0, C0, C0 + S), out[96], want[64], *err;
+	const struct perf_event_header *h;
+	struct perfrec_pdreader *r;
+	uint64_t off, at = 0;
+	uint16_t size = 168;
 	int fd;
 
-	snprintf(in, sizeof(in), "%s/garbage.data", dir);
-	snprintf(out, sizeof(out), "%s/unwound.data", dir);
-	fd = open(in, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* The sample, cut short: a size its fields do not fit in. */
+	cr_assert_eq(perfrec_pdreader__open(in, &o, &r), 0);
+	while (!at && perfrec_pdreader__next(r, &h, &off) > 0)
+		if (h->type == PERF_RECORD_SAMPLE)
+			at = off;
+	perfrec_pdreader__free(r);
+	cr_assert_gt(at, 0);
+	fd = open(in, O_WRONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, "PERFILE2 and then nothing a reader takes", 40), 40);
+	cr_assert_eq(pwrite(fd, &size, 2, (off_t)at + 6), 2);
 	close(fd);
+	snprintf(out, sizeof(out), "%s/unwound.data", dir);
+	snprintf(want, sizeof(want), "at offset %" PRIu64 " (perfrecctl verify", at);
+	capture_begin();
 	cr_expect_eq(perfrecctl_unwind_file("test", in, out, NULL), EXIT_BAD);
+	err = capture_end();
+	cr_expect(strstr(err, "perfrecctl test: ") && strstr(err, "SAMPLE (size 168)") && strstr(err, want),
+		  "%s (want '%s')", err, want);
 	cr_expect_neq(access(out, F_OK), 0, "output left behind");
+	free(err);
+	free(in);
 }
 
 /*

@@ -13,9 +13,12 @@
  * Attrs are merged by their ids (the same kernel events run across
  * rotations); an event whose frequency changed live stays one event; files
  * that cannot share a header (a different sample layout, another boot's
- * clock) are refused, naming the difference.  Features come from the first
- * file that has each; build ids, BPF programs and BTF are the union;
- * SAMPLE_TIME and the spans feature say what the window really holds.
+ * clock) are refused, naming the difference, but for raw DWARF samples of
+ * the events another file holds host-unwound (a snapshot of an unwind=host
+ * recording beside its files): that file is unwound here first.
+ * Features come from the first file that has each; build ids, BPF
+ * programs and BTF are the union; SAMPLE_TIME and the spans feature say
+ * what the window really holds.
  *
  * Where the window reaches into the file being written and perfrecd
  * answers on its control socket, that file is replaced by a Snapshot of
@@ -43,8 +46,10 @@
 #include <perfrec/pdreader.h>
 #include <perfrec/pdwriter.h>
 #include <perfrec/timespec.h>
+#include <perfrec/unwind.h>
 
 #include "perfrecctl.h"
+#include "unwind.h"
 #include "window.h"
 
 #define NSEC 1000000000ULL
@@ -206,6 +211,94 @@ static int merge_attrs(struct cut *c, const struct window_file *f, const struct 
 			c->attr_size = a->attr.size;
 		if (add_ids(o, a->ids, a->nr_ids) < 0)
 			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Whether events of @raw are the raw DWARF form of events of @other: an
+ * attr of @raw with a user stack shares ids with one of @other (the same
+ * kernel events), and with the user stack unwound, as
+ * perfrec_unwinder__rewrite_attr() lays it out, it is that attr (as
+ * attr_difference() compares them).  perfrecd with unwind=host publishes
+ * files of that form while its snapshots keep the drained records raw.
+ */
+static bool raw_form_of(const struct perfrec_pdreader *raw, const struct perfrec_pdreader *other)
+{
+	char why[160];
+
+	for (size_t i = 0; i < perfrec_pdreader__nr_attrs(raw); i++) {
+		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(raw, i);
+		struct perf_event_attr na;
+
+		if (!(a->attr.sample_type & PERF_SAMPLE_STACK_USER))
+			continue;
+		perfrec_unwinder__rewrite_attr(&a->attr, &na);
+		for (size_t k = 0; k < perfrec_pdreader__nr_attrs(other); k++) {
+			const struct perfrec_pdreader_attr *b = perfrec_pdreader__attr(other, k);
+			bool shared = false;
+
+			for (size_t j = 0; j < a->nr_ids && !shared; j++)
+				for (size_t m = 0; m < b->nr_ids && !shared; m++)
+					shared = a->ids[j] == b->ids[m];
+			if (shared && !attr_difference(&na, &b->attr, why, sizeof(why)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Inputs holding raw DWARF samples of the events other inputs hold
+ * unwound (a snapshot of an unwind=host recording beside its published
+ * files) are unwound on this host, as `perfrecctl unwind` does, into a
+ * temporary file read in their place, whose path goes into @tmps[i] (the
+ * caller unlinks them): the events then merge.  0, or an exit code with
+ * the problem said.
+ */
+static int unwind_raw_inputs(const struct window_file *const *used, struct perfrec_pdreader **readers, size_t n,
+			     char **tmps)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
+		struct perfrec_unwinder_stats st;
+		const char *name = used[i]->label ? used[i]->label : base(used[i]->path);
+		char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
+		size_t j;
+		int fd, r;
+
+		for (j = 0; j < n; j++)
+			if (j != i && raw_form_of(readers[i], readers[j]))
+				break;
+		if (j == n)
+			continue;
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "perfrecctl cut: cannot create a file to unwind %s into: %m\n", name);
+			return EXIT_USAGE;
+		}
+		close(fd);
+		tmps[i] = strdup(tmpl);
+		if (!tmps[i]) {
+			unlink(tmpl);
+			return EXIT_USAGE;
+		}
+		r = perfrecctl_unwind_file("cut", used[i]->path, tmpl, &st);
+		if (r) {
+			fprintf(stderr, "perfrecctl cut: %s holds raw DWARF stacks of the events %s holds unwound, "
+				"and cannot be unwound here to go with it\n", name, base(used[j]->path));
+			return r;
+		}
+		fprintf(stderr, "perfrecctl cut: %s: raw DWARF stacks of the events %s holds unwound (unwind=host): "
+			"unwound on this host, %llu samples, %llu with callers\n", name, base(used[j]->path),
+			(unsigned long long)st.samples, (unsigned long long)st.unwound);
+		perfrec_pdreader__free(readers[i]);
+		readers[i] = NULL;
+		r = perfrec_pdreader__open(tmpl, &o, &readers[i]);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl cut: cannot read back %s: %s\n", tmpl, strerror(-r));
+			return EXIT_USAGE;
+		}
 	}
 	return 0;
 }
@@ -649,9 +742,13 @@ static int verify_out(const char *path)
 	if (e < 0)
 		return e;
 	e = perfrec_pdreader__verify(r);
-	if (e < 0)
-		fprintf(stderr, "perfrecctl cut: the cut does not verify: %s at offset %llu\n",
-			perfrec_pdreader__error(r, &off), (unsigned long long)off);
+	if (e < 0) {
+		/* Its offset is set by the call: not in the argument list, whose order is unspecified. */
+		const char *why = perfrec_pdreader__error(r, &off);
+
+		fprintf(stderr, "perfrecctl cut: the cut does not verify: %s at offset %llu\n", why,
+			(unsigned long long)off);
+	}
 	perfrec_pdreader__free(r);
 	return e;
 }
@@ -682,6 +779,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	const struct window_file **used = NULL;
 	struct perfrec_pdreader **readers = NULL;
 	struct perfrec_pdwriter *w = NULL;
+	char **unwound = NULL;
 	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
@@ -702,7 +800,8 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		(double)(c->to - c->from) / 1e9);
 	used = calloc(nf + 1, sizeof(*used));
 	readers = calloc(nf + 1, sizeof(*readers));
-	if (!used || !readers)
+	unwound = calloc(nf + 1, sizeof(*unwound));
+	if (!used || !readers || !unwound)
 		goto out;
 	for (size_t i = 0; i < nf; i++) {
 		struct window_file *f = &files[i];
@@ -737,6 +836,10 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		rc = nothing_recorded(c, files, nf);
 		goto out;
 	}
+	rc = unwind_raw_inputs(used, readers, nu, unwound);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
 	for (size_t i = 0; i < nu; i++) {
 		r = merge_attrs(c, used[i], readers[i]);
 		if (r == 0)
@@ -768,10 +871,12 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 
 		r = copy_file(c, used[i], readers[i], w, &n);
 		if (r < 0) {
-			if (r == -EBADMSG)
+			if (r == -EBADMSG) {
+				const char *why = perfrec_pdreader__error(readers[i], &off);
+
 				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
-					used[i]->path, perfrec_pdreader__error(readers[i], &off), (unsigned long long)off);
-			else {
+					used[i]->path, why, (unsigned long long)off);
+			} else {
 				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
 				goto out;
 			}
@@ -818,6 +923,12 @@ out:
 	for (size_t i = 0; readers && i < nf; i++)
 		perfrec_pdreader__free(readers[i]);
 	free(readers);
+	for (size_t i = 0; unwound && i < nf; i++) {
+		if (unwound[i])
+			unlink(unwound[i]);
+		free(unwound[i]);
+	}
+	free(unwound);
 	free(used);
 	window_files_free(files, nf);
 	if (snap)

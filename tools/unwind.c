@@ -8,7 +8,8 @@
  * looked up as the unwinder does: through /proc while the processes live,
  * else by path, and only when their build id is the recorded one.  The
  * input must pass verify and so must the output.  Exit 0 done, 1 the input
- * is not sound perf data, 2 usage or I/O errors.
+ * is not sound perf data, 2 usage or I/O errors.  The work is
+ * perfrecctl_unwind_file() (unwind.h), which cut uses as well.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <perfrec/unwind.h>
 
 #include "perfrecctl.h"
+#include "unwind.h"
 
 /* The attr a record belongs to: by its identifier, else the only one. */
 static const struct perf_event_attr *record_attr(struct perfrec_pdreader *in, const struct perf_event_header *rec)
@@ -38,6 +40,7 @@ static const struct perf_event_attr *record_attr(struct perfrec_pdreader *in, co
 }
 
 struct emit_ctx {
+	const char *cmd;
 	struct perfrec_pdwriter *out;
 	const char *out_path;
 };
@@ -70,18 +73,18 @@ static int flush(struct perfrec_unwinder *u, struct emit_ctx *e, const char *in_
 		return 0;
 	perfrec_unwinder__stats(u, &st);
 	if (st.dropped) {
-		fprintf(stderr, "perfrecctl unwind: %s: %llu samples could not be rewritten: %s\n", in_path,
+		fprintf(stderr, "perfrecctl %s: %s: %llu samples could not be rewritten: %s\n", e->cmd, in_path,
 			(unsigned long long)st.dropped, strerror(-r));
 		return r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
 	}
-	fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", e->out_path, strerror(-r));
+	fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", e->cmd, e->out_path, strerror(-r));
 	return EXIT_USAGE;
 }
 
-static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char *out_path,
+static int rewrite(const char *cmd, const char *in_path, struct perfrec_pdreader *in, const char *out_path,
 		   struct perfrec_pdwriter *out, struct perfrec_unwinder *u)
 {
-	struct emit_ctx e = { .out = out, .out_path = out_path };
+	struct emit_ctx e = { .cmd = cmd, .out = out, .out_path = out_path };
 	const struct perf_event_header *rec;
 	uint64_t off;
 	int r, rc;
@@ -93,7 +96,8 @@ static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char 
 		perfrec_unwinder__rewrite_attr(&a->attr, &na);
 		r = perfrec_pdwriter__add_attr(out, &na, a->ids, a->nr_ids, a->name);
 		if (r < 0) {
-			fprintf(stderr, "perfrecctl unwind: %s: attr %zu cannot be copied: %s\n", in_path, i, strerror(-r));
+			fprintf(stderr, "perfrecctl %s: %s: attr %zu cannot be copied: %s\n", cmd, in_path, i,
+				strerror(-r));
 			return EXIT_BAD;
 		}
 	}
@@ -107,7 +111,7 @@ static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char 
 			continue;
 		r = perfrec_pdwriter__set_feature(out, f, data, len);
 		if (r < 0) {
-			fprintf(stderr, "perfrecctl unwind: %s: %s\n", out_path, strerror(-r));
+			fprintf(stderr, "perfrecctl %s: %s: %s\n", cmd, out_path, strerror(-r));
 			return EXIT_USAGE;
 		}
 	}
@@ -120,15 +124,16 @@ static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char 
 		if (rec->type == PERFREC_RECORD_HEADER_ATTR || rec->type == PERFREC_RECORD_HEADER_FEATURE)
 			continue;
 		if (perfrec_unwinder__push(u, rec, record_attr(in, rec)) < 0) {
-			fprintf(stderr, "perfrecctl unwind: %s\n", strerror(ENOMEM));
+			fprintf(stderr, "perfrecctl %s: %s\n", cmd, strerror(ENOMEM));
 			return EXIT_USAGE;
 		}
 		if (rec->type == PERFREC_RECORD_FINISHED_ROUND && (rc = flush(u, &e, in_path)))
 			return rc;
 	}
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl unwind: %s: %s at offset %llu\n", in_path,
-			perfrec_pdreader__error(in, &off), (unsigned long long)off);
+		const char *why = perfrec_pdreader__error(in, &off);
+
+		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu\n", cmd, in_path, why, (unsigned long long)off);
 		return EXIT_BAD;
 	}
 	rc = flush(u, &e, in_path);
@@ -136,13 +141,13 @@ static int rewrite(const char *in_path, struct perfrec_pdreader *in, const char 
 		return rc;
 	r = perfrec_pdwriter__finish(out);
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl unwind: cannot finish %s: %s\n", out_path, strerror(-r));
+		fprintf(stderr, "perfrecctl %s: cannot finish %s: %s\n", cmd, out_path, strerror(-r));
 		return EXIT_USAGE;
 	}
 	return 0;
 }
 
-static int verify_output(const char *path)
+static int verify_output(const char *cmd, const char *path)
 {
 	struct perfrec_pdreader_opts opts = { .sz = sizeof(opts) };
 	struct perfrec_pdreader *r;
@@ -151,19 +156,22 @@ static int verify_output(const char *path)
 
 	ret = perfrec_pdreader__open(path, &opts, &r);
 	if (ret < 0) {
-		fprintf(stderr, "perfrecctl unwind: cannot read back %s: %s\n", path, strerror(-ret));
+		fprintf(stderr, "perfrecctl %s: cannot read back %s: %s\n", cmd, path, strerror(-ret));
 		return EXIT_USAGE;
 	}
 	ret = perfrec_pdreader__verify(r);
-	if (ret < 0)
-		fprintf(stderr, "perfrecctl unwind: %s as written does not verify: %s at offset %llu\n", path,
-			ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret),
+	if (ret < 0) {
+		const char *why = ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret);
+
+		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path, why,
 			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
+	}
 	perfrec_pdreader__free(r);
 	return ret < 0 ? EXIT_BAD : 0;
 }
 
-int cmd_unwind(int argc, char **argv)
+int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out_path,
+			   struct perfrec_unwinder_stats *ret_stats)
 {
 	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
 	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
@@ -172,9 +180,62 @@ int cmd_unwind(int argc, char **argv)
 	struct perfrec_pdwriter *out = NULL;
 	struct perfrec_unwinder *u = NULL;
 	struct perfrec_unwinder_stats st;
-	const char *paths[2] = { NULL, NULL };
 	uint64_t off;
-	int np = 0, r, rc, fd;
+	int r, rc, fd;
+
+	r = perfrec_pdreader__open(in_path, &ro, &in);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl %s: cannot open %s: %s\n", cmd, in_path, strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (perfrec_pdreader__verify(in) < 0) {
+		/* Its offset is set by the call: not in the argument list, whose order is unspecified. */
+		const char *why = perfrec_pdreader__error(in, &off);
+
+		fprintf(stderr, "perfrecctl %s: %s: %s at offset %llu (perfrecctl verify rejects it)\n", cmd, in_path,
+			why, (unsigned long long)off);
+		perfrec_pdreader__free(in);
+		return EXIT_BAD;
+	}
+	r = perfrec_unwinder__new(&uo, &u);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl %s: %s\n", cmd, strerror(-r));
+		perfrec_pdreader__free(in);
+		return EXIT_USAGE;
+	}
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	r = fd < 0 ? -errno : perfrec_pdwriter__new(fd, &wo, &out);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
+		if (fd >= 0) {
+			close(fd);
+			unlink(out_path);
+		}
+		perfrec_unwinder__free(u);
+		perfrec_pdreader__free(in);
+		return EXIT_USAGE;
+	}
+	rc = rewrite(cmd, in_path, in, out_path, out, u);
+	perfrec_unwinder__stats(u, &st);
+	perfrec_pdwriter__free(out, false);
+	perfrec_pdreader__free(in);
+	perfrec_unwinder__free(u);
+	if (rc == 0)
+		rc = verify_output(cmd, out_path);
+	if (rc) {
+		unlink(out_path);
+		return rc;
+	}
+	if (ret_stats)
+		*ret_stats = st;
+	return 0;
+}
+
+int cmd_unwind(int argc, char **argv)
+{
+	struct perfrec_unwinder_stats st;
+	const char *paths[2] = { NULL, NULL };
+	int np = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc && !paths[1])
@@ -190,44 +251,9 @@ int cmd_unwind(int argc, char **argv)
 	}
 	if (!paths[0] || !paths[1])
 		return perfrecctl_usage("unwind");
-	r = perfrec_pdreader__open(paths[0], &ro, &in);
-	if (r < 0) {
-		fprintf(stderr, "perfrecctl unwind: cannot open %s: %s\n", paths[0], strerror(-r));
-		return EXIT_USAGE;
-	}
-	if (perfrec_pdreader__verify(in) < 0) {
-		fprintf(stderr, "perfrecctl unwind: %s: %s at offset %llu (perfrecctl verify rejects it)\n", paths[0],
-			perfrec_pdreader__error(in, &off), (unsigned long long)off);
-		perfrec_pdreader__free(in);
-		return EXIT_BAD;
-	}
-	r = perfrec_unwinder__new(&uo, &u);
-	if (r < 0) {
-		fprintf(stderr, "perfrecctl unwind: %s\n", strerror(-r));
-		perfrec_pdreader__free(in);
-		return EXIT_USAGE;
-	}
-	fd = open(paths[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	r = fd < 0 ? -errno : perfrec_pdwriter__new(fd, &wo, &out);
-	if (r < 0) {
-		fprintf(stderr, "perfrecctl unwind: cannot write %s: %s\n", paths[1], strerror(-r));
-		if (fd >= 0)
-			close(fd);
-		perfrec_unwinder__free(u);
-		perfrec_pdreader__free(in);
-		return EXIT_USAGE;
-	}
-	rc = rewrite(paths[0], in, paths[1], out, u);
-	perfrec_unwinder__stats(u, &st);
-	perfrec_pdwriter__free(out, false);
-	perfrec_pdreader__free(in);
-	perfrec_unwinder__free(u);
-	if (rc == 0)
-		rc = verify_output(paths[1]);
-	if (rc) {
-		unlink(paths[1]);
+	rc = perfrecctl_unwind_file("unwind", paths[0], paths[1], &st);
+	if (rc)
 		return rc;
-	}
 	fprintf(stderr, "perfrecctl unwind: %llu samples, %llu with callers, %.1f user frames each; "
 		"ELF cache: %llu files opened, %llu hits (%.1f%%), %zu open (%.1f MiB), %llu evicted; "
 		"%llu maps without a matching file; %llu unwind sessions built\n",

@@ -24,6 +24,7 @@
 #include <perfrec/bpfmeta.h>
 
 #include "../../tools/window.c"
+#include "../../tools/unwind.c"
 #include "../../tools/cut.c"
 #include "../../tools/ls.c"
 

@@ -439,6 +439,14 @@ struct outfile_source recorder_source(const struct recorder *rec)
 	};
 }
 
+struct outfile_source recorder_file_source(const struct recorder *rec)
+{
+	struct outfile_source src = recorder_source(rec);
+
+	src.unwound = rec->unwind != NULL;
+	return src;
+}
+
 static void synth_step(void *ctx)
 {
 	drain_during_synth(ctx, true);
@@ -447,13 +455,12 @@ static void synth_step(void *ctx)
 /* A file's first records: attrs, state, FINISHED_INIT (outfile.c). */
 static int begin_file(struct recorder *rec, struct recfile *o)
 {
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_file_source(rec);
 	struct outfile_begin_opts bo = {
 		.sz = sizeof(bo), .time = o->start_clock_ns, .what = o->path,
 		.emit = emit_synth, .step = synth_step, .ctx = rec,
 	};
 
-	src.unwound = rec->unwind != NULL;
 	/* Nothing of an earlier file may still be on its way (unwind_sink_state() needs it idle). */
 	if (rec->unwind) {
 		recorder_host_sync(rec);

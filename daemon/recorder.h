@@ -144,6 +144,11 @@ uint64_t recorder_clock_ns(const struct recorder *rec);
 
 /* What an output of this recording begins with (outfile_begin()); borrowed from @rec. */
 struct outfile_source recorder_source(const struct recorder *rec);
+/*
+ * The same for the file being written, which holds samples unwound on the
+ * host under unwind=host (the drain's other outputs keep the raw ones).
+ */
+struct outfile_source recorder_file_source(const struct recorder *rec);
 int recorder_enable(struct recorder *rec);
 int recorder_disable(struct recorder *rec);
 /*

@@ -464,8 +464,8 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	free(tmp);
 	if (r < 0)
 		return r;
-	/* The file's records hold its state already: only its attrs, as it has them. */
-	src = recorder_source(rec);
+	/* The file's records hold its state already: only its attrs, as it has them (unwound or not). */
+	src = recorder_file_source(rec);
 	r = outfile_add_attrs(&src, w);
 	if (r < 0)
 		goto out;

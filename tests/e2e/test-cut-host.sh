@@ -123,4 +123,27 @@ check_paths() { # WHAT MIN_HOT MIN_READ FILE [PERF SCRIPT ARGS]
 check_paths "the cut" 20 5 "$T/cut.data"
 # The samples up to the snapshot's end came from the snapshot only.
 check_paths "the snapshot's part of the cut" 20 1 "$T/cut.data" --time ",$((snap_max / 1000000000)).$(printf %09d $((snap_max % 1000000000)))"
+
+# Without a history, the daemon's Snapshot is a copy of the file being
+# written, whose samples are unwound already: a cut reaching "now" uses it
+# beside the published files.  (Its attrs were the raw ones, so the copy
+# did not parse: verify and perf report refused it, and so did the cut.)
+note "a cut up to now, with the file being written"
+mkdir -p "$T/out2"
+"$PERFRECD" -c "$T/conf" -o "$T/out2" --socket "$S" -e cpu-clock -F 499 --call-graph dwarf --unwind host \
+	-m 32M 2>"$T/log2" &
+DAEMON_PID=$!
+published2() { [ "$(ls "$T/out2"/*.data 2>/dev/null | wc -l)" -ge 1 ]; }
+wait_for 60 published2 || { cat "$T/log2"; fail "perfrecd published no file"; }
+timeout 60 "$PERFRECCTL" --socket "$S" snapshot "$T/live-snap.data" >/dev/null || fail "snapshot of the file being written failed"
+"$PERFRECCTL" verify "$T/live-snap.data" >/dev/null || fail "perfrecctl verify rejects the snapshot of the file being written"
+"$PERFRECCTL" --socket "$S" cut --from -3s --to now -o "$T/live.data" "$T/out2" 2>"$T/live.err" ||
+	{ cat "$T/live.err"; fail "cut up to now failed"; }
+sed 's/^/# /' "$T/live.err"
+grep -q "snapshot" "$T/live.err" || fail "the cut up to now did not use the daemon's snapshot"
+"$PERFRECCTL" verify "$T/live.data" >/dev/null || fail "perfrecctl verify rejects the cut up to now"
+perf evlist -v -i "$T/live.data" 2>&1 | grep -q "STACK_USER" && fail "the cut up to now holds raw stacks"
+perf report -i "$T/live.data" --stdio --no-children -g none --sort sym >/dev/null 2>"$T/live-report.err"
+check_perf_stderr "perf report of the cut up to now" "$T/live-report.err"
+[ "$(perf_samples "$T/live.data")" -gt 0 ] || fail "the cut up to now holds no samples"
 exit 0

@@ -33,32 +33,7 @@
 #include "../../tools/cut.c"
 #include "unwind-capture.h"
 
-/* perfrecctl's main.c, ctl.c and fetch.c, as far as cut.c calls them. */
-int perfrecctl_usage(const char *name)
-{
-	(void)name;
-	return EXIT_USAGE;
-}
-const char *perfrecctl_socket_path(void)
-{
-	return "/nonexistent/perfrecd.sock";
-}
-int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples)
-{
-	(void)fd;
-	(void)ret_samples;
-	return 3;
-}
-bool perfrecctl_is_bucket_opt(const char *arg)
-{
-	return !strcmp(arg, "--bucket");
-}
-int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
-			    size_t *ret_nr)
-{
-	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)dir, (void)ret_nr;
-	return EXIT_USAGE;
-}
+#include "cut-standins.h"
 
 #define S 1000000000ULL
 /* The clock pair of every file: wall 2001-09-09T01:46:40Z is sample clock 1000 s. */

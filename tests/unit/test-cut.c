@@ -28,36 +28,12 @@
 #include "../../tools/cut.c"
 #include "../../tools/ls.c"
 
-/* perfrecctl's main.c and ctl.c, as far as cut.c calls them. */
-int perfrecctl_usage(const char *name)
-{
-	(void)name;
-	return EXIT_USAGE;
-}
-const char *perfrecctl_socket_path(void)
-{
-	return "/nonexistent/perfrecd.sock";
-}
-int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples)
-{
-	(void)fd;
-	(void)ret_samples;
-	return 3;
-}
+#include "cut-standins.h"
+
+/* ls.c's, as far as the tests here reach. */
 bool perfrecctl_json_output(void)
 {
 	return false;
-}
-/* fetch.c: the bucket is test-bucket's and the e2e test-bucket's; here it is never reached. */
-bool perfrecctl_is_bucket_opt(const char *arg)
-{
-	return !strcmp(arg, "--bucket");
-}
-int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
-			    size_t *ret_nr)
-{
-	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)dir, (void)ret_nr;
-	return EXIT_USAGE;
 }
 int cmd_bucket_ls(int argc, char **argv)
 {

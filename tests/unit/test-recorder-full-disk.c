@@ -27,12 +27,12 @@
 #include <perfrec/pdreader.h>
 
 #include "recorder.h"
+#include "recorder-busy.h"
 
 static char dir[] = "/tmp/test-recorder-full-disk.XXXXXX";
 static struct config cfg;
 static struct recorder rec;
 static bool opened;
-static volatile unsigned long spin;
 static struct rlimit fsize0;
 static pid_t children[200];
 static size_t nr_children;
@@ -90,18 +90,9 @@ static void teardown(void)
 	(void)!system(cmd);
 }
 
-/* Keep CPU 0 busy for @ms, draining as the daemon's loop would. */
 static void busy(int ms)
 {
-	struct timespec a, b;
-
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	do {
-		for (int i = 0; i < 100000; i++)
-			spin += (unsigned long)i;
-		recorder_drain(&rec);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+	busy_draining(&rec, ms);
 }
 
 /* A disk that takes no more than @bytes of any file (RLIM_INFINITY: no limit). */

@@ -21,11 +21,11 @@
 
 #include "recorder.h"
 #include "snapshot.h"
+#include "recorder-busy.h"
 
 static char dir[] = "/tmp/test-snapshot.XXXXXX";
 static struct config cfg;
 static struct recorder rec;
-static volatile unsigned long sink;
 
 static void set(const char *section, const char *key, const char *value)
 {
@@ -62,18 +62,9 @@ static void teardown(void)
 	(void)!system(cmd);
 }
 
-/* Keep a CPU busy for @ms, draining as the daemon's loop would. */
 static void busy(int ms)
 {
-	struct timespec a, b;
-
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	do {
-		for (int i = 0; i < 100000; i++)
-			sink += (unsigned long)i;
-		recorder_drain(&rec);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+	busy_draining(&rec, ms);
 }
 
 static int snapshot_file(const char *name, struct perfrec_pdreader **ret)

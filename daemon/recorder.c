@@ -365,7 +365,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 	int r;
 
-	/* The unwinder starts from the same state as the file (the worker is idle: begin_file()). */
+	/* The unwinder starts from the same state as the file (the worker is idle: recorder_start_file()). */
 	if (rec->unwind && h->type < PERF_RECORD_MAX) {
 		unwind_sink_state(rec->unwind, h, recorder_sideband_attr(rec));
 		/* (as host_emit() leaves them out) */
@@ -461,11 +461,12 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 		.emit = emit_synth, .step = synth_step, .ctx = rec,
 	};
 
-	/* Nothing of an earlier file may still be on its way (unwind_sink_state() needs it idle). */
-	if (rec->unwind) {
-		recorder_host_sync(rec);
+	/*
+	 * Nothing of an earlier file is still on its way: recorder_start_file()
+	 * synced the worker, and it stays idle (unwind_sink_state() needs it so).
+	 */
+	if (rec->unwind)
 		unwind_sink_stats(rec->unwind, &o->unwind_start);
-	}
 	rec->have_file = true;
 	perfrec_buildid_table__reset_samples(rec->buildids);
 	return outfile_begin(&src, o->w, &bo);

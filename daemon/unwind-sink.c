@@ -68,6 +68,17 @@ static void round_free(struct round *r)
 	free(r);
 }
 
+/* Free every round of the list at @head. */
+static void round_free_list(struct round *head)
+{
+	while (head) {
+		struct round *r = head;
+
+		head = r->next;
+		round_free(r);
+	}
+}
+
 static int round_add(struct round *r, const struct perf_event_header *rec, const struct perf_event_attr *attr)
 {
 	if (ARRAY_RESERVE(r->buf, r->cap, r->len + rec->size, 1 << 16) < 0 ||
@@ -295,18 +306,8 @@ void unwind_sink_free(struct unwind_sink *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->worker, NULL);
 	}
-	while (s->head) {
-		struct round *r = s->head;
-
-		s->head = r->next;
-		round_free(r);
-	}
-	while (s->spare) {
-		struct round *r = s->spare;
-
-		s->spare = r->next;
-		round_free(r);
-	}
+	round_free_list(s->head);
+	round_free_list(s->spare);
 	round_free(s->cur);
 	perfrec_unwinder__free(s->u);
 	pthread_cond_destroy(&s->cond);

@@ -81,9 +81,8 @@ struct space {
 	struct map *maps;        /* sorted by start, not overlapping */
 	size_t nr, cap;
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
-	bool stale;              /* code maps changed or went: rebuild dwfl */
+	bool stale;              /* code maps changed or went, or dwfl was dropped: rebuild it */
 	bool grown;              /* code maps were only added: report them to dwfl */
-	bool barren;             /* no session could be built from these maps */
 	uint64_t last_use;
 	struct space *next;      /* hash chain */
 };
@@ -679,8 +678,10 @@ static void evict_spaces(struct perfrec_unwinder *u)
 				if (!oldest || s->last_use < oldest->last_use)
 					oldest = s;
 			}
-	if (live > u->max_spaces && oldest)
+	if (live > u->max_spaces && oldest) {
 		drop_dwfl(oldest);
+		oldest->stale = true;
+	}
 }
 
 /*
@@ -788,19 +789,22 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 		return 1;
 	}
 	sp->last_use = ++u->clock;
-	/* Maps no session could be built from are tried again once they change. */
-	if (!sp->dwfl && sp->barren && !sp->stale && !sp->grown) {
+	/*
+	 * Without a session, one is built when the maps have changed since the
+	 * last try (a new space's code comes as grown): maps no session could
+	 * be built from are not tried again on every sample.
+	 */
+	if (sp->stale || (!sp->dwfl && sp->grown)) {
+		if (!build_dwfl(u, sp)) {
+			u->frames[0] = reg(&u->cur, P_IP);
+			return 1;
+		}
+	} else if (!sp->dwfl) {
 		u->frames[0] = reg(&u->cur, P_IP);
 		return 1;
-	}
-	if ((!sp->dwfl || sp->stale) && !build_dwfl(u, sp)) {
-		sp->barren = true;
-		u->frames[0] = reg(&u->cur, P_IP);
-		return 1;
-	}
-	sp->barren = false;
-	if (sp->grown)
+	} else if (sp->grown) {
 		grow_dwfl(u, sp);
+	}
 	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);
 	if (!u->cur.nr_frames)
 		u->frames[u->cur.nr_frames++] = reg(&u->cur, P_IP);

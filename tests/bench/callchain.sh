@@ -92,19 +92,7 @@ else
 fi
 rm -rf "$TMP/probe"
 
-# stats FILE -> "samples lost_records samples_lost"
-stats() {
-	local lost
-	lost=$("$PERFRECCTL" dump --json "$1" 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(int(d.get("lost", 0)) + int(d.get("lost_samples", 0)))' 2>/dev/null)
-	perf report --stats -i "$1" 2>/dev/null | awk -v lost="${lost:-0}" '
-		/^ *SAMPLE events:/ { s = $3 }
-		/^ *LOST events:/ { l += $3 }
-		/^ *LOST_SAMPLES events:/ { l += $3 }
-		END { printf "%d %d %d\n", s, l, lost }'
-}
+. "$ROOT/tests/bench/stats.sh"
 
 # workload SECS: nofp on every CPU (each instance keeps two busy).
 workload() {
@@ -128,7 +116,7 @@ HDR="tool,mode,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,
 # post-processing of a raw DWARF file; one row in CSV.
 one_run() {
 	local tool=$1 mode=$2 rate=$3 run=$4 csv=$5 out pid eff f files cg=()
-	local bytes=0 samples=0 lrec=0 slost=0 a b c cpu rss rcpu="" rrss="" ucpu="" urss="" ubps="" wcp="" note=""
+	local bytes=0 samples=0 lrec=0 slost=0 a b c d cpu rss rcpu="" rrss="" ucpu="" urss="" ubps="" wcp="" note=""
 	if [ "$tool/$mode" = perfrecd/host ] && [ "$HOST_OK" = 0 ]; then
 		echo "perfrecd,host,$rate,$run,$NCPU,,,,,,,,,,,,,,,,$SECS,$NO_HOST" >> "$csv"
 		return 0
@@ -160,8 +148,8 @@ one_run() {
 	[ -n "$files" ] || { echo "bench callchain: no output from $tool $mode" >&2; return 1; }
 	for f in $files; do
 		bytes=$((bytes + $(stat -c %s "$f")))
-		read -r a b c < <(stats "$f")
-		samples=$((samples + a)); lrec=$((lrec + b)); slost=$((slost + c))
+		read -r a b d c < <(stats "$f")
+		samples=$((samples + a)); lrec=$((lrec + b + d)); slost=$((slost + c))
 	done
 	read -r cpu rss < <(cpu_of "$out.ru")
 	# The rest of the cost of whole stacks from a raw file: perf's reader
@@ -295,7 +283,7 @@ PY
 		echo "host_perfrecd_cpu $cpu s"
 		echo "host_perfrecd_peak_rss $rss KiB"
 		f=$(ls "$TMP"/cache-host/*.data | head -1)
-		read -r samples a b < <(stats "$f")
+		read -r samples _ _ b < <(stats "$f")
 		echo "host_samples $samples samples"
 		echo "host_samples_lost $b samples"
 		echo "host_bytes_per_sample $(awk -v b="$(stat -c %s "$f")" -v s="$samples" 'BEGIN { printf "%.0f", s ? b / s : 0 }') B"

@@ -91,19 +91,7 @@ trap 'exit 130' INT TERM
 MMAP_BYTES=$((PAGES * PAGE_SIZE))
 RUNS_HDR="tool,compress,rate,run,ncpu,effective_max_rate,cpu_s,samples,cpu_s_per_msample,peak_rss_kib,vol_csw,bytes,bytes_per_sample,lost_records,lost_samples,samples_lost,secs"
 
-# stats FILE -> "samples lost_records lost_samples_records samples_lost"
-stats() {
-	local lost
-	lost=$("$PERFRECCTL" dump --json "$1" 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(int(d.get("lost", 0)) + int(d.get("lost_samples", 0)))' 2>/dev/null)
-	perf report --stats -i "$1" 2>/dev/null | awk -v lost="${lost:-0}" '
-		/^ *SAMPLE events:/ { s = $3 }
-		/^ *LOST events:/ { l = $3 }
-		/^ *LOST_SAMPLES events:/ { ls = $3 }
-		END { printf "%d %d %d %d\n", s, l, ls, lost }'
-}
+. "$ROOT/tests/bench/stats.sh"
 
 # one_run TOOL Z RATE RUN SECS CSV: record while the workload runs for SECS,
 # append a row to CSV.

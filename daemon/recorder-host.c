@@ -58,7 +58,7 @@ static size_t ring_of(const struct host_out *ho, const struct perf_event_header 
 /* What @h counts for: a sample, or the kernel's count of lost records or samples (as the drain reads them). */
 static struct host_counts counts_of(const struct perf_event_header *h)
 {
-	struct host_counts c = { 0 };
+	struct host_counts c = { .bytes = h->size };
 
 	if (h->type == PERF_RECORD_SAMPLE)
 		c.samples = 1;
@@ -74,6 +74,7 @@ static void add(struct host_counts *to, const struct host_counts *c)
 	to->samples += c->samples;
 	to->lost += c->lost;
 	to->lost_samples += c->lost_samples;
+	to->bytes += c->bytes;
 }
 
 /* @c taken off @from; what was handed over is at least what came back of it. */
@@ -82,6 +83,7 @@ static void sub(struct host_counts *from, const struct host_counts *c)
 	from->samples -= c->samples < from->samples ? c->samples : from->samples;
 	from->lost -= c->lost < from->lost ? c->lost : from->lost;
 	from->lost_samples -= c->lost_samples < from->lost_samples ? c->lost_samples : from->lost_samples;
+	from->bytes -= c->bytes < from->bytes ? c->bytes : from->bytes;
 }
 
 /*
@@ -98,6 +100,7 @@ static void settle_written(struct recorder *rec, size_t idx, const struct host_c
 	t->samples += c->samples;
 	t->lost += c->lost;
 	t->lost_samples += c->lost_samples;
+	t->bytes += c->bytes;
 	m->samples += c->samples;
 	m->lost += c->lost;
 	m->lost_samples += c->lost_samples;
@@ -157,7 +160,9 @@ static int host_emit(void *ctx, const struct perf_event_header *h)
 		add(&ho->written[ring], &c);
 		rec->cur.samples += c.samples;
 		rec->cur.lost += c.lost + c.lost_samples;
+		rec->cur.bytes += c.bytes;
 		cs->samples += c.samples;
+		cs->bytes += c.bytes;
 		cs->lost += c.lost;
 		cs->lost_samples += c.lost_samples;
 	} else {

@@ -21,6 +21,7 @@ struct host_counts {
 	uint64_t samples;
 	uint64_t lost;          /* in PERF_RECORD_LOST records */
 	uint64_t lost_samples;  /* in PERF_RECORD_LOST_SAMPLES */
+	uint64_t bytes;         /* of the records themselves (as the worker writes them) */
 };
 
 /* An event id and the ring its records go through. */

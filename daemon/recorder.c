@@ -712,9 +712,12 @@ static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int 
 		if (rec->have_file)
 			rec->pass_err = r;
 	} else if (!rec->flight) {
-		rec->cur.cpu[idx].bytes += bytes;
-		rec->total[idx].bytes += bytes;
-		rec->cur.bytes += bytes;
+		/* (unwind=host: the worker counts the bytes it writes, unwound) */
+		if (!rec->unwind) {
+			rec->cur.cpu[idx].bytes += bytes;
+			rec->total[idx].bytes += bytes;
+			rec->cur.bytes += bytes;
+		}
 		rec->pass_written += bytes;
 	}
 	rec->marks[idx] = span_mark(rec, idx);

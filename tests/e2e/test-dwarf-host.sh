@@ -119,6 +119,12 @@ hb=$(stat -c %s "$host"); fb=$(stat -c %s "$fp")
 note "bytes per sample: host-unwound $((hb / hs)), -g $((fb / fs))"
 [ $((hb * fs * 2)) -le $((fb * hs * 3)) ] ||
 	fail "the host-unwound file takes $((hb / hs)) bytes per sample, more than 1.5x -g's $((fb / fs))"
+# Its bytes of records (log, status, metrics) are those written, unwound,
+# not the raw stacks the drain handed to the worker (40 times more).
+rb=$(sed -n 's/.*Wrote .*: [0-9]* samples, [0-9]* lost, \([0-9]*\) bytes of records.*/\1/p' "$T/host.log")
+note "perfrecd: $rb bytes of records in the $hb-byte host-unwound file"
+[ -n "$rb" ] && [ "$rb" -gt 0 ] && [ "$rb" -le "$hb" ] ||
+	{ cat "$T/host.log"; fail "perfrecd counts ${rb:-no} bytes of records for a host-unwound file of $hb bytes"; }
 
 "$PERFRECCTL" dump "$hz" >"$T/dump" || fail "perfrecctl dump failed on the -z file"
 grep -q COMPRESSED "$T/dump" || { cat "$T/dump"; fail "the -z file has no COMPRESSED records"; }

@@ -188,8 +188,13 @@ static const struct perf_event_header *drain_repair(struct drain *d, const struc
 		if (!d->opts.callchain || !(f = drain_find_id(d, h)) ||
 		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
 			return h;
+		/*
+		 * Nothing a user can act on (any -g recording of code without frame
+		 * pointers does it), so a debug line; status and metrics count it
+		 * among the repaired records.
+		 */
 		if (!d->user_chains_ended++)
-			say(d, LOG_NOTICE, "A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
+			say(d, LOG_DEBUG, "A user callchain held a value in the PERF_CONTEXT range (a frame-pointer walk "
 				   "through a frame without one): such chains end before it");
 		return buf;
 	}

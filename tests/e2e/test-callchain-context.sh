@@ -3,7 +3,7 @@
 # should be (a frame record that was never set up): the kernel copies it
 # into the callchain, where perf reads it as an unknown PERF_CONTEXT marker
 # and throws the whole chain away (or prints a garbage frame).  perfrecd
-# ends such a user chain before the value, says so once, and perf shows
+# ends such a user chain before the value (a debug line, -v), and perf shows
 # every such sample with its real frames.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf
@@ -58,5 +58,9 @@ if grep -qi 'ffffffffffffffff' "$T/chains"; then
 	grep -i -m3 'ffffffffffffffff' "$T/chains"
 	fail "perf shows the PERF_CONTEXT value as a frame"
 fi
-grep -q 'PERF_CONTEXT range' "$T/err" || { cat "$T/err"; fail "perfrecd did not say it ended user chains"; }
+# Ending such chains is routine for any -g recording of code without frame
+# pointers and nothing a user can act on: a debug line (-v), not a notice.
+if grep -q 'PERF_CONTEXT range' "$T/err"; then
+	cat "$T/err"; fail "perfrecd logged the routine chain repair at its default level"
+fi
 exit 0

@@ -42,6 +42,13 @@ sed "s|^ExecStart=$D/usr/sbin/perfrecd |ExecStart=$D/usr/sbin/nonexistent |" "$U
 [ -n "$(verify "$U/canary.service")" ] || fail "systemd-analyze verify did not report a missing binary (oracle broken)"
 rm -f "$U/canary.service"
 
+# The activated socket gets the mode perfrecd gives its own and the
+# documentation promises: anyone may connect to ping and ask for status,
+# perfrecd checks each caller for the rest.
+smode=$(sed -n 's/^SocketMode=//p' "$U/perfrecd.socket")
+[ "$smode" = 0666 ] || fail "perfrecd.socket has SocketMode=$smode: the README and perfrecd.conf say anyone may ask for status (perfrecd's own socket is 0666)"
+grep -q 'the socket is 0666' conf/perfrecd.conf || fail "conf/perfrecd.conf no longer says what mode the socket has"
+
 out=$(verify "$U/perfrecd.service" "$U/perfrecd.socket"); rc=$?
 [ -z "$out" ] && [ "$rc" = 0 ] || { echo "$out"; fail "systemd-analyze verify complained (exit $rc)"; }
 

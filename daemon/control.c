@@ -959,6 +959,10 @@ static struct json_object *status(struct control *ctl)
 		tmp = NULL;
 	J_ADD(o, "current_file", tmp ? json_object_new_string(tmp) : NULL);
 	free(tmp);
+	/* Where the files are, absolute: perfrecctl ls and cut look there. */
+	tmp = ctl->cfg->directory ? realpath(ctl->cfg->directory, NULL) : NULL;
+	J_ADD(o, "directory", tmp ? json_object_new_string(tmp) : NULL);
+	free(tmp);
 	J_ADD(o, "cpu_time_sec", json_object_new_double((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 						       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
 	J_ADD(o, "rss_bytes", json_object_new_int64((int64_t)pages * sysconf(_SC_PAGESIZE)));

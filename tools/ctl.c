@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 
 #include "fsutil.h"
 #include "perfrecctl.h"
+#include "window.h"
 
 #define EXIT_NO_DAEMON 3
 #define EXIT_DENIED 4
@@ -68,23 +71,39 @@ static const char *sock(void)
 	return getenv("PERFRECD_SOCKET") ? getenv("PERFRECD_SOCKET") : DEFAULT_SOCKET;
 }
 
-static int connect_daemon(void)
+/* A connection to the daemon's socket, or -errno; prints nothing. */
+static int connect_quiet(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = sock();
-	int fd;
+	int fd, e;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int connect_daemon(void)
+{
+	const char *path = sock();
+	int fd = connect_quiet();
+
+	if (fd == -ENAMETOOLONG) {
 		fprintf(stderr, "perfrecctl: socket path too long: %s\n", path);
 		return -EXIT_USAGE;
 	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
+	if (fd < 0) {
+		int e = -fd;
 
-		if (fd >= 0)
-			close(fd);
 		if (e == ENOENT || e == ECONNREFUSED)
 			fprintf(stderr, "perfrecctl: perfrecd is not running (no socket at %s)\n", path);
 		else if (e == EACCES || e == EPERM)
@@ -677,4 +696,49 @@ int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples)
 bool perfrecctl_json_output(void)
 {
 	return json_out;
+}
+
+/*
+ * The running daemon's output directory, from its Status, or NULL with
+ * @why saying what was tried.  Bounded: a daemon that does not answer
+ * within 5 s counts as none.
+ */
+static char *daemon_directory(char *why, size_t whylen)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	struct json_object *reply = NULL, *p, *d;
+	char *dir = NULL;
+	int fd = connect_quiet();
+
+	if (fd < 0) {
+		snprintf(why, whylen, "no perfrecd answers on %s (%s)", sock(), strerror(-fd));
+		return NULL;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (send_call(fd, "io.perfrec.Status", NULL, -1) == 0)
+		reply = read_reply(fd, NULL, NULL);
+	close(fd);
+	if (reply && json_object_object_get_ex(reply, "parameters", &p) && json_object_object_get_ex(p, "directory", &d) &&
+	    json_object_is_type(d, json_type_string))
+		dir = strdup(json_object_get_string(d));
+	else
+		snprintf(why, whylen, "perfrecd on %s did not say where it writes (%s)", sock(),
+			 reply ? "it writes to a pipe, or is older than this perfrecctl" : "no answer");
+	json_object_put(reply);
+	return dir;
+}
+
+char *perfrecctl_recordings_dir(const char *cmd)
+{
+	char why[PATH_MAX + 128];
+	char *dir = daemon_directory(why, sizeof(why));
+
+	if (dir)
+		return dir;
+	dir = window_default_dir();
+	if (dir)
+		fprintf(stderr, "perfrecctl %s: %s; reading %s (the [output] directory of %s, else the default)\n", cmd,
+			why, dir, window_default_config());
+	return dir;
 }

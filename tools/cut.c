@@ -1045,7 +1045,7 @@ int cmd_cut(int argc, char **argv)
 		paths[np++] = bucket_dir;
 		live = false;
 	} else if (np == 0) {
-		def = window_default_dir();
+		def = perfrecctl_recordings_dir("cut");
 		paths[np++] = def;
 	}
 	rc = run(&c, paths, np, force, level, live);

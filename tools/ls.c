@@ -215,7 +215,7 @@ int cmd_ls(int argc, char **argv)
 		}
 	}
 	if (np == 0) {
-		def = window_default_dir();
+		def = perfrecctl_recordings_dir("ls");
 		paths[np++] = def;
 	}
 	r = window_scan(paths, np, &files, &nf);

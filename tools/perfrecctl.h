@@ -55,6 +55,14 @@ const char *perfrecctl_socket_path(void);
  * problem printed: 1 refused, 3 no daemon, 4 permission denied.
  */
 int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples);
+/*
+ * The directory of recordings for ls and cut when none is given: the one
+ * the running perfrecd (on the control socket in effect) says it writes
+ * to, else the [output] directory of the default config or
+ * /var/lib/perfrecd, with a note on stderr, prefixed "perfrecctl @cmd:",
+ * saying what was tried.  Owned by the caller; NULL without memory.
+ */
+char *perfrecctl_recordings_dir(const char *cmd);
 /* Whether --json was given before the command. */
 bool perfrecctl_json_output(void);
 /* Whether @arg is one of the bucket's options (--bucket, --host, --label, ...), which take a value. */

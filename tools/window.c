@@ -488,6 +488,11 @@ int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t 
 	return 0;
 }
 
+const char *window_default_config(void)
+{
+	return DEFAULT_CONFIG;
+}
+
 char *window_default_dir(void)
 {
 	char *dir = NULL;

@@ -92,5 +92,7 @@ int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t 
  * when out of memory.
  */
 char *window_default_dir(void);
+/* The config file window_default_dir() reads. */
+const char *window_default_config(void);
 
 #endif

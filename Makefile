@@ -301,14 +301,20 @@ tests/bench/spawn-threads: tests/bench/spawn-threads.c
 	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(CFLAGS) -pthread $(LDFLAGS) -o $@ $<
 
 # --- run --------------------------------------------------------------------
+# make run's control socket: its own, in the tree, so that it neither takes
+# over nor removes an installed perfrecd's /run/perfrecd/io.perfrec
+# (RUN_SOCKET=/run/perfrecd/io.perfrec asks for that one).
+RUN_SOCKET ?= $(CURDIR)/build/run/io.perfrec
+RUN_DIR ?= perf-data
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	@# One shell for recording and the hint: Ctrl-C reaches perfrecd (which
 	@# finishes its file) while the shell's trap keeps it alive to print.
-	$(Q)mkdir -p perf-data; \
-	echo "Recording system-wide into ./perf-data/ with conf/perfrecd.conf; Ctrl-C to stop."; \
-	trap : INT; daemon/perfrecd -c conf/perfrecd.conf -o perf-data; \
-	f=$$(ls -1 perf-data/*.data 2>/dev/null | tail -1); \
+	$(Q)mkdir -p $(RUN_DIR) $(dir $(RUN_SOCKET)); \
+	echo "Recording system-wide into $(RUN_DIR)/ with conf/perfrecd.conf; Ctrl-C to stop."; \
+	echo "From another shell: tools/perfrecctl --socket $(RUN_SOCKET) status (or ls, cut, rotate)"; \
+	trap : INT; daemon/perfrecd -c conf/perfrecd.conf -o $(RUN_DIR) --socket $(RUN_SOCKET); \
+	f=$$(ls -1 $(RUN_DIR)/*.data 2>/dev/null | tail -1); \
 	if [ -n "$$f" ]; then echo; echo "Look at the newest file with:"; \
 	  echo "  perf report -i $$f --stdio --no-children --sort comm,dso,sym"; \
 	  echo "  perf script -i $$f | head"; \

@@ -199,7 +199,7 @@ tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/wind
 tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
 
 # test-pprof compiles pprof.c, profile.c and the generated protobuf code in.
-tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h \
+tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h tools/summary.c \
 	build/pprof.pb-c.c build/pprof.pb-c.h
 tests/unit/test-pprof build-asan/tests/test-pprof: PR_CFLAGS += -Ibuild
 

@@ -909,8 +909,14 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	}
 	free(tmp);
 	tmp = NULL;
-	fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s\n",
-		c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s");
+	{
+		char f[64], t[64];
+
+		fmt(c->from, true, f, sizeof(f));
+		fmt(c->to, true, t, sizeof(t));
+		fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s, "
+			"window %s to %s\n", c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s", f, t);
+	}
 	if (c->dup_samples)
 		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
 			c->dup_samples);

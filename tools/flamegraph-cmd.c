@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "flamegraph.h"
+#include "summary.h"
 #include "window.h"
 #include "perfrecctl.h"
 
@@ -217,10 +218,26 @@ static int expand_input(struct paths *p, const char *in)
 	return r;
 }
 
-/* Aggregate @inputs (perf.data files or directories) within [from, to). */
-static int load_files(struct flamegraph *fg, const struct fg_args *a, char *const *inputs, size_t nr,
-		      uint64_t from, uint64_t to)
+/* The walk's samples into the graph, counted for the line said at the end. */
+struct counted {
+	struct flamegraph *fg;
+	struct view_summary *sum;
+};
+
+static int add_counted(void *ctx, const struct pstack *s)
 {
+	struct counted *c = ctx;
+
+	if (c->sum)
+		view_summary_add(c->sum, s->wall_ns);
+	return flamegraph__add_pstack(c->fg, s);
+}
+
+/* Aggregate @inputs (perf.data files or directories) within [from, to); @sum (may be NULL) counts them. */
+static int load_files(struct flamegraph *fg, const struct fg_args *a, char *const *inputs, size_t nr,
+		      uint64_t from, uint64_t to, struct view_summary *sum)
+{
+	struct counted cnt = { fg, sum };
 	struct profile_opts o = {
 		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup,
 		.from_wall_ns = from, .to_wall_ns = to,
@@ -232,7 +249,7 @@ static int load_files(struct flamegraph *fg, const struct fg_args *a, char *cons
 	for (size_t i = 0; i < nr && r >= 0; i++)
 		r = expand_input(&p, inputs[i]);
 	if (r >= 0)
-		r = profile_walk((const char *const *)p.v, p.nr, &o, flamegraph__add_pstack, fg);
+		r = profile_walk((const char *const *)p.v, p.nr, &o, add_counted, &cnt);
 	if (r == -ENOMEM || r == -EOVERFLOW)
 		fprintf(stderr, "perfrecctl: aggregating stacks: %s\n",
 			r == -EOVERFLOW ? "the periods add up past 2^64" : strerror(-r));
@@ -307,6 +324,27 @@ static int close_out(FILE *f, const char *out, char *tmp, int err)
 	return err;
 }
 
+/*
+ * What was written, on stderr: the events drawn and the samples they
+ * hold (from folded stacks: their counts, without times).
+ */
+static void say_wrote(const char *cmd, const char *out, struct fg_tree *const *trees, size_t nr, bool folded,
+		      const struct view_summary *walked)
+{
+	struct view_summary sum = *walked;
+	char what[256] = "";
+	size_t len = 0;
+
+	if (folded)
+		sum.samples = 0;
+	for (size_t i = 0; i < nr && len < sizeof(what); i++) {
+		len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? ", " : "", trees[i]->event);
+		if (folded)
+			sum.samples += trees[i]->root.samples;
+	}
+	view_summary_print(cmd, out, what, &sum);
+}
+
 /* "2026-11-23T10:00:00.000Z", or "start"/"end" for an open side. */
 static void put_time(char *buf, size_t len, uint64_t ns, const char *open)
 {
@@ -345,6 +383,7 @@ int cmd_flamegraph(int argc, char **argv)
 	struct fg_tree **trees = NULL;
 	const struct fg_tree **bases = NULL;
 	struct fg_args a;
+	struct view_summary sum = { 0 };
 	size_t nr = 0;
 	char *tmp = NULL;
 	FILE *f;
@@ -363,7 +402,7 @@ int cmd_flamegraph(int argc, char **argv)
 	if (a.folded)
 		r = load_folded(fg, a.event, a.inputs, a.nr_inputs);
 	else
-		r = load_files(fg, &a, a.inputs, a.nr_inputs, a.from, a.to);
+		r = load_files(fg, &a, a.inputs, a.nr_inputs, a.from, a.to, &sum);
 	if (r < 0)
 		goto out;
 	if (bfg) {
@@ -372,7 +411,7 @@ int cmd_flamegraph(int argc, char **argv)
 		size_t bnr = a.base ? 1 : a.nr_inputs;
 
 		r = a.folded ? load_folded(bfg, a.event, bin, bnr)
-			     : load_files(bfg, &a, bin, bnr, a.base_from, a.base_to);
+			     : load_files(bfg, &a, bin, bnr, a.base_from, a.base_to, NULL);
 		if (r < 0)
 			goto out;
 	}
@@ -427,8 +466,10 @@ int cmd_flamegraph(int argc, char **argv)
 
 		r = flamegraph__write_svg(trees, bfg ? bases : NULL, nr, &o, f);
 	}
-	if (close_out(f, a.out, tmp, r) == 0)
+	if (close_out(f, a.out, tmp, r) == 0) {
+		say_wrote("flamegraph", a.out, trees, nr, a.folded, &sum);
 		ret = 0;
+	}
 out:
 	free(trees);
 	free(bases);
@@ -442,6 +483,7 @@ int cmd_folded(int argc, char **argv)
 	struct flamegraph *fg;
 	struct fg_tree *t;
 	struct fg_args a;
+	struct view_summary sum = { 0 };
 	char *tmp = NULL;
 	FILE *f;
 	int r, ret = EXIT_BAD;
@@ -454,7 +496,7 @@ int cmd_folded(int argc, char **argv)
 		fprintf(stderr, "perfrecctl folded: out of memory\n");
 		return EXIT_BAD;
 	}
-	r = load_files(fg, &a, a.inputs, a.nr_inputs, a.from, a.to);
+	r = load_files(fg, &a, a.inputs, a.nr_inputs, a.from, a.to, &sum);
 	if (r < 0)
 		goto out;
 	if (!a.event && flamegraph__nr_trees(fg) > 1) {
@@ -472,8 +514,10 @@ int cmd_folded(int argc, char **argv)
 	if (!f)
 		goto out;
 	r = flamegraph__write_folded(t, f);
-	if (close_out(f, a.out, tmp, r) == 0)
+	if (close_out(f, a.out, tmp, r) == 0) {
+		say_wrote("folded", a.out, &t, 1, false, &sum);
 		ret = 0;
+	}
 out:
 	flamegraph__free(fg);
 	return ret;

@@ -20,7 +20,7 @@ static const struct perfrecctl_cmd cmds[] = {
 	{ "compress", "[-l LEVEL] [--pipe] IN OUT", "copy IN with zstd COMPRESSED records at LEVEL (0..19, default 3); --pipe or OUT - writes pipe mode", cmd_compress },
 	{ "ls", "[--json] [DIR|FILE...] | --bucket URL [--host NAME] [--label K=V]...", "list recorded files on a wall-clock time line, gaps shown (default: the output directory)", cmd_ls },
 	{ "cut", "--from T --to T | --at T [--around D] [-o OUT] [-z] [--force] [--no-live] [DIR|FILE... | --bucket URL [--host NAME] [--label K=V]...]", "write one perf.data of a time window across rotated files (and the daemon's unpublished data)", cmd_cut },
-	{ "pprof", "[-e EVENT] [--pid N] [--comm C] [--cgroup CG] [--from T --to T] [-o OUT.pb.gz] FILE|DIR...", "write the samples as a gzip'ed pprof profile (go tool pprof, Pyroscope, Parca)", cmd_pprof },
+	{ "pprof", "[-e EVENT] [--pid N] [--comm C] [--cgroup CG] [--from T --to T] [--buildid-dir DIR] [--symfs DIR] [--no-debuginfod] [--no-inline] [-o OUT.pb.gz] FILE|DIR...", "write the samples as a gzip'ed pprof profile (go tool pprof, Pyroscope, Parca)", cmd_pprof },
 	{ "flamegraph", "[-e EVENT] [--from T --to T] [--pid N] [--comm C] [--cgroup G] [--icicle] [--base FILE|DIR] [--base-from T --base-to T] [--folded] [--title S] [--symfs DIR] [--no-debuginfod] [--no-inline] [-o OUT.svg] FILE|DIR...",
 	  "write an interactive SVG flame graph (one graph per event; differential with a base)", cmd_flamegraph },
 	{ "folded", "[-e EVENT] [--from T --to T] [--pid N] [--comm C] [--cgroup G] [--symfs DIR] [--no-debuginfod] [--no-inline] [-o OUT] FILE|DIR...",

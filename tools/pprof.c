@@ -820,7 +820,7 @@ static int write_gzip(int fd, const uint8_t *buf, size_t len)
 }
 
 int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_opts *o, int fd,
-		size_t *ret_samples)
+		struct view_summary *ret)
 {
 	struct pprof p;
 	uint8_t *buf = NULL;
@@ -847,8 +847,8 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
 		r = write_gzip(fd, buf, len);
 	for (size_t i = 0; i < p.samples.nr; i++)
 		n += VEC_AT(p.samples, struct sample_row, i).count;
-	if (ret_samples)
-		*ret_samples = n;
+	if (ret)
+		*ret = (struct view_summary){ .samples = n, .first_wall = p.first_wall, .last_wall = p.last_wall };
 	free(buf);
 	pprof_exit(&p);
 	return r;
@@ -874,7 +874,7 @@ int cmd_pprof(int argc, char **argv)
 	struct profile_opts o = { .pid = -1 };
 	const char *out = "profile.pb.gz";
 	char tmp[PATH_MAX];
-	size_t n = 0;
+	struct view_summary sum = { 0 };
 	int c, fd, r;
 
 	optind = 1;
@@ -922,10 +922,10 @@ int cmd_pprof(int argc, char **argv)
 		fprintf(stderr, "perfrecctl pprof: cannot create %s: %m\n", tmp);
 		return EXIT_USAGE;
 	}
-	r = pprof_write((const char *const *)argv + optind, (size_t)(argc - optind), &o, fd, &n);
+	r = pprof_write((const char *const *)argv + optind, (size_t)(argc - optind), &o, fd, &sum);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && n == 0) {
+	if (r == 0 && sum.samples == 0) {
 		fprintf(stderr, "perfrecctl pprof: no samples%s%s in the input\n",
 			o.event ? " of event " : "", o.event ? o.event : "");
 		r = -ENODATA;
@@ -938,6 +938,6 @@ int cmd_pprof(int argc, char **argv)
 			fprintf(stderr, "perfrecctl pprof: %s not written: %s\n", out, strerror(-r));
 		return EXIT_BAD;
 	}
-	fprintf(stderr, "%s: %zu samples\n", out, n);
+	view_summary_print("pprof", out, o.event, &sum);
 	return 0;
 }

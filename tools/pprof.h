@@ -7,14 +7,15 @@
 #define PERFRECCTL_PPROF_H
 
 #include "profile.h"
+#include "summary.h"
 
 /*
  * Walk @paths with @o and write the gzip'ed profile.proto to @fd; the
- * number of samples in it goes to *@ret_samples.  Returns 0 or -errno
+ * number of samples in it and their span go to *@ret (may be NULL).  Returns 0 or -errno
  * (the walk's errors are printed by it, naming the file).
  */
 int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_opts *o, int fd,
-		size_t *ret_samples);
+		struct view_summary *ret);
 
 /*
  * profile_stack_fn of the writer (@ctx: its tables).  As profile.h says

@@ -18,6 +18,7 @@
 
 #include "../../tools/profile.c"
 #include "../../tools/pprof.c"
+#include "../../tools/summary.c"
 #include "pprof.pb-c.c"
 
 /* window.c's, as far as pprof.c's command line calls it (never, here). */
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  .buildid_dir = "/nonexistent-cache" };
 	char path[64];
 	const char *paths[1] = { path };
-	size_t n = 0;
+	struct view_summary n = { 0 };
 	int fd;
 
 	if (out < 0) {

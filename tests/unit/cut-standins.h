@@ -23,6 +23,11 @@ int perfrecctl_snapshot_into(int fd, uint64_t *ret_samples)
 	(void)ret_samples;
 	return 3;
 }
+char *perfrecctl_recordings_dir(const char *cmd)
+{
+	(void)cmd;
+	return window_default_dir();
+}
 bool perfrecctl_is_bucket_opt(const char *arg)
 {
 	return !strcmp(arg, "--bucket");

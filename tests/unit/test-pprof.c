@@ -17,6 +17,7 @@
 
 #include "../../tools/profile.c"
 #include "../../tools/pprof.c"
+#include "../../tools/summary.c"
 #include "pprof.pb-c.c"
 
 /* window.c's, as far as pprof.c's command line calls it (never, here). */

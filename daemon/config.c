@@ -955,7 +955,7 @@ const struct config_key config_keys[] = {
 	KEY("output", "buildid-cache-size", t_size, buildid_cache_size, "1G",
 	    "the build-id cache's cap; the oldest entries go", .min = 1ULL << 20,
 	    .what = "a size of at least 1M (like 2G)"),
-	KEY("output", "compress", t_compress, compress_level, "0", "zstd level of the records (0 or no: off; yes: 3)",
+	KEY("output", "compress", t_compress, compress_level, "yes", "zstd level of the records (0 or no: off; yes: 3)",
 	    .what = "a zstd level from 1 to 19 (0 or no: off)"),
 	KEY("output", "mode", t_mode, mode, "continuous", "continuous: files; flight: snapshots on demand",
 	    .what = "continuous or flight"),

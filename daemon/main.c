@@ -19,6 +19,7 @@
 #include "bidcache.h"
 #include "config.h"
 #include "log.h"
+#include "pipeout.h"
 #include "manager.h"
 #include "version.h"
 
@@ -98,6 +99,14 @@ static struct { const char *section, *key; char *value; } sets[64];
 static size_t nr_sets;
 static const char *config_path;
 
+static bool set_on_command_line(const char *key)
+{
+	for (size_t i = 0; i < nr_sets; i++)
+		if (sets[i].key && !strcmp(sets[i].key, key))
+			return true;
+	return false;
+}
+
 /* Defaults, then the file, then the command line.  Returns 0, or the exit
  * status to use (1: bad file, 2: bad option) with @err set. */
 static int build_config(struct config *cfg, char *err, size_t errlen)
@@ -126,6 +135,13 @@ static int build_config(struct config *cfg, char *err, size_t errlen)
 			return 2;
 		}
 	}
+	/*
+	 * compress= (on by default) is for files: a pipe stays plain, since
+	 * perf 6.1 cannot decompress pipe-mode input.  Asking for it on the
+	 * command line with -o - is refused (pipeout_check()).
+	 */
+	if (pipeout_enabled(cfg) && !set_on_command_line("compress"))
+		cfg->compress_level = 0;
 	/* Event names were checked as they were set (config_add_events()). */
 	if (cfg->nr_events == 0) {
 		snprintf(err, errlen, "No events to record: the event list is empty");

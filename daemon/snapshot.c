@@ -506,7 +506,11 @@ static int snapshot_into(struct recorder *rec, int fd, bool pipe_mode)
 
 		r = perfrec_pdwriter__new_pipe(fd, &o, &w);
 	} else {
-		struct perfrec_pdwriter_opts o = { .sz = sizeof(o), .compress_level = rec->cfg->compress_level };
+		/*
+		 * Plain, whatever compress= says: the client opens this file
+		 * directly, with readers (hotspot 1.3) that cannot decompress.
+		 */
+		struct perfrec_pdwriter_opts o = { .sz = sizeof(o) };
 
 		r = perfrec_pdwriter__new(fd, &o, &w);
 	}

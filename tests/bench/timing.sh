@@ -21,7 +21,7 @@
 #   tests/bench/timing.sh [PART...]    (default: all parts)
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-PERFRECD=$TOP/daemon/perfrecd
+PERFRECD=$TOP/tests/plain-perfrecd  # plain files, as perf record writes
 PERFRECCTL=$TOP/tools/perfrecctl
 WORKLOAD=$TOP/tests/e2e/workload
 PARTS=${*:-rate rotation reload abuse governor}

@@ -2,7 +2,10 @@
 # 77 to skip (after printing "SKIP: reason"), anything else to fail.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PERFRECD=$TOP/daemon/perfrecd
+# Plain files unless a test asks for compression (tests/plain-perfrecd says
+# why); PERFRECD_DEFAULT is perfrecd as shipped, compressing by default.
+PERFRECD=$TOP/tests/plain-perfrecd
+PERFRECD_DEFAULT=$TOP/daemon/perfrecd
 PERFRECCTL=$TOP/tools/perfrecctl
 WORKLOAD=$TOP/tests/e2e/workload
 PERFPARSER=/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser

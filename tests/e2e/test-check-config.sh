@@ -11,8 +11,8 @@
 
 conf=$TOP/conf/perfrecd.conf
 : >"$T/empty.conf"
-"$PERFRECD" -c "$T/empty.conf" --check-config >"$T/empty" 2>"$T/err" || { cat "$T/err"; fail "an empty file was refused"; }
-"$PERFRECD" -c "$conf" --check-config >"$T/shipped" 2>"$T/err" || { cat "$T/err"; fail "the shipped file was refused"; }
+"$PERFRECD_DEFAULT" -c "$T/empty.conf" --check-config >"$T/empty" 2>"$T/err" || { cat "$T/err"; fail "an empty file was refused"; }
+"$PERFRECD_DEFAULT" -c "$conf" --check-config >"$T/shipped" 2>"$T/err" || { cat "$T/err"; fail "the shipped file was refused"; }
 diff -u "$T/empty" "$T/shipped" >"$T/diff" || { cat "$T/diff"; fail "the shipped file is not the defaults"; }
 
 # [section] then key=value lines: "section key" per key, from a file or the output.
@@ -29,13 +29,13 @@ extra=$(comm -13 "$T/want" "$T/got")
 [ -z "$extra" ] || fail "--check-config shows keys the shipped file does not list: $extra"
 
 # -v: a comment before each key line, and the same settings.
-"$PERFRECD" -c "$T/empty.conf" --check-config -v >"$T/verbose" 2>"$T/err" || { cat "$T/err"; fail "--check-config -v failed"; }
+"$PERFRECD_DEFAULT" -c "$T/empty.conf" --check-config -v >"$T/verbose" 2>"$T/err" || { cat "$T/err"; fail "--check-config -v failed"; }
 grep -v '^#' "$T/verbose" | diff -u "$T/empty" - || fail "--check-config -v shows other settings"
 awk '/^[a-z]/ && prev !~ /^# ./ { print "no comment before " $0; bad = 1 } { prev = $0 } END { exit bad }' \
 	"$T/verbose" || fail "--check-config -v leaves a key without its comment"
 
 # The command line wins, and what it set is shown.
-"$PERFRECD" -c "$conf" --check-config -F 123 --max-age 2d --socket '' >"$T/cli" || fail "options refused"
+"$PERFRECD_DEFAULT" -c "$conf" --check-config -F 123 --max-age 2d --socket '' >"$T/cli" || fail "options refused"
 grep -qx frequency=123 "$T/cli" && grep -qx max-age=172800s "$T/cli" && grep -qx socket= "$T/cli" ||
 	{ cat "$T/cli"; fail "--check-config does not show the command line's values"; }
 exit 0

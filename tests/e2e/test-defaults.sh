@@ -7,19 +7,22 @@
 #  - when something else eats into the last 15% (min-free), the oldest
 #    published files go until that much is free again;
 #  - when removing them is not enough, perfrecd writes nothing more and
-#    counts what it drops as lost, then records again once space returns.
+#    counts what it drops as lost, then records again once space returns;
+#  - the files are compressed (compress=yes) and perf report reads them; a
+#    cut of them is plain and opens in hotspot's perfparser.
 . "$(dirname "$0")/lib.sh"
 require_events
 
 mnt=$T/small
 mkdir -p "$mnt"
-mount -t tmpfs -o size=100M tmpfs "$mnt" || skip "cannot mount a tmpfs here"
+# Small enough that compressed files (the default) reach max-bytes soon.
+mount -t tmpfs -o size=40M tmpfs "$mnt" || skip "cannot mount a tmpfs here"
 trap 'umount -l "$mnt" 2>/dev/null; cleanup' EXIT
 conf=$TOP/conf/perfrecd.conf
 grep -q '^rotate-interval=5min$' "$conf" || fail "the shipped config does not rotate every 5min"
 sed -e "s|^directory=.*|directory=$mnt|" -e 's|^rotate-interval=.*|rotate-interval=1s|' "$conf" >"$T/conf"
 [ "$(diff "$conf" "$T/conf" | grep -c '^>')" = 2 ] || fail "the test changes more than two lines of the shipped config"
-"$PERFRECD" -c "$T/conf" --check-config >"$T/effective" || fail "the shipped config does not load"
+"$PERFRECD_DEFAULT" -c "$T/conf" --check-config >"$T/effective" || fail "the shipped config does not load"
 grep -qx 'max-bytes=10% 4294967296' "$T/effective" && grep -qx 'min-free=15% 4294967296' "$T/effective" \
 	&& grep -qx 'max-age=604800s' "$T/effective" || { cat "$T/effective"; fail "unexpected retention defaults"; }
 
@@ -54,7 +57,7 @@ watch_until() {
 
 "$WORKLOAD" 120 >/dev/null &
 wl=$!
-"$PERFRECD" -c "$T/conf" -F 4000 --socket= 2>"$T/err" &
+"$PERFRECD_DEFAULT" -c "$T/conf" -F 4000 --socket= 2>"$T/err" &
 DAEMON_PID=$!
 
 # 1. Rotation, and max-bytes taking the oldest once reached.
@@ -95,4 +98,23 @@ dropped=$(python3 -c 'import json,sys; print(sum(json.load(open(f)).get("dropped
 [ "$dropped" -gt 0 ] || fail "no manifest counts the samples dropped below the floor"
 note "$dropped samples dropped below the floor, counted as lost"
 grep -E "min-free|Removed" "$T/err" | sed 's/^/# /' | tail -5
+
+# 4. Compressed by default, read by perf; what users open (a cut) is plain.
+grep -qx 'compress=3' "$T/effective" || { cat "$T/effective"; fail "the shipped config does not compress"; }
+total=0
+for f in "$mnt"/*.data; do
+	perf report -i "$f" --stats >"$T/stats" 2>"$T/stats.err" || fail "perf report cannot read $f"
+	grep -Eq 'COMPRESSED events: *[1-9]' "$T/stats" || { cat "$T/stats"; fail "$f is not compressed"; }
+	n=$(awk '/SAMPLE events:/ {print $3; exit}' "$T/stats")
+	total=$((total + ${n:-0}))
+done
+[ "$total" -gt 0 ] || fail "perf report finds no samples in the compressed files"
+note "perf report reads $total samples in the compressed files"
+"$PERFRECCTL" cut --from -10min --to now -o "$T/cut.data" "$mnt" 2>"$T/cut.err" || { cat "$T/cut.err"; fail "cut of the compressed files failed"; }
+perf report -i "$T/cut.data" --stats 2>/dev/null | grep -q 'COMPRESSED events' && fail "cut wrote a compressed file without -z"
+require_perfparser
+pp=$(check_perfparser "$T/cut.data") || { echo "$pp"; exit 1; }
+cn=$(perf_samples "$T/cut.data")
+[ "$pp" = "$cn" ] || fail "perfparser reads $pp samples of the cut, perf $cn"
+note "the cut: $cn samples, read by perfparser"
 exit 0

@@ -32,7 +32,8 @@ import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PERFRECD = os.path.join(TOP, "daemon", "perfrecd")
+# Plain files: perfparser (hotspot 1.3) judges them and cannot decompress.
+PERFRECD = os.path.join(TOP, "tests", "plain-perfrecd")
 PERFRECCTL = os.path.join(TOP, "tools", "perfrecctl")
 WORKLOAD = os.path.join(TOP, "tests", "e2e", "workload")
 PERFPARSER = "/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser"

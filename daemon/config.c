@@ -29,6 +29,7 @@
 #include <perfrec/evspec.h>
 
 #include "config.h"
+#include "safename.h"
 #include "varlink.h"
 
 void config_clear_events(struct config *c)
@@ -803,10 +804,14 @@ static int check_absolute(const struct config_key *k, const char *v, char *err, 
 	return !*v || v[0] == '/' ? 0 : bad_value(k, v, err, errlen);
 }
 
-/* A name, made part of file names: no '/'. */
+/*
+ * A name, made part of file names, upload keys and the hook's environment:
+ * a host name's characters only, so that no '/' leaves the directory and
+ * no "$(...)" or line break reaches a shell or a listing.
+ */
 static int check_file_name(const struct config_key *k, const char *v, char *err, size_t errlen)
 {
-	return *v && !strchr(v, '/') ? 0 : bad_value(k, v, err, errlen);
+	return safename_ok(v) ? 0 : bad_value(k, v, err, errlen);
 }
 
 static int check_url(const struct config_key *k, const char *v, char *err, size_t errlen)
@@ -925,7 +930,7 @@ const struct config_key config_keys[] = {
 	KEY("output", "directory", t_string, directory, "/var/lib/perfrecd", "where the files go (-: stdout)",
 	    .check = check_not_empty),
 	KEY("output", "prefix", t_string, prefix, "perfrecd", "first part of the file names",
-	    .what = "a non-empty name without '/'", .check = check_file_name),
+	    .what = "a non-empty name of A-Z a-z 0-9 . _ - not beginning with . or -", .check = check_file_name),
 	/*
 	 * An always-on recorder bounds itself, as journald does: a file every
 	 * 5 minutes, so that a file is the unit of "what was this host doing

@@ -814,6 +814,25 @@ static int check_file_name(const struct config_key *k, const char *v, char *err,
 	return safename_ok(v) ? 0 : bad_value(k, v, err, errlen);
 }
 
+/*
+ * A directory the daemon writes with root's rights into, where names are
+ * its own (the build-id cache): a symbolic link, or one other users may
+ * write (0777, /tmp), is refused here as at start (which also checks who
+ * owns it, once user= is known).
+ */
+static int check_private_dir(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 256];
+
+	if (v[0] != '/')
+		return bad_value(k, v, err, errlen);
+	if (safedir_check(v, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: '%s' is not safe: %s", k->name, v, why);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int check_url(const struct config_key *k, const char *v, char *err, size_t errlen)
 {
 	return strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ? 0 : bad_value(k, v, err, errlen);
@@ -956,7 +975,8 @@ const struct config_key config_keys[] = {
 	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
 	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
 	KEY("output", "buildid-cache", t_string_opt, buildid_cache, "",
-	    "directory of the binaries the files reference, in perf's .build-id layout (empty: none)"),
+	    "directory of the binaries the files reference, in perf's .build-id layout (empty: none)",
+	    .what = "an absolute path (or empty for none)", .check = check_private_dir),
 	KEY("output", "buildid-cache-size", t_size, buildid_cache_size, "1G",
 	    "the build-id cache's cap; the oldest entries go", .min = 1ULL << 20,
 	    .what = "a size of at least 1M (like 2G)"),

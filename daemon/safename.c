@@ -64,7 +64,7 @@ static int check_dir(const struct stat *st, const char *shown, bool last, uid_t 
 		snprintf(err, errlen, "%s is not a directory", shown);
 		return -ENOTDIR;
 	}
-	if (st->st_uid != 0 && st->st_uid != uid) {
+	if (st->st_uid != 0 && st->st_uid != uid && uid != (uid_t)-1) {
 		snprintf(err, errlen, "%s is owned by uid %u, neither root nor the daemon's user (uid %u): "
 			 "its owner could swap what perfrecd writes there", shown, (unsigned)st->st_uid, (unsigned)uid);
 		return -EPERM;
@@ -190,4 +190,15 @@ out:
 		return r;
 	}
 	return fd;
+}
+
+int safedir_check(const char *path, char *err, size_t errlen)
+{
+	int fd = safedir_open(path, (uid_t)-1, (gid_t)-1, false, err, errlen);
+
+	if (fd == -ENOENT)
+		return 0;
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 ? fd : 0;
 }

@@ -37,4 +37,12 @@ bool safename_sanitize(const char *in, char *out, size_t size);
  */
 int safedir_open(const char *path, uid_t uid, gid_t gid, bool create, char *err, size_t errlen);
 
+/*
+ * What safedir_open() checks that does not depend on the daemon's user
+ * (for the configuration check, before user= is known): whoever owns the
+ * directories is not checked, and a missing one is fine (made at start).
+ * 0 or -errno with the reason in @err.
+ */
+int safedir_check(const char *path, char *err, size_t errlen);
+
 #endif

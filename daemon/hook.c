@@ -128,7 +128,8 @@ static __attribute__((noreturn, noinline)) void child(struct child_setup *s)
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			(void)sigaction(sig, &dfl, NULL);   /* glibc's own signals: EINVAL, harmless */
-	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/* Not O_CLOEXEC: with the daemon's stdin closed, this is fd 0 itself. */
+	fd = open("/dev/null", O_RDONLY);
 	if (fd < 0 || (fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0))
 		goto fail;
 	if (close_range(3, ~0U, 0) < 0)

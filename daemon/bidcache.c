@@ -48,6 +48,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/perf_event.h>
@@ -510,11 +511,15 @@ static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 	/*
 	 * A hard link costs nothing where the binary still has a name on our
 	 * file system; it keeps the binary's mode, and only the cache's 0750
-	 * directories keep others out.  A copy is no more readable than the
-	 * binary was (a 0700 program stays its owner's), and others' bits go.
+	 * directories keep others out.  Not of a setuid/setgid program or one
+	 * with file capabilities: the link would keep that very program, with
+	 * its privileges, runnable after an update replaced it.  A copy is no
+	 * more readable than the binary was (a 0700 program stays its
+	 * owner's), and others' bits and the set-id bits go.
 	 */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", in);
-	if (linkat(AT_FDCWD, self, sub, h + 2, AT_SYMLINK_FOLLOW) == 0) {
+	if (!(st.st_mode & (S_ISUID | S_ISGID)) && fgetxattr(in, "security.capability", NULL, 0) < 0 &&
+	    linkat(AT_FDCWD, self, sub, h + 2, AT_SYMLINK_FOLLOW) == 0) {
 		r = 0;
 	} else {
 		snprintf(tmp, sizeof(tmp), ".tmp-%s", h + 2);

@@ -493,3 +493,32 @@ Test(bidcache, unsafe_cache_directories_are_refused)
 	cr_expect_eq(bidcache_prepare(dir, NULL, NULL), 0, "a private cache was refused");
 	rm_cache(dir);
 }
+
+/*
+ * A hard link to a setuid program would keep that program, privileges and
+ * all, runnable through the cache after an update replaced it: such a
+ * binary is copied, without its set-id bits.
+ */
+Test(bidcache, a_setuid_binary_is_copied_without_its_bits)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache(), entry[256];
+	struct stat st, orig;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to make the test binary setuid root");
+	self_exe(&m);
+	cr_assert_eq(stat(m.path, &orig), 0);
+	cr_assert_eq(chmod(m.path, 04755), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	chmod(m.path, orig.st_mode & 07777);
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert_eq(stat(entry, &st), 0);
+	cr_expect_neq(st.st_ino, orig.st_ino, "the setuid binary was hard-linked");
+	cr_expect_eq(st.st_mode & 07777, 0750, "the copy has mode %o", st.st_mode & 07777);
+	cr_expect(same_file(entry, m.path));
+	bidcache_clear();
+	rm_cache(dir);
+}

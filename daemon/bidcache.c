@@ -18,10 +18,10 @@
  * job; a worker thread copies, so a large binary never stalls draining.
  * A full queue drops jobs (counted, logged once): the copy is a help to
  * readers, not part of the file.  Entries are hard links where the binary
- * is on the cache's file system (as perf's cache does), else copies
- * written beside and renamed, so a reader never sees half a binary.  The
- * cache's size is the sum of its entries' sizes; past the cap, the entries
- * with the oldest ctime (when they entered) are removed.
+ * is on the cache's file system (as perf's cache does) and not set-id,
+ * else copies written beside and renamed, so a reader never sees half a
+ * binary.  The cache's size is the sum of its entries' sizes; past the
+ * cap, the entries with the oldest ctime (when they entered) are removed.
  *
  * Who may read it: a hard link shares the binary's inode and mode, so a
  * 0755 program in a 0700 directory would be anyone's through the cache.

@@ -6,7 +6,8 @@
 #  - a cache directory others may write (0777) or /tmp, or a symbolic link,
 #    is refused by --check-config and at start, so a .build-id link that
 #    nobody planted in it never makes root's perfrecd create directories
-#    and links in a root-only directory.
+#    and links in a root-only directory;
+#  - a cache directory another user owns is refused at start.
 . "$(dirname "$0")/lib.sh"
 require_events
 command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
@@ -60,4 +61,15 @@ wait "$DAEMON_PID"; rc=$?; DAEMON_PID=
 [ $rc != 0 ] || fail "perfrecd started with a 0777 build-id cache"
 grep -q "buildid-cache" "$T/err2" || { cat "$T/err2"; fail "perfrecd does not say why it refuses the cache"; }
 [ -z "$(ls -A "$T/rootonly")" ] || { find "$T/rootonly" | head; fail "perfrecd wrote through the planted .build-id link"; }
+
+# A cache of another user's (who could swap links in at will) is refused at start.
+mkdir -m 0755 "$T/theirs" && chown 65534:65534 "$T/theirs"
+printf '[output]
+buildid-cache=%s
+' "$T/theirs" >"$T/theirs.conf"
+"$PERFRECD" -c "$T/theirs.conf" -o "$T/out3" --socket '' -e cpu-clock -F 99 -d 3 2>"$T/err3"; rc=$?
+[ $rc != 0 ] || fail "perfrecd started with a build-id cache of nobody's"
+grep -q "Build-id cache $T/theirs is not usable: .*owned by uid 65534" "$T/err3" ||
+	{ cat "$T/err3"; fail "perfrecd does not say why it refuses a cache of nobody's"; }
+[ -z "$(ls -A "$T/theirs")" ] || fail "perfrecd wrote into a cache of nobody's"
 exit 0

@@ -18,12 +18,25 @@
  * job; a worker thread copies, so a large binary never stalls draining.
  * A full queue drops jobs (counted, logged once): the copy is a help to
  * readers, not part of the file.  Entries are hard links where the binary
- * is on the cache's file system (as perf's cache does), else copies
- * written beside and renamed, so a reader never sees half a binary.  The
- * cache's size is the sum of its entries' sizes; past the cap, the entries
- * with the oldest ctime (when they entered) are removed.
+ * is on the cache's file system (as perf's cache does) and not set-id,
+ * else copies written beside and renamed, so a reader never sees half a
+ * binary.  The cache's size is the sum of its entries' sizes; past the
+ * cap, the entries with the oldest ctime (when they entered) are removed.
+ *
+ * Who may read it: a hard link shares the binary's inode and mode, so a
+ * 0755 program in a 0700 directory would be anyone's through the cache.
+ * The cache is therefore the daemon's user's and group's only, like the
+ * recordings: DIR/.build-id and below are 0750 (an older cache's 0755
+ * .build-id is tightened at start), copies lose the binary's bits for
+ * others.  A link's mode is never changed: that would change the binary's.
+ * And the cache is written with root's rights, in a directory someone may
+ * share: DIR must be safe (safedir_open(): no symbolic link, not writable
+ * by others), and every name below it is opened with openat() and
+ * O_NOFOLLOW, so a planted .build-id link is refused, never followed.
  */
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,6 +48,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/perf_event.h>
@@ -43,6 +57,7 @@
 
 #include "bidcache.h"
 #include "log.h"
+#include "safename.h"
 
 #define QUEUE_LEN 1024
 /* Binaries held open in the queue at most: fds are the recorder's too. */
@@ -73,6 +88,8 @@ static struct {
 	bool running, stop;
 	pthread_t worker;
 	char *dir;
+	char *failed_dir;            /* the cache start() found unusable: not tried again */
+	int bidfd;                   /* DIR/.build-id, opened safely (bc.dir's) */
 	uint64_t max_bytes;
 
 	struct job queue[QUEUE_LEN];
@@ -92,7 +109,7 @@ static struct {
 	size_t nr_entries, cap_entries;
 	uint64_t total;
 	unsigned added;
-} bc = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+} bc = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .bidfd = -1 };
 
 static void hex(const uint8_t *bid, uint8_t len, char out[2 * BID_MAX + 1])
 {
@@ -189,24 +206,40 @@ static void entry_path(const char *dir, const uint8_t *bid, uint8_t len, char *o
 	snprintf(out, sz, "%s/.build-id/%.2s/%s", dir, h, h + 2);
 }
 
-/* An entry and its upload marker; a kernel's is a directory with kallsyms in it. */
-static int remove_entry(const char *path, bool kernel)
+/* .build-id/@h's first two digits, the directory of an entry: never a link.  -errno if it cannot be. */
+static int open_sub(const char *h, bool create)
 {
-	char p[PATH_MAX + 32];
+	char sub[3] = { h[0], h[1], 0 };
+	int fd;
+
+	if (create && mkdirat(bc.bidfd, sub, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(bc.bidfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_DIRECTORY says ENOTDIR before O_NOFOLLOW's ELOOP: say it is a link. */
+	return fd >= 0 ? fd : errno == ENOTDIR ? -ELOOP : -errno;
+}
+
+/* An entry @name in @sub and its upload marker; a kernel's is a directory with kallsyms in it. */
+static int remove_entry(int sub, const char *name, bool kernel)
+{
+	char p[300];
 	int r;
 
 	if (kernel) {
-		snprintf(p, sizeof(p), "%s/kallsyms.uploaded", path);
-		unlink(p);
-		snprintf(p, sizeof(p), "%s/kallsyms", path);
-		r = unlink(p);
-		if ((r == 0 || errno == ENOENT) && rmdir(path) < 0 && errno != ENOENT)
-			return -errno;
-		return r < 0 && errno != ENOENT ? -errno : 0;
+		int kd = openat(sub, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (kd >= 0) {
+			unlinkat(kd, "kallsyms.uploaded", 0);
+			r = unlinkat(kd, "kallsyms", 0) < 0 && errno != ENOENT ? -errno : 0;
+			close(kd);
+			if (r < 0)
+				return r;
+		}
+		return unlinkat(sub, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 	}
-	snprintf(p, sizeof(p), "%s.uploaded", path);
-	unlink(p);
-	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+	snprintf(p, sizeof(p), "%s.uploaded", name);
+	unlinkat(sub, p, 0);
+	return unlinkat(sub, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 /* Remove the oldest entries until the cache fits its cap. */
@@ -214,7 +247,8 @@ static void evict(const char *dir, uint64_t max_bytes)
 {
 	while (bc.total > max_bytes && bc.nr_entries) {
 		size_t old = 0;
-		char path[PATH_MAX];
+		char path[PATH_MAX], h[2 * BID_MAX + 1];
+		int sub, r;
 
 		for (size_t i = 1; i < bc.nr_entries; i++) {
 			const struct timespec *a = &bc.entries[i].ctime, *b = &bc.entries[old].ctime;
@@ -223,8 +257,13 @@ static void evict(const char *dir, uint64_t max_bytes)
 				old = i;
 		}
 		entry_path(dir, bc.entries[old].bid, bc.entries[old].bid_len, path, sizeof(path));
-		if (remove_entry(path, bc.entries[old].kernel) < 0)
-			log_warning("Build-id cache: cannot remove %s: %m", path);
+		hex(bc.entries[old].bid, bc.entries[old].bid_len, h);
+		sub = open_sub(h, false);
+		r = sub < 0 ? sub : remove_entry(sub, h + 2, bc.entries[old].kernel);
+		if (sub >= 0)
+			close(sub);
+		if (r < 0 && r != -ENOENT)
+			log_warning("Build-id cache: cannot remove %s: %s", path, strerror(-r));
 		else
 			log_debug("Build-id cache: evicted %s", path);
 		bc.total -= bc.entries[old].size;
@@ -233,16 +272,17 @@ static void evict(const char *dir, uint64_t max_bytes)
 }
 
 /* What the cache holds already (a restart keeps it); half-written copies go. */
-static void scan(const char *dir)
+static void scan(void)
 {
-	char top[PATH_MAX];
-	DIR *d;
+	int top = openat(bc.bidfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
+	DIR *d = top >= 0 ? fdopendir(top) : NULL;
 
-	snprintf(top, sizeof(top), "%s/.build-id", dir);
-	d = opendir(top);
-	if (!d)
+	if (!d) {
+		if (top >= 0)
+			close(top);
 		return;
+	}
 	while ((de = readdir(d))) {
 		struct dirent *fe;
 		DIR *s;
@@ -250,7 +290,7 @@ static void scan(const char *dir)
 
 		if (strlen(de->d_name) != 2)
 			continue;
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		s = fdopendir(fd);
@@ -291,24 +331,6 @@ static void scan(const char *dir)
 		closedir(s);
 	}
 	closedir(d);
-}
-
-static int mkdirs(const char *dir, const char *h)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s/.build-id/%.2s", dir, h);
-	for (char *q = p + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = 0;
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*q = '/';
-	}
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static int copy_fd(int in, int out)
@@ -378,6 +400,47 @@ static int open_binary(const struct job *j)
 	return -ENOENT;
 }
 
+/* Worker: @in copied into @name under @sub through a temporary file of @mode (then renamed). */
+static int copy_in(int in, int sub, const char *tmp, const char *name, mode_t mode, uint64_t max_bytes)
+{
+	struct stat st;
+	int out, r;
+
+	/* A name left by a crash; O_EXCL: nothing but our new file is written. */
+	unlinkat(sub, tmp, 0);
+	out = openat(sub, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	r = fchmod(out, mode) < 0 ? -errno : 0;
+	if (!r)
+		r = copy_fd(in, out);
+	if (!r && (fstat(out, &st) < 0 || (uint64_t)st.st_size > max_bytes))
+		r = -EFBIG;
+	if (close(out) < 0 && !r)
+		r = -errno;
+	if (!r && renameat(sub, tmp, sub, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(sub, tmp, 0);
+	return r;
+}
+
+/* Worker: account for the entry @name under @sub, just added. */
+static int added(const struct job *j, int sub, const char *name, const char *dir, uint64_t max_bytes)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (fstatat(sub, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	entry_path(dir, j->bid, j->bid_len, path, sizeof(path));
+	add_entry(j->bid, j->bid_len, j->kernel, (uint64_t)st.st_size, st.st_ctim);
+	bc.added++;
+	log_debug("Build-id cache: %s from pid %u (%s%s)", j->path, j->pid, path, j->kernel ? "/kallsyms" : "");
+	evict(dir, max_bytes);
+	return 0;
+}
+
 /*
  * Worker: the running kernel's kallsyms as DIR/.build-id/xx/yyyy/kallsyms,
  * where perf report (--buildid-dir) and the symbolizer look for another
@@ -387,113 +450,88 @@ static int open_binary(const struct job *j)
  */
 static int take_in_kernel(const struct job *j, const char *dir, uint64_t max_bytes)
 {
-	char h[2 * BID_MAX + 1], base[PATH_MAX], dst[PATH_MAX + 16], tmp[PATH_MAX + 16];
+	char h[2 * BID_MAX + 1];
 	uint8_t id[BID_MAX];
 	struct stat st;
-	int in, out, r, n = perfrec_buildid__kernel(NULL, id);
+	int sub, kd = -1, in = -1, r, n = perfrec_buildid__kernel(NULL, id);
 
 	if (n != j->bid_len || memcmp(id, j->bid, (size_t)n))
 		return -ESRCH;   /* a file's map of another kernel: nothing here to copy */
 	hex(j->bid, j->bid_len, h);
-	entry_path(dir, j->bid, j->bid_len, base, sizeof(base));
-	snprintf(dst, sizeof(dst), "%s/kallsyms", base);
-	if (lstat(dst, &st) == 0)
-		return -EEXIST;
-	r = mkdirs(dir, h);
-	if (r < 0)
-		return r;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	sub = open_sub(h, true);
+	if (sub < 0)
+		return sub;
+	if (mkdirat(sub, h + 2, 0750) < 0 && errno != EEXIST) {
+		r = -errno;
+		goto out;
+	}
+	kd = openat(sub, h + 2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (kd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (fstatat(kd, "kallsyms", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = -EEXIST;
+		goto out;
+	}
 	in = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s/kallsyms.tmp", base);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		r = -errno;
+	r = in < 0 ? -errno : copy_in(in, kd, "kallsyms.tmp", "kallsyms", 0600, max_bytes);
+	if (!r)
+		r = added(j, kd, "kallsyms", dir, max_bytes);
+out:
+	if (in >= 0)
 		close(in);
-		return r;
-	}
-	r = copy_fd(in, out);
-	close(in);
-	if (close(out) < 0 && !r)
-		r = -errno;
-	if (!r && (lstat(tmp, &st) < 0 || (uint64_t)st.st_size > max_bytes))
-		r = -EFBIG;
-	if (!r && rename(tmp, dst) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	if (lstat(dst, &st) < 0)
-		return -errno;
-	add_entry(j->bid, j->bid_len, true, (uint64_t)st.st_size, st.st_ctim);
-	bc.added++;
-	log_debug("Build-id cache: the kernel's kallsyms as %s", dst);
-	evict(dir, max_bytes);
-	return 0;
+	if (kd >= 0)
+		close(kd);
+	close(sub);
+	return r;
 }
 
 /* Worker: one binary into the cache (j->fd is closed).  Returns 0, -EEXIST if there, or -errno. */
 static int take_in(const struct job *j, const char *dir, uint64_t max_bytes)
 {
-	char h[2 * BID_MAX + 1], dst[PATH_MAX], tmp[PATH_MAX], self[64];
+	char h[2 * BID_MAX + 1], tmp[2 * BID_MAX + 8], self[64];
 	struct stat st;
-	int in, out, r;
+	int in, sub, r;
 
 	hex(j->bid, j->bid_len, h);
-	entry_path(dir, j->bid, j->bid_len, dst, sizeof(dst));
-	if (lstat(dst, &st) == 0) {
+	sub = open_sub(h, true);
+	if (sub < 0 || fstatat(sub, h + 2, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (j->fd >= 0)
 			close(j->fd);
-		return -EEXIST;
+		if (sub >= 0)
+			close(sub);
+		return sub < 0 ? sub : -EEXIST;
 	}
 	in = j->fd >= 0 ? j->fd : open_binary(j);
-	if (in < 0)
-		return in;
-	if (fstat(in, &st) < 0 || (uint64_t)st.st_size > max_bytes) {
-		close(in);
-		return -EFBIG;
+	if (in < 0 || fstat(in, &st) < 0 || (uint64_t)st.st_size > max_bytes) {
+		r = in < 0 ? in : -EFBIG;
+		goto out;
 	}
-	r = mkdirs(dir, h);
-	if (r < 0) {
-		close(in);
-		return r;
-	}
-	/* A hard link costs nothing where the binary still has a name on our file system. */
+	/*
+	 * A hard link costs nothing where the binary still has a name on our
+	 * file system; it keeps the binary's mode, and only the cache's 0750
+	 * directories keep others out.  Not of a setuid/setgid program or one
+	 * with file capabilities: the link would keep that very program, with
+	 * its privileges, runnable after an update replaced it.  A copy is no
+	 * more readable than the binary was (a 0700 program stays its
+	 * owner's), and others' bits and the set-id bits go.
+	 */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", in);
-	if (linkat(AT_FDCWD, self, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
-		goto added;
-	snprintf(tmp, sizeof(tmp), "%s/.build-id/%.2s/.tmp-%s", dir, h, h + 2);
-	/* No more readable than the binary was: a 0700 program stays its owner's. */
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		r = -errno;
-		close(in);
-		return r;
+	if (!(st.st_mode & (S_ISUID | S_ISGID)) && fgetxattr(in, "security.capability", NULL, 0) < 0 &&
+	    linkat(AT_FDCWD, self, sub, h + 2, AT_SYMLINK_FOLLOW) == 0) {
+		r = 0;
+	} else {
+		snprintf(tmp, sizeof(tmp), ".tmp-%s", h + 2);
+		r = copy_in(in, sub, tmp, h + 2, st.st_mode & 0750, max_bytes);
 	}
-	r = fchmod(out, st.st_mode & 0755) < 0 ? -errno : 0;
 	if (!r)
-		r = copy_fd(in, out);
-	if (close(out) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, dst) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
+		r = added(j, sub, h + 2, dir, max_bytes);
+out:
+	if (in >= 0)
 		close(in);
-		return r;
-	}
-added:
-	close(in);
-	if (lstat(dst, &st) < 0)
-		return -errno;
-	add_entry(j->bid, j->bid_len, false, (uint64_t)st.st_size, st.st_ctim);
-	bc.added++;
-	log_debug("Build-id cache: %s from pid %u (%s)", j->path, j->pid, dst);
-	evict(dir, max_bytes);
-	return 0;
+	close(sub);
+	return r;
 }
 
 static void *worker(void *arg)
@@ -541,18 +579,113 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * DIR/.build-id under the checked @dirfd: made 0750 if missing, and as
+ * root handed to @uid/@gid; an existing one must be a directory of root's
+ * or @uid's, not a link (one planted there would take root's writes
+ * anywhere), and loses others' access, which a cache made before kept.
+ * The fd, or -errno with the reason in @err.
+ */
+static int open_bid_dir(int dirfd, const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	bool made = mkdirat(dirfd, ".build-id", 0750) == 0;
+	struct stat st;
+	int fd, r;
+
+	fd = openat(dirfd, ".build-id", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		if (fstatat(dirfd, ".build-id", &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "%s/.build-id: %s", dir, strerror(-r));
+			return r;
+		}
+		snprintf(err, errlen, "%s/.build-id is %s, not a directory: perfrecd does not write "
+			 "through it (remove it)", dir, S_ISLNK(st.st_mode) ? "a symbolic link" : "a file");
+		return S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+	}
+	if (made && geteuid() == 0 && fchown(fd, uid, gid) < 0)
+		log_warning("Build-id cache: cannot hand %s/.build-id to uid %u: %m", dir, (unsigned)uid);
+	if (fstat(fd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
+		snprintf(err, errlen, "%s/.build-id is owned by uid %u, neither root nor the daemon's user (uid %u)",
+			 dir, (unsigned)st.st_uid, (unsigned)uid);
+		close(fd);
+		return -EPERM;
+	}
+	if ((st.st_mode & 0027) && fchmod(fd, 0750) == 0)
+		log_notice("Build-id cache: %s/.build-id was mode %04o; now 0750, so that only the daemon's "
+			   "user and group reach the binaries in it", dir, (unsigned)(st.st_mode & 07777));
+	return fd;
+}
+
+/* @dir's .build-id, checked and made as safedir_open() and open_bid_dir() say.  -errno, logged. */
+static int open_cache(const char *dir, uid_t uid, gid_t gid)
+{
+	char err[PATH_MAX + 256] = "";
+	int dfd, fd;
+
+	dfd = safedir_open(dir, uid, gid, true, err, sizeof(err));
+	fd = dfd < 0 ? dfd : open_bid_dir(dfd, dir, uid, gid, err, sizeof(err));
+	if (dfd >= 0)
+		close(dfd);
+	if (fd < 0)
+		log_error("Build-id cache %s is not usable: %s", dir, err);
+	return fd;
+}
+
+int bidcache_prepare(const char *dir, const char *user, const char *group)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int fd;
+
+	if (!dir || !*dir)
+		return 0;
+	if (user && *user) {
+		struct passwd *pw = getpwnam(user);
+
+		if (!pw)
+			return log_error_errno(-ESRCH, "Build-id cache %s is not usable: no user '%s'", dir, user);
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	if (group && *group) {
+		struct group *gr = getgrnam(group);
+
+		if (!gr)
+			return log_error_errno(-ESRCH, "Build-id cache %s is not usable: no group '%s'", dir, group);
+		gid = gr->gr_gid;
+	}
+	fd = open_cache(dir, uid, gid);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 /* Under bc.lock: the cache at @dir, worker running. */
 static int start(const char *dir, uint64_t max_bytes)
 {
 	int r;
 
+	/* Once per directory: an unusable one is said once, not at every new binary. */
+	if (bc.failed_dir && !strcmp(bc.failed_dir, dir))
+		return -EPERM;
+	free(bc.failed_dir);
+	bc.failed_dir = NULL;
+	r = open_cache(dir, geteuid(), getegid());
+	if (r < 0) {
+		bc.failed_dir = strdup(dir);
+		return r;
+	}
+	bc.bidfd = r;
 	bc.dir = strdup(dir);
-	if (!bc.dir)
+	if (!bc.dir) {
+		close(bc.bidfd);
+		bc.bidfd = -1;
 		return -ENOMEM;
+	}
 	bc.max_bytes = max_bytes ? max_bytes : BIDCACHE_DEFAULT_SIZE;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		log_warning("Build-id cache: cannot create %s: %m", dir);
-	scan(dir);
+	scan();
 	evict(dir, bc.max_bytes);
 	bc.stop = false;
 	r = -pthread_create(&bc.worker, NULL, worker, NULL);
@@ -560,6 +693,8 @@ static int start(const char *dir, uint64_t max_bytes)
 		log_warning("Build-id cache: cannot start its thread: %s", strerror(-r));
 		free(bc.dir);
 		bc.dir = NULL;
+		close(bc.bidfd);
+		bc.bidfd = -1;
 		return r;
 	}
 	bc.running = true;
@@ -658,7 +793,8 @@ static void mark_shipped(const char *entry, const char *key)
 	int fd;
 
 	snprintf(marker, sizeof(marker), "%s.uploaded", entry);
-	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* The cache's own: no link is followed, and no one else reads where entries went. */
+	fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;   /* shipped again next time: harmless */
 	if (write(fd, key, strlen(key)) < 0)
@@ -769,6 +905,11 @@ void bidcache_clear(void)
 	bc.held_fds = 0;
 	free(bc.dir);
 	bc.dir = NULL;
+	if (bc.bidfd >= 0)
+		close(bc.bidfd);
+	bc.bidfd = -1;
+	free(bc.failed_dir);
+	bc.failed_dir = NULL;
 	free(bc.seen);
 	bc.seen = NULL;
 	bc.seen_cap = bc.seen_used = 0;

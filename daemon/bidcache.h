@@ -18,6 +18,14 @@
 #define BIDCACHE_DEFAULT_SIZE (1ULL << 30)
 
 /*
+ * Check the cache directory @dir (NULL or "": none) before privileges are
+ * dropped: no symbolic link on the way, not writable by other users, owned
+ * by root or @user; make it, and its .build-id, 0750 for @user/@group
+ * (NULL or "": as we are) if missing.  0, or -errno, logged.
+ */
+int bidcache_prepare(const char *dir, const char *user, const char *group);
+
+/*
  * Look at one record: an executable MMAP2 with a build id not yet in the
  * cache at @dir (NULL or "": no cache; nothing happens) is queued for a
  * worker thread that copies the binary while its process lives (through

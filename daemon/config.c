@@ -29,6 +29,7 @@
 #include <perfrec/evspec.h>
 
 #include "config.h"
+#include "safename.h"
 #include "varlink.h"
 
 void config_clear_events(struct config *c)
@@ -803,10 +804,33 @@ static int check_absolute(const struct config_key *k, const char *v, char *err, 
 	return !*v || v[0] == '/' ? 0 : bad_value(k, v, err, errlen);
 }
 
-/* A name, made part of file names: no '/'. */
+/*
+ * A name, made part of file names, upload keys and the hook's environment:
+ * a host name's characters only, so that no '/' leaves the directory and
+ * no "$(...)" or line break reaches a shell or a listing.
+ */
 static int check_file_name(const struct config_key *k, const char *v, char *err, size_t errlen)
 {
-	return *v && !strchr(v, '/') ? 0 : bad_value(k, v, err, errlen);
+	return safename_ok(v) ? 0 : bad_value(k, v, err, errlen);
+}
+
+/*
+ * A directory the daemon writes with root's rights into, where names are
+ * its own (the build-id cache): a symbolic link, or one other users may
+ * write (0777, /tmp), is refused here as at start (which also checks who
+ * owns it, once user= is known).
+ */
+static int check_private_dir(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 256];
+
+	if (v[0] != '/')
+		return bad_value(k, v, err, errlen);
+	if (safedir_check(v, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: '%s' is not safe: %s", k->name, v, why);
+		return -EPERM;
+	}
+	return 0;
 }
 
 static int check_url(const struct config_key *k, const char *v, char *err, size_t errlen)
@@ -925,7 +949,7 @@ const struct config_key config_keys[] = {
 	KEY("output", "directory", t_string, directory, "/var/lib/perfrecd", "where the files go (-: stdout)",
 	    .check = check_not_empty),
 	KEY("output", "prefix", t_string, prefix, "perfrecd", "first part of the file names",
-	    .what = "a non-empty name without '/'", .check = check_file_name),
+	    .what = "a non-empty name of A-Z a-z 0-9 . _ - not beginning with . or -", .check = check_file_name),
 	/*
 	 * An always-on recorder bounds itself, as journald does: a file every
 	 * 5 minutes, so that a file is the unit of "what was this host doing
@@ -951,7 +975,8 @@ const struct config_key config_keys[] = {
 	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
 	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
 	KEY("output", "buildid-cache", t_string_opt, buildid_cache, "",
-	    "directory of the binaries the files reference, in perf's .build-id layout (empty: none)"),
+	    "directory of the binaries the files reference, in perf's .build-id layout (empty: none)",
+	    .what = "an absolute path (or empty for none)", .check = check_private_dir),
 	KEY("output", "buildid-cache-size", t_size, buildid_cache_size, "1G",
 	    "the build-id cache's cap; the oldest entries go", .min = 1ULL << 20,
 	    .what = "a size of at least 1M (like 2G)"),

@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * on-rotate hooks.  posix_spawn (vfork-like in glibc) keeps starting a hook
- * cheap even with large ring mappings, and reports a failed exec of
- * /bin/sh to the caller.  The file's path travels in the environment and is
- * expanded by the shell as "$PERFREC_FILE", so no quoting of untrusted
- * names is ever needed.  The daemon blocks signals for its signalfd, and a
- * spawned child would inherit that mask; it is reset so that a hook can be
- * interrupted and its own children behave normally.
+ * on-rotate hooks.  vfork() keeps starting a hook cheap even with large
+ * ring mappings, and reports a failed exec of /bin/sh to the caller.  The
+ * file's path travels in the environment and is expanded by the shell as
+ * "$PERFREC_FILE", so no quoting of untrusted names is ever needed.  The
+ * daemon blocks signals for its signalfd, and a child would inherit that
+ * mask; it is reset so that a hook can be interrupted and its own children
+ * behave normally.  A hook is another program, maybe an admin's script:
+ * it gets what it needs and nothing of the daemon's (child()).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,77 +65,119 @@ __attribute__((format(printf, 1, 2))) static char *str_printf(const char *fmt, .
 	return r < 0 ? NULL : s;
 }
 
-/* Replaces the daemon's own PERFREC_* variables rather than adding
- * duplicates, whose precedence would depend on the shell. */
-static bool is_ours(const char *entry)
-{
-	static const char *const names[] = { "PERFREC_FILE=", "PERFREC_HOST=", "PERFREC_START=",
-					     "PERFREC_END=", "PERFREC_SAMPLES=", "PERFREC_LOST=",
-					     "PERFREC_RECOVERED=" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strncmp(entry, names[i], strlen(names[i])) == 0)
-			return true;
-	return false;
-}
+/*
+ * What a hook gets of the daemon's environment: a fixed PATH (systemd's
+ * for services), and the locale and time zone, if set, so its messages and
+ * dates read as the daemon's do.  Nothing else: credentials the daemon was
+ * given (AWS_SECRET_ACCESS_KEY for uploads), LD_PRELOAD, a NOTIFY_SOCKET
+ * are not the hook's.
+ */
+#define HOOK_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+static const char *const passed[] = { "LANG=", "LC_ALL=", "TZ=" };
 
 #define NR_VARS 7
+#define NR_PASSED (sizeof(passed) / sizeof(passed[0]))
 
-/* The hook's environment: ours without PERFREC_* (is_ours()), then @vars.
+/* The hook's environment: HOOK_PATH, passed[] from ours, then @vars.
  * The strings are borrowed; NULL when out of memory. */
 static char **hook_env(char *const *vars)
 {
-	size_t nenv = 0, k = 0;
-	char **envp;
+	char **envp = calloc(1 + NR_PASSED + NR_VARS + 1, sizeof(*envp));
+	size_t k = 0;
 
-	while (environ && environ[nenv])
-		nenv++;
-	envp = calloc(nenv + NR_VARS + 1, sizeof(*envp));
 	if (!envp)
 		return NULL;
-	for (size_t i = 0; i < nenv; i++)
-		if (!is_ours(environ[i]))
-			envp[k++] = environ[i];
+	envp[k++] = HOOK_PATH;
+	for (size_t i = 0; i < NR_PASSED; i++)
+		for (size_t e = 0; environ && environ[e]; e++)
+			if (!strncmp(environ[e], passed[i], strlen(passed[i]))) {
+				envp[k++] = environ[e];
+				break;
+			}
 	for (int i = 0; i < NR_VARS; i++)
 		envp[k++] = vars[i];
 	return envp;
 }
 
+/* Prepared before vfork(): the child only makes system calls, and says here why it failed. */
+struct child_setup {
+	char *const *argv, *const *envp;
+	int err;
+};
+
 /*
- * Start "/bin/sh -c @script" with @envp, stdin from /dev/null, and every
- * signal unblocked at its default action (the daemon blocks those its
- * signalfd takes).  0 and *ret_pid, or -errno.
+ * The child, sharing the daemon's memory until execve(): it sets up what
+ * systemd gives a service's helper.  stdin is /dev/null, stdout and
+ * stderr stay the daemon's (the journal); every other descriptor (the
+ * control socket, the rings, a client's pipe) is closed.  No capability
+ * survives the exec: the ambient and inheritable sets are cleared, the
+ * bounding set too where we may (the daemon keeps no CAP_SETPCAP after
+ * its drop), the permitted set emptied, and no_new_privs set, so that a
+ * hook run as root gets no capability from exec (permitted is capped by
+ * ours, empty) nor from a setuid or file-capability program.  Signals are
+ * unblocked at their default action.
+ */
+static __attribute__((noreturn, noinline)) void child(struct child_setup *s)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t empty;
+	int fd;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);   /* glibc's own signals: EINVAL, harmless */
+	/* Not O_CLOEXEC: with the daemon's stdin closed, this is fd 0 itself. */
+	fd = open("/dev/null", O_RDONLY);
+	if (fd < 0 || (fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0))
+		goto fail;
+	if (close_range(3, ~0U, 0) < 0)
+		goto fail;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		goto fail;
+	for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+		(void)prctl(PR_CAPBSET_DROP, c, 0, 0, 0);   /* EPERM without CAP_SETPCAP: see above */
+	if (syscall(SYS_capset, &h, none) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		goto fail;
+	sigemptyset(&empty);
+	sigprocmask(SIG_SETMASK, &empty, NULL);
+	execve(s->argv[0], s->argv, s->envp);
+fail:
+	s->err = -errno;
+	_exit(127);
+}
+
+/*
+ * Start "/bin/sh -c @script" with @envp in a clean child (child()).
+ * vfork(): the daemon's page tables (rings, a history of hundreds of MiB)
+ * are not copied for a child that only execs; the calling thread waits
+ * until the exec, and learns why it failed.  All signals are blocked
+ * around it so that no handler of ours runs in the child.
+ * 0 and *ret_pid, or -errno.
  */
 static int spawn_shell(char *script, char **envp, pid_t *ret_pid)
 {
+	static struct child_setup s;
 	char *argv[] = { "/bin/sh", "-c", script, NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
+	sigset_t all, old;
+	pid_t pid;
 	int r;
 
-	sigemptyset(&none);
+	s = (struct child_setup){ .argv = argv, .envp = envp };
 	sigfillset(&all);
-	r = posix_spawn_file_actions_init(&fa);
-	if (r)
-		return -r;
-	r = posix_spawnattr_init(&attr);
-	if (r) {
-		posix_spawn_file_actions_destroy(&fa);
-		return -r;
-	}
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (!r)
-		r = posix_spawnattr_setsigmask(&attr, &none);
-	if (!r)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	if (!r)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (!r)
-		r = posix_spawn(ret_pid, argv[0], &fa, &attr, argv, envp);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	return -r;
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = vfork();
+	if (pid == 0)
+		child(&s);
+	r = pid < 0 ? -errno : s.err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid > 0 && r < 0)
+		(void)waitpid(pid, NULL, 0);   /* it exited 127 before its exec */
+	if (r < 0)
+		return r;
+	*ret_pid = pid;
+	return 0;
 }
 
 int hook_run(const char *command, const struct hook_info *info)

@@ -26,9 +26,11 @@ struct hook_info {
  * Start `/bin/sh -c '<command> "$PERFREC_FILE"'` (so the command gets the
  * path as its last argument) with PERFREC_FILE, PERFREC_HOST, PERFREC_START,
  * PERFREC_END (UTC ISO 8601 with milliseconds, 2026-11-23T14:03:00.123Z),
- * PERFREC_SAMPLES, PERFREC_LOST and PERFREC_RECOVERED (0/1) added to the
+ * PERFREC_SAMPLES, PERFREC_LOST and PERFREC_RECOVERED (0/1), a fixed PATH,
+ * and LANG, LC_ALL and TZ if the daemon has them: nothing else of the
  * daemon's environment.  stdin is /dev/null, stdout/stderr are inherited,
- * the signal mask is emptied and dispositions reset to default.  Returns the
+ * no other descriptor is; no capabilities and no_new_privs; the signal
+ * mask is emptied and dispositions reset to default.  Returns the
  * pid, -EBUSY when HOOK_MAX_RUNNING hooks still run, or another -errno;
  * failures are logged.  Not thread-safe.
  */

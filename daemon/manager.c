@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "bidcache.h"
 #include "control.h"
 #include "dirlock.h"
 #include "governor.h"
@@ -152,6 +153,10 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 		if (r < 0)
 			return r;
 	}
+	/* Still root: a cache made now is the daemon user's. */
+	r = bidcache_prepare(cfg->buildid_cache, cfg->user, cfg->group);
+	if (r < 0)
+		return r;
 
 	manager_block_signals(&mask);
 	m->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -292,6 +297,14 @@ static void reload(struct manager *m)
 	r = m->reload(&nc, err, sizeof(err));
 	if (r < 0) {
 		log_error("Reload refused: %s; still recording with the previous configuration", err);
+		sd_notify(0, "READY=1");
+		return;
+	}
+	if (!streq(nc.buildid_cache, m->cfg->buildid_cache) &&
+	    bidcache_prepare(nc.buildid_cache, nc.user, nc.group) < 0) {
+		log_error("Reload refused: build-id cache %s is not usable; still recording with the previous "
+			  "configuration", nc.buildid_cache);
+		config_exit(&nc);
 		sd_notify(0, "READY=1");
 		return;
 	}

@@ -45,6 +45,7 @@
 #include "log.h"
 #include "pipeout.h"
 #include "recorder.h"
+#include "safename.h"
 #include "recorder-internal.h"
 #include "retention.h"
 #include "kcache.h"
@@ -172,6 +173,24 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 	drain_replace_sink(dst->drain, &src->file_sink, &dst->file_sink);
 }
 
+/*
+ * The host name is any UTS namespace's root's to choose, and goes into
+ * file names, upload keys and the hook's environment: "a/../../x" must not
+ * write beside the output directory, nor "$(cmd)" reach a shell.  Only a
+ * host name's own characters are kept (the raw name is not logged either:
+ * it may hold line breaks).
+ */
+static void read_host_name(char *out, size_t size)
+{
+	char raw[256] = "";
+
+	if (gethostname(raw, sizeof(raw) - 1) < 0)
+		raw[0] = 0;
+	if (!safename_sanitize(raw, out, size))
+		log_warning("The host name has characters other than A-Z a-z 0-9 . _ - (or begins with . or -): "
+			    "files are named with '%s'", out);
+}
+
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
 {
 	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
@@ -183,8 +202,7 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	rec->flight = cfg->mode == CONFIG_MODE_FLIGHT;
 	rec->argc = argc;
 	rec->argv = argv;
-	if (gethostname(rec->hostname, sizeof(rec->hostname) - 1) < 0)
-		strcpy(rec->hostname, "localhost");
+	read_host_name(rec->hostname, sizeof(rec->hostname));
 
 	if (cfg->cpus)
 		r = perfrec_cpumap__parse(cfg->cpus, &rec->cpus);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/safename.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -15,6 +15,7 @@
 
 #include "../../daemon/log.c"
 #include "../../daemon/config.c"
+#include "../../daemon/safename.c"
 #include "../../daemon/varlink.c"
 #include "../../daemon/ctlsock.c"
 #include "../../daemon/control.c"

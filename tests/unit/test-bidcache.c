@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -344,6 +345,180 @@ Test(bidcache, the_running_kernels_kallsyms_in_perf_layout_and_no_other_kernels)
 	bidcache_clear();
 	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
 	cr_assert_eq(bidcache_sync(), 0);
+	bidcache_clear();
+	rm_cache(dir);
+}
+
+/* Can uid/gid 65534 (nobody) open @path for reading?  Asked of a child that becomes nobody. */
+static bool nobody_reads(const char *path)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		_exit(open(path, O_RDONLY | O_CLOEXEC) >= 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 2, "cannot become nobody");
+	return WEXITSTATUS(st) == 0;
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(lstat(path, &st), 0, "no %s", path);
+	return st.st_mode & 07777;
+}
+
+/*
+ * Issue 28 item 10: a hard link keeps the binary's mode, so the cache's
+ * directories must keep others out: a 0755 program in a 0700 directory was
+ * readable by nobody through a 0755 cache.  The cache (made here: it did
+ * not exist) and everything below are 0750, and user nobody can read no entry.
+ */
+Test(bidcache, others_reach_no_entry)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *top = mkcache(), dir[128], path[256];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to try as nobody");
+	self_exe(&m);
+	/* Reachable by all down to the cache, as /var/cache is. */
+	cr_assert_eq(chmod(top, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/cache", top);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert(same_file(path, m.path));
+	cr_expect(!nobody_reads(path), "nobody reads %s", path);
+	/* 0750 (0700 under a stricter umask): nothing for others, no writing for the group. */
+	cr_expect_eq(mode_of(dir) & 0027, 0, "%s is %o", dir, mode_of(dir));
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	cr_expect_eq(mode_of(path) & 0027, 0, "%s is %o", path, mode_of(path));
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s", dir, m.hex);
+	cr_expect_eq(mode_of(path) & 0027, 0, "%s is %o", path, mode_of(path));
+	bidcache_clear();
+	rm_cache(top);
+}
+
+/* Nothing exists under @dir but what is listed ("" for nothing). */
+static char *listing(const char *dir)
+{
+	static char out[1024];
+	char cmd[256];
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && find . -mindepth 1 | sort | tr '\\n' ' '", dir);
+	f = popen(cmd, "r");
+	cr_assert(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	pclose(f);
+	return out;
+}
+
+/*
+ * Issue 28 item 10: a .build-id link (or a .build-id/xx link) planted in
+ * the cache made root's daemon create directories and hard links in a
+ * root-only directory.  Neither is followed: nothing appears there.
+ */
+Test(bidcache, planted_links_are_not_followed)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache(), target[] = "/tmp/test-bidcache-target-XXXXXX", path[256];
+
+	self_exe(&m);
+	cr_assert(mkdtemp(target));
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_expect_eq(bidcache_sync(), 0, "taken in through a planted .build-id");
+	cr_expect_str_eq(listing(target), "", "the daemon wrote through .build-id");
+	bidcache_clear();
+
+	/* One level down: .build-id is real, its xx is the link. */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s", dir, m.hex);
+	cr_assert_eq(symlink(target, path), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_expect_eq(bidcache_sync(), 0, "taken in through a planted .build-id/%.2s", m.hex);
+	cr_expect_str_eq(listing(target), "", "the daemon wrote through .build-id/%.2s", m.hex);
+	bidcache_clear();
+	rm_cache(dir);
+	rm_cache(target);
+}
+
+/*
+ * Issue 28 item 10: a cache directory others may write (0777, /tmp) or a
+ * symbolic link is refused, at start as in the configuration check; so is
+ * one another user owns.
+ */
+Test(bidcache, unsafe_cache_directories_are_refused)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache(), path[256], link[256];
+
+	self_exe(&m);
+	snprintf(path, sizeof(path), "%s/open", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	cr_assert_eq(chmod(path, 0777), 0);
+	cr_expect_lt(bidcache_prepare(path, NULL, NULL), 0, "a 0777 cache was taken");
+	bidcache_note_mmap2(path, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_expect_eq(bidcache_sync(), 0, "a 0777 cache was written");
+	cr_expect_str_eq(listing(path), "");
+	bidcache_clear();
+	cr_expect_lt(bidcache_prepare("/tmp", NULL, NULL), 0, "/tmp was taken as a cache");
+	cr_assert_eq(chmod(path, 0700), 0);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(symlink(path, link), 0);
+	cr_expect_lt(bidcache_prepare(link, NULL, NULL), 0, "a symbolic link was taken as a cache");
+	bidcache_note_mmap2(link, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_expect_eq(bidcache_sync(), 0, "a cache was written through a symbolic link");
+	cr_expect_str_eq(listing(path), "");
+	bidcache_clear();
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(path, 65534, 65534), 0);
+		cr_expect_lt(bidcache_prepare(path, NULL, NULL), 0, "a cache of nobody's was taken by root");
+	}
+	cr_expect_eq(bidcache_prepare(dir, NULL, NULL), 0, "a private cache was refused");
+	rm_cache(dir);
+}
+
+/*
+ * A hard link to a setuid program would keep that program, privileges and
+ * all, runnable through the cache after an update replaced it: such a
+ * binary is copied, without its set-id bits.
+ */
+Test(bidcache, a_setuid_binary_is_copied_without_its_bits)
+{
+	struct self m;
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache(), entry[256];
+	struct stat st, orig;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to make the test binary setuid root");
+	self_exe(&m);
+	cr_assert_eq(stat(m.path, &orig), 0);
+	cr_assert_eq(chmod(m.path, 04755), 0);
+	bidcache_note_mmap2(dir, 0, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	chmod(m.path, orig.st_mode & 07777);
+	snprintf(entry, sizeof(entry), "%s/.build-id/%.2s/%s", dir, m.hex, m.hex + 2);
+	cr_assert_eq(stat(entry, &st), 0);
+	cr_expect_neq(st.st_ino, orig.st_ino, "the setuid binary was hard-linked");
+	cr_expect_eq(st.st_mode & 07777, 0750, "the copy has mode %o", st.st_mode & 07777);
+	cr_expect(same_file(entry, m.path));
 	bidcache_clear();
 	rm_cache(dir);
 }

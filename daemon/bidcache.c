@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -702,6 +703,19 @@ static int start(const char *dir, uint64_t max_bytes)
 		 (unsigned long long)bc.nr_entries, (unsigned long long)bc.total,
 		 (unsigned long long)bc.max_bytes);
 	return 0;
+}
+
+uint64_t bidcache_budget(const char *dir, uint64_t bytes, unsigned percent)
+{
+	struct statvfs sv;
+	uint64_t share;
+
+	if (!percent || !dir || statvfs(dir, &sv) < 0)
+		return bytes ? bytes : BIDCACHE_DEFAULT_SIZE;
+	share = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * percent;
+	if (bytes && bytes < share)
+		share = bytes;
+	return share < (1ULL << 20) ? 1ULL << 20 : share;
 }
 
 void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec)

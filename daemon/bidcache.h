@@ -37,6 +37,13 @@ int bidcache_prepare(const char *dir, const char *user, const char *group);
 void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec);
 
 /*
+ * The cache's cap in bytes for buildid-cache-size=: @bytes, @percent of
+ * the file system holding @dir, or the smaller of both when both are set
+ * (at least 1 MiB; both 0: BIDCACHE_DEFAULT_SIZE).
+ */
+uint64_t bidcache_budget(const char *dir, uint64_t bytes, unsigned percent);
+
+/*
  * Ship the cache entries published file @path needs beside it: for each
  * build id of its HEADER_BUILD_ID table that @dir holds, @put(@ctx, entry
  * path, key) with the key of the file (@file_key) whose last component is

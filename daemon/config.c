@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <perfrec/cpumap.h>
 #include <perfrec/evspec.h>
@@ -833,6 +834,41 @@ static int check_private_dir(const struct config_key *k, const char *v, char *er
 	return 0;
 }
 
+/* buildid-cache=: yes, no, or a private directory as check_private_dir() wants. */
+static int check_buildid_cache(const struct config_key *k, const char *v, char *err, size_t errlen)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "no"))
+		return 0;
+	return check_private_dir(k, v, err, errlen);
+}
+
+int config_resolve_buildid_cache(struct config *c)
+{
+	char cwd[PATH_MAX], *dir = NULL;
+
+	c->buildid_cache_auto = false;
+	if (!c->buildid_cache || strcmp(c->buildid_cache, "yes")) {
+		if (c->buildid_cache && !strcmp(c->buildid_cache, "no")) {
+			free(c->buildid_cache);
+			c->buildid_cache = NULL;
+		}
+		return 0;
+	}
+	/* The output directory is the cache: perf --buildid-dir DIR report -i DIR/FILE. */
+	if (c->directory && strcmp(c->directory, "-")) {
+		if (c->directory[0] == '/')
+			dir = strdup(c->directory);
+		else if (getcwd(cwd, sizeof(cwd)) && asprintf(&dir, "%s/%s", cwd, c->directory) < 0)
+			dir = NULL;
+		if (!dir)
+			return -ENOMEM;
+	}
+	free(c->buildid_cache);
+	c->buildid_cache = dir;
+	c->buildid_cache_auto = dir != NULL;
+	return 0;
+}
+
 static int check_url(const struct config_key *k, const char *v, char *err, size_t errlen)
 {
 	return strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ? 0 : bad_value(k, v, err, errlen);
@@ -974,12 +1010,13 @@ const struct config_key config_keys[] = {
 	    .aux = F(min_free_percent), .max = 99,
 	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
 	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
-	KEY("output", "buildid-cache", t_string_opt, buildid_cache, "",
-	    "directory of the binaries the files reference, in perf's .build-id layout (empty: none)",
-	    .what = "an absolute path (or empty for none)", .check = check_private_dir),
-	KEY("output", "buildid-cache-size", t_size, buildid_cache_size, "1G",
-	    "the build-id cache's cap; the oldest entries go", .min = 1ULL << 20,
-	    .what = "a size of at least 1M (like 2G)"),
+	KEY("output", "buildid-cache", t_string_opt, buildid_cache, "yes",
+	    "directory of the binaries the files reference, in perf's .build-id layout (yes: the output "
+	    "directory; no: none)",
+	    .what = "yes, no or an absolute path", .check = check_buildid_cache),
+	KEY("output", "buildid-cache-size", t_share, buildid_cache_size, "2% 1G",
+	    "the build-id cache's cap; the oldest entries go", .aux = F(buildid_cache_size_percent), .max = 100,
+	    .what = "a size, a percentage of the file system or both (like 2% 1G)"),
 	KEY("output", "compress", t_compress, compress_level, "yes", "zstd level of the records (0 or no: off; yes: 3)",
 	    .what = "a zstd level from 1 to 19 (0 or no: off)"),
 	KEY("output", "mode", t_mode, mode, "continuous", "continuous: files; flight: snapshots on demand",

@@ -54,8 +54,15 @@ struct config {
 	unsigned min_free_percent; /* ... percent of its size (0: unset) */
 	char *on_rotate;          /* command run with each published file */
 	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
-	char *buildid_cache;      /* build-id cache directory (bidcache.c); NULL: none */
-	uint64_t buildid_cache_size; /* its cap in bytes; 0: BIDCACHE_DEFAULT_SIZE */
+	/*
+	 * Build-id cache directory (bidcache.c): "yes" (the default: the
+	 * output directory, made absolute by config_resolve_buildid_cache()),
+	 * "no", or a path; NULL: none.
+	 */
+	char *buildid_cache;
+	bool buildid_cache_auto;  /* resolved from "yes": a cache that cannot be had is off, not fatal */
+	uint64_t buildid_cache_size; /* its cap in bytes (0: unset) */
+	unsigned buildid_cache_size_percent; /* ... percent of its file system (0: unset) */
 	int mode;                 /* CONFIG_MODE_*: flight writes only snapshots */
 	uint64_t history_usec;    /* snapshot history window; CONFIG_HISTORY_DEFAULT: by mode */
 	uint64_t history_max;     /* memory cap of the history */
@@ -145,6 +152,13 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 
 /* Clear the event list (the CLI's first -e replaces the file's events). */
 void config_clear_events(struct config *c);
+
+/*
+ * buildid-cache= as the daemon uses it: "yes" becomes the output
+ * directory (absolute; none when writing to a pipe) and sets
+ * buildid_cache_auto, "no" none.  0 or -ENOMEM.
+ */
+int config_resolve_buildid_cache(struct config *c);
 
 /* "256M", "1G", "4096" -> bytes (base 1024 like systemd). */
 int parse_size(const char *s, uint64_t *ret_bytes);

@@ -142,6 +142,10 @@ static int build_config(struct config *cfg, char *err, size_t errlen)
 	 */
 	if (pipeout_enabled(cfg) && !set_on_command_line("compress"))
 		cfg->compress_level = 0;
+	if (config_resolve_buildid_cache(cfg) < 0) {
+		snprintf(err, errlen, "Out of memory");
+		return 1;
+	}
 	/* Event names were checked as they were set (config_add_events()). */
 	if (cfg->nr_events == 0) {
 		snprintf(err, errlen, "No events to record: the event list is empty");

@@ -133,6 +133,31 @@ void manager_block_signals(sigset_t *ret_mask)
 		*ret_mask = mask;
 }
 
+/*
+ * The build-id cache of @cfg made ready, and its cap in bytes.  One asked
+ * for by path must be usable (or the start or reload is refused); the
+ * default one, in the output directory, is turned off with a warning
+ * when it cannot be had, as recording matters more.
+ */
+static int prepare_buildid_cache(struct config *cfg)
+{
+	int r = bidcache_prepare(cfg->buildid_cache, cfg->user, cfg->group);
+
+	if (r < 0 && cfg->buildid_cache_auto) {
+		log_warning("The build-id cache is off: %s cannot hold it (set buildid-cache= to a private "
+			    "directory to keep the binaries the files reference)", cfg->buildid_cache);
+		free(cfg->buildid_cache);
+		cfg->buildid_cache = NULL;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (cfg->buildid_cache)
+		cfg->buildid_cache_size = bidcache_budget(cfg->buildid_cache, cfg->buildid_cache_size,
+							  cfg->buildid_cache_size_percent);
+	return 0;
+}
+
 int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -154,7 +179,7 @@ int manager_init(struct manager *m, struct config *cfg, int argc, char **argv)
 			return r;
 	}
 	/* Still root: a cache made now is the daemon user's. */
-	r = bidcache_prepare(cfg->buildid_cache, cfg->user, cfg->group);
+	r = prepare_buildid_cache(cfg);
 	if (r < 0)
 		return r;
 
@@ -300,8 +325,10 @@ static void reload(struct manager *m)
 		sd_notify(0, "READY=1");
 		return;
 	}
-	if (!streq(nc.buildid_cache, m->cfg->buildid_cache) &&
-	    bidcache_prepare(nc.buildid_cache, nc.user, nc.group) < 0) {
+	if (streq(nc.buildid_cache, m->cfg->buildid_cache) && nc.buildid_cache)
+		nc.buildid_cache_size = bidcache_budget(nc.buildid_cache, nc.buildid_cache_size,
+							nc.buildid_cache_size_percent);
+	else if (prepare_buildid_cache(&nc) < 0) {
 		log_error("Reload refused: build-id cache %s is not usable; still recording with the previous "
 			  "configuration", nc.buildid_cache);
 		config_exit(&nc);

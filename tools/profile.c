@@ -11,6 +11,7 @@
  * looked up one byte back, in the call instruction.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,12 +632,47 @@ static int walk_dir(struct walk *w, const char *dir)
 	return ret;
 }
 
+/*
+ * Without --buildid-dir, the build-id cache perfrecd keeps by default in
+ * its output directory: the first input that is, or sits in, a directory
+ * with a .build-id inside.  @buf receives it; NULL when there is none.
+ */
+static const char *recordings_buildid_dir(const char *const *paths, size_t nr_paths, char *buf, size_t len)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < nr_paths; i++) {
+		const char *slash;
+		int n;
+
+		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
+			n = snprintf(buf, len, "%s", paths[i]);
+		else if ((slash = strrchr(paths[i], '/')))
+			n = snprintf(buf, len, "%.*s", (int)(slash - paths[i]), paths[i]);
+		else
+			n = snprintf(buf, len, ".");
+		if (n <= 0 || (size_t)n >= len - sizeof("/.build-id"))
+			continue;
+		if (!buf[0])
+			snprintf(buf, len, "/");
+		strcat(buf, "/.build-id");
+		if (lstat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+			buf[strlen(buf) - sizeof("/.build-id") + 1] = '\0';
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 int profile_walk(const char *const *paths, size_t nr_paths, const struct profile_opts *o,
 		 profile_stack_fn fn, void *ctx)
 {
+	char bdir[PATH_MAX];
 	struct symbolizer_opts so = {
 		.sz = sizeof(so), .symfs = o->symfs, .no_debuginfod = o->no_debuginfod,
-		.no_inline = o->no_inline, .buildid_dir = o->buildid_dir,
+		.no_inline = o->no_inline,
+		.buildid_dir = o->buildid_dir ? o->buildid_dir
+					      : recordings_buildid_dir(paths, nr_paths, bdir, sizeof(bdir)),
 	};
 	struct walk w = { .o = o, .fn = fn, .ctx = ctx };
 	int ret = symbolizer__new(&so, &w.sym);

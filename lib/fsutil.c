@@ -55,6 +55,18 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int copy_access(int fd, const char *like)
+{
+	struct stat st, own;
+
+	if (stat(like, &st) < 0 || fstat(fd, &own) < 0)
+		return -errno;
+	if ((own.st_uid != st.st_uid || own.st_gid != st.st_gid) && fchown(fd, st.st_uid, st.st_gid) < 0 &&
+	    own.st_gid != st.st_gid)
+		(void)!fchown(fd, (uid_t)-1, st.st_gid);
+	return fchmod(fd, st.st_mode & 0660) < 0 ? -errno : 0;
+}
+
 static void output_file_release(struct output_file *o)
 {
 	if (o->dirfd >= 0)

@@ -24,6 +24,15 @@ int rename_durably(const char *from, const char *to);
 int write_all(int fd, const void *buf, size_t len);
 
 /*
+ * Give the file open at @fd the permissions (read/write bits for owner and
+ * group, never others') and, where allowed, the owner and group of the
+ * file at @like: a manifest or marker beside a data file is read by whoever
+ * may read the data, and by no one else.  0 or -errno of the stat/fchmod
+ * (a chown we may not do is not an error: the mode still holds).
+ */
+int copy_access(int fd, const char *like);
+
+/*
  * An output file a command creates for its user: never through a link or
  * into a file someone else planted at the name, and readable by its owner
  * only (perf writes perf.data 0600 too; a profile shows every process and

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # A bucket that misbehaves, for perfrecctl's bucket client: the objects are
-# the files under ROOT (a file's path below ROOT is its key, newlines and
-# all), served unsigned on loopback by ListObjectsV2 and GET, as s3rver
-# would, except that with --same-token every listing page says it is
+# the files under ROOT (a file's path below ROOT is its key), served
+# unsigned on loopback by ListObjectsV2, GET and PUT, as s3rver would,
+# except that with --same-token every listing page says it is
 # truncated and hands out the same continuation token again.  The port
 # chosen goes to PORTFILE once the server listens; each request is counted
 # in ROOT/../requests.
@@ -63,6 +63,21 @@ class Bucket(BaseHTTPRequestHandler):
             return
         with open(f, "rb") as fh:
             self.send(200, fh.read(), "application/octet-stream")
+
+    def do_PUT(self):
+        self.count()
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        bucket = "/" + self.server.bucket + "/"
+        key = path[len(bucket):] if path.startswith(bucket) else ""
+        if not key or ".." in key.split("/"):
+            self.send(400, b"<Error><Code>InvalidArgument</Code></Error>")
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        f = os.path.join(self.server.root, key)
+        os.makedirs(os.path.dirname(f), exist_ok=True)
+        with open(f, "wb") as fh:
+            fh.write(body)
+        self.send(200, b"")
 
     def list(self, prefix):
         keys = self.keys(prefix)

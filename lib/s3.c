@@ -52,11 +52,14 @@ static struct {
 #define LIST_PAGE_MAX (16u << 20)
 /*
  * A listing follows continuation tokens only this far (S3 pages hold 1000
- * keys: ten million keys), and never to a token it was given before: a
+ * keys: ten million keys), never to a token it was given before, and only
+ * while it advances: keys come in lexical order, so each page must bring
+ * keys past the last one listed (or be one of a few empty pages).  A
  * server that hands out the same page again would otherwise be asked
  * forever.
  */
 #define LIST_PAGES_MAX 10000u
+#define LIST_EMPTY_PAGES_MAX 100u
 
 struct s3_client {
 	char *url, *region, *key_id, *secret;
@@ -691,17 +694,41 @@ static char *list_url(const struct s3_client *c, const char *prefix, const char 
 	return url;
 }
 
+/*
+ * Did the page that appended @objs[@from..@nr) advance past *@last (the
+ * greatest key listed before, NULL at first)?  Moves *@last along; an
+ * empty page counts in *@empty.
+ */
+static bool list_advanced(const struct s3_object *objs, size_t from, size_t nr, const char **last,
+			  unsigned *empty)
+{
+	bool moved = false;
+
+	if (from == nr)
+		return ++*empty <= LIST_EMPTY_PAGES_MAX;
+	*empty = 0;
+	for (size_t i = from; i < nr; i++)
+		if (!*last || strcmp(objs[i].key, *last) > 0) {
+			*last = objs[i].key;
+			moved = true;
+		}
+	return moved;
+}
+
 int s3_list(struct s3_client *c, const char *prefix, struct s3_object **ret, size_t *ret_n)
 {
 	struct s3_object *objs = NULL;
 	char **tokens = NULL, *token = NULL;
 	size_t nr = 0, pages = 0;
+	const char *last = NULL;
+	unsigned empty = 0;
 	int r;
 
 	c->error[0] = 0;
 	for (;;) {
 		char *url = list_url(c, prefix, pages ? tokens[pages - 1] : NULL), *xml = NULL, **nt;
 		bool truncated = false;
+		size_t before = nr;
 
 		if (!url) {
 			r = -ENOMEM;
@@ -718,6 +745,11 @@ int s3_list(struct s3_client *c, const char *prefix, struct s3_object **ret, siz
 			snprintf(c->error, sizeof(c->error),
 				 "List %s: the server gave a continuation token again (page %zu, after %zu keys): "
 				 "the listing does not advance; stopped", url, pages + 1, nr);
+			r = -EPROTO;
+		} else if (r == 0 && truncated && !list_advanced(objs, before, nr, &last, &empty)) {
+			snprintf(c->error, sizeof(c->error),
+				 "List %s: page %zu brings no key past those already listed: the listing does not "
+				 "advance; stopped", url, pages + 1);
 			r = -EPROTO;
 		} else if (r == 0 && truncated && pages + 1 >= LIST_PAGES_MAX) {
 			snprintf(c->error, sizeof(c->error), "List %s: more than %u pages (%zu keys); stopped", url,

@@ -52,7 +52,7 @@ class Bucket(BaseHTTPRequestHandler):
         path = urllib.parse.unquote(url.path)
         bucket = "/" + self.server.bucket
         if q.get("list-type") == ["2"] and path.rstrip("/") == bucket:
-            self.list(q.get("prefix", [""])[0])
+            self.list(q.get("prefix", [""])[0], q.get("continuation-token", [""])[0])
             return
         if not path.startswith(bucket + "/"):
             self.send(404, b"<Error><Code>NoSuchBucket</Code></Error>")
@@ -79,7 +79,7 @@ class Bucket(BaseHTTPRequestHandler):
             fh.write(body)
         self.send(200, b"")
 
-    def list(self, prefix):
+    def list(self, prefix, token=""):
         keys = self.keys(prefix)
         parts = ['<?xml version="1.0" encoding="UTF-8"?>',
                  '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
@@ -88,7 +88,11 @@ class Bucket(BaseHTTPRequestHandler):
             st = os.stat(os.path.join(self.server.root, k))
             parts.append("<Contents><Key>%s</Key><LastModified>2026-11-23T14:10:00.000Z</LastModified>"
                          "<Size>%d</Size></Contents>" % (xml_text(k), st.st_size))
-        if self.server.same_token:
+        if self.server.endless:
+            n = int(token.split("-")[-1]) + 1 if token else 1
+            parts.append("<IsTruncated>true</IsTruncated>"
+                         "<NextContinuationToken>page-%d</NextContinuationToken>" % n)
+        elif self.server.same_token:
             parts.append("<IsTruncated>true</IsTruncated>"
                          "<NextContinuationToken>same-page-again</NextContinuationToken>")
         else:
@@ -103,11 +107,13 @@ def main():
     ap.add_argument("portfile")
     ap.add_argument("--bucket", default="perf")
     ap.add_argument("--same-token", action="store_true")
+    ap.add_argument("--endless", action="store_true")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Bucket)
     srv.root = a.root
     srv.bucket = a.bucket
     srv.same_token = a.same_token
+    srv.endless = a.endless
     srv.counter = os.path.join(os.path.dirname(os.path.abspath(a.root)), "requests")
     tmp = a.portfile + ".tmp"
     with open(tmp, "w") as f:

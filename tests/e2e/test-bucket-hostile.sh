@@ -7,8 +7,8 @@
 # (umask 022) at the names, and prints only real paths: a manifest whose
 # file is "N\nfetched INJECTED.data" or "-rf", or whose size is 2^64-1, is
 # refused by its key (exit 1), as it is by bucket-ls; a listing whose every
-# page repeats its continuation token stops with an error after a few
-# requests instead of asking forever.
+# page repeats its continuation token, or gives a new one over the same
+# keys, stops with an error after a few requests instead of asking forever.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (fetch as root, links planted as nobody)"
 command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
@@ -94,19 +94,22 @@ rc=0
 [ "$(wc -l <"$T/ls.out")" = 2 ] || { cat "$T/ls.out"; fail "bucket-ls shows other than a header and the good object"; }
 grep -q 18446744073709551615 "$T/ls.out" && fail "bucket-ls shows a size of 2^64-1"
 
-# A server that repeats its continuation token: an error, not a loop.
-serve --same-token
-B=(--bucket "$URL" --host h1)
-for cmd in bucket-ls fetch; do
-	rc=0
-	args=("${B[@]}")
-	[ "$cmd" = fetch ] && args+=("${W[@]}" -o "$T/drop")
-	timeout 60 "$PERFRECCTL" "$cmd" "${args[@]}" >/dev/null 2>"$T/loop.err" || rc=$?
-	cat "$T/loop.err"
-	[ "$rc" = 124 ] && fail "$cmd still asked for the same page after 60 s ($(wc -l <"$T/requests") requests)"
-	[ "$rc" = 2 ] || fail "$cmd exited $rc on a listing that does not advance, not 2"
-	grep -q 'continuation token again' "$T/loop.err" || fail "$cmd did not say why it stopped"
-	[ "$(wc -l <"$T/requests")" -le 3 ] || fail "$cmd made $(wc -l <"$T/requests") requests for a two-page loop"
-	rm -f "$T/requests"
+# A server that repeats its continuation token, or hands out new ones over
+# the same keys: an error, not a loop.
+for mode in --same-token --endless; do
+	serve "$mode"
+	B=(--bucket "$URL" --host h1)
+	for cmd in bucket-ls fetch; do
+		rc=0
+		args=("${B[@]}")
+		[ "$cmd" = fetch ] && args+=("${W[@]}" -o "$T/drop")
+		timeout 60 "$PERFRECCTL" "$cmd" "${args[@]}" >/dev/null 2>"$T/loop.err" || rc=$?
+		cat "$T/loop.err"
+		[ "$rc" = 124 ] && fail "$cmd ($mode) still listed after 60 s ($(wc -l <"$T/requests") requests)"
+		[ "$rc" = 2 ] || fail "$cmd ($mode) exited $rc on a listing that does not advance, not 2"
+		grep -q 'the listing does not advance; stopped' "$T/loop.err" || fail "$cmd ($mode) did not say why it stopped"
+		[ "$(wc -l <"$T/requests")" -le 3 ] || fail "$cmd ($mode) made $(wc -l <"$T/requests") requests"
+		rm -f "$T/requests"
+	done
 done
 echo "PASS"

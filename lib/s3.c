@@ -460,14 +460,20 @@ out:
 	return r;
 }
 
-int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size)
+int s3_fd_sha256(int fd, char ret_sha256[65], uint64_t *ret_size)
 {
 	char md5[32];
+
+	return hash_file(fd, md5, ret_sha256, ret_size);
+}
+
+int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
-	r = hash_file(fd, md5, ret_sha256, ret_size);
+	r = s3_fd_sha256(fd, ret_sha256, ret_size);
 	close(fd);
 	return r;
 }

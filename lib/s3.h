@@ -57,6 +57,8 @@ int s3_put_file(struct s3_client *c, const char *path, const char *key, const ch
 		uint64_t *ret_size);
 /* The hex SHA-256 and size of the file at @path (what PUT declares). 0 or -errno. */
 int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size);
+/* The same of the file open at @fd, read from its current offset. */
+int s3_fd_sha256(int fd, char ret_sha256[65], uint64_t *ret_size);
 /*
  * GET @key, written to @fd (a new file the caller made, and removes on
  * failure: see output_file_open()); @fd stays open.  On success *ret_size

@@ -623,7 +623,7 @@ int bucket_list(const struct bucket_opts *o, struct bucket_result *ret)
  */
 static bool have_copy(const char *path, const char *sha)
 {
-	char hex[65] = "", fdpath[64];
+	char hex[65] = "";
 	struct stat st;
 	uint64_t size;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -631,9 +631,8 @@ static bool have_copy(const char *path, const char *sha)
 
 	if (fd < 0)
 		return false;
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	       s3_file_sha256(fdpath, hex, &size) == 0 && strcmp(hex, sha) == 0;
+	       s3_fd_sha256(fd, hex, &size) == 0 && strcmp(hex, sha) == 0;
 	close(fd);
 	return same;
 }

@@ -364,37 +364,12 @@ int cmd_ctl_set_freq(int argc, char **argv)
 	return r;
 }
 
-/*
- * A new file beside @path for an overwrite: the snapshot replaces the old
- * file by rename() only once it is complete, so a failed one leaves it.
- */
-static int open_beside(const char *path, char **ret_tmp)
-{
-	for (int i = 0; i < 100; i++) {
-		char *tmp;
-		int fd;
-
-		if (asprintf(&tmp, "%s.%d-%d.tmp", path, (int)getpid(), i) < 0)
-			return -ENOMEM;
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			*ret_tmp = tmp;
-			return fd;
-		}
-		free(tmp);
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
 int cmd_ctl_snapshot(int argc, char **argv)
 {
+	struct output_file of = { .fd = -1, .dirfd = -1 };
 	struct json_object *p = NULL;
 	const char *target = NULL;
-	char *tmp = NULL;
-	bool created = true, force = false, to_stdout;
-	struct stat st;
+	bool force = false, to_stdout;
 	int fd, r;
 
 	perfrecctl_global_opts(&argc, &argv);
@@ -418,55 +393,47 @@ int cmd_ctl_snapshot(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		fd = STDOUT_FILENO;
-		created = false;
 		/* stdout carries the data: what we say goes to stderr. */
 		msg_out = stderr;
 	} else {
 		/*
 		 * Opened by us, with our permissions: the daemon writes only where
-		 * we may.  Write-only: opened for reading too, a pipe would keep a
-		 * reader (the daemon itself, holding our fd) after its real reader
-		 * has gone.  Only a file we created is removed when the snapshot
-		 * fails: the target may be a FIFO, a device or /dev/stdout.
+		 * we may.  A file is made new beside the target, 0600 as perf's
+		 * perf.data, never through a link planted at the name, and renamed
+		 * over it once the snapshot is whole: a failed one leaves what was
+		 * there.  An existing FIFO or device of ours (/dev/stdout) is
+		 * written as it is, write-only: opened for reading too, a pipe
+		 * would keep a reader (the daemon itself, holding our fd) after
+		 * its real reader has gone.
 		 */
-		fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno == EEXIST) {
-			created = false;
-			if (stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
-				/* An existing file is perf data someone kept, as perf's -o is not. */
-				if (!force) {
-					fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n",
-						target);
-					return EXIT_BAD;
-				}
-				fd = open_beside(target, &tmp);
-				if (fd < 0)
-					errno = -fd;
-			} else {
-				fd = open(target, O_WRONLY | O_CLOEXEC);
-			}
-		}
-		if (fd < 0) {
-			fprintf(stderr, "perfrecctl: cannot open %s: %m\n", tmp ? tmp : target);
-			free(tmp);
+		r = output_file_open(&of, target, OUTPUT_STREAM | (force ? OUTPUT_REPLACE : 0), 0600);
+		if (r == -EEXIST) {
+			/* An existing file is perf data someone kept, as perf's -o is not. */
+			fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n", target);
 			return EXIT_BAD;
 		}
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl: cannot open %s: %s\n", target, strerror(-r));
+			return EXIT_BAD;
+		}
+		fd = of.fd;
 	}
 	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
 	if (!to_stdout)
 		close(fd);
-	if (r == 0 && tmp && rename(tmp, target) < 0) {
-		fprintf(stderr, "perfrecctl: cannot replace %s: %m\n", target);
-		r = EXIT_BAD;
+	if (r == 0 && !to_stdout) {
+		r = output_file_publish(&of);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl: cannot put the snapshot at %s: %s\n", target,
+				r == -EEXIST ? "a file appeared there meanwhile; not overwritten without --force"
+					     : strerror(-r));
+			r = EXIT_BAD;
+		}
 	}
 	if (r == 0 && !json_out)
 		fprintf(to_stdout ? stderr : stdout, "snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"),
 			to_stdout ? "stdout" : target);
-	if (r && tmp)
-		unlink(tmp);
-	else if (r && created)
-		unlink(target);
-	free(tmp);
+	output_file_discard(&of);
 	json_object_put(p);
 	return r;
 }

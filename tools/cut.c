@@ -48,6 +48,7 @@
 #include <perfrec/timespec.h>
 #include <perfrec/unwind.h>
 
+#include "fsutil.h"
 #include "perfrecctl.h"
 #include "unwind.h"
 #include "window.h"
@@ -700,34 +701,31 @@ static int nothing_recorded(const struct cut *c, const struct window_file *files
 	return EXIT_BAD;
 }
 
-static int open_out(const char *path, bool force, int level, char **ret_tmp, struct perfrec_pdwriter **ret)
+/*
+ * A new file beside @path, 0600 as perf's own perf.data (a cut shows every
+ * process and the kernel's map), never through a link planted at the name:
+ * output_file_publish() renames it over @path once it verifies.
+ */
+static int open_out(const char *path, bool force, int level, struct output_file *of, struct perfrec_pdwriter **ret)
 {
 	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = level };
-	struct stat st;
-	char *tmp;
-	int fd, r;
+	int r;
 
-	if (!force && stat(path, &st) == 0) {
+	r = output_file_open(of, path, force ? OUTPUT_REPLACE : 0, 0600);
+	if (r == -EEXIST) {
 		fprintf(stderr, "perfrecctl cut: %s exists; not overwritten without --force\n", path);
-		return -EEXIST;
-	}
-	if (asprintf(&tmp, "%s.cut-%d.tmp", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
-		free(tmp);
 		return r;
 	}
-	r = perfrec_pdwriter__new(fd, &wo, ret);
 	if (r < 0) {
-		close(fd);
-		unlink(tmp);
-		free(tmp);
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", path, strerror(-r));
 		return r;
 	}
-	*ret_tmp = tmp;
+	r = perfrec_pdwriter__new(of->fd, &wo, ret);
+	if (r < 0) {
+		close(of->fd);
+		output_file_discard(of);
+		return r;
+	}
 	return 0;
 }
 
@@ -780,7 +778,9 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	struct perfrec_pdreader **readers = NULL;
 	struct perfrec_pdwriter *w = NULL;
 	char **unwound = NULL;
-	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
+	struct output_file of = { .fd = -1, .dirfd = -1 };
+	char *snap = NULL, a[64], b[64], la[64], lb[64];
+	const char *tmp = NULL;
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
 
@@ -851,7 +851,8 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			goto out;
 		}
 	}
-	r = open_out(c->out_path, force, level, &tmp, &w);
+	r = open_out(c->out_path, force, level, &of, &w);
+	tmp = of.tmp_path;
 	if (r < 0) {
 		rc = r == -EEXIST ? EXIT_BAD : EXIT_USAGE;
 		goto out;
@@ -903,12 +904,13 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		rc = EXIT_BAD;
 		goto out;
 	}
-	if (rename(tmp, c->out_path) < 0) {
-		fprintf(stderr, "perfrecctl cut: cannot write %s: %m\n", c->out_path);
+	tmp = NULL;
+	r = output_file_publish(&of);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", c->out_path,
+			r == -EEXIST ? "it appeared meanwhile; not overwritten without --force" : strerror(-r));
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
 	fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s\n",
 		c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s");
 	if (c->dup_samples)
@@ -917,9 +919,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = 0;
 out:
 	perfrec_pdwriter__free(w, false);
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
+	output_file_discard(&of);
 	for (size_t i = 0; readers && i < nf; i++)
 		perfrec_pdreader__free(readers[i]);
 	free(readers);

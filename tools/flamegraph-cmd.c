@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "flamegraph.h"
 #include "window.h"
 #include "perfrecctl.h"
@@ -268,38 +269,44 @@ static void list_events(struct flamegraph *fg)
 	fputc('\n', stderr);
 }
 
-/* Open @out for writing beside its final name; "-" or NULL: stdout. */
-static FILE *open_out(const char *out, char **ret_tmp)
+/*
+ * Open @out for writing: a new 0600 file beside its final name (a graph
+ * names every process's functions), never through a link planted there;
+ * "-" or NULL: stdout.
+ */
+static FILE *open_out(const char *out, struct output_file *of)
 {
 	FILE *f;
+	int r;
 
-	*ret_tmp = NULL;
+	*of = (struct output_file){ .fd = -1, .dirfd = -1 };
 	if (!out || !strcmp(out, "-"))
 		return stdout;
-	if (asprintf(ret_tmp, "%s.tmp", out) < 0)
+	r = output_file_open(of, out, OUTPUT_REPLACE | OUTPUT_STREAM, 0600);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: %s: %s\n", out, strerror(-r));
 		return NULL;
-	f = fopen(*ret_tmp, "we");
+	}
+	f = fdopen(of->fd, "w");
 	if (!f) {
-		fprintf(stderr, "perfrecctl: %s: %s\n", *ret_tmp, strerror(errno));
-		free(*ret_tmp);
-		*ret_tmp = NULL;
+		fprintf(stderr, "perfrecctl: %s: %s\n", out, strerror(errno));
+		close(of->fd);
+		output_file_discard(of);
 	}
 	return f;
 }
 
 /* Close and put in place; on @err (or a failed close) leave nothing behind. */
-static int close_out(FILE *f, const char *out, char *tmp, int err)
+static int close_out(FILE *f, const char *out, struct output_file *of, int err)
 {
 	if (f != stdout) {
 		if (fclose(f) != 0 && !err)
 			err = -EIO;
-		if (!err && rename(tmp, out) < 0)
-			err = -errno;
-		if (err) {
+		if (!err)
+			err = output_file_publish(of);
+		if (err)
 			fprintf(stderr, "perfrecctl: writing %s: %s\n", out, strerror(-err));
-			unlink(tmp);
-		}
-		free(tmp);
+		output_file_discard(of);
 	} else if ((fflush(f) || ferror(f)) && !err) {
 		err = -EIO;
 		fprintf(stderr, "perfrecctl: writing stdout: %s\n", strerror(-err));
@@ -346,7 +353,7 @@ int cmd_flamegraph(int argc, char **argv)
 	const struct fg_tree **bases = NULL;
 	struct fg_args a;
 	size_t nr = 0;
-	char *tmp = NULL;
+	struct output_file of;
 	FILE *f;
 	int r, ret = EXIT_BAD;
 
@@ -417,7 +424,7 @@ int cmd_flamegraph(int argc, char **argv)
 		}
 		flamegraph__diff(trees[i], bases[i]);
 	}
-	f = open_out(a.out, &tmp);
+	f = open_out(a.out, &of);
 	if (!f)
 		goto out;
 	{
@@ -427,7 +434,7 @@ int cmd_flamegraph(int argc, char **argv)
 
 		r = flamegraph__write_svg(trees, bfg ? bases : NULL, nr, &o, f);
 	}
-	if (close_out(f, a.out, tmp, r) == 0)
+	if (close_out(f, a.out, &of, r) == 0)
 		ret = 0;
 out:
 	free(trees);
@@ -442,7 +449,7 @@ int cmd_folded(int argc, char **argv)
 	struct flamegraph *fg;
 	struct fg_tree *t;
 	struct fg_args a;
-	char *tmp = NULL;
+	struct output_file of;
 	FILE *f;
 	int r, ret = EXIT_BAD;
 
@@ -468,11 +475,11 @@ int cmd_folded(int argc, char **argv)
 		fprintf(stderr, "perfrecctl folded: no samples%s%s\n", a.event ? " of event " : "", a.event ? a.event : "");
 		goto out;
 	}
-	f = open_out(a.out, &tmp);
+	f = open_out(a.out, &of);
 	if (!f)
 		goto out;
 	r = flamegraph__write_folded(t, f);
-	if (close_out(f, a.out, tmp, r) == 0)
+	if (close_out(f, a.out, &of, r) == 0)
 		ret = 0;
 out:
 	flamegraph__free(fg);

@@ -24,6 +24,7 @@
 
 #include <zlib.h>
 
+#include "fsutil.h"
 #include "pprof.h"
 #include "pprof.pb-c.h"
 #include "perfrecctl.h"
@@ -873,7 +874,7 @@ int cmd_pprof(int argc, char **argv)
 	};
 	struct profile_opts o = { .pid = -1 };
 	const char *out = "profile.pb.gz";
-	char tmp[PATH_MAX];
+	struct output_file of;
 	size_t n = 0;
 	int c, fd, r;
 
@@ -912,16 +913,17 @@ int cmd_pprof(int argc, char **argv)
 		fprintf(stderr, "perfrecctl pprof: no FILE or DIR given\n");
 		return perfrecctl_usage("pprof");
 	}
-	/* Written beside and renamed: a failed run leaves no half profile. */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "perfrecctl pprof: output path too long\n");
+	/*
+	 * Written beside and renamed: a failed run leaves no half profile.  New
+	 * and 0600, never through a link planted at the name: a profile names
+	 * every process's functions.
+	 */
+	r = output_file_open(&of, out, OUTPUT_REPLACE | OUTPUT_STREAM, 0600);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl pprof: cannot create %s: %s\n", out, strerror(-r));
 		return EXIT_USAGE;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "perfrecctl pprof: cannot create %s: %m\n", tmp);
-		return EXIT_USAGE;
-	}
+	fd = of.fd;
 	r = pprof_write((const char *const *)argv + optind, (size_t)(argc - optind), &o, fd, &n);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -930,10 +932,10 @@ int cmd_pprof(int argc, char **argv)
 			o.event ? " of event " : "", o.event ? o.event : "");
 		r = -ENODATA;
 	}
-	if (r == 0 && rename(tmp, out) < 0)
-		r = -errno;
+	if (r == 0)
+		r = output_file_publish(&of);
+	output_file_discard(&of);
 	if (r < 0) {
-		unlink(tmp);
 		if (r != -ENODATA)
 			fprintf(stderr, "perfrecctl pprof: %s not written: %s\n", out, strerror(-r));
 		return EXIT_BAD;

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgroup-label.h"
+
 enum pframe_kind {
 	PFRAME_USER,
 	PFRAME_KERNEL,
@@ -52,6 +54,8 @@ struct pstack {
 	/* Added after the first version (at the end): */
 	uint32_t cpu;           /* (uint32_t)-1: the sample does not say */
 	const char *cgroup;     /* the task's cgroup path (NULL: not recorded) */
+	/* What the path says (runtime, container, pod, ...; NULL: not recorded) */
+	const struct cgroup_label *cgroup_label;
 };
 
 struct profile_opts {
@@ -65,6 +69,8 @@ struct profile_opts {
 	bool no_inline;         /* do not expand inlined frames */
 	/* Added after the first version: a build-id cache (perf's layout) searched before ~/.debug; NULL: none */
 	const char *buildid_dir;
+	/* Only samples of cgroups these select (--container, --pod, --unit); all NULL: any */
+	struct cgroup_select select;
 };
 
 typedef int (*profile_stack_fn)(void *ctx, const struct pstack *s);

@@ -562,6 +562,20 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 	uint32_t cpu;
 	int e;
 
+	/*
+	 * The selection needs every cgroup's path before the first sample:
+	 * a CGROUP record may come after samples of its cgroup in file order
+	 * (readers sort by time; the rings and the synthesized records are
+	 * written as they come), so they are read in a first pass.
+	 */
+	if (cgroup_select_any(&c->select)) {
+		while ((e = perfrec_pdreader__next(r, &h, &off)) > 0)
+			if (h->type == PERF_RECORD_CGROUP && note_cgroup(c, h) < 0)
+				return -ENOMEM;
+		if (e < 0)
+			return e;
+		perfrec_pdreader__rewind(r);
+	}
 	while ((e = perfrec_pdreader__next(r, &h, &off)) > 0) {
 		int has_t = window_record_time(r, h, &t, &cpu);
 
@@ -595,8 +609,6 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 			if (has_t > 0 && (t < from || t >= to))
 				continue;
 			c->lost += window_record_lost(h);
-		} else if (h->type == PERF_RECORD_CGROUP && cgroup_select_any(&c->select) && note_cgroup(c, h) < 0) {
-			return -ENOMEM;
 		} else if (h->type == PERFREC_RECORD_FINISHED_ROUND) {
 			if (last_round)
 				continue;

@@ -145,6 +145,15 @@ static int by_samples(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
+/* Busiest first (qsort() wants an array even of none: the lists may have none). */
+static void sort(const struct cgroup_summary *s)
+{
+	if (s->containers.nr)
+		qsort(s->containers.v, s->containers.nr, sizeof(struct busy), by_samples);
+	if (s->units.nr)
+		qsort(s->units.v, s->units.nr, sizeof(struct busy), by_samples);
+}
+
 static double share(const struct cgroup_summary *s, uint64_t n)
 {
 	return s->samples ? 100.0 * (double)n / (double)s->samples : 0;
@@ -153,8 +162,7 @@ static double share(const struct cgroup_summary *s, uint64_t n)
 void cgroup_summary_print(const struct cgroup_summary *s, FILE *f, const char *heading, const char *indent,
 			  size_t top)
 {
-	qsort(s->containers.v, s->containers.nr, sizeof(struct busy), by_samples);
-	qsort(s->units.v, s->units.nr, sizeof(struct busy), by_samples);
+	sort(s);
 	if (heading && (s->containers.nr || s->units.nr))
 		fprintf(f, "%s\n", heading);
 	if (s->containers.nr) {
@@ -219,8 +227,7 @@ json_object *cgroup_summary_json(const struct cgroup_summary *s)
 {
 	json_object *o = json_object_new_object(), *c, *u;
 
-	qsort(s->containers.v, s->containers.nr, sizeof(struct busy), by_samples);
-	qsort(s->units.v, s->units.nr, sizeof(struct busy), by_samples);
+	sort(s);
 	c = list_json(&s->containers, false);
 	u = list_json(&s->units, true);
 	if (!o || !c || !u) {

@@ -117,7 +117,8 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 		case OPT_POD:
 		case OPT_UNIT:
 			if (!*optarg) {
-				fprintf(stderr, "perfrecctl %s: %s wants a value, not ''\n", cmd, argv[optind - 1]);
+				fprintf(stderr, "perfrecctl %s: --%s wants a value, not ''\n", cmd,
+					c == OPT_CONTAINER ? "container" : c == OPT_POD ? "pod" : "unit");
 				return EXIT_USAGE;
 			}
 			*(c == OPT_CONTAINER ? &a->select.container : c == OPT_POD ? &a->select.pod : &a->select.unit) = optarg;

@@ -937,7 +937,8 @@ int cmd_pprof(int argc, char **argv)
 		case 'P':
 		case 'U':
 			if (!*optarg) {
-				fprintf(stderr, "perfrecctl pprof: %s wants a value, not ''\n", argv[optind - 1]);
+				fprintf(stderr, "perfrecctl pprof: --%s wants a value, not ''\n",
+					c == 'C' ? "container" : c == 'P' ? "pod" : "unit");
 				return EXIT_USAGE;
 			}
 			*(c == 'C' ? &o.select.container : c == 'P' ? &o.select.pod : &o.select.unit) = optarg;

@@ -116,14 +116,12 @@ static void kube_slice(struct comp c, struct cgroup_label *l)
 		return;
 	rest = k + 8;
 	rlen = (size_t)(c.s + n - rest);
-	if (!rlen)
-		return;
-	if (*rest != '-')
+	if (!rlen || *rest != '-')
 		return;
 	rest++, rlen--;
-	for (size_t i = 0; i + 4 <= rlen + 1; i++) {
+	for (size_t i = 0; i + 3 < rlen; i++) {
 		/* "<qos>-pod<uid>" or "pod<uid>" */
-		if ((i == 0 || rest[i - 1] == '-') && rlen - i > 3 && !memcmp(rest + i, "pod", 3) &&
+		if ((i == 0 || rest[i - 1] == '-') && !memcmp(rest + i, "pod", 3) &&
 		    pod_uid(rest + i + 3, rlen - i - 3, l->pod, sizeof(l->pod))) {
 			const char *q = i ? qos_name(rest, i - 1) : "guaranteed";
 

@@ -331,7 +331,6 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 		.time = s.time, .wall_ns = wall,
 		.cpu = (a->attr.sample_type & PERF_SAMPLE_CPU) ? s.cpu : UINT32_MAX,
 		.cgroup = cg ? cg->path : NULL,
-		.cgroup_label = cg ? &cg->label : NULL,
 	};
 	return w->fn(w->ctx, &st);
 }

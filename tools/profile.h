@@ -54,8 +54,6 @@ struct pstack {
 	/* Added after the first version (at the end): */
 	uint32_t cpu;           /* (uint32_t)-1: the sample does not say */
 	const char *cgroup;     /* the task's cgroup path (NULL: not recorded) */
-	/* What the path says (runtime, container, pod, ...; NULL: not recorded) */
-	const struct cgroup_label *cgroup_label;
 };
 
 struct profile_opts {

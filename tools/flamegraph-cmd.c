@@ -121,7 +121,8 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 					c == OPT_CONTAINER ? "container" : c == OPT_POD ? "pod" : "unit");
 				return EXIT_USAGE;
 			}
-			*(c == OPT_CONTAINER ? &a->select.container : c == OPT_POD ? &a->select.pod : &a->select.unit) = optarg;
+			*(c == OPT_CONTAINER ? &a->select.container
+			  : c == OPT_POD   ? &a->select.pod : &a->select.unit) = optarg;
 			break;
 		case OPT_ICICLE: a->icicle = true; break;
 		case OPT_BASE: a->base = optarg; break;
@@ -143,10 +144,11 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 			"are flamegraph options\n", cmd);
 		return perfrecctl_usage(cmd);
 	}
-	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || cgroup_select_any(&a->select) || a->from || a->to || a->base_window ||
-			  a->symfs || a->no_debuginfod || a->no_inline)) {
-		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, --container, --pod, --unit, the time windows and the symbol options "
-			"apply to perf.data files; folded stacks (--folded) have none of that\n", cmd);
+	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || cgroup_select_any(&a->select) || a->from || a->to ||
+			  a->base_window || a->symfs || a->no_debuginfod || a->no_inline)) {
+		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, --container, --pod, --unit, the time windows "
+			"and the symbol options apply to perf.data files; folded stacks (--folded) have none of that\n",
+			cmd);
 		return EXIT_USAGE;
 	}
 	if ((a->from && a->to && a->from >= a->to) || (a->base_from && a->base_to && a->base_from >= a->base_to)) {

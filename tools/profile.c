@@ -35,7 +35,7 @@ struct comm_ent {
 struct cgroup_ent {
 	uint64_t id;
 	char *path;
-	struct cgroup_label label;
+	bool selected;          /* by o->select (--container, --pod, --unit), labelled once here */
 };
 
 struct walk {
@@ -189,7 +189,13 @@ static void note_cgroup(struct walk *w, const struct perf_event_header *h)
 	}
 	w->cgroups[w->nr_cgroups].id = id;
 	w->cgroups[w->nr_cgroups].path = strdup(path);
-	cgroup_label_parse(path, &w->cgroups[w->nr_cgroups].label);
+	w->cgroups[w->nr_cgroups].selected = true;
+	if (cgroup_select_any(&w->o->select)) {
+		struct cgroup_label l;
+
+		cgroup_label_parse(path, &l);
+		w->cgroups[w->nr_cgroups].selected = cgroup_select_matches(&w->o->select, path, &l);
+	}
 	if (w->cgroups[w->nr_cgroups].path)
 		w->nr_cgroups++;
 }
@@ -297,7 +303,7 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 		cg = cgroup_find(w, s.cgroup);
 	if (o->cgroup && !cgroup_matches(cg, o->cgroup))
 		return 0;
-	if (cgroup_select_any(&o->select) && (!cg || !cgroup_select_matches(&o->select, cg->path, &cg->label)))
+	if (cgroup_select_any(&o->select) && (!cg || !cg->selected))
 		return 0;
 	if (w->have_clock)
 		wall = w->wall_ns + (s.time - w->clock_ns);

@@ -7,6 +7,7 @@
  * failed the request, 2 usage, 3 no daemon at the socket, 4 permission
  * denied.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 #include <linux/perf_event.h>
 #include <perfrec/format.h>
 
+#include "cgroup-summary.h"
 #include "fsutil.h"
 #include "perfrecctl.h"
 
@@ -272,6 +274,62 @@ static int no_args(int argc, char **argv)
 	return 0;
 }
 
+/* The newest published manifest ("*.data.json") in @dir, or NULL. */
+static char *newest_manifest(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct timespec best = { 0 };
+	char *ret = NULL;
+
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		struct stat st;
+
+		if (n < 10 || strcmp(de->d_name + n - 10, ".data.json") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (ret && (st.st_mtim.tv_sec < best.tv_sec ||
+			    (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec <= best.tv_nsec)))
+			continue;
+		free(ret);
+		if (asprintf(&ret, "%s/%s", dir, de->d_name) < 0)
+			ret = NULL;
+		best = st.st_mtim;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * The busiest containers and units of the last published file, from its
+ * manifest beside the file being written: the daemon counts cgroups per
+ * file, not live.  Nothing when the directory cannot be read (status is
+ * open to users who cannot read the recordings).
+ */
+static void print_busiest(const char *current_file)
+{
+	struct cgroup_summary *s = NULL;
+	char *dir, *slash, *m = NULL, *heading;
+
+	if (!current_file || !(dir = strdup(current_file)))
+		return;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	m = newest_manifest(slash ? (*dir ? dir : "/") : ".");
+	if (m && cgroup_summary_new(&s) == 0 && cgroup_summary_add_manifest(s, m) == 0 &&
+	    asprintf(&heading, "in %s, the last published file:", strrchr(m, '/') + 1) >= 0) {
+		cgroup_summary_print(s, stdout, heading, "  ", 5);
+		free(heading);
+	}
+	cgroup_summary_free(s);
+	free(m);
+	free(dir);
+}
+
 static void print_status(struct json_object *p)
 {
 	struct json_object *a;
@@ -304,6 +362,7 @@ static void print_status(struct json_object *p)
 	       gets_(p, "current_file") ? gets_(p, "current_file") : "(none)");
 	printf("own CPU time %.2f s, RSS %.1f MiB, %" PRId64 " subscriber(s)\n", getd(p, "cpu_time_sec"),
 	       (double)geti(p, "rss_bytes") / (1 << 20), geti(p, "subscribers"));
+	print_busiest(gets_(p, "current_file"));
 }
 
 /* ping, status, rotate, pause, resume: no arguments. */

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * `perfrecctl cut --from T --to T | --at T [--around D] [-o OUT] [-z]
- * [--force] [--no-live] [DIR|FILE...]`: one self-contained perf.data of a
- * wall-clock window [from, to), however many rotated files it spans.
+ * `perfrecctl cut --from T --to T | --at T [--around D] [--container ID]
+ * [--pod UID] [--unit NAME] [-o OUT] [-z] [--force] [--no-live]
+ * [DIR|FILE...]`: one self-contained perf.data of a wall-clock window
+ * [from, to), however many rotated files it spans; with --container,
+ * --pod or --unit, only the samples of the cgroups they select (by the
+ * labels lib/cgroup-label.c reads from the files' CGROUP records), the
+ * side-band whole.
  *
  * Each file's samples are kept when their time, converted by that file's
  * HEADER_CLOCK_DATA, lies in the window.  Side-band records (COMM, MMAP2,
@@ -48,6 +52,7 @@
 #include <perfrec/timespec.h>
 #include <perfrec/unwind.h>
 
+#include "cgroup-label.h"
 #include "fsutil.h"
 #include "perfrecctl.h"
 #include "unwind.h"
@@ -63,6 +68,11 @@ struct out_attr {
 	size_t nr_ids;
 	char *name;
 	const char *first_path;
+};
+
+struct cut_cgroup {
+	uint64_t id;
+	bool selected;
 };
 
 struct cut {
@@ -83,6 +93,11 @@ struct cut {
 	unsigned char *buildids;
 	size_t buildids_len;
 	struct perfrec_bpfmeta *bpf;     /* the union of the files' BPF programs and BTF */
+	/* --container, --pod, --unit: only samples of the cgroups these select */
+	struct cgroup_select select;
+	struct cut_cgroup *cgroups;      /* as the inputs' CGROUP records name them */
+	size_t nr_cgroups, cap_cgroups;
+	uint64_t unselected;             /* samples of the window the selection left out */
 };
 
 static const char *base(const char *p)
@@ -486,6 +501,56 @@ static int note_span(struct cut *c, uint32_t cpu, uint64_t t)
 	return 0;
 }
 
+/*
+ * A CGROUP record (u64 id, path): whether the selection takes that
+ * cgroup's samples.  Later records of an id win (ids are inode numbers:
+ * a cgroup removed and another made may share one).
+ */
+static int note_cgroup(struct cut *c, const struct perf_event_header *h)
+{
+	const char *path = (const char *)h + sizeof(*h) + 8;
+	struct cgroup_label l;
+	uint64_t id;
+
+	if (h->size <= sizeof(*h) + 8 || !memchr(path, '\0', h->size - sizeof(*h) - 8))
+		return 0;
+	memcpy(&id, h + 1, 8);
+	if (c->nr_cgroups == c->cap_cgroups) {
+		size_t n = c->cap_cgroups ? c->cap_cgroups * 2 : 64;
+		struct cut_cgroup *cg = reallocarray(c->cgroups, n, sizeof(*cg));
+
+		if (!cg)
+			return -ENOMEM;
+		c->cgroups = cg;
+		c->cap_cgroups = n;
+	}
+	cgroup_label_parse(path, &l);
+	c->cgroups[c->nr_cgroups++] = (struct cut_cgroup){
+		.id = id, .selected = cgroup_select_matches(&c->select, path, &l),
+	};
+	return 0;
+}
+
+/* Whether sample @h is of a cgroup the selection takes (not: no cgroup recorded). */
+static bool sample_selected(const struct cut *c, const struct perfrec_pdreader *r, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
+	struct perfrec_sample s;
+	uint64_t id;
+
+	if (perfrec_event__identifier(h, &id) == 0)
+		a = perfrec_pdreader__attr_by_id(r, id);
+	if (!a && perfrec_pdreader__nr_attrs(r) == 1)
+		a = perfrec_pdreader__attr(r, 0);
+	if (!a || !(a->attr.sample_type & PERF_SAMPLE_CGROUP) ||
+	    perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) < 0)
+		return false;
+	for (size_t i = c->nr_cgroups; i-- > 0;)
+		if (c->cgroups[i].id == s.cgroup)
+			return c->cgroups[i].selected;
+	return false;
+}
+
 /* Copy what of @r belongs in the window; counts into @c and *ret_samples. */
 static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_pdreader *r,
 		     struct perfrec_pdwriter *w, uint64_t *ret_samples)
@@ -498,6 +563,20 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 	uint32_t cpu;
 	int e;
 
+	/*
+	 * The selection needs every cgroup's path before the first sample:
+	 * a CGROUP record may come after samples of its cgroup in file order
+	 * (readers sort by time; the rings and the synthesized records are
+	 * written as they come), so they are read in a first pass.
+	 */
+	if (cgroup_select_any(&c->select)) {
+		while ((e = perfrec_pdreader__next(r, &h, &off)) > 0)
+			if (h->type == PERF_RECORD_CGROUP && note_cgroup(c, h) < 0)
+				return -ENOMEM;
+		if (e < 0)
+			return e;
+		perfrec_pdreader__rewind(r);
+	}
 	while ((e = perfrec_pdreader__next(r, &h, &off)) > 0) {
 		int has_t = window_record_time(r, h, &t, &cpu);
 
@@ -509,6 +588,10 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 			file_any = true;
 			if (t < from || t >= to)
 				continue;
+			if (cgroup_select_any(&c->select) && !sample_selected(c, r, h)) {
+				c->unselected++;
+				continue;
+			}
 			/* Overlapping inputs (a snapshot beside its published files): once. */
 			if (c->seen_any && t <= c->seen_max) {
 				c->dup_samples++;
@@ -680,6 +763,12 @@ static int nothing_recorded(const struct cut *c, const struct window_file *files
 	fmt(c->from, true, a, sizeof(a));
 	fmt(c->to, true, b, sizeof(b));
 	fmt(c->from, false, la, sizeof(la));
+	if (c->unselected) {
+		fprintf(stderr, "perfrecctl cut: none of the %" PRIu64 " samples between %s and %s is of a cgroup "
+			"--container/--pod/--unit select (perfrecctl pprof of the window labels them)\n",
+			c->unselected, a, b);
+		return EXIT_BAD;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].error)
 			continue;
@@ -980,6 +1069,12 @@ int cmd_cut(int argc, char **argv)
 				goto usage;
 			}
 			*slot = argv[i];
+		} else if (!strcmp(o, "--container") || !strcmp(o, "--pod") || !strcmp(o, "--unit")) {
+			if (++i >= argc || !*argv[i]) {
+				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
+				goto usage;
+			}
+			*(o[2] == 'c' ? &c.select.container : o[2] == 'p' ? &c.select.pod : &c.select.unit) = argv[i];
 		} else if (!strcmp(o, "-z")) {
 			level = 3;
 		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
@@ -1058,6 +1153,7 @@ out:
 	}
 	free(c.attrs);
 	free(c.spans);
+	free(c.cgroups);
 	free(c.buildids);
 	perfrec_bpfmeta__free(c.bpf);
 	free(def);

@@ -31,6 +31,7 @@ struct fg_args {
 	bool icicle, folded;
 	int64_t pid;
 	const char *comm, *cgroup;
+	struct cgroup_select select; /* --container, --pod, --unit */
 	uint64_t from, to, base_from, base_to;
 	bool base_window;       /* --base-from/--base-to given */
 	const char *base;
@@ -43,6 +44,7 @@ struct fg_args {
 enum {
 	OPT_FROM = 256, OPT_TO, OPT_PID, OPT_COMM, OPT_CGROUP, OPT_ICICLE, OPT_BASE,
 	OPT_BASE_FROM, OPT_BASE_TO, OPT_FOLDED, OPT_TITLE, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_NO_INLINE,
+	OPT_CONTAINER, OPT_POD, OPT_UNIT,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +55,9 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "container", required_argument, NULL, OPT_CONTAINER },
+	{ "pod", required_argument, NULL, OPT_POD },
+	{ "unit", required_argument, NULL, OPT_UNIT },
 	{ "icicle", no_argument, NULL, OPT_ICICLE },
 	{ "base", required_argument, NULL, OPT_BASE },
 	{ "base-from", required_argument, NULL, OPT_BASE_FROM },
@@ -109,6 +114,17 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 		}
 		case OPT_COMM: a->comm = optarg; break;
 		case OPT_CGROUP: a->cgroup = optarg; break;
+		case OPT_CONTAINER:
+		case OPT_POD:
+		case OPT_UNIT:
+			if (!*optarg) {
+				fprintf(stderr, "perfrecctl %s: --%s wants a value, not ''\n", cmd,
+					c == OPT_CONTAINER ? "container" : c == OPT_POD ? "pod" : "unit");
+				return EXIT_USAGE;
+			}
+			*(c == OPT_CONTAINER ? &a->select.container
+			  : c == OPT_POD   ? &a->select.pod : &a->select.unit) = optarg;
+			break;
 		case OPT_ICICLE: a->icicle = true; break;
 		case OPT_BASE: a->base = optarg; break;
 		case OPT_FOLDED: a->folded = true; break;
@@ -129,10 +145,11 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 			"are flamegraph options\n", cmd);
 		return perfrecctl_usage(cmd);
 	}
-	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || a->from || a->to || a->base_window ||
-			  a->symfs || a->no_debuginfod || a->no_inline)) {
-		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, the time windows and the symbol options "
-			"apply to perf.data files; folded stacks (--folded) have none of that\n", cmd);
+	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || cgroup_select_any(&a->select) || a->from || a->to ||
+			  a->base_window || a->symfs || a->no_debuginfod || a->no_inline)) {
+		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, --container, --pod, --unit, the time windows "
+			"and the symbol options apply to perf.data files; folded stacks (--folded) have none of that\n",
+			cmd);
 		return EXIT_USAGE;
 	}
 	if ((a->from && a->to && a->from >= a->to) || (a->base_from && a->base_to && a->base_from >= a->base_to)) {
@@ -223,7 +240,7 @@ static int load_files(struct flamegraph *fg, const struct fg_args *a, char *cons
 		      uint64_t from, uint64_t to)
 {
 	struct profile_opts o = {
-		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup,
+		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup, .select = a->select,
 		.from_wall_ns = from, .to_wall_ns = to,
 		.symfs = a->symfs, .no_debuginfod = a->no_debuginfod, .no_inline = a->no_inline,
 	};

@@ -953,6 +953,10 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "bytes_per_sec", json_object_new_double(span > 0 ? (double)bytes / span : 0));
 	J_ADD(o, "cpus", cpus);
 	J_ADD(o, "events", events);
+	/* The guard on the rate, and frequency= when it was capped to it. */
+	J_ADD(o, "max_frequency", json_object_new_int64(ctl->cfg->max_freq));
+	if (config_freq(ctl->cfg) != ctl->cfg->freq)
+		J_ADD(o, "frequency_capped_from", json_object_new_int64((int64_t)ctl->cfg->freq));
 	J_ADD(o, "files_published", json_object_new_int64((int64_t)rec->files_published));
 	/* As it is on disk: the file being written is NAME.tmp until published. */
 	if (rec->have_file && rec->cur.path && asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
@@ -1230,28 +1234,46 @@ static void method_resume(struct client *c, const struct varlink_call *vc)
 	pause_or_resume(c, false);
 }
 
+/*
+ * Why @hz may not be set live, into @why; false when it may.  The kernel's
+ * limit (kernel.perf_event_max_sample_rate) is where perf_event_open
+ * fails; max-frequency= is lower by default: at 100 kHz on every CPU
+ * a small host spends itself taking and draining samples.
+ */
+static bool frequency_refused(const struct config *cfg, int64_t hz, char *why, size_t len)
+{
+	int kmax = perfrec_evlist__max_sample_rate();
+
+	if (hz <= 0)
+		snprintf(why, len, "%" PRId64 " Hz is not a frequency", hz);
+	else if (cfg->max_freq > 0 && hz > cfg->max_freq && (kmax <= 0 || cfg->max_freq <= kmax))
+		snprintf(why, len, "%" PRId64 " Hz is outside 1 to %d Hz (max-frequency=, the host's guard: "
+			 "more samples on every CPU would take the host; raise max-frequency= and reload to allow it)",
+			 hz, cfg->max_freq);
+	else if (kmax > 0 && hz > kmax)
+		snprintf(why, len, "%" PRId64 " Hz is outside 1 to %d Hz "
+			 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, kmax);
+	else
+		return false;
+	return true;
+}
+
 static void method_set_frequency(struct client *c, const struct varlink_call *vc)
 {
 	int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
-	int max = perfrec_evlist__max_sample_rate();
 	struct json_object *p;
+	char why[300];
 	size_t len;
 	char *m;
 	int r;
 
 	/* Refused as -F is, naming the range: perfrecctl shows the reason. */
-	r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(c->ctl->rec->evlist, (uint64_t)hz, 0);
+	r = frequency_refused(c->ctl->cfg, hz, why, sizeof(why)) ? -ERANGE
+		: perfrec_evlist__set_freq(c->ctl->rec->evlist, (uint64_t)hz, 0);
 	if (r == -ERANGE || r == -EINVAL) {
-		char why[200];
-
 		if (r == -EINVAL)
 			snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
 				 "set frequency= in the configuration and reload");
-		else if (max > 0)
-			snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
-				 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
-		else
-			snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
 		p = json_object_new_object();
 		J_ADD(p, "parameter", json_object_new_string("frequency"));
 		J_ADD(p, "reason", json_object_new_string(why));

@@ -382,6 +382,18 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 	bool want = cfg->max_overhead > 0 && cfg->freq;
 	int r;
 
+	/* A lower max-frequency= holds at once, for a rate set live too. */
+	if (cfg->max_freq > 0 && live > (uint64_t)cfg->max_freq) {
+		r = perfrec_evlist__set_freq(rec->evlist, (uint64_t)cfg->max_freq, 0);
+		if (r < 0) {
+			log_error("The events stay at %" PRIu64 " Hz, above max-frequency=%d Hz: %s", live,
+				  cfg->max_freq, strerror(-r));
+		} else {
+			log_notice("Sampling at %" PRIu64 " Hz is above max-frequency=%d Hz: lowered to it",
+				   live, cfg->max_freq);
+			live = (uint64_t)cfg->max_freq;
+		}
+	}
 	if (g && !g->off && !want) {
 		if (live && live != config_freq(cfg)) {
 			r = perfrec_evlist__set_freq(rec->evlist, config_freq(cfg), 0);

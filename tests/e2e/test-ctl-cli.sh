@@ -6,7 +6,8 @@
 #    the limit, the rate unchanged; never driven to 100 kHz (on a small
 #    machine that takes the host); a safe rate and 999 again are taken.
 #    A frequency= above max-frequency= at a (re)load is capped, and
-#    status says so.
+#    status says so; a reload lowering max-frequency= lowers a faster
+#    rate at once.
 # 2. snapshot -: perf data on stdout (pipe mode into a pipe, read by
 #    perf report -i -; a whole file when stdout is one); the message on
 #    stderr.  An existing file is not overwritten without --force (exit 1
@@ -60,6 +61,20 @@ ctl set-freq 2000 >/dev/null 2>"$T/err" || { cat "$T/err"; fail "set-freq 2000 r
 ctl status | grep -q "event cpu-clock at 2000 Hz" || fail "set-freq 2000 not in effect"
 ctl set-freq 999 >/dev/null 2>"$T/err" || { cat "$T/err"; fail "set-freq 999 after the refusals"; }
 ctl status | grep -q "event cpu-clock at 999 Hz" || fail "set-freq 999 not in effect"
+
+note "a reload that lowers max-frequency= only"
+printf '[record]\nevents=cpu-clock\nfrequency=999\nmax-frequency=500\ncallchain=no\n' > "$T/conf"
+kill -HUP "$DAEMON_PID"
+wait_for 30 grep -q "Sampling at 999 Hz is above max-frequency=500 Hz: lowered to it" "$T/log" ||
+	{ cat "$T/log"; fail "a reload lowering max-frequency= left the rate above it"; }
+ctl status > "$T/status" || fail "status"
+grep -q "^event cpu-clock at 500 Hz$" "$T/status" || { cat "$T/status"; fail "not sampling at the lowered max-frequency="; }
+grep -q "^frequency=999 Hz capped at max-frequency=500 Hz$" "$T/status" || { cat "$T/status"; fail "status does not say frequency= is capped"; }
+printf '[record]\nevents=cpu-clock\nfrequency=999\ncallchain=no\n' > "$T/conf"
+kill -HUP "$DAEMON_PID"
+wait_for 30 eval '[ "$(grep -c "Configuration reloaded" "$T/log")" = 2 ]' || { cat "$T/log"; fail "the second reload"; }
+ctl set-freq 999 >/dev/null 2>"$T/err" || { cat "$T/err"; fail "set-freq 999 after max-frequency= was raised again"; }
+ctl status | grep -q "event cpu-clock at 999 Hz" || fail "set-freq 999 not in effect after the reloads"
 
 note "snapshot - into a pipe and into a file"
 ctl snapshot - 2>"$T/err" | perf report -i - --stats > "$T/stats" 2>"$T/perr"

@@ -130,9 +130,20 @@ static int bind_born(int fd, const struct sockaddr_un *sa, mode_t mode, bool hav
 		}
 		_exit(bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ? errno : 0);
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+	while (waitpid(pid, &st, 0) < 0) {
+		struct sockaddr_un got;
+		socklen_t len = sizeof(got);
+
+		if (errno == EINTR)
+			continue;
+		if (errno != ECHILD)
 			return -errno;
+		/* SIGCHLD ignored (inherited so): no status, but the socket tells. */
+		if (getsockname(fd, (struct sockaddr *)&got, &len) == 0 && len > sizeof(sa_family_t) &&
+		    got.sun_path[0])
+			return 0;
+		return -ECHILD;
+	}
 	if (!WIFEXITED(st))
 		return -ECHILD;
 	return -WEXITSTATUS(st);
@@ -169,7 +180,8 @@ static int bind_socket(int fd, const struct sockaddr_un *sa, bool have_gid, gid_
 {
 	int r = bind_born(fd, sa, SOCKET_MODE, have_gid, gid);
 
-	if (r != -EPERM || !have_gid)
+	/* -ECHILD: no status to tell (SIGCHLD ignored); the socket is unbound. */
+	if ((r != -EPERM && r != -ECHILD) || !have_gid)
 		return r;
 	r = bind_born(fd, sa, SOCKET_MODE, false, 0);
 	if (r < 0)

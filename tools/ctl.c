@@ -351,6 +351,9 @@ static void print_status(struct json_object *p)
 			else
 				printf("event %s every %" PRId64 "\n", gets_(e, "name"), geti(e, "period"));
 		}
+	if (geti(p, "frequency_capped_from"))
+		printf("frequency=%" PRId64 " Hz capped at max-frequency=%" PRId64 " Hz\n",
+		       geti(p, "frequency_capped_from"), geti(p, "max_frequency"));
 	if (json_object_object_get_ex(p, "cpus", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
 			struct json_object *c = json_object_array_get_idx(a, i);

@@ -24,6 +24,7 @@ struct config {
 	char *events[CONFIG_MAX_EVENTS];
 	size_t nr_events;
 	uint64_t freq;            /* Hz; 0 when period is used */
+	int max_freq;             /* max-frequency=: Hz, the most frequency= or SetFrequency may ask */
 	uint64_t period;
 	bool callchain;
 	bool dwarf;               /* callchain=dwarf: user stacks copied, not walked */
@@ -114,6 +115,15 @@ struct config_key {
 
 extern const struct config_key config_keys[];
 extern const size_t config_nr_keys;
+
+/*
+ * The frequency the events open at: frequency= up to max-frequency=, the
+ * guard that keeps sampling from taking the host (0 when period= is used).
+ */
+static inline uint64_t config_freq(const struct config *c)
+{
+	return c->max_freq > 0 && c->freq > (uint64_t)c->max_freq ? (uint64_t)c->max_freq : c->freq;
+}
 
 /* Every key at its default (config_keys[].def). */
 void config_init(struct config *c);

@@ -24,6 +24,7 @@
 
 #include "control.h"
 #include "ctlsock.h"
+#include "filecopy.h"
 #include "governor.h"
 #include "outfile.h"
 #include "log.h"
@@ -60,6 +61,7 @@ struct transfer {
 	enum watch kind;
 	struct client *c;
 	int spool, target;        /* -1 when no transfer is under way */
+	struct file_copy *fc;     /* into a regular file: copied by a thread (filecopy.h) */
 	off_t off, size;
 	int samples;
 	bool is_socket, is_fifo;
@@ -367,6 +369,11 @@ static void xfer_close(struct client *c)
 		close(x->spool);
 	x->target = x->spool = -1;
 	x->watched = false;
+	if (x->fc) {
+		epoll_ctl(c->ctl->epfd, EPOLL_CTL_DEL, file_copy_fd(x->fc), NULL);
+		file_copy_release(x->fc);
+		x->fc = NULL;
+	}
 }
 
 static void client_drop(struct client *c, const char *why)
@@ -495,7 +502,7 @@ static void accept_clients(struct control *ctl)
 
 static bool xfer_active(const struct client *c)
 {
-	return c->xfer.spool >= 0;
+	return c->xfer.spool >= 0 || c->xfer.fc;
 }
 
 /* No further calls are read while a snapshot is delivered or replies pile up. */
@@ -749,6 +756,21 @@ static void xfer_finish(struct client *c, int err, const char *why)
 	update_events(c);
 }
 
+/* A copy into a regular file (its thread's): note its progress, and its end. */
+static void file_copy_poll(struct client *c)
+{
+	struct transfer *x = &c->xfer;
+	off_t off = file_copy_progress(x->fc);
+	int err;
+
+	if (off != x->off) {
+		x->off = off;
+		x->moved_usec = now_usec();
+	}
+	if (file_copy_done(x->fc, &err))
+		xfer_finish(c, err, NULL);
+}
+
 /* Copy what the reader takes now; never waits. */
 static void xfer_pump(struct client *c)
 {
@@ -756,6 +778,10 @@ static void xfer_pump(struct client *c)
 	struct transfer *x = &c->xfer;
 	size_t budget = x->watched ? XFER_PER_PASS : SIZE_MAX;
 
+	if (x->fc) {
+		file_copy_poll(c);
+		return;
+	}
 	while (x->off < x->size && budget) {
 		size_t want = (size_t)(x->size - x->off);
 		ssize_t n;
@@ -807,6 +833,36 @@ static void xfer_pump(struct client *c)
 		xfer_finish(c, 0, NULL);
 }
 
+/*
+ * Into a regular file: a write there may wait as long as its file system
+ * does (frozen, a dead server), so a thread copies the spool while the
+ * loop goes on; the reply comes when it is done, or the transfer fails
+ * after stall_usec without progress.  Takes @spool and c->passed_fd.
+ */
+static int file_copy_begin(struct control *ctl, struct client *c, int spool, bool oneway)
+{
+	struct transfer *x = &c->xfer;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = x };
+	int r;
+
+	r = file_copy_start(spool, c->passed_fd, x->size, &x->fc);
+	c->passed_fd = -1;
+	if (r == -EBUSY)
+		log_notice("Snapshot for uid %u pid %d refused: %d snapshots are still being written into files",
+			   (unsigned)c->cred.uid, (int)c->cred.pid, FILE_COPY_MAX);
+	if (r < 0)
+		return r;
+	x->off = 0;
+	x->oneway = oneway;
+	x->moved_usec = now_usec();
+	/* Not watched: the copy's own end is what the loop waits for. */
+	x->watched = false;
+	epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, file_copy_fd(x->fc), &ev);
+	update_events(c);
+	file_copy_poll(c);
+	return 0;
+}
+
 /* Takes c->passed_fd.  Returns 0 when the transfer started (reply at its end), or -errno. */
 static int xfer_start(struct control *ctl, struct client *c, bool oneway)
 {
@@ -817,7 +873,7 @@ static int xfer_start(struct control *ctl, struct client *c, bool oneway)
 
 	if (fstat(c->passed_fd, &st) < 0)
 		return -errno;
-	r = recorder_snapshot_spool(ctl->rec, &spool);
+	r = recorder_snapshot_spool(ctl->rec, !S_ISREG(st.st_mode), &spool);
 	if (r < 0)
 		return r;
 	x->samples = r;
@@ -827,6 +883,8 @@ static int xfer_start(struct control *ctl, struct client *c, bool oneway)
 		close(spool);
 		return r;
 	}
+	if (S_ISREG(st.st_mode))
+		return file_copy_begin(ctl, c, spool, oneway);
 	x->spool = spool;
 	x->target = c->passed_fd;
 	c->passed_fd = -1;
@@ -953,6 +1011,10 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "bytes_per_sec", json_object_new_double(span > 0 ? (double)bytes / span : 0));
 	J_ADD(o, "cpus", cpus);
 	J_ADD(o, "events", events);
+	/* The guard on the rate, and frequency= when it was capped to it. */
+	J_ADD(o, "max_frequency", json_object_new_int64(ctl->cfg->max_freq));
+	if (config_freq(ctl->cfg) != ctl->cfg->freq)
+		J_ADD(o, "frequency_capped_from", json_object_new_int64((int64_t)ctl->cfg->freq));
 	J_ADD(o, "files_published", json_object_new_int64((int64_t)rec->files_published));
 	/* As it is on disk: the file being written is NAME.tmp until published. */
 	if (rec->have_file && rec->cur.path && asprintf(&tmp, "%s.tmp", rec->cur.path) < 0)
@@ -1172,7 +1234,6 @@ static void method_rotate(struct client *c, const struct varlink_call *vc)
 static void method_snapshot(struct client *c, const struct varlink_call *vc)
 {
 	struct control *ctl = c->ctl;
-	struct json_object *p;
 	struct stat st;
 	int r;
 
@@ -1186,27 +1247,20 @@ static void method_snapshot(struct client *c, const struct varlink_call *vc)
 		reply_error(c, VL_ERR_NOT_SUPPORTED, "reason", "a snapshot is binary perf data; not into a terminal");
 		return;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		/* A pipe or socket: spooled, and copied out at the reader's pace. */
-		r = xfer_start(ctl, c, vc->oneway);
-		if (r < 0) {
-			close(c->passed_fd);
-			c->passed_fd = -1;
-			reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-		}
-		return;
-	}
-	r = recorder_snapshot(ctl->rec, c->passed_fd);
-	close(c->passed_fd);
-	c->passed_fd = -1;
+	/*
+	 * Spooled, and copied out at the reader's pace: a pipe or socket
+	 * from the loop, a regular file by a thread.  Nothing a client
+	 * hands over may hold up the drain.
+	 */
+	r = xfer_start(ctl, c, vc->oneway);
 	if (r < 0) {
-		reply_error(c, VL_ERR_FAILED, "reason", strerror(-r));
-		return;
+		if (c->passed_fd >= 0)
+			close(c->passed_fd);
+		c->passed_fd = -1;
+		reply_error(c, VL_ERR_FAILED, "reason", r == -EBUSY
+			    ? "too many snapshots are still being written into files that take no bytes"
+			    : strerror(-r));
 	}
-	log_info("Snapshot written for uid %u pid %d: %d samples", (unsigned)c->cred.uid, (int)c->cred.pid, r);
-	p = json_object_new_object();
-	J_ADD(p, "samples", json_object_new_int(r));
-	reply(c, p);
 }
 
 static void pause_or_resume(struct client *c, bool pause)
@@ -1234,28 +1288,46 @@ static void method_resume(struct client *c, const struct varlink_call *vc)
 	pause_or_resume(c, false);
 }
 
+/*
+ * Why @hz may not be set live, into @why; false when it may.  The kernel's
+ * limit (kernel.perf_event_max_sample_rate) is where perf_event_open
+ * fails; max-frequency= is lower by default: at 100 kHz on every CPU
+ * a small host spends itself taking and draining samples.
+ */
+static bool frequency_refused(const struct config *cfg, int64_t hz, char *why, size_t len)
+{
+	int kmax = perfrec_evlist__max_sample_rate();
+
+	if (hz <= 0)
+		snprintf(why, len, "%" PRId64 " Hz is not a frequency", hz);
+	else if (cfg->max_freq > 0 && hz > cfg->max_freq && (kmax <= 0 || cfg->max_freq <= kmax))
+		snprintf(why, len, "%" PRId64 " Hz is outside 1 to %d Hz (max-frequency=, the host's guard: "
+			 "more samples on every CPU would take the host; raise max-frequency= and reload to allow it)",
+			 hz, cfg->max_freq);
+	else if (kmax > 0 && hz > kmax)
+		snprintf(why, len, "%" PRId64 " Hz is outside 1 to %d Hz "
+			 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, kmax);
+	else
+		return false;
+	return true;
+}
+
 static void method_set_frequency(struct client *c, const struct varlink_call *vc)
 {
 	int64_t hz = json_object_get_int64(json_object_object_get(vc->params, "frequency"));
-	int max = perfrec_evlist__max_sample_rate();
 	struct json_object *p;
+	char why[300];
 	size_t len;
 	char *m;
 	int r;
 
 	/* Refused as -F is, naming the range: perfrecctl shows the reason. */
-	r = hz <= 0 || (max > 0 && hz > max) ? -ERANGE : perfrec_evlist__set_freq(c->ctl->rec->evlist, (uint64_t)hz, 0);
+	r = frequency_refused(c->ctl->cfg, hz, why, sizeof(why)) ? -ERANGE
+		: perfrec_evlist__set_freq(c->ctl->rec->evlist, (uint64_t)hz, 0);
 	if (r == -ERANGE || r == -EINVAL) {
-		char why[200];
-
 		if (r == -EINVAL)
 			snprintf(why, sizeof(why), "the events sample every N events (period=), not at a frequency; "
 				 "set frequency= in the configuration and reload");
-		else if (max > 0)
-			snprintf(why, sizeof(why), "%" PRId64 " Hz is outside 1 to %d Hz "
-				 "(the kernel's limit, kernel.perf_event_max_sample_rate)", hz, max);
-		else
-			snprintf(why, sizeof(why), "%" PRId64 " Hz is not a frequency", hz);
 		p = json_object_new_object();
 		J_ADD(p, "parameter", json_object_new_string("frequency"));
 		J_ADD(p, "reason", json_object_new_string(why));
@@ -1490,11 +1562,13 @@ void control_sweep(struct control *ctl, uint64_t now)
 				c->dead = true;
 			}
 		}
+		if (!c->dead && c->xfer.fc)
+			file_copy_poll(c);
 		if (!c->dead && xfer_active(c) && now > c->xfer.moved_usec && now - c->xfer.moved_usec > l->stall_usec) {
-			char why[64];
+			char why[96];
 
-			snprintf(why, sizeof(why), "its reader took nothing for %llu s",
-				 (unsigned long long)(l->stall_usec / 1000000));
+			snprintf(why, sizeof(why), c->xfer.fc ? "the file took nothing for %llu s (a hung file system?)"
+				 : "its reader took nothing for %llu s", (unsigned long long)(l->stall_usec / 1000000));
 			xfer_finish(c, -ETIMEDOUT, why);
 		}
 		if (!c->dead && !c->sub && !c->ending && !xfer_active(c) && c->out_len == c->out_off &&

@@ -25,7 +25,8 @@ int ctlsock_activated(void);
 /*
  * Bind and listen on @path (its directory made; a socket nobody answers
  * on replaced; one that answers refused with -EADDRINUSE), mode 0666 and
- * group @gid when @have_gid.  The fd, or -errno (logged).  *@ret_created
+ * group @gid when @have_gid from the moment it exists (no chmod or chown
+ * by path, whatever the umask).  The fd, or -errno (logged).  *@ret_created
  * gets a copy of @path, for removal at exit.
  */
 int ctlsock_create(const char *path, bool have_gid, gid_t gid, char **ret_created);

@@ -348,11 +348,11 @@ int governor_new(const struct config *cfg, struct governor **ret)
 		g->nr_cpus = 1;
 	g->max_overhead = cfg->max_overhead;
 	g->pol.budget = cfg->max_overhead * (double)g->nr_cpus;
-	g->pol.max_freq = cfg->freq;
+	g->pol.max_freq = config_freq(cfg);
 	g->pol.min_freq = GOVERNOR_MIN_FREQ;
-	g->cur = g->lo = g->hi = cfg->freq;
+	g->cur = g->lo = g->hi = config_freq(cfg);
 	/* Enough samples per chunk to see, no more than the kernel allows. */
-	cal_freq = cfg->freq > 1000 ? cfg->freq : 1000;
+	cal_freq = config_freq(cfg) > 1000 ? config_freq(cfg) : 1000;
 	if (perfrec_evlist__max_sample_rate() > 0 && cal_freq > (uint64_t)perfrec_evlist__max_sample_rate())
 		cal_freq = (uint64_t)perfrec_evlist__max_sample_rate();
 	r = calibrate(cfg->callchain, cfg->dwarf ? (uint32_t)cfg->stack_size : 0, cal_freq,
@@ -382,13 +382,25 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 	bool want = cfg->max_overhead > 0 && cfg->freq;
 	int r;
 
+	/* A lower max-frequency= holds at once, for a rate set live too. */
+	if (cfg->max_freq > 0 && live > (uint64_t)cfg->max_freq) {
+		r = perfrec_evlist__set_freq(rec->evlist, (uint64_t)cfg->max_freq, 0);
+		if (r < 0) {
+			log_error("The events stay at %" PRIu64 " Hz, above max-frequency=%d Hz: %s", live,
+				  cfg->max_freq, strerror(-r));
+		} else {
+			log_notice("Sampling at %" PRIu64 " Hz is above max-frequency=%d Hz: lowered to it",
+				   live, cfg->max_freq);
+			live = (uint64_t)cfg->max_freq;
+		}
+	}
 	if (g && !g->off && !want) {
-		if (live && live != cfg->freq) {
-			r = perfrec_evlist__set_freq(rec->evlist, cfg->freq, 0);
+		if (live && live != config_freq(cfg)) {
+			r = perfrec_evlist__set_freq(rec->evlist, config_freq(cfg), 0);
 			if (r < 0)
 				log_error("Overhead governor off, but the events stay at %" PRIu64 " Hz: %s", live, strerror(-r));
 			else
-				log_info("Overhead governor off: %" PRIu64 " -> %" PRIu64 " Hz", live, cfg->freq);
+				log_info("Overhead governor off: %" PRIu64 " -> %" PRIu64 " Hz", live, config_freq(cfg));
 		} else {
 			log_info("Overhead governor off");
 		}
@@ -416,8 +428,8 @@ void governor_reload(struct governor **gp, const struct config *cfg, struct reco
 	g->off = false;
 	g->max_overhead = cfg->max_overhead;
 	g->pol.budget = cfg->max_overhead * (double)g->nr_cpus;
-	g->pol.max_freq = cfg->freq;
-	g->cur = live ? live : cfg->freq;
+	g->pol.max_freq = config_freq(cfg);
+	g->cur = live ? live : config_freq(cfg);
 	g->nr_win = 0;
 	g->settle = true;
 	g->t0_usec = 0;

@@ -11,7 +11,6 @@
  * in a small open-addressing table because a file holds millions of samples
  * but only as many distinct cgroups as the host has.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,84 +19,8 @@
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
 
+#include "cgroup-label.h"
 #include "manifest-cgroup.h"
-
-static bool ends_with(const char *s, size_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len > n && !memcmp(s + len - n, suffix, n);
-}
-
-static bool all_hex(const char *s, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
-/* Container id named by one path component, or false. */
-static bool component_container(const char *c, size_t len, const char **ret_id, size_t *ret_len)
-{
-	/* Runtimes' systemd scopes: <prefix><64 hex>.scope */
-	static const char *const prefixes[] = { "docker-", "libpod-", "crio-", "cri-containerd-", "containerd-" };
-
-	if (ends_with(c, len, ".scope")) {
-		size_t body = len - strlen(".scope");
-
-		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-			size_t pl = strlen(prefixes[i]);
-
-			if (body == pl + 64 && !memcmp(c, prefixes[i], pl) && all_hex(c + pl, 64)) {
-				*ret_id = c + pl;
-				*ret_len = 64;
-				return true;
-			}
-		}
-		return false;
-	}
-	/* cgroupfs drivers (docker, kubelet): the bare id as a directory name. */
-	if (len == 64 && all_hex(c, 64)) {
-		*ret_id = c;
-		*ret_len = 64;
-		return true;
-	}
-	return false;
-}
-
-static void copy_name(char dst[CGROUP_NAME_MAX], const char *src, size_t len)
-{
-	if (len >= CGROUP_NAME_MAX)
-		len = CGROUP_NAME_MAX - 1;
-	memcpy(dst, src, len);
-	dst[len] = '\0';
-}
-
-void cgroup_classify(const char *path, char unit[CGROUP_NAME_MAX], char container[CGROUP_NAME_MAX])
-{
-	const char *p = path ? path : "";
-
-	unit[0] = container[0] = '\0';
-	/* Walk every component; the innermost match of each kind wins. */
-	while (*p) {
-		const char *c, *id;
-		size_t len, idlen;
-
-		while (*p == '/')
-			p++;
-		c = p;
-		while (*p && *p != '/')
-			p++;
-		len = (size_t)(p - c);
-		if (!len)
-			continue;
-		if (ends_with(c, len, ".service") || ends_with(c, len, ".scope"))
-			copy_name(unit, c, len);
-		if (component_container(c, len, &id, &idlen))
-			copy_name(container, id, idlen);
-	}
-}
 
 struct slot {
 	uint64_t id;
@@ -252,10 +175,16 @@ static int by_samples(const void *pa, const void *pb)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
+static void add_label(json_object *o, const char *key, const char *v)
+{
+	if (v[0])
+		json_object_object_add(o, key, json_object_new_string(v));
+}
+
 static json_object *entry(const struct slot *s)
 {
-	char unit[CGROUP_NAME_MAX], container[CGROUP_NAME_MAX];
 	json_object *o = json_object_new_object();
+	struct cgroup_label l;
 
 	if (!o)
 		return NULL;
@@ -263,11 +192,13 @@ static json_object *entry(const struct slot *s)
 	if (s->path)
 		json_object_object_add(o, "path", json_object_new_string(s->path));
 	json_object_object_add(o, "samples", json_object_new_uint64(s->samples));
-	cgroup_classify(s->path, unit, container);
-	if (unit[0])
-		json_object_object_add(o, "unit", json_object_new_string(unit));
-	if (container[0])
-		json_object_object_add(o, "container", json_object_new_string(container));
+	cgroup_label_parse(s->path, &l);
+	add_label(o, "runtime", l.runtime);
+	add_label(o, "container", l.container);
+	add_label(o, "pod", l.pod);
+	add_label(o, "qos", l.qos);
+	add_label(o, "unit", l.unit);
+	add_label(o, "slice", l.slice);
 	return o;
 }
 

@@ -160,9 +160,12 @@ static json_object *labels_json(const struct config *c)
 
 /*
  * @text and a newline into "<path>.json", atomically: "<path>.json.tmp",
- * fsync, rename, fsync of the directory.  0 or -errno.
+ * fsync, rename, fsync of the directory.  It gets the mode, owner and group
+ * of the data file at @like (0640 as the data, not 0644: a manifest names
+ * the host, its cgroups and its labels); made new, never through a link.
+ * 0 or -errno.
  */
-static int write_json_file(const char *path, const char *text)
+static int write_json_file(const char *path, const char *like, const char *text)
 {
 	char *tmp = NULL, *dst = NULL;
 	int r, fd = -1;
@@ -177,12 +180,19 @@ static int write_json_file(const char *path, const char *text)
 		r = -ENOMEM;
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* One left by a crash is ours (the directory is the daemon's): made anew. */
+	if (unlink(tmp) < 0 && errno != ENOENT) {
+		r = -errno;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		r = -errno;
 		goto out;
 	}
-	r = write_all(fd, text, strlen(text));
+	r = copy_access(fd, like);
+	if (r == 0)
+		r = write_all(fd, text, strlen(text));
 	if (r == 0)
 		r = write_all(fd, "\n", 1);
 	if (r == 0 && fsync(fd) < 0)
@@ -264,7 +274,7 @@ int manifest_write(const struct manifest_info *mi)
 	json_object_object_add(root, "cgroups", cgroups);
 	json_object_object_add(root, "labels", labels_json(c));
 
-	r = write_json_file(mi->path,
+	r = write_json_file(mi->path, mi->data_path ? mi->data_path : mi->path,
 			    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 								 JSON_C_TO_STRING_NOSLASHESCAPE));
 out:

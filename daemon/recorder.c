@@ -230,7 +230,12 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 			"Frequency %" PRIu64 " Hz is above the kernel's limit of %d Hz (kernel.perf_event_max_sample_rate)",
 			cfg->freq, max_rate);
 
-	eo.freq = cfg->freq;
+	/* As perf record caps -F at the kernel's limit: warn, and record at the guard's rate. */
+	if (config_freq(cfg) != cfg->freq)
+		log_warning("frequency=%" PRIu64 " Hz is above max-frequency=%d Hz: sampling at %d Hz "
+			    "(so many samples on every CPU would take the host; raise max-frequency= to allow it)",
+			    cfg->freq, cfg->max_freq, cfg->max_freq);
+	eo.freq = config_freq(cfg);
 	eo.period = cfg->period;
 	eo.callchain = cfg->callchain;
 	eo.stack_user = cfg->callchain && cfg->dwarf ? (uint32_t)cfg->stack_size : 0;

@@ -549,7 +549,7 @@ static int spool_open(const struct recorder *rec)
 	return fd < 0 ? -errno : fd;
 }
 
-int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
+int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd)
 {
 	int fd, r;
 
@@ -559,7 +559,7 @@ int recorder_snapshot_spool(struct recorder *rec, int *ret_fd)
 	fd = spool_open(rec);
 	if (fd < 0)
 		return fd;
-	r = snapshot_into(rec, fd, true);
+	r = snapshot_into(rec, fd, pipe_mode);
 	if (r < 0) {
 		close(fd);
 		return r;

@@ -62,13 +62,15 @@ bool snapshot_has_history(const struct recorder *rec);
 int recorder_snapshot(struct recorder *rec, int fd);
 
 /*
- * The same snapshot in pipe mode, for a reader that may be slow or gone (a
- * pipe, a socket): written whole into a spool, an unlinked temporary file
- * the caller copies out at the reader's pace, so no reader can hold up the
- * recorder.  Returns the number of samples and *ret_fd (the spool, owned by
- * the caller, its size the snapshot's) or -errno.
+ * The same snapshot, for a reader that may be slow or gone (a pipe, a
+ * socket, a file on a hung file system): written whole into a spool, an
+ * unlinked temporary file the caller copies out at the reader's pace, so
+ * no reader can hold up the recorder; in pipe mode with @pipe_mode, else
+ * as a whole file to copy from offset 0.  Returns the number of samples
+ * and *ret_fd (the spool, owned by the caller, its size the snapshot's)
+ * or -errno.
  */
-int recorder_snapshot_spool(struct recorder *rec, int *ret_fd);
+int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd);
 
 /*
  * A snapshot published into the output directory like any other file

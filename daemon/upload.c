@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "bidcache.h"
 #include "log.h"
 #include "s3.h"
@@ -84,16 +85,18 @@ static int put_file(struct uploader *u, const char *path, const char *key, const
 static int touch_marker(const char *path)
 {
 	char *m = NULL;
-	int fd;
+	int fd, r;
 
 	if (asprintf(&m, "%s.uploaded", path) < 0)
 		return -ENOMEM;
-	fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	/* As readable as the data file, no more (0640, not 0644); never through a link. */
+	fd = open(m, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	free(m);
 	if (fd < 0)
 		return -errno;
+	r = copy_access(fd, path);
 	close(fd);
-	return 0;
+	return r;
 }
 
 /* Ship one published file and its manifest; 0, -ENOENT (file gone) or -EIO. */

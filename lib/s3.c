@@ -50,6 +50,16 @@ static struct {
 #define ERROR_BODY_MAX 4096
 /* A page of ListObjectsV2 is 1000 keys: well under this. */
 #define LIST_PAGE_MAX (16u << 20)
+/*
+ * A listing follows continuation tokens only this far (S3 pages hold 1000
+ * keys: ten million keys), never to a token it was given before, and only
+ * while it advances: keys come in lexical order, so each page must bring
+ * keys past the last one listed (or be one of a few empty pages).  A
+ * server that hands out the same page again would otherwise be asked
+ * forever.
+ */
+#define LIST_PAGES_MAX 10000u
+#define LIST_EMPTY_PAGES_MAX 100u
 
 struct s3_client {
 	char *url, *region, *key_id, *secret;
@@ -450,14 +460,20 @@ out:
 	return r;
 }
 
-int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size)
+int s3_fd_sha256(int fd, char ret_sha256[65], uint64_t *ret_size)
 {
 	char md5[32];
+
+	return hash_file(fd, md5, ret_sha256, ret_size);
+}
+
+int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
-	r = hash_file(fd, md5, ret_sha256, ret_size);
+	r = s3_fd_sha256(fd, ret_sha256, ret_size);
 	close(fd);
 	return r;
 }
@@ -514,40 +530,38 @@ static struct curl_slist *get_headers(void)
 	return lc.slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
 }
 
-int s3_get_file(struct s3_client *c, const char *key, const char *dest, uint64_t *ret_size,
-		char ret_sha256[65])
+int s3_get_fd(struct s3_client *c, const char *key, int fd, uint64_t *ret_size, char ret_sha256[65])
 {
 	struct body b = { .max = ERROR_BODY_MAX };
 	struct curl_slist *hl = NULL;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int ml = 0;
 	char *url = object_url(c, key, NULL);
-	int r = -ENOMEM, fd;
+	int r = -ENOMEM, dfd = -1;
 
 	c->error[0] = 0;
 	b.curl = c->curl;
 	b.sha = EVP_MD_CTX_new();
 	if (!url || !b.sha || !EVP_DigestInit_ex(b.sha, EVP_sha256(), NULL))
 		goto out;
-	fd = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || !(b.file = fdopen(fd, "w"))) {
+	/* A stream of our own over a copy of @fd: the caller's stays open. */
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dfd < 0 || !(b.file = fdopen(dfd, "w"))) {
 		r = -errno;
-		if (fd >= 0)
-			close(fd);
-		snprintf(c->error, sizeof(c->error), "Cannot create %s: %s", dest, strerror(-r));
+		if (dfd >= 0)
+			close(dfd);
+		snprintf(c->error, sizeof(c->error), "Cannot write the download of %s: %s", key, strerror(-r));
 		goto out;
 	}
 	hl = get_headers();
 	r = perform(c, "GET", url, NULL, 0, hl, &b);
 	if (fclose(b.file) != 0 && r == 0) {
 		r = -errno;
-		snprintf(c->error, sizeof(c->error), "Cannot write %s: %s", dest, strerror(-r));
+		snprintf(c->error, sizeof(c->error), "Cannot write the download of %s: %s", key, strerror(-r));
 	}
 	b.file = NULL;
-	if (r < 0) {
-		unlink(dest);
+	if (r < 0)
 		goto out;
-	}
 	EVP_DigestFinal_ex(b.sha, md, &ml);
 	if (ret_sha256)
 		for (unsigned int i = 0; i < ml; i++)
@@ -655,52 +669,115 @@ void s3_objects_free(struct s3_object *v, size_t n)
 	free(v);
 }
 
+/* Has the listing been given @token before?  (@tokens: the ones followed.) */
+static bool token_seen(char *const *tokens, size_t n, const char *token)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(tokens[i], token))
+			return true;
+	return false;
+}
+
+/* The query of one page: parameters in SigV4's sorted order, values encoded. */
+static char *list_url(const struct s3_client *c, const char *prefix, const char *token)
+{
+	char *query = NULL, *url = NULL;
+	size_t qlen = 0;
+	FILE *f = open_memstream(&query, &qlen);
+
+	if (!f)
+		return NULL;
+	if (token) {
+		fputs("continuation-token=", f);
+		encode(f, token, false);
+		fputc('&', f);
+	}
+	fputs("list-type=2&prefix=", f);
+	encode(f, prefix ? prefix : "", false);
+	if (fclose(f) != 0 || asprintf(&url, "%s/?%s", c->url, query) < 0)
+		url = NULL;
+	free(query);
+	return url;
+}
+
+/*
+ * Did the page that appended @objs[@from..@nr) advance past *@last (the
+ * greatest key listed before, NULL at first)?  Moves *@last along; an
+ * empty page counts in *@empty.
+ */
+static bool list_advanced(const struct s3_object *objs, size_t from, size_t nr, const char **last,
+			  unsigned *empty)
+{
+	bool moved = false;
+
+	if (from == nr)
+		return ++*empty <= LIST_EMPTY_PAGES_MAX;
+	*empty = 0;
+	for (size_t i = from; i < nr; i++)
+		if (!*last || strcmp(objs[i].key, *last) > 0) {
+			*last = objs[i].key;
+			moved = true;
+		}
+	return moved;
+}
+
 int s3_list(struct s3_client *c, const char *prefix, struct s3_object **ret, size_t *ret_n)
 {
 	struct s3_object *objs = NULL;
-	char *token = NULL;
-	size_t nr = 0;
+	char **tokens = NULL, *token = NULL;
+	size_t nr = 0, pages = 0;
+	const char *last = NULL;
+	unsigned empty = 0;
 	int r;
 
 	c->error[0] = 0;
 	for (;;) {
-		char *query = NULL, *url = NULL, *xml = NULL;
-		size_t qlen = 0;
+		char *url = list_url(c, prefix, pages ? tokens[pages - 1] : NULL), *xml = NULL, **nt;
 		bool truncated = false;
-		FILE *f = open_memstream(&query, &qlen);
+		size_t before = nr;
 
-		if (!f) {
+		if (!url) {
 			r = -ENOMEM;
 			break;
 		}
-		/* Parameters in SigV4's sorted order, values encoded. */
-		if (token) {
-			fputs("continuation-token=", f);
-			encode(f, token, false);
-			fputc('&', f);
-		}
-		fputs("list-type=2&prefix=", f);
-		encode(f, prefix ? prefix : "", false);
-		if (fclose(f) != 0 || asprintf(&url, "%s/?%s", c->url, query) < 0) {
-			free(query);
-			r = -ENOMEM;
-			break;
-		}
-		free(query);
 		r = get_to_mem(c, "List", url, LIST_PAGE_MAX, &xml, NULL);
 		if (r == 0) {
-			free(token);
-			token = NULL;
 			r = s3_parse_list(xml, &objs, &nr, &truncated, &token);
 			if (r == -EBADMSG)
 				snprintf(c->error, sizeof(c->error), "List %s: the answer is not a ListObjectsV2 result", url);
 		}
 		free(xml);
+		if (r == 0 && truncated && token_seen(tokens, pages, token)) {
+			snprintf(c->error, sizeof(c->error),
+				 "List %s: the server gave a continuation token again (page %zu, after %zu keys): "
+				 "the listing does not advance; stopped", url, pages + 1, nr);
+			r = -EPROTO;
+		} else if (r == 0 && truncated && !list_advanced(objs, before, nr, &last, &empty)) {
+			snprintf(c->error, sizeof(c->error),
+				 "List %s: page %zu brings no key past those already listed: the listing does not "
+				 "advance; stopped", url, pages + 1);
+			r = -EPROTO;
+		} else if (r == 0 && truncated && pages + 1 >= LIST_PAGES_MAX) {
+			snprintf(c->error, sizeof(c->error), "List %s: more than %u pages (%zu keys); stopped", url,
+				 LIST_PAGES_MAX, nr);
+			r = -E2BIG;
+		}
 		free(url);
 		if (r < 0 || !truncated)
 			break;
+		nt = realloc(tokens, (pages + 1) * sizeof(*tokens));
+		if (!nt) {
+			r = -ENOMEM;
+			break;
+		}
+		tokens = nt;
+		tokens[pages++] = token;
+		token = NULL;
 	}
 	free(token);
+	for (size_t i = 0; i < pages; i++)
+		free(tokens[i]);
+	free(tokens);
 	if (r < 0) {
 		s3_objects_free(objs, nr);
 		return r;

@@ -57,13 +57,15 @@ int s3_put_file(struct s3_client *c, const char *path, const char *key, const ch
 		uint64_t *ret_size);
 /* The hex SHA-256 and size of the file at @path (what PUT declares). 0 or -errno. */
 int s3_file_sha256(const char *path, char ret_sha256[65], uint64_t *ret_size);
+/* The same of the file open at @fd, read from its current offset. */
+int s3_fd_sha256(int fd, char ret_sha256[65], uint64_t *ret_size);
 /*
- * GET @key into the new file @dest (replaced if present; removed again on
- * failure).  On success *ret_size and the hex SHA-256 of what was written
- * (either may be NULL).  Errors as s3_put_file().
+ * GET @key, written to @fd (a new file the caller made, and removes on
+ * failure: see output_file_open()); @fd stays open.  On success *ret_size
+ * and the hex SHA-256 of what was written (either may be NULL).  Errors as
+ * s3_put_file().
  */
-int s3_get_file(struct s3_client *c, const char *key, const char *dest, uint64_t *ret_size,
-		char ret_sha256[65]);
+int s3_get_fd(struct s3_client *c, const char *key, int fd, uint64_t *ret_size, char ret_sha256[65]);
 /* GET @key into memory (NUL-terminated, at most @max bytes else -EFBIG);
  * *ret is the caller's to free. */
 int s3_get_mem(struct s3_client *c, const char *key, size_t max, char **ret, size_t *ret_len);

@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "bucket.h"
+#include "fsutil.h"
 #include "s3.h"
 
 /* A manifest is a few KiB; anything near this is not one. */
@@ -37,6 +39,40 @@ void bucket_object_exit(struct bucket_object *o)
 	free(o->path);
 	free(o->manifest);
 	memset(o, 0, sizeof(*o));
+}
+
+bool bucket_file_name_ok(const char *name)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+@:=,~";
+	size_t n = name ? strlen(name) : 0;
+
+	return n > 5 && n <= BUCKET_NAME_MAX && strspn(name, ok) == n && name[0] != '-' && name[0] != '.' &&
+	       strcmp(name + n - 5, ".data") == 0;
+}
+
+const char *bucket_esc(const char *s)
+{
+	static char bufs[8][256 * 4 + 8];
+	static unsigned next;
+	char *b = bufs[next++ % 8], *p = b;
+	size_t i;
+
+	for (i = 0; s && s[i] && i < 256; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\\')
+			p += sprintf(p, "\\\\");
+		else if (c == '\n')
+			p += sprintf(p, "\\n");
+		else if (c == '\t')
+			p += sprintf(p, "\\t");
+		else if (c < 0x20 || c > 0x7e)
+			p += sprintf(p, "\\x%02x", c);
+		else
+			*p++ = (char)c;
+	}
+	strcpy(p, s && s[i] ? "..." : "");
+	return b;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -85,17 +121,29 @@ int bucket_manifest_parse(const char *json, const char *manifest_key, struct buc
 		goto out;
 	memcpy(o.sha256, sha, 65);
 	o.size = get_u64(root, "size");
+	if (o.size > BUCKET_SIZE_MAX) {
+		r = -ERANGE;
+		goto out;
+	}
+	/* The host names gaps and lines of bucket-ls; a key template may hold it. */
+	for (const char *h = host; *h; h++)
+		if ((unsigned char)*h < 0x20 || *h == 0x7f || *h == '/')
+			goto out;
 	o.samples = get_u64(root, "samples");
 	o.lost = get_u64(root, "lost");
 	r = -ENOMEM;
 	o.key = strndup(manifest_key, klen - 5);
 	o.host = strdup(host);
-	if (file && *file && !strchr(file, '/')) {
+	if (file) {
 		o.file = strdup(file);
 	} else {
 		const char *slash = strrchr(o.key ? o.key : "", '/');
 
-		o.file = strdup(slash ? slash + 1 : manifest_key);
+		o.file = strdup(slash ? slash + 1 : o.key ? o.key : "");
+	}
+	if (o.file && !bucket_file_name_ok(o.file)) {
+		r = -EINVAL;
+		goto out;
 	}
 	if (!json_object_object_get_ex(root, "labels", &labels) || !json_object_is_type(labels, json_type_object))
 		labels = NULL;
@@ -421,7 +469,7 @@ static int read_one(const struct bucket_opts *o, struct s3_client *c, const char
 
 	r = s3_get_mem(c, key, MANIFEST_MAX, &json, NULL);
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", key, s3_client_error(c));
+		fprintf(stderr, "perfrecctl: skipping manifest %s: %s\n", bucket_esc(key), bucket_esc(s3_client_error(c)));
 		return r == -ENOMEM ? r : 0;
 	}
 	r = bucket_manifest_parse(json, key, &obj);
@@ -430,9 +478,18 @@ static int read_one(const struct bucket_opts *o, struct s3_client *c, const char
 		json = NULL;
 	}
 	free(json);
+	if (r == -EINVAL || r == -ERANGE) {
+		/* Made by someone, not by perfrecd: refused, and counted so the command fails. */
+		fprintf(stderr, "perfrecctl: refusing %s: %s\n", bucket_esc(key),
+			r == -EINVAL ? "its file is not a name perfrecd gives (a plain NAME.data of letters, digits and ._-+@:=,~)"
+				     : "its size is beyond any recorded file's");
+		res->nr_bad++;
+		return 0;
+	}
 	if (r < 0) {
 		if (r != -ENOMEM)
-			fprintf(stderr, "perfrecctl: skipping %s: not a perfrecd manifest with host, start, end and sha256\n", key);
+			fprintf(stderr, "perfrecctl: skipping %s: not a perfrecd manifest with host, start, end and sha256\n",
+				bucket_esc(key));
 		return r == -ENOMEM ? r : 0;
 	}
 	h = host_seen_get(hs, obj.host);
@@ -478,12 +535,13 @@ static int read_manifests(const struct bucket_opts *o, struct s3_client *c, cons
 	int r;
 
 	if (!prefix) {
-		fprintf(stderr, "perfrecctl: bad key template '%s': known are {host} {date} {file} {prefix}\n", tmpl);
+		fprintf(stderr, "perfrecctl: bad key template '%s': known are {host} {date} {file} {prefix}\n",
+			bucket_esc(tmpl));
 		return errno == ENOMEM ? -ENOMEM : -EINVAL;
 	}
 	r = s3_list(c, prefix, &keys, &nkeys);
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl: cannot list the bucket: %s\n", s3_client_error(c));
+		fprintf(stderr, "perfrecctl: cannot list the bucket: %s\n", bucket_esc(s3_client_error(c)));
 		goto out;
 	}
 	/* Sorted for the lookups of data keys; servers list in this order anyway. */
@@ -558,102 +616,113 @@ int bucket_list(const struct bucket_opts *o, struct bucket_result *ret)
 	return 0;
 }
 
-/* A local copy already checked: reuse it instead of downloading again. */
+/*
+ * A local copy already checked: reuse it instead of downloading again.  Only
+ * a regular file of ours, opened without following a link: whatever else
+ * is at the name is replaced by the download.
+ */
 static bool have_copy(const char *path, const char *sha)
 {
 	char hex[65] = "";
+	struct stat st;
 	uint64_t size;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool same;
 
-	return access(path, F_OK) == 0 && s3_file_sha256(path, hex, &size) == 0 &&
-	       strcmp(hex, sha) == 0;
+	if (fd < 0)
+		return false;
+	same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       s3_fd_sha256(fd, hex, &size) == 0 && strcmp(hex, sha) == 0;
+	close(fd);
+	return same;
 }
 
 /*
  * The manifest beside its file, as in the host's output directory, so the
  * fetched directory reads like the original (perfrecctl ls, a person).
- * Written whole and renamed; a copy already there is replaced.
+ * Written whole, new, 0600, and renamed over a copy already there.
  */
 static int write_manifest(const struct bucket_object *obj, const char *dest)
 {
-	char *path = NULL, *part = NULL;
-	size_t len = obj->manifest ? strlen(obj->manifest) : 0;
-	int fd = -1, r = -ENOMEM;
+	struct output_file of;
+	char *path = NULL;
+	int r;
 
 	if (!obj->manifest)
 		return 0;
-	if (asprintf(&path, "%s.json", dest) < 0 || asprintf(&part, "%s.json.part", dest) < 0)
-		goto out;
-	errno = 0;
-	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, obj->manifest, len) != (ssize_t)len || close(fd) < 0 || rename(part, path) < 0) {
-		r = errno ? -errno : -EIO;
-		if (fd >= 0)
-			unlink(part);
-		fprintf(stderr, "perfrecctl: cannot write %s: %s\n", path, strerror(-r));
-		goto out;
+	if (asprintf(&path, "%s.json", dest) < 0)
+		return -ENOMEM;
+	r = output_file_open(&of, path, OUTPUT_REPLACE, 0600);
+	if (r == 0) {
+		r = write_all(of.fd, obj->manifest, strlen(obj->manifest));
+		if (close(of.fd) < 0 && r == 0)
+			r = -errno;
+		if (r < 0)
+			output_file_discard(&of);
+		else
+			r = output_file_publish(&of);
 	}
-	r = 0;
-out:
+	if (r < 0)
+		fprintf(stderr, "perfrecctl: cannot write %s: %s\n", path, strerror(-r));
 	free(path);
-	free(part);
 	return r;
 }
 
 /*
- * Download one object to "<dir>/<file>.part", check it, then rename it to
- * "<dir>/<file>": a copy that fails its check never carries the name a
- * reader would open.  0, or -EBADMSG (hash), -errno; named on stderr.
+ * Download one object to a new file beside "<dir>/<file>" (O_EXCL,
+ * O_NOFOLLOW, 0600: nothing planted in @dir is followed or reused), check
+ * it, then rename it to "<dir>/<file>": a copy that fails its check never
+ * carries the name a reader would open.  0, or -EBADMSG (hash), -errno;
+ * named on stderr.
  */
 static int fetch_one(const struct bucket_opts *o, struct s3_client *c, struct bucket_object *obj,
 		     const char *dir)
 {
-	char *dest = NULL, *part = NULL, got[65] = "";
-	int r = -ENOMEM;
+	struct output_file of;
+	char *dest = NULL, got[65] = "";
+	int r;
 
-	if (!strcmp(obj->file, ".") || !strcmp(obj->file, "..")) {
-		fprintf(stderr, "perfrecctl: %s/%s: its manifest names no usable file ('%s'); not used\n",
-			o->url, obj->key, obj->file);
+	/* bucket_manifest_parse() checked it; a name is never taken from elsewhere. */
+	if (!bucket_file_name_ok(obj->file))
 		return -EBADMSG;
-	}
-	if (asprintf(&dest, "%s/%s", dir, obj->file) < 0) {
-		dest = NULL;
-		goto out;
-	}
+	if (asprintf(&dest, "%s/%s", dir, obj->file) < 0)
+		return -ENOMEM;
 	if (have_copy(dest, obj->sha256)) {
 		obj->path = dest;
 		/* The data is what matters; a manifest not written was named. */
 		write_manifest(obj, dest);
 		return 0;
 	}
-	if (asprintf(&part, "%s.part", dest) < 0) {
-		part = NULL;
+	r = output_file_open(&of, dest, OUTPUT_REPLACE, 0600);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: cannot create a file beside %s: %s\n", dest, strerror(-r));
 		goto out;
 	}
-	r = s3_get_file(c, obj->key, part, NULL, got);
+	r = s3_get_fd(c, obj->key, of.fd, NULL, got);
+	if (close(of.fd) < 0 && r == 0)
+		r = -errno;
 	if (r < 0) {
-		fprintf(stderr, "perfrecctl: %s; not used\n", s3_client_error(c));
+		fprintf(stderr, "perfrecctl: %s; not used\n", bucket_esc(s3_client_error(c)));
+		output_file_discard(&of);
 		goto out;
 	}
 	if (strcmp(got, obj->sha256) != 0) {
 		fprintf(stderr, "perfrecctl: %s/%s: SHA-256 mismatch: its manifest says %s, the object has %s; not used\n",
-			o->url, obj->key, obj->sha256, got);
-		unlink(part);
+			o->url, bucket_esc(obj->key), obj->sha256, got);
+		output_file_discard(&of);
 		r = -EBADMSG;
 		goto out;
 	}
-	if (rename(part, dest) < 0) {
-		r = -errno;
-		fprintf(stderr, "perfrecctl: cannot rename %s to %s: %s\n", part, dest, strerror(-r));
-		unlink(part);
+	r = output_file_publish(&of);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: cannot put %s in place: %s\n", dest, strerror(-r));
 		goto out;
 	}
 	obj->path = dest;
 	dest = NULL;
 	write_manifest(obj, obj->path);
-	r = 0;
 out:
 	free(dest);
-	free(part);
 	return r;
 }
 
@@ -679,6 +748,8 @@ int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, 
 		r = -ENOMEM;
 		goto out;
 	}
+	/* Manifests refused while reading (forged names, sizes) count as rejected. */
+	res.nr_bad = all.nr_bad;
 	for (size_t i = 0; i < all.nr; i++) {
 		struct bucket_object *obj = &all.objs[i];
 

@@ -31,6 +31,18 @@
  */
 #define BUCKET_SLACK_NS (300ULL * 1000000000ULL)
 
+/*
+ * A manifest's size above this is not a perfrecd file's (a rotation bounds
+ * them far lower): the manifest is refused, not shown.
+ */
+#define BUCKET_SIZE_MAX (1ULL << 40)
+
+/*
+ * The longest file name fetch takes from a manifest: with ".json" and a
+ * temporary suffix it must still fit NAME_MAX.
+ */
+#define BUCKET_NAME_MAX 200
+
 struct bucket_opts {
 	size_t sz;
 	const char *url;           /* the bucket, as upload-url= */
@@ -104,10 +116,27 @@ void bucket_result_exit(struct bucket_result *r);
 /*
  * Parse a manifest (@json, NUL-terminated) stored as @manifest_key into
  * *ret.  0, or -EBADMSG when it lacks host, start, end or a 64-digit
- * sha256, -ENOMEM.
+ * sha256 (or the host holds control characters or '/'), -EINVAL when the
+ * file it names (or, without one, the key's last part) is not a name
+ * perfrecd gives (bucket_file_name_ok()), -ERANGE when its size is over
+ * BUCKET_SIZE_MAX, -ENOMEM.
  */
 int bucket_manifest_parse(const char *json, const char *manifest_key, struct bucket_object *ret);
 void bucket_object_exit(struct bucket_object *o);
+/*
+ * Is @name one fetch may create: a plain base name of a perfrecd data file
+ * ("NAME.data"), of letters, digits and "._-+@:=,~" only, not starting with
+ * '-' or '.', at most BUCKET_NAME_MAX bytes?  The bucket is someone else's
+ * input: a newline would forge lines of fetch's list of paths, "-rf" an
+ * option of the command it is given to.
+ */
+bool bucket_file_name_ok(const char *name);
+/*
+ * @s fit for a terminal and a line-based reader: control characters,
+ * '\\' and bytes over 0x7e as C escapes (\n, \x1b), cut at 256 bytes with
+ * "...".  A static buffer, one of 8 used in turn: good for one message.
+ */
+const char *bucket_esc(const char *s);
 /* Does @obj belong to @host (NULL: any) and carry every one of @labels? */
 bool bucket_object_matches(const struct bucket_object *obj, const char *host,
 			   const char *const *labels);

@@ -7,6 +7,7 @@
  * failed the request, 2 usage, 3 no daemon at the socket, 4 permission
  * denied.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +28,7 @@
 #include <linux/perf_event.h>
 #include <perfrec/format.h>
 
+#include "cgroup-summary.h"
 #include "fsutil.h"
 #include "perfrecctl.h"
 #include "window.h"
@@ -291,6 +293,62 @@ static int no_args(int argc, char **argv)
 	return 0;
 }
 
+/* The newest published manifest ("*.data.json") in @dir, or NULL. */
+static char *newest_manifest(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct timespec best = { 0 };
+	char *ret = NULL;
+
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		struct stat st;
+
+		if (n < 10 || strcmp(de->d_name + n - 10, ".data.json") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (ret && (st.st_mtim.tv_sec < best.tv_sec ||
+			    (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec <= best.tv_nsec)))
+			continue;
+		free(ret);
+		if (asprintf(&ret, "%s/%s", dir, de->d_name) < 0)
+			ret = NULL;
+		best = st.st_mtim;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * The busiest containers and units of the last published file, from its
+ * manifest beside the file being written: the daemon counts cgroups per
+ * file, not live.  Nothing when the directory cannot be read (status is
+ * open to users who cannot read the recordings).
+ */
+static void print_busiest(const char *current_file)
+{
+	struct cgroup_summary *s = NULL;
+	char *dir, *slash, *m = NULL, *heading;
+
+	if (!current_file || !(dir = strdup(current_file)))
+		return;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	m = newest_manifest(slash ? (*dir ? dir : "/") : ".");
+	if (m && cgroup_summary_new(&s) == 0 && cgroup_summary_add_manifest(s, m) == 0 &&
+	    asprintf(&heading, "in %s, the last published file:", strrchr(m, '/') + 1) >= 0) {
+		cgroup_summary_print(s, stdout, heading, "  ", 5);
+		free(heading);
+	}
+	cgroup_summary_free(s);
+	free(m);
+	free(dir);
+}
+
 static void print_status(struct json_object *p)
 {
 	struct json_object *a;
@@ -312,6 +370,9 @@ static void print_status(struct json_object *p)
 			else
 				printf("event %s every %" PRId64 "\n", gets_(e, "name"), geti(e, "period"));
 		}
+	if (geti(p, "frequency_capped_from"))
+		printf("frequency=%" PRId64 " Hz capped at max-frequency=%" PRId64 " Hz\n",
+		       geti(p, "frequency_capped_from"), geti(p, "max_frequency"));
 	if (json_object_object_get_ex(p, "cpus", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
 			struct json_object *c = json_object_array_get_idx(a, i);
@@ -323,6 +384,7 @@ static void print_status(struct json_object *p)
 	       gets_(p, "current_file") ? gets_(p, "current_file") : "(none)");
 	printf("own CPU time %.2f s, RSS %.1f MiB, %" PRId64 " subscriber(s)\n", getd(p, "cpu_time_sec"),
 	       (double)geti(p, "rss_bytes") / (1 << 20), geti(p, "subscribers"));
+	print_busiest(gets_(p, "current_file"));
 }
 
 /* ping, status, rotate, pause, resume: no arguments. */
@@ -383,37 +445,12 @@ int cmd_ctl_set_freq(int argc, char **argv)
 	return r;
 }
 
-/*
- * A new file beside @path for an overwrite: the snapshot replaces the old
- * file by rename() only once it is complete, so a failed one leaves it.
- */
-static int open_beside(const char *path, char **ret_tmp)
-{
-	for (int i = 0; i < 100; i++) {
-		char *tmp;
-		int fd;
-
-		if (asprintf(&tmp, "%s.%d-%d.tmp", path, (int)getpid(), i) < 0)
-			return -ENOMEM;
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			*ret_tmp = tmp;
-			return fd;
-		}
-		free(tmp);
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
 int cmd_ctl_snapshot(int argc, char **argv)
 {
+	struct output_file of = { .fd = -1, .dirfd = -1 };
 	struct json_object *p = NULL;
 	const char *target = NULL;
-	char *tmp = NULL;
-	bool created = true, force = false, to_stdout;
-	struct stat st;
+	bool force = false, to_stdout;
 	int fd, r;
 
 	perfrecctl_global_opts(&argc, &argv);
@@ -437,55 +474,47 @@ int cmd_ctl_snapshot(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		fd = STDOUT_FILENO;
-		created = false;
 		/* stdout carries the data: what we say goes to stderr. */
 		msg_out = stderr;
 	} else {
 		/*
 		 * Opened by us, with our permissions: the daemon writes only where
-		 * we may.  Write-only: opened for reading too, a pipe would keep a
-		 * reader (the daemon itself, holding our fd) after its real reader
-		 * has gone.  Only a file we created is removed when the snapshot
-		 * fails: the target may be a FIFO, a device or /dev/stdout.
+		 * we may.  A file is made new beside the target, 0600 as perf's
+		 * perf.data, never through a link planted at the name, and renamed
+		 * over it once the snapshot is whole: a failed one leaves what was
+		 * there.  An existing FIFO or device of ours (/dev/stdout) is
+		 * written as it is, write-only: opened for reading too, a pipe
+		 * would keep a reader (the daemon itself, holding our fd) after
+		 * its real reader has gone.
 		 */
-		fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno == EEXIST) {
-			created = false;
-			if (stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
-				/* An existing file is perf data someone kept, as perf's -o is not. */
-				if (!force) {
-					fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n",
-						target);
-					return EXIT_BAD;
-				}
-				fd = open_beside(target, &tmp);
-				if (fd < 0)
-					errno = -fd;
-			} else {
-				fd = open(target, O_WRONLY | O_CLOEXEC);
-			}
-		}
-		if (fd < 0) {
-			fprintf(stderr, "perfrecctl: cannot open %s: %m\n", tmp ? tmp : target);
-			free(tmp);
+		r = output_file_open(&of, target, OUTPUT_STREAM | (force ? OUTPUT_REPLACE : 0), 0600);
+		if (r == -EEXIST) {
+			/* An existing file is perf data someone kept, as perf's -o is not. */
+			fprintf(stderr, "perfrecctl: snapshot: %s exists; not overwritten without --force\n", target);
 			return EXIT_BAD;
 		}
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl: cannot open %s: %s\n", target, strerror(-r));
+			return EXIT_BAD;
+		}
+		fd = of.fd;
 	}
 	r = do_call("io.perfrec.Snapshot", NULL, fd, &p);
 	if (!to_stdout)
 		close(fd);
-	if (r == 0 && tmp && rename(tmp, target) < 0) {
-		fprintf(stderr, "perfrecctl: cannot replace %s: %m\n", target);
-		r = EXIT_BAD;
+	if (r == 0 && !to_stdout) {
+		r = output_file_publish(&of);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl: cannot put the snapshot at %s: %s\n", target,
+				r == -EEXIST ? "a file appeared there meanwhile; not overwritten without --force"
+					     : strerror(-r));
+			r = EXIT_BAD;
+		}
 	}
 	if (r == 0 && !json_out)
 		fprintf(to_stdout ? stderr : stdout, "snapshot of %" PRId64 " samples written to %s\n", geti(p, "samples"),
 			to_stdout ? "stdout" : target);
-	if (r && tmp)
-		unlink(tmp);
-	else if (r && created)
-		unlink(target);
-	free(tmp);
+	output_file_discard(&of);
 	json_object_put(p);
 	return r;
 }

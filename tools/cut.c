@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * `perfrecctl cut --from T --to T | --at T [--around D] [-o OUT] [-z]
- * [--force] [--no-live] [DIR|FILE...]`: one self-contained perf.data of a
- * wall-clock window [from, to), however many rotated files it spans.
+ * `perfrecctl cut --from T --to T | --at T [--around D] [--container ID]
+ * [--pod UID] [--unit NAME] [-o OUT] [-z] [--force] [--no-live]
+ * [DIR|FILE...]`: one self-contained perf.data of a wall-clock window
+ * [from, to), however many rotated files it spans; with --container,
+ * --pod or --unit, only the samples of the cgroups they select (by the
+ * labels lib/cgroup-label.c reads from the files' CGROUP records), the
+ * side-band whole.
  *
  * Each file's samples are kept when their time, converted by that file's
  * HEADER_CLOCK_DATA, lies in the window.  Side-band records (COMM, MMAP2,
@@ -48,6 +52,8 @@
 #include <perfrec/timespec.h>
 #include <perfrec/unwind.h>
 
+#include "cgroup-label.h"
+#include "fsutil.h"
 #include "perfrecctl.h"
 #include "unwind.h"
 #include "window.h"
@@ -62,6 +68,11 @@ struct out_attr {
 	size_t nr_ids;
 	char *name;
 	const char *first_path;
+};
+
+struct cut_cgroup {
+	uint64_t id;
+	bool selected;
 };
 
 struct cut {
@@ -82,6 +93,11 @@ struct cut {
 	unsigned char *buildids;
 	size_t buildids_len;
 	struct perfrec_bpfmeta *bpf;     /* the union of the files' BPF programs and BTF */
+	/* --container, --pod, --unit: only samples of the cgroups these select */
+	struct cgroup_select select;
+	struct cut_cgroup *cgroups;      /* as the inputs' CGROUP records name them */
+	size_t nr_cgroups, cap_cgroups;
+	uint64_t unselected;             /* samples of the window the selection left out */
 };
 
 static const char *base(const char *p)
@@ -485,6 +501,56 @@ static int note_span(struct cut *c, uint32_t cpu, uint64_t t)
 	return 0;
 }
 
+/*
+ * A CGROUP record (u64 id, path): whether the selection takes that
+ * cgroup's samples.  Later records of an id win (ids are inode numbers:
+ * a cgroup removed and another made may share one).
+ */
+static int note_cgroup(struct cut *c, const struct perf_event_header *h)
+{
+	const char *path = (const char *)h + sizeof(*h) + 8;
+	struct cgroup_label l;
+	uint64_t id;
+
+	if (h->size <= sizeof(*h) + 8 || !memchr(path, '\0', h->size - sizeof(*h) - 8))
+		return 0;
+	memcpy(&id, h + 1, 8);
+	if (c->nr_cgroups == c->cap_cgroups) {
+		size_t n = c->cap_cgroups ? c->cap_cgroups * 2 : 64;
+		struct cut_cgroup *cg = reallocarray(c->cgroups, n, sizeof(*cg));
+
+		if (!cg)
+			return -ENOMEM;
+		c->cgroups = cg;
+		c->cap_cgroups = n;
+	}
+	cgroup_label_parse(path, &l);
+	c->cgroups[c->nr_cgroups++] = (struct cut_cgroup){
+		.id = id, .selected = cgroup_select_matches(&c->select, path, &l),
+	};
+	return 0;
+}
+
+/* Whether sample @h is of a cgroup the selection takes (not: no cgroup recorded). */
+static bool sample_selected(const struct cut *c, const struct perfrec_pdreader *r, const struct perf_event_header *h)
+{
+	const struct perfrec_pdreader_attr *a = NULL;
+	struct perfrec_sample s;
+	uint64_t id;
+
+	if (perfrec_event__identifier(h, &id) == 0)
+		a = perfrec_pdreader__attr_by_id(r, id);
+	if (!a && perfrec_pdreader__nr_attrs(r) == 1)
+		a = perfrec_pdreader__attr(r, 0);
+	if (!a || !(a->attr.sample_type & PERF_SAMPLE_CGROUP) ||
+	    perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) < 0)
+		return false;
+	for (size_t i = c->nr_cgroups; i-- > 0;)
+		if (c->cgroups[i].id == s.cgroup)
+			return c->cgroups[i].selected;
+	return false;
+}
+
 /* Copy what of @r belongs in the window; counts into @c and *ret_samples. */
 static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_pdreader *r,
 		     struct perfrec_pdwriter *w, uint64_t *ret_samples)
@@ -497,6 +563,20 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 	uint32_t cpu;
 	int e;
 
+	/*
+	 * The selection needs every cgroup's path before the first sample:
+	 * a CGROUP record may come after samples of its cgroup in file order
+	 * (readers sort by time; the rings and the synthesized records are
+	 * written as they come), so they are read in a first pass.
+	 */
+	if (cgroup_select_any(&c->select)) {
+		while ((e = perfrec_pdreader__next(r, &h, &off)) > 0)
+			if (h->type == PERF_RECORD_CGROUP && note_cgroup(c, h) < 0)
+				return -ENOMEM;
+		if (e < 0)
+			return e;
+		perfrec_pdreader__rewind(r);
+	}
 	while ((e = perfrec_pdreader__next(r, &h, &off)) > 0) {
 		int has_t = window_record_time(r, h, &t, &cpu);
 
@@ -508,6 +588,10 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 			file_any = true;
 			if (t < from || t >= to)
 				continue;
+			if (cgroup_select_any(&c->select) && !sample_selected(c, r, h)) {
+				c->unselected++;
+				continue;
+			}
 			/* Overlapping inputs (a snapshot beside its published files): once. */
 			if (c->seen_any && t <= c->seen_max) {
 				c->dup_samples++;
@@ -679,6 +763,12 @@ static int nothing_recorded(const struct cut *c, const struct window_file *files
 	fmt(c->from, true, a, sizeof(a));
 	fmt(c->to, true, b, sizeof(b));
 	fmt(c->from, false, la, sizeof(la));
+	if (c->unselected) {
+		fprintf(stderr, "perfrecctl cut: none of the %" PRIu64 " samples between %s and %s is of a cgroup "
+			"--container/--pod/--unit select (perfrecctl pprof of the window labels them)\n",
+			c->unselected, a, b);
+		return EXIT_BAD;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].error)
 			continue;
@@ -700,34 +790,31 @@ static int nothing_recorded(const struct cut *c, const struct window_file *files
 	return EXIT_BAD;
 }
 
-static int open_out(const char *path, bool force, int level, char **ret_tmp, struct perfrec_pdwriter **ret)
+/*
+ * A new file beside @path, 0600 as perf's own perf.data (a cut shows every
+ * process and the kernel's map), never through a link planted at the name:
+ * output_file_publish() renames it over @path once it verifies.
+ */
+static int open_out(const char *path, bool force, int level, struct output_file *of, struct perfrec_pdwriter **ret)
 {
 	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = level };
-	struct stat st;
-	char *tmp;
-	int fd, r;
+	int r;
 
-	if (!force && stat(path, &st) == 0) {
+	r = output_file_open(of, path, force ? OUTPUT_REPLACE : 0, 0600);
+	if (r == -EEXIST) {
 		fprintf(stderr, "perfrecctl cut: %s exists; not overwritten without --force\n", path);
-		return -EEXIST;
-	}
-	if (asprintf(&tmp, "%s.cut-%d.tmp", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
-		free(tmp);
 		return r;
 	}
-	r = perfrec_pdwriter__new(fd, &wo, ret);
 	if (r < 0) {
-		close(fd);
-		unlink(tmp);
-		free(tmp);
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", path, strerror(-r));
 		return r;
 	}
-	*ret_tmp = tmp;
+	r = perfrec_pdwriter__new(of->fd, &wo, ret);
+	if (r < 0) {
+		close(of->fd);
+		output_file_discard(of);
+		return r;
+	}
 	return 0;
 }
 
@@ -780,7 +867,9 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	struct perfrec_pdreader **readers = NULL;
 	struct perfrec_pdwriter *w = NULL;
 	char **unwound = NULL;
-	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
+	struct output_file of = { .fd = -1, .dirfd = -1 };
+	char *snap = NULL, a[64], b[64], la[64], lb[64];
+	const char *tmp = NULL;
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
 
@@ -851,7 +940,8 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			goto out;
 		}
 	}
-	r = open_out(c->out_path, force, level, &tmp, &w);
+	r = open_out(c->out_path, force, level, &of, &w);
+	tmp = of.tmp_path;
 	if (r < 0) {
 		rc = r == -EEXIST ? EXIT_BAD : EXIT_USAGE;
 		goto out;
@@ -903,12 +993,13 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		rc = EXIT_BAD;
 		goto out;
 	}
-	if (rename(tmp, c->out_path) < 0) {
-		fprintf(stderr, "perfrecctl cut: cannot write %s: %m\n", c->out_path);
+	tmp = NULL;
+	r = output_file_publish(&of);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", c->out_path,
+			r == -EEXIST ? "it appeared meanwhile; not overwritten without --force" : strerror(-r));
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
 	{
 		char f[64], t[64];
 
@@ -923,9 +1014,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = 0;
 out:
 	perfrec_pdwriter__free(w, false);
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
+	output_file_discard(&of);
 	for (size_t i = 0; readers && i < nf; i++)
 		perfrec_pdreader__free(readers[i]);
 	free(readers);
@@ -986,6 +1075,12 @@ int cmd_cut(int argc, char **argv)
 				goto usage;
 			}
 			*slot = argv[i];
+		} else if (!strcmp(o, "--container") || !strcmp(o, "--pod") || !strcmp(o, "--unit")) {
+			if (++i >= argc || !*argv[i]) {
+				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
+				goto usage;
+			}
+			*(o[2] == 'c' ? &c.select.container : o[2] == 'p' ? &c.select.pod : &c.select.unit) = argv[i];
 		} else if (!strcmp(o, "-z")) {
 			level = 3;
 		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
@@ -1064,6 +1159,7 @@ out:
 	}
 	free(c.attrs);
 	free(c.spans);
+	free(c.cgroups);
 	free(c.buildids);
 	perfrec_bpfmeta__free(c.bpf);
 	free(def);

@@ -24,6 +24,7 @@
 #include <perfrec/pdreader.h>
 #include <perfrec/pdwriter.h>
 
+#include "fsutil.h"
 #include "perfrecctl.h"
 
 static int open_input(const char *path, struct perfrec_pdreader **ret)
@@ -35,36 +36,35 @@ static int open_input(const char *path, struct perfrec_pdreader **ret)
 	return perfrec_pdreader__open(path, &opts, ret);
 }
 
-static int open_output(const char *path, bool pipe, int level, struct perfrec_pdwriter **ret)
+/*
+ * The output: stdout for "-", else a new 0600 file beside @path (perf data
+ * shows every process; perf writes perf.data 0600), never through a link
+ * planted at the name, renamed over it once it verifies; an existing FIFO
+ * or device of ours is written as it is.
+ */
+static int open_output(const char *path, bool pipe, int level, struct output_file *of,
+		       struct perfrec_pdwriter **ret)
 {
-	if (!strcmp(path, "-")) {
-		struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .compress_level = level };
+	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .owns_fd = true, .compress_level = level };
+	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = level };
+	int r;
 
+	*of = (struct output_file){ .fd = -1, .dirfd = -1 };
+	if (!strcmp(path, "-")) {
+		po.owns_fd = false;
 		if (isatty(STDOUT_FILENO))
 			return -ENOTTY;
 		return perfrec_pdwriter__new_pipe(STDOUT_FILENO, &po, ret);
 	}
-	if (pipe) {
-		struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .owns_fd = true, .compress_level = level };
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640), r;
-
-		if (fd < 0)
-			return -errno;
-		r = perfrec_pdwriter__new_pipe(fd, &po, ret);
-		if (r < 0)
-			close(fd);
+	r = output_file_open(of, path, OUTPUT_REPLACE | OUTPUT_STREAM, 0600);
+	if (r < 0)
 		return r;
-	} else {
-		struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true, .compress_level = level };
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640), r;
-
-		if (fd < 0)
-			return -errno;
-		r = perfrec_pdwriter__new(fd, &wo, ret);
-		if (r < 0)
-			close(fd);
-		return r;
+	r = pipe ? perfrec_pdwriter__new_pipe(of->fd, &po, ret) : perfrec_pdwriter__new(of->fd, &wo, ret);
+	if (r < 0) {
+		close(of->fd);
+		output_file_discard(of);
 	}
+	return r;
 }
 
 /* Copy @in to @out.  Returns 0, EXIT_BAD (input unsound) or EXIT_USAGE (I/O). */
@@ -161,6 +161,7 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 {
 	struct perfrec_pdreader *in = NULL;
 	struct perfrec_pdwriter *out = NULL;
+	struct output_file of;
 	int r, rc;
 
 	r = open_input(in_path, &in);
@@ -177,7 +178,7 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 	 */
 	if (perfrec_pdreader__verify(in) < 0)
 		return refuse_input(cmd, in_path, in, "cannot be verified", " (perfrecctl verify rejects it)");
-	r = open_output(out_path, pipe, level, &out);
+	r = open_output(out_path, pipe, level, &of, &out);
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path,
 			r == -ENOTTY ? "refusing to write perf data to a terminal" : strerror(-r));
@@ -187,10 +188,14 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 	rc = transcode(cmd, in_path, in, out_path, out);
 	perfrec_pdwriter__free(out, false);
 	perfrec_pdreader__free(in);
-	if (rc == 0 && strcmp(out_path, "-"))
-		rc = output_verifies(cmd, out_path);
-	if (rc && strcmp(out_path, "-"))
-		unlink(out_path); /* no half copy left looking like a result */
+	/* A stream (FIFO, device) is not read back; a file is, before it gets its name. */
+	if (rc == 0 && of.tmp)
+		rc = output_verifies(cmd, of.tmp_path);
+	if (rc == 0 && of.tmp && (r = output_file_publish(&of)) < 0) {
+		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
+		rc = EXIT_USAGE;
+	}
+	output_file_discard(&of); /* no half copy left looking like a result */
 	return rc;
 }
 

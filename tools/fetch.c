@@ -127,7 +127,7 @@ static void print_gaps(const struct bucket_result *res)
 		fmt_utc(g->from_ns, f);
 		fmt_utc(g->to_ns, t);
 		fprintf(stderr, "gap%s%s: %s to %s (%.3f s): not in the bucket (not recorded, or not uploaded yet)\n",
-			g->host ? " for host " : "", g->host ? g->host : "", f, t,
+			g->host ? " for host " : "", g->host ? bucket_esc(g->host) : "", f, t,
 			(double)(g->to_ns - g->from_ns) / 1e9);
 	}
 }
@@ -250,10 +250,11 @@ void bucket_ls_print(FILE *f, const struct bucket_result *res, bool json)
 
 		fmt_utc(o->start_ns, s);
 		fmt_utc(o->end_ns, e);
-		fprintf(f, "%-24s %-24s %-16s %10" PRIu64 " %12" PRIu64 "  %s%s", s, e, o->host, o->samples,
-			o->size, o->key, o->uploaded ? "" : " (not uploaded yet)");
+		/* What the bucket says is someone's input: escaped, one object a line. */
+		fprintf(f, "%-24s %-24s %-16s %10" PRIu64 " %12" PRIu64 "  %s%s", s, e, bucket_esc(o->host),
+			o->samples, o->size, bucket_esc(o->key), o->uploaded ? "" : " (not uploaded yet)");
 		for (size_t j = 0; o->labels && o->labels[j]; j++)
-			fprintf(f, "%s%s", j ? "," : " [", o->labels[j]);
+			fprintf(f, "%s%s", j ? "," : " [", bucket_esc(o->labels[j]));
 		fprintf(f, "%s\n", o->labels && o->labels[0] ? "]" : "");
 	}
 }
@@ -279,8 +280,13 @@ int cmd_bucket_ls(int argc, char **argv)
 		goto out;
 	}
 	bucket_ls_print(stdout, &res, a.json);
-	bucket_result_exit(&res);
 	r = 0;
+	if (res.nr_bad) {
+		fprintf(stderr, "perfrecctl bucket-ls: %zu object%s refused (see above)\n", res.nr_bad,
+			res.nr_bad == 1 ? "" : "s");
+		r = EXIT_BAD;
+	}
+	bucket_result_exit(&res);
 out:
 	free(a.labels);
 	return r;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "flamegraph.h"
 #include "summary.h"
 #include "window.h"
@@ -31,6 +32,7 @@ struct fg_args {
 	bool icicle, folded;
 	int64_t pid;
 	const char *comm, *cgroup;
+	struct cgroup_select select; /* --container, --pod, --unit */
 	uint64_t from, to, base_from, base_to;
 	bool base_window;       /* --base-from/--base-to given */
 	const char *base;
@@ -43,6 +45,7 @@ struct fg_args {
 enum {
 	OPT_FROM = 256, OPT_TO, OPT_PID, OPT_COMM, OPT_CGROUP, OPT_ICICLE, OPT_BASE,
 	OPT_BASE_FROM, OPT_BASE_TO, OPT_FOLDED, OPT_TITLE, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_NO_INLINE,
+	OPT_CONTAINER, OPT_POD, OPT_UNIT,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +56,9 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "container", required_argument, NULL, OPT_CONTAINER },
+	{ "pod", required_argument, NULL, OPT_POD },
+	{ "unit", required_argument, NULL, OPT_UNIT },
 	{ "icicle", no_argument, NULL, OPT_ICICLE },
 	{ "base", required_argument, NULL, OPT_BASE },
 	{ "base-from", required_argument, NULL, OPT_BASE_FROM },
@@ -109,6 +115,17 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 		}
 		case OPT_COMM: a->comm = optarg; break;
 		case OPT_CGROUP: a->cgroup = optarg; break;
+		case OPT_CONTAINER:
+		case OPT_POD:
+		case OPT_UNIT:
+			if (!*optarg) {
+				fprintf(stderr, "perfrecctl %s: --%s wants a value, not ''\n", cmd,
+					c == OPT_CONTAINER ? "container" : c == OPT_POD ? "pod" : "unit");
+				return EXIT_USAGE;
+			}
+			*(c == OPT_CONTAINER ? &a->select.container
+			  : c == OPT_POD   ? &a->select.pod : &a->select.unit) = optarg;
+			break;
 		case OPT_ICICLE: a->icicle = true; break;
 		case OPT_BASE: a->base = optarg; break;
 		case OPT_FOLDED: a->folded = true; break;
@@ -129,10 +146,11 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 			"are flamegraph options\n", cmd);
 		return perfrecctl_usage(cmd);
 	}
-	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || a->from || a->to || a->base_window ||
-			  a->symfs || a->no_debuginfod || a->no_inline)) {
-		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, the time windows and the symbol options "
-			"apply to perf.data files; folded stacks (--folded) have none of that\n", cmd);
+	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || cgroup_select_any(&a->select) || a->from || a->to ||
+			  a->base_window || a->symfs || a->no_debuginfod || a->no_inline)) {
+		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, --container, --pod, --unit, the time windows "
+			"and the symbol options apply to perf.data files; folded stacks (--folded) have none of that\n",
+			cmd);
 		return EXIT_USAGE;
 	}
 	if ((a->from && a->to && a->from >= a->to) || (a->base_from && a->base_to && a->base_from >= a->base_to)) {
@@ -239,7 +257,7 @@ static int load_files(struct flamegraph *fg, const struct fg_args *a, char *cons
 {
 	struct counted cnt = { fg, sum };
 	struct profile_opts o = {
-		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup,
+		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup, .select = a->select,
 		.from_wall_ns = from, .to_wall_ns = to,
 		.symfs = a->symfs, .no_debuginfod = a->no_debuginfod, .no_inline = a->no_inline,
 	};
@@ -285,38 +303,44 @@ static void list_events(struct flamegraph *fg)
 	fputc('\n', stderr);
 }
 
-/* Open @out for writing beside its final name; "-" or NULL: stdout. */
-static FILE *open_out(const char *out, char **ret_tmp)
+/*
+ * Open @out for writing: a new 0600 file beside its final name (a graph
+ * names every process's functions), never through a link planted there;
+ * "-" or NULL: stdout.
+ */
+static FILE *open_out(const char *out, struct output_file *of)
 {
 	FILE *f;
+	int r;
 
-	*ret_tmp = NULL;
+	*of = (struct output_file){ .fd = -1, .dirfd = -1 };
 	if (!out || !strcmp(out, "-"))
 		return stdout;
-	if (asprintf(ret_tmp, "%s.tmp", out) < 0)
+	r = output_file_open(of, out, OUTPUT_REPLACE | OUTPUT_STREAM, 0600);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl: %s: %s\n", out, strerror(-r));
 		return NULL;
-	f = fopen(*ret_tmp, "we");
+	}
+	f = fdopen(of->fd, "w");
 	if (!f) {
-		fprintf(stderr, "perfrecctl: %s: %s\n", *ret_tmp, strerror(errno));
-		free(*ret_tmp);
-		*ret_tmp = NULL;
+		fprintf(stderr, "perfrecctl: %s: %s\n", out, strerror(errno));
+		close(of->fd);
+		output_file_discard(of);
 	}
 	return f;
 }
 
 /* Close and put in place; on @err (or a failed close) leave nothing behind. */
-static int close_out(FILE *f, const char *out, char *tmp, int err)
+static int close_out(FILE *f, const char *out, struct output_file *of, int err)
 {
 	if (f != stdout) {
 		if (fclose(f) != 0 && !err)
 			err = -EIO;
-		if (!err && rename(tmp, out) < 0)
-			err = -errno;
-		if (err) {
+		if (!err)
+			err = output_file_publish(of);
+		if (err)
 			fprintf(stderr, "perfrecctl: writing %s: %s\n", out, strerror(-err));
-			unlink(tmp);
-		}
-		free(tmp);
+		output_file_discard(of);
 	} else if ((fflush(f) || ferror(f)) && !err) {
 		err = -EIO;
 		fprintf(stderr, "perfrecctl: writing stdout: %s\n", strerror(-err));
@@ -385,7 +409,7 @@ int cmd_flamegraph(int argc, char **argv)
 	struct fg_args a;
 	struct view_summary sum = { 0 };
 	size_t nr = 0;
-	char *tmp = NULL;
+	struct output_file of;
 	FILE *f;
 	int r, ret = EXIT_BAD;
 
@@ -456,7 +480,7 @@ int cmd_flamegraph(int argc, char **argv)
 		}
 		flamegraph__diff(trees[i], bases[i]);
 	}
-	f = open_out(a.out, &tmp);
+	f = open_out(a.out, &of);
 	if (!f)
 		goto out;
 	{
@@ -466,7 +490,7 @@ int cmd_flamegraph(int argc, char **argv)
 
 		r = flamegraph__write_svg(trees, bfg ? bases : NULL, nr, &o, f);
 	}
-	if (close_out(f, a.out, tmp, r) == 0) {
+	if (close_out(f, a.out, &of, r) == 0) {
 		say_wrote("flamegraph", a.out, trees, nr, a.folded, &sum);
 		ret = 0;
 	}
@@ -484,7 +508,7 @@ int cmd_folded(int argc, char **argv)
 	struct fg_tree *t;
 	struct fg_args a;
 	struct view_summary sum = { 0 };
-	char *tmp = NULL;
+	struct output_file of;
 	FILE *f;
 	int r, ret = EXIT_BAD;
 
@@ -510,11 +534,11 @@ int cmd_folded(int argc, char **argv)
 		fprintf(stderr, "perfrecctl folded: no samples%s%s\n", a.event ? " of event " : "", a.event ? a.event : "");
 		goto out;
 	}
-	f = open_out(a.out, &tmp);
+	f = open_out(a.out, &of);
 	if (!f)
 		goto out;
 	r = flamegraph__write_folded(t, f);
-	if (close_out(f, a.out, tmp, r) == 0) {
+	if (close_out(f, a.out, &of, r) == 0) {
 		say_wrote("folded", a.out, &t, 1, false, &sum);
 		ret = 0;
 	}

@@ -4,7 +4,8 @@
  * line, oldest first: each file's wall-clock span (UTC and local), samples,
  * lost, size, compression and mode, the file still being written marked as
  * such, and every hole in coverage longer than a rotation's seam shown as a
- * gap line, so "was anything recorded at 14:03?" has an answer at a glance.
+ * gap line, so "was anything recorded at 14:03?" has an answer at a glance;
+ * then the busiest containers and units of the files (cgroup-summary.h).
  * Unreadable files are listed with the reason.  Without paths: the
  * configured output directory.  Exit 0 listed, 2 usage or a path that
  * cannot be read.
@@ -18,6 +19,7 @@
 #include <json-c/json.h>
 #include <perfrec/timespec.h>
 
+#include "cgroup-summary.h"
 #include "perfrecctl.h"
 #include "window.h"
 
@@ -57,6 +59,33 @@ static void print_gap(uint64_t from, uint64_t to)
 	perfrec_timespec__format(from, true, a, sizeof(a));
 	perfrec_timespec__format(to, true, b, sizeof(b));
 	printf("-- gap: %s .. %s (%.3f s): nothing recorded\n", a, b, (double)(to - from) / 1e9);
+}
+
+/*
+ * The busiest containers and units of the listed files, from their
+ * manifests (files without one, such as the one being written, are not
+ * counted).  NULL without memory.
+ */
+static struct cgroup_summary *summarize(const struct window_file *files, size_t n)
+{
+	struct cgroup_summary *s;
+
+	if (cgroup_summary_new(&s) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		char *jp;
+		int r;
+
+		if (files[i].error || !files[i].has_manifest || asprintf(&jp, "%s.json", files[i].path) < 0)
+			continue;
+		r = cgroup_summary_add_manifest(s, jp);
+		free(jp);
+		if (r == -ENOMEM) {
+			cgroup_summary_free(s);
+			return NULL;
+		}
+	}
+	return s;
 }
 
 static void print_text(const struct window_file *files, size_t n)
@@ -108,8 +137,15 @@ static void print_text(const struct window_file *files, size_t n)
 			covered = f->end_wall;
 		any = true;
 	}
-	if (!any)
+	if (!any) {
 		printf("(no recorded files)\n");
+	} else {
+		struct cgroup_summary *cs = summarize(files, n);
+
+		if (cs)
+			cgroup_summary_print(cs, stdout, NULL, "", 5);
+		cgroup_summary_free(cs);
+	}
 }
 
 static void print_json(const struct window_file *files, size_t n)
@@ -181,6 +217,14 @@ static void print_json(const struct window_file *files, size_t n)
 	json_object_object_add(root, "files", fa);
 	json_object_object_add(root, "gaps", ga);
 	json_object_object_add(root, "unreadable", ua);
+	{
+		struct cgroup_summary *cs = summarize(files, n);
+
+		/* "busiest": {"containers": [...], "units": [...], ...}: cgroup-summary.h */
+		if (cs)
+			json_object_object_add(root, "busiest", cgroup_summary_json(cs));
+		cgroup_summary_free(cs);
+	}
 	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
 }

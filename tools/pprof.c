@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * `perfrecctl pprof [-e EVENT] [--pid N] [--comm C] [--cgroup CG]
- * [--from T --to T] [-o OUT.pb.gz] FILE|DIR...`: the files' samples as a
+ * [--container ID] [--pod UID] [--unit NAME] [--from T --to T] [-o OUT.pb.gz] FILE|DIR...`: the files' samples as a
  * gzip'ed pprof profile (profile.proto, tools/pprof.proto) for go tool
  * pprof, Pyroscope, Parca and the rest.
  *
  * profile_walk() hands over symbolized stacks; this file interns them into
  * pprof's tables (strings, functions, mappings, locations) and sums equal
  * samples (same event, stack, pid, tid, comm, cpu and cgroup) into one.
+ * Samples are labelled with what their cgroup path says (runtime,
+ * container, pod, qos, unit, slice: lib/cgroup-label.h) beside the path.
  * Each event gets two value columns, its sample count and its summed
  * period; cpu-clock's period is CPU time in ns ("cpu"), offcpu-time's
  * blocked time in ns.
@@ -24,6 +26,8 @@
 
 #include <zlib.h>
 
+#include "cgroup-label.h"
+#include "fsutil.h"
 #include "pprof.h"
 #include "pprof.pb-c.h"
 #include "perfrecctl.h"
@@ -250,7 +254,7 @@ struct label_row {
 
 #define KEY_HEAD 1      /* event << 32 | label set: then the location ids */
 #define LABEL_MEMO 64
-#define NR_LABELS 5
+#define NR_LABELS 11 /* pid tid comm cpu cgroup, and cgroup_label's six */
 #define MAX_LOC_FRAMES 16
 
 struct pprof {
@@ -599,6 +603,38 @@ static void event_types(const char *event, const char **count_type, const char *
 	}
 }
 
+/*
+ * What the cgroup path says, as string labels beside "cgroup" (runtime,
+ * container, pod, qos, unit, slice: lib/cgroup-label.h), so Parca and go
+ * tool pprof -tagfocus can select a container or pod without knowing how
+ * its runtime names cgroups.  Empty ones are left out.
+ */
+static int cgroup_labels(struct pprof *p, const char *path, Perfrec__Pprof__Label *l, size_t *nl)
+{
+	struct cgroup_label cl;
+	const struct {
+		const char *key, *val;
+	} kv[] = {
+		{ "runtime", cl.runtime }, { "container", cl.container }, { "pod", cl.pod },
+		{ "qos", cl.qos }, { "unit", cl.unit }, { "slice", cl.slice },
+	};
+
+	cgroup_label_parse(path, &cl);
+	for (size_t k = 0; k < sizeof(kv) / sizeof(kv[0]); k++) {
+		int64_t key, val;
+
+		if (!kv[k].val[0])
+			continue;
+		key = str_id(p, kv[k].key);
+		val = str_id(p, kv[k].val);
+		if (key < 0 || val < 0)
+			return -ENOMEM;
+		l[*nl].key = key;
+		l[(*nl)++].str = val;
+	}
+	return 0;
+}
+
 /* Pack the tables into a profile; *@ret_buf is malloc()ed. */
 static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 {
@@ -696,6 +732,8 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		if (r->cgroup) {
 			l[nl].key = k_cgroup;
 			l[nl++].str = r->cgroup;
+			if (cgroup_labels(p, VEC_AT(p->strs, const char *, r->cgroup), l, &nl) < 0)
+				goto out;
 		}
 		nlabels[i] = nl;
 	}
@@ -862,6 +900,9 @@ int cmd_pprof(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, 'c' },
 		{ "cgroup", required_argument, NULL, 'G' },
+		{ "container", required_argument, NULL, 'C' },
+		{ "pod", required_argument, NULL, 'P' },
+		{ "unit", required_argument, NULL, 'U' },
 		{ "from", required_argument, NULL, 'F' },
 		{ "to", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
@@ -873,7 +914,7 @@ int cmd_pprof(int argc, char **argv)
 	};
 	struct profile_opts o = { .pid = -1 };
 	const char *out = "profile.pb.gz";
-	char tmp[PATH_MAX];
+	struct output_file of;
 	struct view_summary sum = { 0 };
 	int c, fd, r;
 
@@ -893,6 +934,16 @@ int cmd_pprof(int argc, char **argv)
 			break;
 		case 'c': o.comm = optarg; break;
 		case 'G': o.cgroup = optarg; break;
+		case 'C':
+		case 'P':
+		case 'U':
+			if (!*optarg) {
+				fprintf(stderr, "perfrecctl pprof: --%s wants a value, not ''\n",
+					c == 'C' ? "container" : c == 'P' ? "pod" : "unit");
+				return EXIT_USAGE;
+			}
+			*(c == 'C' ? &o.select.container : c == 'P' ? &o.select.pod : &o.select.unit) = optarg;
+			break;
 		case 'F':
 		case 'T':
 			if (window_parse_time("pprof", c == 'F' ? "--from" : "--to", optarg,
@@ -912,16 +963,17 @@ int cmd_pprof(int argc, char **argv)
 		fprintf(stderr, "perfrecctl pprof: no FILE or DIR given\n");
 		return perfrecctl_usage("pprof");
 	}
-	/* Written beside and renamed: a failed run leaves no half profile. */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "perfrecctl pprof: output path too long\n");
+	/*
+	 * Written beside and renamed: a failed run leaves no half profile.  New
+	 * and 0600, never through a link planted at the name: a profile names
+	 * every process's functions.
+	 */
+	r = output_file_open(&of, out, OUTPUT_REPLACE | OUTPUT_STREAM, 0600);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl pprof: cannot create %s: %s\n", out, strerror(-r));
 		return EXIT_USAGE;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "perfrecctl pprof: cannot create %s: %m\n", tmp);
-		return EXIT_USAGE;
-	}
+	fd = of.fd;
 	r = pprof_write((const char *const *)argv + optind, (size_t)(argc - optind), &o, fd, &sum);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -930,10 +982,10 @@ int cmd_pprof(int argc, char **argv)
 			o.event ? " of event " : "", o.event ? o.event : "");
 		r = -ENODATA;
 	}
-	if (r == 0 && rename(tmp, out) < 0)
-		r = -errno;
+	if (r == 0)
+		r = output_file_publish(&of);
+	output_file_discard(&of);
 	if (r < 0) {
-		unlink(tmp);
 		if (r != -ENODATA)
 			fprintf(stderr, "perfrecctl pprof: %s not written: %s\n", out, strerror(-r));
 		return EXIT_BAD;

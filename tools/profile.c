@@ -36,6 +36,7 @@ struct comm_ent {
 struct cgroup_ent {
 	uint64_t id;
 	char *path;
+	bool selected;          /* by o->select (--container, --pod, --unit), labelled once here */
 };
 
 struct walk {
@@ -189,34 +190,34 @@ static void note_cgroup(struct walk *w, const struct perf_event_header *h)
 	}
 	w->cgroups[w->nr_cgroups].id = id;
 	w->cgroups[w->nr_cgroups].path = strdup(path);
+	w->cgroups[w->nr_cgroups].selected = true;
+	if (cgroup_select_any(&w->o->select)) {
+		struct cgroup_label l;
+
+		cgroup_label_parse(path, &l);
+		w->cgroups[w->nr_cgroups].selected = cgroup_select_matches(&w->o->select, path, &l);
+	}
 	if (w->cgroups[w->nr_cgroups].path)
 		w->nr_cgroups++;
 }
 
-/* The path of cgroup @id, or NULL. */
-static const char *cgroup_path(const struct walk *w, uint64_t id)
+/* Cgroup @id as the latest CGROUP record named it, or NULL. */
+static const struct cgroup_ent *cgroup_find(const struct walk *w, uint64_t id)
 {
 	for (size_t i = w->nr_cgroups; i-- > 0;)
 		if (w->cgroups[i].id == id)
-			return w->cgroups[i].path;
+			return &w->cgroups[i];
 	return NULL;
 }
 
-/* The sample's cgroup is @want or below it. */
-static bool cgroup_matches(const struct walk *w, uint64_t id, const char *want)
+/* The sample's cgroup @cg is @want or below it. */
+static bool cgroup_matches(const struct cgroup_ent *cg, const char *want)
 {
 	size_t n = strlen(want);
 
 	while (n > 1 && want[n - 1] == '/')
 		n--;
-	for (size_t i = w->nr_cgroups; i-- > 0;) {
-		const char *p = w->cgroups[i].path;
-
-		if (w->cgroups[i].id != id)
-			continue;
-		return !strncmp(p, want, n) && (p[n] == 0 || p[n] == '/');
-	}
-	return false;
+	return cg && !strncmp(cg->path, want, n) && (cg->path[n] == 0 || cg->path[n] == '/');
 }
 
 static int frames_reserve(struct walk *w, size_t need)
@@ -283,6 +284,7 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 	uint16_t cpumode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 	enum ctx c = cpumode == PERF_RECORD_MISC_KERNEL ? CTX_KERNEL :
 		     cpumode == PERF_RECORD_MISC_USER ? CTX_USER : CTX_OTHER;
+	const struct cgroup_ent *cg = NULL;
 	const struct comm_ent *ce;
 	uint64_t wall = 0;
 	size_t nr = 0;
@@ -298,7 +300,11 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 	ce = comm_slot(w, s.tid, false);
 	if (o->comm && (!ce || !ce->comm || strcmp(ce->comm, o->comm)))
 		return 0;
-	if (o->cgroup && !cgroup_matches(w, s.cgroup, o->cgroup))
+	if (a->attr.sample_type & PERF_SAMPLE_CGROUP)
+		cg = cgroup_find(w, s.cgroup);
+	if (o->cgroup && !cgroup_matches(cg, o->cgroup))
+		return 0;
+	if (cgroup_select_any(&o->select) && (!cg || !cg->selected))
 		return 0;
 	if (w->have_clock)
 		wall = w->wall_ns + (s.time - w->clock_ns);
@@ -331,7 +337,7 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 		.pid = s.pid, .tid = s.tid, .comm = ce ? ce->comm : NULL,
 		.time = s.time, .wall_ns = wall,
 		.cpu = (a->attr.sample_type & PERF_SAMPLE_CPU) ? s.cpu : UINT32_MAX,
-		.cgroup = (a->attr.sample_type & PERF_SAMPLE_CGROUP) ? cgroup_path(w, s.cgroup) : NULL,
+		.cgroup = cg ? cg->path : NULL,
 	};
 	return w->fn(w->ctx, &st);
 }

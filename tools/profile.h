@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgroup-label.h"
+
 enum pframe_kind {
 	PFRAME_USER,
 	PFRAME_KERNEL,
@@ -65,6 +67,8 @@ struct profile_opts {
 	bool no_inline;         /* do not expand inlined frames */
 	/* Added after the first version: a build-id cache (perf's layout) searched before ~/.debug; NULL: none */
 	const char *buildid_dir;
+	/* Only samples of cgroups these select (--container, --pod, --unit); all NULL: any */
+	struct cgroup_select select;
 };
 
 typedef int (*profile_stack_fn)(void *ctx, const struct pstack *s);

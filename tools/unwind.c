@@ -23,6 +23,7 @@
 #include <perfrec/pdwriter.h>
 #include <perfrec/unwind.h>
 
+#include "fsutil.h"
 #include "perfrecctl.h"
 #include "unwind.h"
 
@@ -180,8 +181,9 @@ int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out
 	struct perfrec_pdwriter *out = NULL;
 	struct perfrec_unwinder *u = NULL;
 	struct perfrec_unwinder_stats st;
+	struct output_file of;
 	uint64_t off;
-	int r, rc, fd;
+	int r, rc;
 
 	r = perfrec_pdreader__open(in_path, &ro, &in);
 	if (r < 0) {
@@ -203,14 +205,21 @@ int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out
 		perfrec_pdreader__free(in);
 		return EXIT_USAGE;
 	}
-	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	r = fd < 0 ? -errno : perfrec_pdwriter__new(fd, &wo, &out);
+	/*
+	 * A new 0600 file beside @out_path (perf data shows every process; perf
+	 * writes perf.data 0600), never through a link planted at the name,
+	 * renamed over it once it verifies.
+	 */
+	r = output_file_open(&of, out_path, OUTPUT_REPLACE, 0600);
+	if (r == 0) {
+		r = perfrec_pdwriter__new(of.fd, &wo, &out);
+		if (r < 0) {
+			close(of.fd);
+			output_file_discard(&of);
+		}
+	}
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
-		if (fd >= 0) {
-			close(fd);
-			unlink(out_path);
-		}
 		perfrec_unwinder__free(u);
 		perfrec_pdreader__free(in);
 		return EXIT_USAGE;
@@ -221,11 +230,14 @@ int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out
 	perfrec_pdreader__free(in);
 	perfrec_unwinder__free(u);
 	if (rc == 0)
-		rc = verify_output(cmd, out_path);
-	if (rc) {
-		unlink(out_path);
-		return rc;
+		rc = verify_output(cmd, of.tmp_path);
+	if (rc == 0 && (r = output_file_publish(&of)) < 0) {
+		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
+		rc = EXIT_USAGE;
 	}
+	output_file_discard(&of);
+	if (rc)
+		return rc;
 	if (ret_stats)
 		*ret_stats = st;
 	return 0;

@@ -15,7 +15,9 @@ mkdir -p "$T/out"
 WL=fmemwl$$
 cp "$WORKLOAD" "$T/$WL"
 
-"$PERFRECD" -o "$T/out" --mode flight --history-max 8M -e cpu-clock -F 20000 -g 2>"$T/d.log" &
+# -F 20000, above max-frequency='s default, on purpose.
+printf '[record]\nmax-frequency=20000\n' > "$T/conf"
+"$PERFRECD" -c "$T/conf" -o "$T/out" --mode flight --history-max 8M -e cpu-clock -F 20000 -g 2>"$T/d.log" &
 DAEMON_PID=$!
 for _ in $(seq 100); do grep -q "Recording" "$T/d.log" && break; sleep 0.1; done
 grep -q "Recording" "$T/d.log" || { cat "$T/d.log"; fail "perfrecd did not start"; }

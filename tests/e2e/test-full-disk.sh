@@ -20,6 +20,8 @@ mount -t tmpfs -o size=3M tmpfs "$mnt" || skip "cannot mount a tmpfs here"
 trap 'umount -l "$mnt" 2>/dev/null; cleanup' EXIT
 cat >"$T/conf" <<CONF
 [record]
+# -F 20000 (above max-frequency='s default) on purpose: fill the disk fast.
+max-frequency=20000
 flush-interval=100ms
 checkpoint-interval=300ms
 [output]

@@ -15,7 +15,8 @@ require_events; require_perf
 N=$(nproc); F=20000; BUDGET=0.5   # percent of all CPUs
 S=$T/sock
 mkdir -p "$T/out"
-printf '[record]\nmax-overhead=%s%%\n' "$BUDGET" >"$T/conf"
+# A rate above max-frequency='s default, on purpose: the governor bounds it.
+printf '[record]\nmax-frequency=%s\nmax-overhead=%s%%\n' "$F" "$BUDGET" >"$T/conf"
 ctl() { timeout 60 "$PERFRECCTL" --socket "$S" "$@"; }
 # wait_log PATTERN SECONDS: bounded wait for a log line.
 wait_log() {
@@ -154,7 +155,7 @@ grep -Eq "STATUS=.*governor at [0-9]+ of $F Hz, overhead [0-9.]+% of $BUDGET" "$
 note "$(grep -E 'STATUS=.*governor at' "$T/msgs" | tail -1)"
 
 # 4. A reload without max-overhead= turns the governor off: back to -F.
-printf '[record]\n' >"$T/conf"
+printf '[record]\nmax-frequency=%s\n' "$F" >"$T/conf"
 kill -HUP "$DAEMON_PID"
 wait_log "Overhead governor off: [0-9]+ -> $F Hz" 60
 ctl --json status >"$T/status-off.json" || fail "perfrecctl status failed"

@@ -18,6 +18,7 @@
 #include "../../daemon/safename.c"
 #include "../../daemon/varlink.c"
 #include "../../daemon/ctlsock.c"
+#include "../../daemon/filecopy.c"
 #include "../../daemon/control.c"
 
 /* The daemon around the control server, reduced to answers. */
@@ -37,7 +38,7 @@ int recorder_disable(struct recorder *rec) { (void)rec; return 0; }
 int recorder_drain(struct recorder *rec) { (void)rec; return 0; }
 int recorder_rotate(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 int recorder_snapshot(struct recorder *rec, int fd) { (void)rec; (void)fd; return -ENOSYS; }
-int recorder_snapshot_spool(struct recorder *rec, int *ret_fd) { (void)rec; (void)ret_fd; return -ENOSYS; }
+int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd) { (void)rec; (void)pipe_mode; (void)ret_fd; return -ENOSYS; }
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 /* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }

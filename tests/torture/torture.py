@@ -11,6 +11,8 @@ adversarial trials of issue 17 repeated with figures.
   abuse  control-socket abuse by `nobody` while root's status must answer
          within 1 s, the sample rate holds and RSS stays bounded
   soak   a long recording with fast rotation: RSS flat after warm-up
+  freeze snapshots into a file on a frozen ext4: status answers and the
+         drain goes on (issue 28 item 3)
 
 Each part prints one row (trials, failures, figures); the table goes to
 stdout and into the Results section of tests/torture/README.md.  Needs
@@ -707,9 +709,123 @@ def part_soak(work):
                 figures=figures, problems=problems)
 
 
+
+# ---------------------------------------------------------------- freeze
+
+FREEZES = env_int("TORTURE_FREEZES", 6)
+
+
+def freeze_trial(sock, mnt, i, rng, fig):
+    """One snapshot into a file on @mnt, frozen for 2 to 16 s meanwhile;
+    status probed every 0.5 s.  Returns a list of problems."""
+    problems = []
+    target = os.path.join(mnt, "snap-%d.data" % i)
+    hold = rng.uniform(2, 16)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    rc, _, err = run(["fsfreeze", "-f", mnt])
+    if rc != 0:
+        os.close(fd)
+        return ["fsfreeze -f: %s" % err.strip()]
+    _, s0 = status(sock)
+    snap = subprocess.Popen([PERFRECCTL, "--socket", sock, "snapshot", "-"], stdout=fd,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(fd)
+    t0 = time.monotonic()
+    first, last = s0, s0
+    try:
+        while time.monotonic() - t0 < hold:
+            dt, st = status(sock, timeout=5)
+            fig["probes"] += 1
+            fig["worst"] = max(fig["worst"], dt)
+            if st is None:
+                fig["failed"] += 1
+            else:
+                last = st
+            time.sleep(0.5)
+    finally:
+        run(["fsfreeze", "-u", mnt])
+    try:
+        _, err = snap.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        snap.kill()
+        _, err = snap.communicate()
+        problems.append("trial %d: perfrecctl snapshot still ran 120 s after the thaw" % i)
+    if first and last:
+        fig["drained"] += last["samples"] - first["samples"]
+        fig["lost"] += last["lost"] - first["lost"]
+        if last["samples"] <= first["samples"]:
+            problems.append("trial %d: no samples drained during a %.1f s freeze" % (i, hold))
+    if snap.returncode == 0:
+        fig["completed"] += 1
+        prob, _ = check_file(target)
+        if prob:
+            problems.append("trial %d: the snapshot across a %.1f s freeze: %s" % (i, hold, prob))
+    elif "took nothing for 10 s" in err:
+        fig["given_up"] += 1
+    else:
+        problems.append("trial %d: snapshot exit %s without saying why: %s" % (i, snap.returncode, err.strip()[-200:]))
+    return problems
+
+
+def part_freeze(work):
+    """Snapshots into a file on a frozen ext4 (issue 28 item 3): status must
+    answer and samples be drained throughout."""
+    rng = random.Random(SEED)
+    d = os.path.join(work, "freeze")
+    mnt = os.path.join(d, "mnt")
+    out = os.path.join(d, "out")
+    os.makedirs(mnt)
+    os.makedirs(out)
+    img = os.path.join(d, "img")
+    with open(img, "wb") as f:
+        f.truncate(256 << 20)
+    for cmd in (["mkfs.ext4", "-q", "-F", img], ["mount", "-o", "loop", img, mnt]):
+        rc, _, err = run(cmd)
+        if rc != 0:
+            return dict(part="snapshots into a frozen file system", trials=0, failures=1,
+                        figures="cannot set up", problems=["%s: %s" % (" ".join(cmd), err.strip())])
+    sock = os.path.join(d, "sock")
+    conf = os.path.join(d, "conf")
+    write_conf(conf, "[output]\nrotate-interval=2s\nmax-files=5\n")
+    wl = workload(FREEZES * 40 + 300)
+    dm = Daemon(["-c", conf, "-o", out, "--socket", sock, "-F", str(HZ), "-g"], os.path.join(d, "log"))
+    fig = dict(probes=0, failed=0, worst=0.0, drained=0, lost=0, completed=0, given_up=0)
+    problems = []
+    rc = None
+    try:
+        if not wait_for(lambda: status(sock)[1] is not None, 60, 0.2):
+            problems.append("perfrecd never answered status")
+        else:
+            time.sleep(3)   # a history of a few seconds to snapshot
+            for i in range(FREEZES):
+                problems += freeze_trial(sock, mnt, i, rng, fig)
+                if not dm.alive():
+                    problems.append("perfrecd died in trial %d" % i)
+                    break
+        rc = dm.stop()
+    finally:
+        run(["fsfreeze", "-u", mnt])
+        stop_proc(wl)
+        if dm.alive():
+            dm.stop(signal.SIGKILL)
+        run(["umount", mnt])
+    if rc not in (0, None):
+        problems.append("perfrecd exited %d" % rc)
+    if fig["failed"]:
+        problems.append("status failed %d of %d times while frozen (worst %.2f s)" % (
+            fig["failed"], fig["probes"], fig["worst"]))
+    figures = ("%d freezes of 2-16 s at %d Hz, rotate 2 s: %d status probes, %d failed, worst %.2f s; "
+               "%d snapshots completed (valid), %d given up after 10 s; %d samples drained while frozen, "
+               "%d counted lost") % (FREEZES, HZ, fig["probes"], fig["failed"], fig["worst"], fig["completed"],
+                                     fig["given_up"], fig["drained"], fig["lost"])
+    return dict(part="snapshots into a frozen file system", trials=FREEZES,
+                failures=1 if problems else 0, figures=figures, problems=problems)
+
+
 # ---------------------------------------------------------------- table
 
 PARTS = {"kill": part_kill, "disk": part_disk, "abuse": part_abuse, "soak": part_soak}
+PARTS["freeze"] = part_freeze
 
 
 def table(rows):
@@ -737,7 +853,7 @@ def main():
         if not os.access(tool, os.X_OK):
             print("%s is missing: run make all tests/e2e/workload first" % tool)
             return 2
-    names = sys.argv[1:] or os.environ.get("TORTURE_PARTS", "kill,disk,abuse,soak").split(",")
+    names = sys.argv[1:] or os.environ.get("TORTURE_PARTS", ",".join(PARTS)).split(",")
     for n in names:
         if n not in PARTS:
             print("unknown part %r (parts: %s)" % (n, ", ".join(PARTS)))

@@ -88,6 +88,70 @@ Test(bucket, manifests_without_what_selection_needs_are_refused)
 	}
 }
 
+/* A manifest whose file, size and host are as given; the rest as perfrecd writes it. */
+static char *forged(const char *file_json, const char *size, const char *host)
+{
+	char *s = NULL;
+
+	cr_assert_geq(asprintf(&s,
+			       "{\"file\": %s, \"host\": \"%s\", \"start\": \"2026-11-23T14:03:00Z\","
+			       " \"end\": \"2026-11-23T14:03:01Z\", \"size\": %s, \"sha256\":"
+			       " \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"}",
+			       file_json, host, size), 0);
+	return s;
+}
+
+/*
+ * The bucket is someone else's input: a file name that would forge a line
+ * of fetch's output, pass for an option, climb out of the directory or
+ * hide, and a size no recording has, are refused, not shown or created.
+ */
+Test(bucket, forged_names_and_sizes_are_refused)
+{
+	static const char *const bad_files[] = {
+		"\"N\\nfetched INJECTED.data\"", "\"-rf\"", "\"-rf.data\"", "\"../x.data\"", "\"a/b.data\"",
+		"\".hidden.data\"", "\".data\"", "\"x.data\\u001b[2J\"", "\"esc\\u001b.data\"", "\"x.json\"",
+		"\"\"", "\"tab\\t.data\"", "\"sp ace.data\"", "\"caf\u00e9.data\"",
+	};
+	struct bucket_object o;
+	char *m, *longname;
+
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		m = forged(bad_files[i], "10", "h1");
+		cr_expect_eq(bucket_manifest_parse(m, "h1/d/k.data.json", &o), -EINVAL, "file %s accepted", bad_files[i]);
+		free(m);
+	}
+	/* No file in the manifest: the key's last part, under the same rules. */
+	cr_expect_eq(bucket_manifest_parse("{\"host\":\"h\",\"start\":\"2026-11-23T14:03:00Z\",\"end\":"
+					   "\"2026-11-23T14:03:00Z\",\"sha256\":\"9f86d081884c7d659a2feaa0c55ad015a3bf"
+					   "4f1b2b0b822cd15d6c15b0f00a08\"}", "h/d/-rf.json", &o), -EINVAL);
+	cr_assert_geq(asprintf(&longname, "\"%0*d.data\"", BUCKET_NAME_MAX, 7), 0);
+	m = forged(longname, "10", "h1");
+	cr_expect_eq(bucket_manifest_parse(m, "h1/d/k.data.json", &o), -EINVAL, "a name over NAME_MAX's margin");
+	free(m);
+	free(longname);
+	m = forged("\"perfrecd-h1-20261123T140300.000Z-000001.data\"", "18446744073709551615", "h1");
+	cr_expect_eq(bucket_manifest_parse(m, "h1/d/k.data.json", &o), -ERANGE, "a size of 2^64-1 accepted");
+	free(m);
+	m = forged("\"perfrecd-h1-x.data\"", "10", "h\\nforged");
+	cr_expect_eq(bucket_manifest_parse(m, "h1/d/k.data.json", &o), -EBADMSG, "a host with a newline accepted");
+	free(m);
+	/* What perfrecd names its files passes: rotated, snapshot, recovered. */
+	m = forged("\"perfrecd-web_1.example-20261123T140300.000Z-000001.data\"", "1099511627776", "web_1.example");
+	cr_assert_eq(bucket_manifest_parse(m, "h1/d/k.data.json", &o), 0);
+	cr_expect_str_eq(o.file, "perfrecd-web_1.example-20261123T140300.000Z-000001.data");
+	bucket_object_exit(&o);
+	free(m);
+	cr_expect(bucket_file_name_ok("perfrecd-h1-20261123T140300.000Z-000001-recovered.data"));
+}
+
+Test(bucket, names_print_escaped)
+{
+	cr_expect_str_eq(bucket_esc("N\nfetched INJECTED.data"), "N\\nfetched INJECTED.data");
+	cr_expect_str_eq(bucket_esc("\x1b[2J\\\t\x7f\xc3\xa9"), "\\x1b[2J\\\\\\t\\x7f\\xc3\\xa9");
+	cr_expect_str_eq(bucket_esc("plain-key.data"), "plain-key.data");
+}
+
 static struct bucket_object obj(const char *host, uint64_t start, uint64_t end, bool uploaded,
 				const char *l1, const char *l2)
 {

@@ -27,6 +27,7 @@
 #include "../../tools/unwind.c"
 #include "../../tools/cut.c"
 #include "../../tools/ls.c"
+#include "../../tools/cgroup-summary.c"
 
 #include "cut-standins.h"
 

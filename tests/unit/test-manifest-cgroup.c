@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Tests of the manifest's cgroup part: cgroup paths classified into systemd
- * units and container ids (table-driven, real-world path shapes), and the
- * per-cgroup counts of a file written here with known CGROUP records and
- * samples, including samples of an attr without PERF_SAMPLE_CGROUP (not
+ * Tests of the manifest's cgroup part (the paths' labels themselves are
+ * test-cgroup-label.c's): the per-cgroup counts of a file written here
+ * with known CGROUP records and samples, with their labels, including samples of an attr without PERF_SAMPLE_CGROUP (not
  * counted) and a cgroup id no record names (counted, without a path).
  */
 #include <errno.h>
@@ -19,61 +18,6 @@
 #include <perfrec/pdwriter.h>
 
 #include "manifest-cgroup.h"
-
-#define DOCKER_ID "4f1c2a9e0b7d3c6a5e8f9012ab34cd56ef7890123456789abcdef0123456789a"
-
-struct classify_case {
-	const char *path, *unit, *container;
-};
-
-Test(manifest_cgroup, paths_are_classified_into_units_and_containers)
-{
-	static const struct classify_case cases[] = {
-		{ "/", "", "" },
-		{ "/system.slice", "", "" },
-		{ "/system.slice/nginx.service", "nginx.service", "" },
-		{ "/user.slice/user-1000.slice/session-2.scope", "session-2.scope", "" },
-		{ "/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome.scope",
-		  "app-gnome.scope", "" },
-		/* a delegated subtree below the unit still belongs to it */
-		{ "/system.slice/foo.service/worker", "foo.service", "" },
-		{ "/system.slice/docker-" DOCKER_ID ".scope", "docker-" DOCKER_ID ".scope", DOCKER_ID },
-		{ "/machine.slice/libpod-" DOCKER_ID ".scope/container", "libpod-" DOCKER_ID ".scope", DOCKER_ID },
-		{ "/machine.slice/libpod-conmon-" DOCKER_ID ".scope", "libpod-conmon-" DOCKER_ID ".scope", "" },
-		{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/cri-containerd-"
-		  DOCKER_ID ".scope", "cri-containerd-" DOCKER_ID ".scope", DOCKER_ID },
-		{ "/kubepods/besteffort/pod0b1c/" DOCKER_ID, "", DOCKER_ID },
-		{ "/docker/" DOCKER_ID, "", DOCKER_ID },
-		/* not containers: short or non-hex ids, wrong suffix */
-		{ "/docker-1234.scope", "docker-1234.scope", "" },
-		{ "/docker-" DOCKER_ID ".slice", "", "" },
-		{ "/a/xyz" DOCKER_ID, "", "" },
-		{ "/.service", "", "" },
-		{ "", "", "" },
-		{ NULL, "", "" },
-	};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char unit[CGROUP_NAME_MAX] = "junk", cont[CGROUP_NAME_MAX] = "junk";
-
-		cgroup_classify(cases[i].path, unit, cont);
-		cr_expect_str_eq(unit, cases[i].unit, "%s: unit '%s', want '%s'", cases[i].path, unit, cases[i].unit);
-		cr_expect_str_eq(cont, cases[i].container, "%s: container '%s', want '%s'", cases[i].path, cont,
-				 cases[i].container);
-	}
-}
-
-Test(manifest_cgroup, an_overlong_component_is_cut_to_the_buffer)
-{
-	char path[CGROUP_NAME_MAX * 2 + 16], unit[CGROUP_NAME_MAX], cont[CGROUP_NAME_MAX];
-
-	path[0] = '/';
-	memset(path + 1, 'u', CGROUP_NAME_MAX * 2 - 8);
-	strcpy(path + 1 + CGROUP_NAME_MAX * 2 - 8, ".service");
-	cgroup_classify(path, unit, cont);
-	cr_expect_eq(strlen(unit), CGROUP_NAME_MAX - 1);
-	cr_expect_str_eq(cont, "");
-}
 
 /* --- counting from a file ------------------------------------------------ */
 
@@ -178,7 +122,9 @@ Test(manifest_cgroup, samples_are_counted_per_cgroup_most_first)
 	cr_expect_str_eq(json_object_get_string(field(e, "path")), "/system.slice/nginx.service");
 	cr_expect_eq(json_object_get_uint64(field(e, "samples")), 5);
 	cr_expect_str_eq(json_object_get_string(field(e, "unit")), "nginx.service");
+	cr_expect_str_eq(json_object_get_string(field(e, "slice")), "system.slice");
 	cr_expect_null(field(e, "container"));
+	cr_expect_null(field(e, "runtime"));
 
 	e = json_object_array_get_idx(arr, 1);
 	cr_expect_eq(json_object_get_uint64(field(e, "id")), 1);

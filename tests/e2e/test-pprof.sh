@@ -74,8 +74,10 @@ ours=$(go tool pprof -top -sample_index=samples "$T/all.pb.gz" 2>/dev/null | sed
 [ "$ours" = "$(perf_samples "$f")" ] || fail "a window around the recording kept $ours samples"
 
 # The same file with zstd COMPRESSED records: the same profile.
+# The copy is elsewhere: it is told of the build-id cache its original
+# finds in its own directory.
 "$PERFRECCTL" compress "$f" "$T/z.data" || fail "perfrecctl compress failed"
-"$PERFRECCTL" pprof -o "$T/z.pb.gz" "$T/z.data" 2>/dev/null || fail "pprof of the compressed file failed"
+"$PERFRECCTL" pprof --buildid-dir "$(dirname "$f")" -o "$T/z.pb.gz" "$T/z.data" 2>/dev/null || fail "pprof of the compressed file failed"
 go tool pprof -traces "$T/p.pb.gz" 2>/dev/null | sed 1,4d >"$T/traces.plain"
 go tool pprof -traces "$T/z.pb.gz" 2>/dev/null | sed 1,4d >"$T/traces.z"
 [ -s "$T/traces.z" ] && cmp -s "$T/traces.plain" "$T/traces.z" || fail "the compressed file's profile differs"

@@ -32,6 +32,8 @@ cat >"$T/conf" <<CONF
 directory=$T/out
 rotate-interval=1s
 label.team=sre
+# The files and manifests alone; the binaries they need: test-upload-buildid.
+buildid-cache=no
 [upload]
 upload-url=http://127.0.0.1:$PORT/perf/
 upload-region=us-east-1

@@ -61,6 +61,8 @@
 /* Address spaces known (their maps), per session allowed. */
 #define SPACES_PER_SESSION 64
 #define FUSE_MAGIC 0x65735546
+/* What libdw may inflate of a file's compressed sections, all of it at once. */
+#define MAX_INFLATED (256ULL << 20)
 #define DEFAULT_MAX_FRAMES 127
 #define NR_BUCKETS 1024
 #define BUILD_ID_MAX 20
@@ -256,6 +258,54 @@ static bool load_extent(Elf *elf, struct elf_entry *e)
 	return found && e->vend > e->vaddr;
 }
 
+/* The declared size of a GNU .zdebug section ("ZLIB", then 8 bytes big-endian), or 0. */
+static uint64_t zdebug_size(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	const unsigned char *b;
+	uint64_t n = 0;
+
+	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4) != 0)
+		return 0;
+	b = (const unsigned char *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		n = n << 8 | b[i];
+	return n;
+}
+
+/*
+ * Whether what libdw would inflate of @elf's compressed sections (it does
+ * so whole, at the size the file declares, when it reads the DWARF for
+ * .debug_frame) stays under MAX_INFLATED: a few KiB of deflated zeros
+ * would otherwise be gigabytes of the daemon's memory.
+ */
+static bool inflated_ok(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = 0;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		shstrndx = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		uint64_t n = 0;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED)
+			n = gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
+		else if (shstrndx && (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strncmp(name, ".zdebug", 7))
+			n = zdebug_size(scn);
+		if (n > MAX_INFLATED - total)
+			return false;
+		total += n;
+	}
+	return true;
+}
+
 /*
  * Read the file at @fd (ours from now on) into @e if it is the one @m maps
  * and a host executable or shared object.  -ENOENT: not the file;
@@ -282,7 +332,7 @@ static int open_entry(struct perfrec_unwinder *u, int fd, const struct map *m, s
 	e->elf = elf_begin(fd, e->cmd, NULL);
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64 || eh.e_type != raw.e_type ||
-	    !load_extent(e->elf, e))
+	    !load_extent(e->elf, e) || !inflated_ok(e->elf))
 		goto fail;
 	if (m->build_id_len) {
 		const void *id;

@@ -424,3 +424,69 @@ Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_t
 	perfrec_unwinder__free(u);
 	cr_expect_eq(count_fds(), fds0, "fds left open after the unwinder was freed");
 }
+
+/* The section header of @name in the ELF at @path: its file offset (or -1). */
+static off_t shdr_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, strs;
+	char buf[32];
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	cr_assert_eq(pread(fd, &strs, sizeof(strs), (off_t)(eh.e_shoff + eh.e_shstrndx * sizeof(sh))),
+		     (ssize_t)sizeof(strs));
+	for (unsigned i = 1; i < eh.e_shnum; i++) {
+		off_t at = (off_t)(eh.e_shoff + i * sizeof(sh));
+
+		cr_assert_eq(pread(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
+		memset(buf, 0, sizeof(buf));
+		if (pread(fd, buf, sizeof(buf) - 1, (off_t)(strs.sh_offset + sh.sh_name)) > 0 && !strcmp(buf, name)) {
+			close(fd);
+			return at;
+		}
+	}
+	close(fd);
+	return -1;
+}
+
+/*
+ * libdw inflates a compressed DWARF section whole, at the size its header
+ * declares, once the unwinder reads that file's .debug_frame: a bomb of a
+ * few KiB of deflated zeros was gigabytes of the daemon's memory.  A file
+ * declaring more than the unwinder allows is refused; the program's own
+ * code is still unwound.
+ */
+Test(input, a_compressed_section_past_the_bound_is_refused, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "" };
+	struct perfrec_unwinder_stats st;
+	struct perfrec_unwinder *u;
+	char path[PATH_MAX];
+	Elf64_Shdr sh;
+	Elf64_Chdr ch = { .ch_type = ELFCOMPRESS_ZLIB, .ch_size = 1ULL << 40, .ch_addralign = 1 };
+	off_t at;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/bomb", tmpdir);
+	patched_copy(path, 0, NULL, 0);
+	at = shdr_offset(path, ".debug_info");
+	if (at < 0)
+		cr_skip_test("this test binary has no .debug_info to make a bomb of");
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
+	sh.sh_flags |= SHF_COMPRESSED;
+	cr_assert_eq(pwrite(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
+	cr_assert_eq(pwrite(fd, &ch, sizeof(ch), (off_t)sh.sh_offset), (ssize_t)sizeof(ch));
+	close(fd);
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	feed_file_map(u, path, 0x10000, 0x1000);
+	for_each_map(NULL, NULL, take_map, u);
+	cr_expect(reaches_outer(u), "the program's own code is no longer unwound");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_geq(st.elf_missing, 1, "a file declaring 1 TiB of DWARF was taken");
+	cr_expect_geq(st.elf_refused, 1);
+	perfrec_unwinder__free(u);
+}

@@ -57,6 +57,11 @@
 #define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
 /* Files read through an fd (see above); perfrecd's RLIMIT_NOFILE is 1024 or more. */
 #define DEFAULT_MAX_ELF_FDS 64
+/*
+ * Their sizes together: what libelf reads of them is the daemon's own
+ * memory (a mapping's pages are the page cache's).
+ */
+#define MAX_FD_BYTES (512ULL << 20)
 #define DEFAULT_MAX_SPACES 64
 /* Address spaces known (their maps), per session allowed. */
 #define SPACES_PER_SESSION 64
@@ -138,6 +143,7 @@ struct perfrec_unwinder {
 	unsigned char host_ehdr[sizeof(Elf64_Ehdr)];
 	const struct space *building;  /* whose session is being reported to */
 	uint64_t max_elf_bytes;
+	uint64_t fd_bytes;       /* sizes of the entries read through an fd */
 	unsigned max_frames;
 	uint64_t clock;
 	struct space *buckets[NR_BUCKETS];
@@ -160,8 +166,10 @@ static void elf_entry_free(struct perfrec_unwinder *u, struct elf_entry *e)
 {
 	if (!e)
 		return;
-	if (e->fd >= 0)
+	if (e->fd >= 0) {
 		u->st.elf_fds--;
+		u->fd_bytes -= e->size;
+	}
 	/* Modules still holding the handle close the fd with their last elf_end(). */
 	if (elf_end(e->elf) == 0 && e->fd >= 0)
 		close(e->fd);
@@ -173,7 +181,7 @@ static bool over_limits(const struct perfrec_unwinder *u, bool *fds_only)
 	bool count = u->st.elves > u->max_elves || (u->st.elves > 1 && u->st.elf_bytes > u->max_elf_bytes);
 
 	*fds_only = !count;
-	return count || u->st.elf_fds > u->max_elf_fds;
+	return count || u->st.elf_fds > u->max_elf_fds || (u->st.elf_fds > 1 && u->fd_bytes > MAX_FD_BYTES);
 }
 
 /* Evict the least recently used entries (never @keep) until under every bound. */
@@ -414,8 +422,10 @@ static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, cons
 	u->st.elves++;
 	u->st.elf_bytes += e->size;
 	u->st.elf_opened++;
-	if (e->fd >= 0)
+	if (e->fd >= 0) {
 		u->st.elf_fds++;
+		u->fd_bytes += e->size;
+	}
 	evict_elves(u, e);
 	return e;
 }
@@ -513,7 +523,7 @@ static void drop_sessions_using(struct perfrec_unwinder *u, const char *key)
 			if (!s->dwfl || s == u->building)
 				continue;
 			for (size_t i = 0; i < s->nr; i++) {
-				if (!s->maps[i].reported || s->maps[i].missing)
+				if (!s->maps[i].exec || !s->maps[i].reported || s->maps[i].missing)
 					continue;
 				map_key(&s->maps[i], k);
 				if (strcmp(k, key) == 0) {

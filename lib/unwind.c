@@ -372,6 +372,29 @@ fail:
 	return r;
 }
 
+/*
+ * @path opened for reading if it is a regular file, -1 otherwise.  Nothing
+ * else is opened: a map can name anything (a device, whose open() may
+ * have effects; a FIFO, whose open() blocks the worker for good), and the
+ * path can change between a look and an open.  An O_PATH open has no
+ * effect on what it opens; the file it found is then reopened as itself.
+ */
+static int open_regular(const char *path)
+{
+	char self[64];
+	struct stat st;
+	int pfd = open(path, O_PATH | O_CLOEXEC), fd = -1;
+
+	if (pfd < 0)
+		return -1;
+	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	}
+	close(pfd);
+	return fd;
+}
+
 /* The cache entry for @m's file in process @pid, or NULL. */
 static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, const struct map *m)
 {
@@ -406,8 +429,7 @@ static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, cons
 			snprintf(path, sizeof(path), "%s/%u/root%s", u->proc, pid, m->name);
 		else
 			snprintf(path, sizeof(path), "%s", m->name);
-		/* O_NONBLOCK: a FIFO planted at the path must not hang the worker. */
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		fd = open_regular(path);
 		if (fd >= 0)
 			r = open_entry(u, fd, m, e);
 	}

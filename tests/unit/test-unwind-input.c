@@ -490,3 +490,26 @@ Test(input, a_compressed_section_past_the_bound_is_refused, .init = make_tmpdir,
 	cr_expect_geq(st.elf_refused, 1);
 	perfrec_unwinder__free(u);
 }
+
+/*
+ * The path a map names is the process's to replace: a FIFO there made the
+ * unwinder's open() wait for a writer, the worker with it, for good (every
+ * later sample "behind").  Only regular files are opened.
+ */
+Test(input, a_fifo_at_a_mapped_path_is_not_waited_on, .init = make_tmpdir, .fini = rm_tmpdir, .timeout = 20)
+{
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "" };
+	struct perfrec_unwinder_stats st;
+	struct perfrec_unwinder *u;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	feed_file_map(u, path, 0x10000, 0x1000);
+	for_each_map(NULL, NULL, take_map, u);
+	cr_expect(reaches_outer(u), "the program's own code is no longer unwound");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_geq(st.elf_missing, 1);
+	perfrec_unwinder__free(u);
+}

@@ -945,6 +945,13 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(u, "elf_missing", json_object_new_int64((int64_t)st.unwinder.elf_missing));
 	J_ADD(u, "elf_bytes", json_object_new_int64((int64_t)st.unwinder.elf_bytes));
 	J_ADD(u, "sessions", json_object_new_int64((int64_t)st.unwinder.sessions));
+	J_ADD(u, "live_sessions", json_object_new_int64((int64_t)st.unwinder.live_sessions));
+	J_ADD(u, "sessions_evicted", json_object_new_int64((int64_t)st.unwinder.sessions_evicted));
+	J_ADD(u, "spaces", json_object_new_int64((int64_t)st.unwinder.spaces));
+	J_ADD(u, "spaces_evicted", json_object_new_int64((int64_t)st.unwinder.spaces_evicted));
+	J_ADD(u, "elves", json_object_new_int64((int64_t)st.unwinder.elves));
+	J_ADD(u, "elf_fds", json_object_new_int64((int64_t)st.unwinder.elf_fds));
+	J_ADD(u, "elf_refused", json_object_new_int64((int64_t)st.unwinder.elf_refused));
 	J_ADD(u, "queued_bytes", json_object_new_int64((int64_t)st.queued_bytes));
 	J_ADD(u, "max_queued_bytes", json_object_new_int64((int64_t)st.max_queued_bytes));
 	J_ADD(o, "unwind", u);

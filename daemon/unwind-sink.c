@@ -7,10 +7,12 @@
  * worker is idle with nothing queued.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "array.h"
 #include "unwind-internal.h"
@@ -25,6 +27,13 @@
  */
 #define MAX_SPARE_ROUNDS 2
 #define MAX_SPARE_BYTES (8U << 20)
+/*
+ * How often the worker gives freed memory back.  Its unwind sessions come
+ * and go with the processes (thousands a minute under a churn of
+ * binaries), and glibc keeps what a thread's arena once held, fragmented
+ * by them: 106 MB of arena for 22 MB in use, RSS rising for minutes.
+ */
+#define TRIM_INTERVAL_SEC 10
 
 struct item {
 	size_t off;
@@ -90,9 +99,21 @@ static int round_add(struct round *r, const struct perf_event_header *rec, const
 	return 0;
 }
 
+static void trim_now_and_then(time_t *last)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - *last >= TRIM_INTERVAL_SEC) {
+		malloc_trim(0);
+		*last = now.tv_sec;
+	}
+}
+
 static void *work(void *arg)
 {
 	struct unwind_sink *s = arg;
+	time_t last_trim = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -125,6 +146,7 @@ static void *work(void *arg)
 		if (!err)
 			err = fe;
 		perfrec_unwinder__stats(s->u, &ust);
+		trim_now_and_then(&last_trim);
 
 		pthread_mutex_lock(&s->lock);
 		s->st.unwinder = ust;

@@ -7,14 +7,21 @@
  *   FORK of a new process, emptied by COMM with exec, dropped at the
  *   leader's EXIT.  Each keeps a libdwfl session (Dwfl) built lazily from
  *   its executable mappings at the first sample after a change; the
- *   sessions are bounded (LRU), the maps are not (a few bytes each).
+ *   sessions are bounded (LRU), and so are the spaces themselves (an EXIT
+ *   lost to a full ring would otherwise keep one for good).
  *
  * - ELF files: opened once per build id (or device + inode when the map
- *   has none), checked against what the map says, kept open in an LRU
- *   bounded by count and bytes.  A session gets a dup of the cached fd, so
- *   it never opens a path, and eviction never pulls a file from under a
- *   session.  A map whose file cannot be found or does not match is marked
- *   and not looked up again.
+ *   has none), checked against what the map says, and taken only if they
+ *   are x86_64 executables or shared objects (a process maps what it likes:
+ *   libdwfl trusts the machine and layout its files claim).  One libelf
+ *   handle per file, in an LRU bounded by count and bytes; sessions share
+ *   it by reference.  A file nobody but root can change is read through a
+ *   mapping, with no fd kept; any other file could be cut short or
+ *   rewritten under a mapping (SIGBUS, or headers changing after they were
+ *   checked), so it is read with pread() into libelf's own copies, through
+ *   an fd kept while the handle lives: those fds are capped, and evicting
+ *   one drops the sessions that use it.  A map whose file cannot be found,
+ *   does not match or is refused is marked and not looked up again.
  *
  * - Unwinding: libdwfl's dwfl_getthread_frames() with our callbacks: the
  *   initial registers are the sample's regs_user (perf's x86_64 order mapped
@@ -32,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -47,7 +55,19 @@
 
 #define DEFAULT_MAX_ELVES 256
 #define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
-#define DEFAULT_MAX_SPACES 128
+/* Files read through an fd (see above); perfrecd's RLIMIT_NOFILE is 1024 or more. */
+#define DEFAULT_MAX_ELF_FDS 64
+/*
+ * Their sizes together: what libelf reads of them is the daemon's own
+ * memory (a mapping's pages are the page cache's).
+ */
+#define MAX_FD_BYTES (512ULL << 20)
+#define DEFAULT_MAX_SPACES 64
+/* Address spaces known (their maps), per session allowed. */
+#define SPACES_PER_SESSION 64
+#define FUSE_MAGIC 0x65735546
+/* What libdw may inflate of a file's compressed sections, all of it at once. */
+#define MAX_INFLATED (256ULL << 20)
 #define DEFAULT_MAX_FRAMES 127
 #define NR_BUCKETS 1024
 #define BUILD_ID_MAX 20
@@ -58,7 +78,12 @@ enum { P_AX, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
 
 struct elf_entry {
 	char key[KEY_MAX];
-	int fd;
+	Elf *elf;                /* our reference; each module using it holds another */
+	Elf_Cmd cmd;             /* how it was read: ELF_C_READ_MMAP or ELF_C_READ */
+	int fd;                  /* -1 when mapped; else closed by the last elf_end() */
+	uint16_t e_type;
+	uint64_t vaddr;          /* first PT_LOAD, aligned down, as libdwfl takes it */
+	uint64_t vend;           /* end of the last PT_LOAD */
 	uint64_t size;
 	uint64_t last_use;
 	struct elf_entry *next;  /* cache list */
@@ -113,8 +138,12 @@ struct queued {
 struct perfrec_unwinder {
 	char proc[256];
 	bool use_proc;
-	size_t max_elves, max_spaces;
+	size_t max_elves, max_spaces, max_elf_fds;
+	Elf *host_elf;           /* an x86_64 header: the machine every session unwinds as */
+	unsigned char host_ehdr[sizeof(Elf64_Ehdr)];
+	const struct space *building;  /* whose session is being reported to */
 	uint64_t max_elf_bytes;
+	uint64_t fd_bytes;       /* sizes of the entries read through an fd */
 	unsigned max_frames;
 	uint64_t clock;
 	struct space *buckets[NR_BUCKETS];
@@ -131,34 +160,53 @@ struct perfrec_unwinder {
 
 /* --- ELF cache ----------------------------------------------------------- */
 
-static void elf_entry_free(struct elf_entry *e)
+static void drop_sessions_using(struct perfrec_unwinder *u, const char *key);
+
+static void elf_entry_free(struct perfrec_unwinder *u, struct elf_entry *e)
 {
 	if (!e)
 		return;
-	if (e->fd >= 0)
+	if (e->fd >= 0) {
+		u->st.elf_fds--;
+		u->fd_bytes -= e->size;
+	}
+	/* Modules still holding the handle close the fd with their last elf_end(). */
+	if (elf_end(e->elf) == 0 && e->fd >= 0)
 		close(e->fd);
 	free(e);
 }
 
-static void evict_elves(struct perfrec_unwinder *u)
+static bool over_limits(const struct perfrec_unwinder *u, bool *fds_only)
 {
-	while (u->st.elves > u->max_elves || (u->st.elves > 1 && u->st.elf_bytes > u->max_elf_bytes)) {
-		struct elf_entry **pp, **oldest = NULL;
+	bool count = u->st.elves > u->max_elves || (u->st.elves > 1 && u->st.elf_bytes > u->max_elf_bytes);
+
+	*fds_only = !count;
+	return count || u->st.elf_fds > u->max_elf_fds || (u->st.elf_fds > 1 && u->fd_bytes > MAX_FD_BYTES);
+}
+
+/* Evict the least recently used entries (never @keep) until under every bound. */
+static void evict_elves(struct perfrec_unwinder *u, const struct elf_entry *keep)
+{
+	bool fds_only;
+
+	while (over_limits(u, &fds_only)) {
+		struct elf_entry **pp, **oldest = NULL, *e;
 
 		for (pp = &u->elves; *pp; pp = &(*pp)->next)
-			if (!oldest || (*pp)->last_use < (*oldest)->last_use)
+			if (*pp != keep && (!fds_only || (*pp)->fd >= 0) &&
+			    (!oldest || (*pp)->last_use < (*oldest)->last_use))
 				oldest = pp;
 		if (!oldest)
 			break;
-		{
-			struct elf_entry *e = *oldest;
-
-			*oldest = e->next;
-			u->st.elves--;
-			u->st.elf_bytes -= e->size;
-			u->st.elf_evicted++;
-			elf_entry_free(e);
-		}
+		e = *oldest;
+		*oldest = e->next;
+		/* Its fd must not outlive the entry in sessions: they go with it. */
+		if (e->fd >= 0)
+			drop_sessions_using(u, e->key);
+		u->st.elves--;
+		u->st.elf_bytes -= e->size;
+		u->st.elf_evicted++;
+		elf_entry_free(u, e);
 	}
 }
 
@@ -172,51 +220,207 @@ static void map_key(const struct map *m, char *key)
 	}
 }
 
-/* Is the file open at @fd the one @m maps?  By build id, else by device and inode. */
-static bool file_matches(int fd, const struct map *m, uint64_t *ret_size)
+/* An x86_64 executable or shared object, as this host runs: all libdwfl may be shown. */
+static bool host_ehdr(const Elf64_Ehdr *h)
 {
-	struct stat st;
-	bool ok = false;
-	Elf *elf;
-
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	*ret_size = (uint64_t)st.st_size;
-	if (!m->build_id_len)
-		return major(st.st_dev) == m->maj && minor(st.st_dev) == m->min && (uint64_t)st.st_ino == m->ino;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf) {
-		const void *id;
-		ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
-
-		ok = n == m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0;
-		elf_end(elf);
-	}
-	return ok;
+	return memcmp(h->e_ident, ELFMAG, SELFMAG) == 0 && h->e_ident[EI_CLASS] == ELFCLASS64 &&
+	       h->e_ident[EI_DATA] == ELFDATA2LSB && h->e_ident[EI_VERSION] == EV_CURRENT &&
+	       h->e_machine == EM_X86_64 && h->e_version == EV_CURRENT &&
+	       (h->e_type == ET_EXEC || h->e_type == ET_DYN) && h->e_ehsize == sizeof(Elf64_Ehdr) &&
+	       h->e_phentsize == sizeof(Elf64_Phdr) && h->e_phnum > 0 && h->e_phnum < PN_XNUM;
 }
 
-/* An fd (ours, cached) for @m's file in process @pid, or -1. */
-static int find_elf_fd(struct perfrec_unwinder *u, uint32_t pid, const struct map *m)
+/*
+ * Whether only root can change the file at @fd: then a mapping of it
+ * cannot be cut short (SIGBUS) or rewritten under us.  A FUSE file
+ * system says what its owner likes about owners and sizes.
+ */
+static bool only_root_writes(int fd, const struct stat *st)
+{
+	struct statfs sf;
+
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH)) && fstatfs(fd, &sf) == 0 &&
+	       (unsigned long)sf.f_type != FUSE_MAGIC;
+}
+
+/* The extent of @elf's PT_LOADs into @e; false if it has none that make sense. */
+static bool load_extent(Elf *elf, struct elf_entry *e)
+{
+	size_t phnum;
+	bool found = false;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_memsz > UINT64_MAX - ph.p_vaddr)
+			return false;
+		if (!found)
+			e->vaddr = ph.p_vaddr & -(ph.p_align ? ph.p_align : 1);
+		e->vend = ph.p_vaddr + ph.p_memsz;
+		found = true;
+	}
+	return found && e->vend > e->vaddr;
+}
+
+/* The declared size of a GNU .zdebug section ("ZLIB", then 8 bytes big-endian), or 0. */
+static uint64_t zdebug_size(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	const unsigned char *b;
+	uint64_t n = 0;
+
+	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4) != 0)
+		return 0;
+	b = (const unsigned char *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		n = n << 8 | b[i];
+	return n;
+}
+
+/*
+ * Whether what libdw would inflate of @elf's compressed sections (it does
+ * so whole, at the size the file declares, when it reads the DWARF for
+ * .debug_frame) stays under MAX_INFLATED: a few KiB of deflated zeros
+ * would otherwise be gigabytes of the daemon's memory.
+ */
+static bool inflated_ok(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = 0;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		shstrndx = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		uint64_t n = 0;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED)
+			n = gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
+		else if (shstrndx && (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strncmp(name, ".zdebug", 7))
+			n = zdebug_size(scn);
+		if (n > MAX_INFLATED - total)
+			return false;
+		total += n;
+	}
+	return true;
+}
+
+/*
+ * Read the file at @fd (ours from now on) into @e if it is the one @m maps
+ * and a host executable or shared object.  -ENOENT: not the file;
+ * -EPERM: the file, but not one to unwind with (counted as refused).
+ */
+static int open_entry(struct perfrec_unwinder *u, int fd, const struct map *m, struct elf_entry *e)
+{
+	GElf_Ehdr eh;
+	Elf64_Ehdr raw;
+	struct stat st;
+	bool mapped;
+	int r = -EPERM;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		goto fail_enoent;
+	if (!m->build_id_len &&
+	    (major(st.st_dev) != m->maj || minor(st.st_dev) != m->min || (uint64_t)st.st_ino != m->ino))
+		goto fail_enoent;
+	/* Checked before libelf reads it, then again on the copy libdwfl will see. */
+	if (pread(fd, &raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) || !host_ehdr(&raw))
+		goto fail;
+	mapped = only_root_writes(fd, &st);
+	e->cmd = mapped ? ELF_C_READ_MMAP : ELF_C_READ;
+	e->elf = elf_begin(fd, e->cmd, NULL);
+	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64 || eh.e_type != raw.e_type ||
+	    !load_extent(e->elf, e) || !inflated_ok(e->elf))
+		goto fail;
+	if (m->build_id_len) {
+		const void *id;
+		ssize_t n = dwelf_elf_gnu_build_id(e->elf, &id);
+
+		if (n != m->build_id_len || memcmp(id, m->build_id, (size_t)n) != 0) {
+			r = -ENOENT;
+			goto fail;
+		}
+	}
+	e->e_type = eh.e_type;
+	e->size = (uint64_t)st.st_size;
+	if (mapped) {
+		/* The mapping holds the whole file: no fd needed past here. */
+		elf_cntl(e->elf, ELF_C_FDDONE);
+		close(fd);
+		fd = -1;
+	}
+	e->fd = fd;
+	return 0;
+fail_enoent:
+	r = -ENOENT;
+fail:
+	elf_end(e->elf);
+	e->elf = NULL;
+	close(fd);
+	if (r == -EPERM)
+		u->st.elf_refused++;
+	return r;
+}
+
+/*
+ * @path opened for reading if it is a regular file, -1 otherwise.  Nothing
+ * else is opened: a map can name anything (a device, whose open() may
+ * have effects; a FIFO, whose open() blocks the worker for good), and the
+ * path can change between a look and an open.  An O_PATH open has no
+ * effect on what it opens; the file it found is then reopened as itself.
+ */
+static int open_regular(const char *path)
+{
+	char self[64];
+	struct stat st;
+	int pfd = open(path, O_PATH | O_CLOEXEC), fd = -1;
+
+	if (pfd < 0)
+		return -1;
+	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	}
+	close(pfd);
+	return fd;
+}
+
+/* The cache entry for @m's file in process @pid, or NULL. */
+static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, const struct map *m)
 {
 	char key[KEY_MAX], path[PATH_MAX + 300];
 	struct elf_entry *e;
-	int fd = -1;
-	uint64_t size = 0;
+	int r = -ENOENT;
 
 	map_key(m, key);
 	for (e = u->elves; e; e = e->next)
 		if (strcmp(e->key, key) == 0) {
 			e->last_use = ++u->clock;
 			u->st.elf_hits++;
-			return e->fd;
+			return e;
 		}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
 	/*
 	 * map_files sees deleted binaries and other mount namespaces; root
 	 * sees the process's view of the path; the path itself serves files
 	 * read after the process is gone.  Only a file that is the one the
 	 * map named is taken.
 	 */
-	for (int how = 0; how < 3 && fd < 0; how++) {
+	for (int how = 0; how < 3 && r == -ENOENT; how++) {
+		int fd;
+
 		if (how < 2 && !u->use_proc)
 			continue;
 		if (how == 0)
@@ -225,31 +429,27 @@ static int find_elf_fd(struct perfrec_unwinder *u, uint32_t pid, const struct ma
 			snprintf(path, sizeof(path), "%s/%u/root%s", u->proc, pid, m->name);
 		else
 			snprintf(path, sizeof(path), "%s", m->name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && !file_matches(fd, m, &size)) {
-			close(fd);
-			fd = -1;
-		}
+		fd = open_regular(path);
+		if (fd >= 0)
+			r = open_entry(u, fd, m, e);
 	}
-	if (fd < 0)
-		return -1;
-	e = calloc(1, sizeof(*e));
-	if (!e) {
-		close(fd);
-		return -1;
+	if (r < 0) {
+		free(e);
+		return NULL;
 	}
 	memcpy(e->key, key, sizeof(key));
-	e->fd = fd;
-	e->size = size;
 	e->last_use = ++u->clock;
 	e->next = u->elves;
 	u->elves = e;
 	u->st.elves++;
-	u->st.elf_bytes += size;
+	u->st.elf_bytes += e->size;
 	u->st.elf_opened++;
-	evict_elves(u);
-	/* Evicting never takes the newest entry, which was just used. */
-	return fd;
+	if (e->fd >= 0) {
+		u->st.elf_fds++;
+		u->fd_bytes += e->size;
+	}
+	evict_elves(u, e);
+	return e;
 }
 
 /* --- address spaces ------------------------------------------------------ */
@@ -267,6 +467,7 @@ static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool c
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	s->last_use = ++u->clock;
 	s->next = *pp;
 	*pp = s;
 	u->st.spaces++;
@@ -309,6 +510,51 @@ static void remove_space(struct perfrec_unwinder *u, uint32_t pid)
 			free_space(s);
 			u->st.spaces--;
 			return;
+		}
+}
+
+/*
+ * Forget the least recently used address space while there are more than
+ * the sessions allow for: processes whose EXIT never came (lost to a full
+ * ring) would otherwise pile up.  Forgotten, a live process's samples get
+ * their ip alone until it maps again or forks.
+ */
+static void evict_spaces(struct perfrec_unwinder *u)
+{
+	while (u->st.spaces > u->max_spaces * SPACES_PER_SESSION) {
+		struct space *oldest = NULL;
+
+		for (size_t b = 0; b < NR_BUCKETS; b++)
+			for (struct space *s = u->buckets[b]; s; s = s->next)
+				if (!oldest || s->last_use < oldest->last_use)
+					oldest = s;
+		if (!oldest)
+			return;
+		remove_space(u, oldest->pid);
+		u->st.spaces_evicted++;
+	}
+}
+
+/* Drop every session (but the one being built) with a module read from the file @key names. */
+static void drop_sessions_using(struct perfrec_unwinder *u, const char *key)
+{
+	char k[KEY_MAX];
+
+	for (size_t b = 0; b < NR_BUCKETS; b++)
+		for (struct space *s = u->buckets[b]; s; s = s->next) {
+			if (!s->dwfl || s == u->building)
+				continue;
+			for (size_t i = 0; i < s->nr; i++) {
+				if (!s->maps[i].exec || !s->maps[i].reported || s->maps[i].missing)
+					continue;
+				map_key(&s->maps[i], k);
+				if (strcmp(k, key) == 0) {
+					drop_dwfl(s);
+					s->stale = true;
+					u->st.sessions_evicted++;
+					break;
+				}
+			}
 		}
 }
 
@@ -472,7 +718,7 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 	return add_map(s, &m);
 }
 
-static int note_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
+static int apply_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
 {
 	const unsigned char *p = (const unsigned char *)(h + 1);
 	uint32_t pid, ppid, tid;
@@ -515,13 +761,31 @@ static int note_sideband(struct perfrec_unwinder *u, const struct perf_event_hea
 	}
 }
 
+static int note_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
+{
+	int r = apply_sideband(u, h);
+
+	evict_spaces(u);
+	return r;
+}
+
 /* --- libdwfl ------------------------------------------------------------- */
 
-static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-		       char **file_name, Elf **elfp)
+/*
+ * The module's file is the cache entry report_map() left in its userdata:
+ * libdwfl gets a reference to our handle, never a path to open.  The fd
+ * (or -1) is closed by whoever ends the handle's last reference.
+ */
+static int cached_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		      char **file_name, Elf **elfp)
 {
-	(void)mod; (void)userdata; (void)modname; (void)base; (void)file_name; (void)elfp;
-	return -1;
+	const struct elf_entry *e = *userdata;
+
+	(void)mod; (void)modname; (void)base; (void)file_name;
+	if (!e)
+		return -1;
+	*elfp = elf_begin(-1, e->cmd, e->elf);
+	return *elfp ? e->fd : -1;
 }
 
 /* No separate debug files: the mapped file's own .eh_frame and .debug_frame. */
@@ -535,7 +799,7 @@ static int no_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = no_find_elf,
+	.find_elf = cached_elf,
 	.find_debuginfo = no_find_debuginfo,
 };
 
@@ -666,7 +930,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return c->nr_frames < c->max_frames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-static void evict_spaces(struct perfrec_unwinder *u)
+static void evict_sessions(struct perfrec_unwinder *u)
 {
 	size_t live = 0;
 	struct space *oldest = NULL;
@@ -681,19 +945,28 @@ static void evict_spaces(struct perfrec_unwinder *u)
 	if (live > u->max_spaces && oldest) {
 		drop_dwfl(oldest);
 		oldest->stale = true;
+		u->st.sessions_evicted++;
 	}
 }
 
 /*
  * Report @s->maps[@i] to the session if it is code with a file, not yet
  * there, and not another segment of a module already there (one module
- * per file and base).  True if a module was added.
+ * per file and base).  True if a module was added.  The module's range is
+ * worked out here from the checked file, as libdwfl would (the file's
+ * offset 0 at start - pgoff, like perf; an ET_EXEC where its headers
+ * say): a module reported again with the same name and range is the one
+ * already there, where dwfl_report_elf() took that for a clash and
+ * dropped the module in use.
  */
 static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
 {
 	struct map *m = &s->maps[i];
+	struct elf_entry *e;
 	Dwfl_Module *mod;
-	int fd;
+	uint64_t base, low, high;
+	Dwarf_Addr bias;
+	void **userdata;
 
 	if (!m->exec || m->missing || m->reported || m->name[0] != '/' || m->pgoff > m->start)
 		return false;
@@ -703,34 +976,41 @@ static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
 		    s->maps[j].start - s->maps[j].pgoff == m->start - m->pgoff &&
 		    strcmp(s->maps[j].name, m->name) == 0)
 			return false;
-	fd = find_elf_fd(u, s->pid, m);
-	if (fd < 0) {
-		m->missing = true;
-		u->st.elf_missing++;
-		return false;
+	e = find_elf(u, s->pid, m);
+	if (!e)
+		goto missing;
+	base = e->e_type == ET_EXEC ? e->vaddr : m->start - m->pgoff;
+	if (__builtin_add_overflow(base, e->vend - e->vaddr, &high))
+		goto missing;
+	low = base;
+	mod = dwfl_report_module(s->dwfl, m->name, low, high);
+	if (!mod)
+		goto missing;
+	dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = e;
+	/* Taken now: the entry may be evicted before libdwfl would ask. */
+	if (!dwfl_module_getelf(mod, &bias)) {
+		*userdata = NULL;
+		goto missing;
 	}
-	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	/* Like perf: the file's offset 0 sits at start - pgoff. */
-	mod = dwfl_report_elf(s->dwfl, m->name, m->name, fd, m->start - m->pgoff, false);
-	if (!mod) {
-		close(fd);
-		m->missing = true;
-		u->st.elf_missing++;
-		return false;
-	}
+	*userdata = NULL;
 	return true;
+missing:
+	m->missing = true;
+	u->st.elf_missing++;
+	return false;
 }
 
 /* Add @s's new code maps to its session (see add_map()). */
 static void grow_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	s->grown = false;
+	u->building = s;
 	dwfl_report_begin_add(s->dwfl);
 	for (size_t i = 0; i < s->nr; i++)
 		report_map(u, s, i);
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	u->building = NULL;
 }
 
 /* Build @s's session from its executable file mappings; false if none could be. */
@@ -746,15 +1026,22 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 		return false;
 	for (size_t i = 0; i < s->nr; i++)
 		s->maps[i].reported = false;
+	u->building = s;
 	dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; i < s->nr; i++)
 		reported += report_map(u, s, i);
 	dwfl_report_end(s->dwfl, NULL, NULL);
-	if (!reported || !dwfl_attach_state(s->dwfl, NULL, (pid_t)s->pid, &thread_callbacks, u)) {
+	u->building = NULL;
+	/*
+	 * The machine is ours to say, not the first module's: libdwfl sizes
+	 * its frame state by it, and would otherwise hold that module's
+	 * backend, which a later report can free.
+	 */
+	if (!reported || !dwfl_attach_state(s->dwfl, u->host_elf, (pid_t)s->pid, &thread_callbacks, u)) {
 		drop_dwfl(s);
 		return false;
 	}
-	evict_spaces(u);
+	evict_sessions(u);
 	return true;
 }
 
@@ -1128,11 +1415,28 @@ int perfrec_unwinder__new(const struct perfrec_unwinder_opts *opts, struct perfr
 		u->max_elf_bytes = DEFAULT_MAX_ELF_BYTES;
 	if (!u->max_spaces)
 		u->max_spaces = DEFAULT_MAX_SPACES;
+	u->max_elf_fds = PERFREC_OPTS_GET(opts, max_elf_fds, (size_t)0);
+	if (!u->max_elf_fds)
+		u->max_elf_fds = DEFAULT_MAX_ELF_FDS;
 	if (!u->max_frames)
 		u->max_frames = DEFAULT_MAX_FRAMES;
 	if (u->max_frames > sizeof(u->frames) / sizeof(u->frames[0]))
 		u->max_frames = sizeof(u->frames) / sizeof(u->frames[0]);
 	elf_version(EV_CURRENT);
+	{
+		Elf64_Ehdr h = {
+			.e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT },
+			.e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			.e_ehsize = sizeof(Elf64_Ehdr),
+		};
+
+		memcpy(u->host_ehdr, &h, sizeof(h));
+		u->host_elf = elf_memory((char *)u->host_ehdr, sizeof(u->host_ehdr));
+		if (!u->host_elf) {
+			free(u);
+			return -ENOMEM;
+		}
+	}
 	*ret = u;
 	return 0;
 }
@@ -1152,8 +1456,9 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 		struct elf_entry *e = u->elves;
 
 		u->elves = e->next;
-		elf_entry_free(e);
+		elf_entry_free(u, e);
 	}
+	elf_end(u->host_elf);
 	free(u->qbuf);
 	free(u->obuf);
 	free(u->q);
@@ -1163,4 +1468,9 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 void perfrec_unwinder__stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_stats *ret)
 {
 	*ret = u ? u->st : (struct perfrec_unwinder_stats){0};
+	if (!u)
+		return;
+	for (size_t b = 0; b < NR_BUCKETS; b++)
+		for (const struct space *s = u->buckets[b]; s; s = s->next)
+			ret->live_sessions += !!s->dwfl;
 }

@@ -268,12 +268,14 @@ int cmd_unwind(int argc, char **argv)
 		return rc;
 	fprintf(stderr, "perfrecctl unwind: %llu samples, %llu with callers, %.1f user frames each; "
 		"ELF cache: %llu files opened, %llu hits (%.1f%%), %zu open (%.1f MiB), %llu evicted; "
-		"%llu maps without a matching file; %llu unwind sessions built\n",
+		"%llu maps without a matching file (%llu files refused: not x86_64 executables or shared objects); "
+		"%llu unwind sessions built, %llu dropped for the bounds\n",
 		(unsigned long long)st.samples, (unsigned long long)st.unwound,
 		st.samples ? (double)st.frames / (double)st.samples : 0.0,
 		(unsigned long long)st.elf_opened, (unsigned long long)st.elf_hits,
 		st.elf_opened + st.elf_hits ? 100.0 * (double)st.elf_hits / (double)(st.elf_opened + st.elf_hits) : 0.0,
 		st.elves, (double)st.elf_bytes / (1 << 20), (unsigned long long)st.elf_evicted,
-		(unsigned long long)st.elf_missing, (unsigned long long)st.sessions);
+		(unsigned long long)st.elf_missing, (unsigned long long)st.elf_refused,
+		(unsigned long long)st.sessions, (unsigned long long)st.sessions_evicted);
 	return 0;
 }

@@ -10,11 +10,21 @@
  * input ends with the process's EXIT.
  *
  * Layout: u8 nr_maps (low 3 bits); per map u64 start, u32 len, u32 pgoff,
- * u8 flags (bit 0 exec, bits 1-2 which file, bit 3 build id form);
- * u8 side-band (bit 0 COMM exec before the sample, bit 1 FORK into it);
+ * u8 flags (bit 0 exec, bits 1-2 and 4 which file, bit 3 build id form);
+ * the files include copies of this binary made hostile: its header says
+ * aarch64, or ET_EXEC (a module that lies at the same range whatever the
+ * base: mapped twice, it was freed under the session), or it is owned by
+ * nobody and cut short now and then (read through an fd, not a mapping).
+ * A file's device and inode are its own.
+ *
+ * u8 side-band (bit 0 COMM exec before the sample, bit 1 FORK into it,
+ * bit 5 the first map mapped again 16 MiB higher after it and the sample
+ * unwound again: a session grown after it was built);
  * 20 u64 registers; the rest is the stack copy.
  */
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +44,67 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct perfrec_unwinder *u;
 static char exe[PATH_MAX];
-static struct stat exe_st;
+static char dir[] = "/tmp/fuzz-unwind-XXXXXX";
+static char foreign[PATH_MAX], fixed[PATH_MAX], users[PATH_MAX];
+static const char *names[8];
+static struct stat sts[8];
+
+/* A copy of this binary at @path with @len bytes at @off replaced (none when @len is 0). */
+static void hostile_copy(const char *path, long off, const void *bytes, size_t len)
+{
+	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	char buf[65536];
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		abort();
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			abort();
+	if (len && pwrite(out, bytes, len, off) != (ssize_t)len)
+		abort();
+	close(in);
+	close(out);
+}
+
+static void cleanup(void)
+{
+	unlink(foreign);
+	unlink(fixed);
+	unlink(users);
+	rmdir(dir);
+}
+
+static void setup(void)
+{
+	static const unsigned char aarch64[2] = { 183, 0 }, et_exec[2] = { 2, 0 };
+	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (l <= 0 || !mkdtemp(dir))
+		abort();
+	exe[l] = 0;
+	snprintf(foreign, sizeof(foreign), "%s/foreign", dir);
+	snprintf(fixed, sizeof(fixed), "%s/fixed", dir);
+	snprintf(users, sizeof(users), "%s/users", dir);
+	hostile_copy(foreign, 18, aarch64, 2);
+	hostile_copy(fixed, 16, et_exec, 2);
+	hostile_copy(users, 0, NULL, 0);
+	if (geteuid() == 0 && chown(users, 65534, 65534) < 0)
+		abort();
+	atexit(cleanup);
+	names[0] = exe;
+	names[1] = "/nonexistent/fuzz-unwind";
+	names[2] = "//anon";
+	names[3] = "[vdso]";
+	names[4] = fixed;
+	names[5] = foreign;
+	names[6] = users;
+	names[7] = fixed;
+	for (int i = 0; i < 8; i++)
+		if (names[i][0] == '/' && names[i][1] != '/')
+			stat(names[i], &sts[i]);
+}
 
 struct in {
 	const uint8_t *p;
@@ -55,12 +125,12 @@ static uint64_t take(struct in *in, size_t n)
 
 static void mmap2(uint64_t start, uint64_t len, uint64_t pgoff, uint8_t flags)
 {
-	static const char *const names[] = { exe, "/nonexistent/fuzz-unwind", "//anon", "[vdso]" };
 	_Alignas(8) unsigned char rec[PATH_MAX + 128] = {0};
 	struct perf_event_header *h = (void *)rec;
 	unsigned char *p = rec + sizeof(*h);
 	uint32_t pid = PID, prot = PROT_READ | ((flags & 1) ? PROT_EXEC : 0);
-	const char *name = names[(flags >> 1) & 3];
+	unsigned which = ((flags >> 1) & 3) | ((flags >> 2) & 4);
+	const char *name = names[which];
 	size_t nl = strlen(name) + 1;
 
 	memcpy(p, &pid, 4);
@@ -74,8 +144,8 @@ static void mmap2(uint64_t start, uint64_t len, uint64_t pgoff, uint8_t flags)
 		p[32] = (uint8_t)(flags & 0xf0); /* a length, often past 20 */
 		memset(p + 36, flags, 20);
 	} else {
-		uint32_t maj = major(exe_st.st_dev), min = minor(exe_st.st_dev);
-		uint64_t ino = exe_st.st_ino;
+		uint32_t maj = major(sts[which].st_dev), min = minor(sts[which].st_dev);
+		uint64_t ino = sts[which].st_ino;
 
 		memcpy(p + 32, &maj, 4);
 		memcpy(p + 36, &min, 4);
@@ -113,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.sample_stack_user = 60000,
 	}, na;
 	struct in in = { data, size };
+	struct { uint64_t start, len, pgoff; uint8_t flags; } first = {0};
 	struct perf_event_header *h = (void *)rec;
 	unsigned char *p = rec + sizeof(*h);
 	struct perfrec_sample s;
@@ -122,18 +193,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n;
 
 	if (!u) {
-		struct perfrec_unwinder_opts o = { .sz = sizeof(o), .max_elves = 2, .max_spaces = 2 };
-		ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		struct perfrec_unwinder_opts o = { .sz = sizeof(o), .max_elves = 2, .max_spaces = 2, .max_elf_fds = 1 };
 
-		if (l <= 0 || stat("/proc/self/exe", &exe_st) < 0 || perfrec_unwinder__new(&o, &u) < 0)
+		setup();
+		if (perfrec_unwinder__new(&o, &u) < 0)
 			abort();
-		exe[l] = 0;
 	}
 	nr_maps = take(&in, 1) & 7;
 	for (unsigned i = 0; i < nr_maps; i++) {
 		uint64_t start = take(&in, 8), len = take(&in, 4), pgoff = take(&in, 4);
 
-		mmap2(start, len, pgoff, (uint8_t)take(&in, 1));
+		uint8_t flags = (uint8_t)take(&in, 1);
+
+		if (!i)
+			first = (typeof(first)){ start, len, pgoff, flags };
+		mmap2(start, len, pgoff, flags);
 	}
 	side = (uint8_t)take(&in, 1);
 	if (side & 2)
@@ -172,7 +246,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (n == 0) {
 		abort(); /* a DWARF sample is always rewritten */
 	}
+	if ((side & 0x20) && nr_maps) {
+		mmap2(first.start + (16 << 20), first.len, first.pgoff, first.flags);
+		if (perfrec_unwinder__rewrite(u, h, &a, out, sizeof(out)) == 0)
+			abort();
+	}
 	task(PERF_RECORD_EXIT, 0, PID, PID);
 	task(PERF_RECORD_EXIT, 0, PID + 1, PID);
+	/* The user's file cut short under the unwinder, and back, now and then. */
+	if ((side & 0xf0) == 0xf0) {
+		if (truncate(users, (side & 1) ? 0 : 4096) < 0)
+			abort();
+		hostile_copy(users, 0, NULL, 0);
+	}
 	return 0;
 }

@@ -13,6 +13,8 @@ adversarial trials of issue 17 repeated with figures.
   soak   a long recording with fast rotation: RSS flat after warm-up
   freeze snapshots into a file on a frozen ext4: status answers and the
          drain goes on (issue 28 item 3)
+  unwind --unwind host under a churn of distinct binaries and hostile
+         mappings: perfrecd lives, RSS and fds plateau
 
 Each part prints one row (trials, failures, figures); the table goes to
 stdout and into the Results section of tests/torture/README.md.  Needs
@@ -821,11 +823,250 @@ def part_freeze(work):
     return dict(part="snapshots into a frozen file system", trials=FREEZES,
                 failures=1 if problems else 0, figures=figures, problems=problems)
 
+# ---------------------------------------------------------------- unwind=host under a binary churn
+
+UNWIND_MIN = env_int("TORTURE_UNWIND_MIN", 6)
+UNWIND_HZ = env_int("TORTURE_UNWIND_HZ", 499)
+
+# Spins in nested calls (DWARF samples with stacks to unwind); with files
+# as arguments, maps each executable at two fixed low addresses in turn,
+# spinning between (the second map grows a session already built), and
+# truncates the one prefixed "cut:" while it is mapped.
+UNWIND_PROG = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+__attribute__((used)) static const char tag[] = TAG;
+static volatile unsigned long sink;
+__attribute__((noinline)) static void leaf(void) { for (int i = 0; i < 20000; i++) sink += i; }
+__attribute__((noinline)) static void mid(int d) { if (d) mid(d - 1); else leaf(); __asm__ volatile("" ::: "memory"); }
+static void spin(double sec)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		mid(8);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < sec);
+}
+int main(int argc, char **argv)
+{
+	unsigned long addr = 0x100000;
+	for (int i = 1; i < argc; i++) {
+		int cut = !strncmp(argv[i], "cut:", 4), fd = open(argv[i] + (cut ? 4 : 0), cut ? O_RDWR : O_RDONLY);
+		off_t len = fd < 0 ? 0 : lseek(fd, 0, SEEK_END);
+		for (int k = 0; k < 2 && len > 0; k++, addr += 0x1000000) {
+			mmap((void *)addr, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+			spin(0.05);
+		}
+		if (cut && ftruncate(fd, 0) == 0)
+			spin(0.05);
+		if (fd >= 0)
+			close(fd);
+	}
+	spin(0.2);
+	return 0;
+}
+"""
+
+
+def patch_build_id(path):
+    """Give the ELF at @path a random GNU build id: each copy is another file to the unwinder."""
+    import struct
+    with open(path, "r+b") as f:
+        data = f.read()
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+        for i in range(shnum):
+            sh = shoff + i * shentsize
+            typ, = struct.unpack_from("<I", data, sh + 4)
+            off, size = struct.unpack_from("<QQ", data, sh + 0x18)
+            if typ != 7:  # SHT_NOTE
+                continue
+            p = off
+            while p + 12 <= off + size:
+                namesz, descsz, ntype = struct.unpack_from("<III", data, p)
+                name_at = p + 12
+                desc_at = name_at + ((namesz + 3) & ~3)
+                if ntype == 3 and data[name_at:name_at + namesz] == b"GNU\0":
+                    f.seek(desc_at)
+                    f.write(os.urandom(descsz))
+                    return True
+                p = desc_at + ((descsz + 3) & ~3)
+    return False
+
+
+def fd_count(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
+
+
+def unwind_churn(d, stop, counts):
+    """Until @stop: copies of /usr/bin programs with fresh build ids (half of
+    them owned by nobody, so read through fds) run ~20 a second on a 4 MiB
+    input; a freshly compiled program each second; a process mapping an
+    aarch64 ELF, an ET_EXEC twice and a user's file it truncates, every 2 s."""
+    bins = os.path.join(d, "bins")
+    os.makedirs(bins)
+    data = os.path.join(d, "input")
+    with open(data, "wb") as f:
+        f.write(os.urandom(4 << 20))
+    progs = [p for p in ("sha256sum", "md5sum", "cksum", "sort", "gzip", "wc", "ls", "date", "cat")
+             if os.access("/usr/bin/" + p, os.X_OK)]
+    src = os.path.join(d, "spin.c")
+    with open(src, "w") as f:
+        f.write(UNWIND_PROG)
+    aarch64, fixed = os.path.join(d, "aarch64"), os.path.join(d, "fixed")
+    for path, off, val in ((aarch64, 18, b"\xb7\x00"), (fixed, 16, b"\x02\x00")):
+        shutil.copy("/usr/bin/true", path)
+        with open(path, "r+b") as f:
+            f.seek(off)
+            f.write(val)
+    n, last_cc, last_hostile, live, spin = 0, 0.0, 0.0, [], None
+    while not stop.is_set():
+        n += 1
+        now = time.monotonic()
+        if now - last_cc >= 1:
+            last_cc = now
+            exe = os.path.join(bins, "cc%d" % n)
+            if run(["cc", "-O1", "-o", exe, "-DTAG=\"%d\"" % n, src], timeout=60)[0] == 0:
+                run([exe], timeout=30)
+                counts["compiled"] += 1
+                spin = exe
+        elif now - last_hostile >= 2:
+            last_hostile = now
+            cut = os.path.join(bins, "cut%d" % n)
+            shutil.copy("/usr/bin/true", cut)
+            os.chown(cut, NOBODY, NOBODY)
+            if spin:
+                run([spin, fixed, aarch64, "cut:" + cut], timeout=30)
+                counts["hostile"] += 1
+            os.unlink(cut)
+        else:
+            prog = progs[n % len(progs)]
+            exe = os.path.join(bins, "%s-%d" % (prog, n))
+            shutil.copy("/usr/bin/" + prog, exe)
+            patch_build_id(exe)
+            if n % 2:
+                os.chown(exe, NOBODY, NOBODY)
+            args = [exe, data] if prog in ("sha256sum", "md5sum", "cksum", "wc") else \
+                   [exe, "-c", data] if prog == "gzip" else [exe, "--version"]
+            with open(os.devnull, "wb") as null:
+                subprocess.run(args, stdout=null, stderr=null, timeout=30)
+            counts["copies"] += 1
+            live.append(exe)
+        while len(live) > 100:
+            os.unlink(live.pop(0))
+        for old in glob.glob(os.path.join(bins, "cc*")):
+            if old != spin:
+                os.unlink(old)
+        stop.wait(0.03)
+
+
+def plateau(samples, warm):
+    """(spread after warm-up, growth of the last third's max over the middle third's)."""
+    steady = [v for _, v in samples[warm:]]
+    if not steady:
+        return None, None
+    third = max(1, len(steady) // 2)
+    return max(steady) - min(steady), max(steady[third:]) - max(steady[:third])
+
+
+def part_unwind(work):
+    d = os.path.join(work, "unwind")
+    out = os.path.join(d, "out")
+    os.makedirs(out)
+    conf = os.path.join(d, "conf")
+    prom = os.path.join(d, "unwind.prom")
+    write_conf(conf, "[output]\nrotate-interval=10s\nmax-files=3\n[service]\nmetrics-textfile=%s\n" % prom)
+    total = UNWIND_MIN * 60
+    step = max(5, min(15, total // 12))
+    dm = Daemon(["-c", conf, "-o", out, "--socket", os.path.join(d, "sock"), "-F", str(UNWIND_HZ),
+                 "--call-graph", "dwarf", "--unwind", "host"], os.path.join(d, "log"))
+    stop = threading.Event()
+    counts = {"copies": 0, "compiled": 0, "hostile": 0}
+    churn = threading.Thread(target=unwind_churn, args=(d, stop, counts))
+    rss, fds, problems, uw = [], [], [], {}
+    alive, rc = False, None
+    try:
+        churn.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < total and dm.alive():
+            stop.wait(step)
+            r, f = rss_kib(dm.pid), fd_count(dm.pid)
+            if r and f:
+                t = time.monotonic() - t0
+                rss.append((t, r))
+                fds.append((t, f))
+                _, st = status(os.path.join(d, "sock"))
+                uw = (st or {}).get("unwind", {}) or uw
+                log("unwind %.0fs: RSS %d KiB (anonymous %s), %d fds; unwinder: %s spaces, %s sessions, %s files "
+                    "(%s through fds); %s" % (t, r, rss_kib(dm.pid, "RssAnon:"), f, uw.get("spaces"),
+                                              uw.get("live_sessions"), uw.get("elves"), uw.get("elf_fds"), counts))
+        alive = dm.alive()
+        stop.set()
+        churn.join()
+        rc = dm.stop()
+    finally:
+        stop.set()
+        if dm.alive():
+            dm.stop(signal.SIGKILL)
+    if not alive:
+        problems.append("perfrecd died under the churn (see %s)" % os.path.join(d, "log"))
+    elif rc != 0:
+        problems.append("perfrecd exited %d" % rc)
+    warm = max(1, len(rss) // 3)
+    rss_spread, rss_growth = plateau(rss, warm)
+    fd_spread, fd_growth = plateau(fds, warm)
+    if rss_spread is None:
+        problems.append("no samples after warm-up")
+    else:
+        if rss_growth > 4096:
+            problems.append("RSS still rising after warm-up: +%d KiB in the last half" % rss_growth)
+        # The unwinder holds at most 64 files through fds (the rest are mapped).
+        if max(f for _, f in fds) > fds[0][1] + 64 + 16:
+            problems.append("%d fds open (%d at start)" % (max(f for _, f in fds), fds[0][1]))
+    pv = prom_values(prom)
+    unwound, smp = int(pv.get("perfrecd_unwind_unwound_total", 0)), int(pv.get("perfrecd_unwind_samples_total", 0))
+    if not smp or not unwound:
+        problems.append("no samples unwound on the host (%d of %d)" % (unwound, smp))
+    files = sorted(glob.glob(os.path.join(out, "*.data")))
+    bad = 0
+    for p in files[-1:]:
+        prob, _ = check_file(p)
+        if prob:
+            bad += 1
+            problems.append("%s: %s" % (os.path.basename(p), prob))
+    figures = ("%d min at %d Hz, --call-graph dwarf --unwind host; %d copies of /usr/bin programs with fresh build ids "
+               "(half owned by nobody), %d freshly compiled, %d mapping an ET_EXEC twice, an aarch64 ELF and a file "
+               "truncated under it; RSS %s KiB at start, %s..%s after warm-up (%d s), %+d KiB in the last half; fds %s at "
+               "start, %s..%s after warm-up, %+d in the last half; %d of %d samples unwound; unwinder at the end: "
+               "%s processes known (%s forgotten), %s sessions (%s built, %s dropped for the bounds), %s files cached "
+               "(%s through fds), %s refused; last file %s") % (
+        UNWIND_MIN, UNWIND_HZ, counts["copies"], counts["compiled"], counts["hostile"],
+        rss[0][1] if rss else "?", min(v for _, v in rss[warm:]) if rss[warm:] else "?",
+        max(v for _, v in rss[warm:]) if rss[warm:] else "?", rss[warm - 1][0] if len(rss) >= warm else 0,
+        rss_growth or 0, fds[0][1] if fds else "?", min(v for _, v in fds[warm:]) if fds[warm:] else "?",
+        max(v for _, v in fds[warm:]) if fds[warm:] else "?", fd_growth or 0, unwound, smp,
+        uw.get("spaces", "?"), uw.get("spaces_evicted", "?"), uw.get("live_sessions", "?"), uw.get("sessions", "?"),
+        uw.get("sessions_evicted", "?"), uw.get("elves", "?"), uw.get("elf_fds", "?"), uw.get("elf_refused", "?"),
+        "valid" if files and not bad else ("invalid" if files else "missing"))
+    if not files:
+        problems.append("no file published")
+    return dict(part="unwind=host under a binary churn (%d min)" % UNWIND_MIN, trials=len(rss),
+                failures=1 if problems or not alive else 0, figures=figures, problems=problems)
+
 
 # ---------------------------------------------------------------- table
 
 PARTS = {"kill": part_kill, "disk": part_disk, "abuse": part_abuse, "soak": part_soak}
 PARTS["freeze"] = part_freeze
+PARTS["unwind"] = part_unwind
 
 
 def table(rows):
@@ -874,6 +1115,7 @@ def main():
     rev = run(["git", "-C", TOP, "describe", "--always", "--dirty"])[1].strip()
     settings = ("TORTURE_KILLS=%d TORTURE_DISK_CYCLES=%d TORTURE_ABUSE_SEC=%d TORTURE_SOAK_MIN=%d "
                 "TORTURE_HZ=%d TORTURE_SEED=%d") % (KILLS, DISK_CYCLES, ABUSE_SEC, SOAK_MIN, HZ, SEED)
+    settings += " TORTURE_UNWIND_MIN=%d TORTURE_UNWIND_HZ=%d" % (UNWIND_MIN, UNWIND_HZ)
     text = ("Run of %s UTC on %s (%d CPUs), commit %s, %.0f min, parts %s:\n`%s`\n\n%s\n" % (
         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), os.uname().release, os.cpu_count(), rev,
         (time.monotonic() - started) / 60, ",".join(names), settings, table(rows)))

@@ -29,10 +29,11 @@ struct perfrec_unwinder;
 struct perfrec_unwinder_opts {
 	size_t sz;
 	const char *proc;       /* procfs root; NULL: "/proc"; "" : do not look in procfs */
-	size_t max_elves;       /* ELF files kept open (0: 256) */
+	size_t max_elves;       /* ELF files kept (0: 256) */
 	uint64_t max_elf_bytes; /* their sizes together (0: 2 GiB) */
-	size_t max_spaces;      /* address spaces with unwind state (0: 128) */
+	size_t max_spaces;      /* address spaces with unwind state (0: 64); 64 times that known */
 	unsigned max_frames;    /* user frames per sample (0: 127, perf's default) */
+	size_t max_elf_fds;     /* files read through an fd, not mapped (0: 64) */
 };
 
 struct perfrec_unwinder_stats {
@@ -50,6 +51,11 @@ struct perfrec_unwinder_stats {
 	uint64_t elf_bytes;     /* their sizes */
 	size_t spaces;          /* address spaces known */
 	uint64_t sessions;      /* unwind sessions built (a process's maps read into libdwfl) */
+	uint64_t elf_refused;   /* files that are not x86_64 executables or shared objects */
+	size_t elf_fds;         /* ELF files read through an fd kept open (not mapped) */
+	uint64_t sessions_evicted; /* sessions dropped for the bounds (rebuilt if used again) */
+	uint64_t spaces_evicted;   /* address spaces forgotten for the bound */
+	size_t live_sessions;   /* sessions now */
 };
 
 /* Returns 0, -EINVAL on bad opts, -ENOMEM. */

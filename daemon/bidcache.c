@@ -42,6 +42,7 @@
 #include <perfrec/pdreader.h>
 
 #include "bidcache.h"
+#include "fsutil.h"
 #include "log.h"
 
 #define QUEUE_LEN 1024
@@ -366,7 +367,7 @@ static int open_binary(const struct job *j)
 			snprintf(src, sizeof(src), "/proc/%u/exe", j->pid);
 		else
 			snprintf(src, sizeof(src), "/proc/%u/root%s", j->pid, j->path);
-		fd = open(src, O_RDONLY | O_CLOEXEC);
+		fd = open_regular(AT_FDCWD, src);   /* a FIFO there must not block the worker */
 		if (fd < 0)
 			continue;
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -51,4 +52,31 @@ int write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int open_regular(int dirfd, const char *path)
+{
+	struct stat st;
+	int fd, fl, r;
+
+	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto fail;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return r;
 }

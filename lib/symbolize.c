@@ -27,6 +27,7 @@
 #include <perfrec/buildid.h>
 
 #include "buildid-internal.h"
+#include "fsutil.h"
 #include "symbolize.h"
 
 #define UNKNOWN "[unknown]"
@@ -634,13 +635,24 @@ static void bid_hex(const uint8_t *bid, uint8_t len, char *out)
 	out[2 * len] = 0;
 }
 
+/*
+ * Whether @path is the binary @d names: its build id, or for a map without
+ * one any readable regular file (never a FIFO or a device: see
+ * open_regular()).
+ */
 static bool bid_matches(const char *path, const struct dso *d)
 {
 	uint8_t id[PERFREC_BUILD_ID_MAX];
-	int n = perfrec_buildid__read_elf(path, id);
+	int n, fd;
 
-	if (!d->bid_len)
-		return n != -ENOENT && access(path, R_OK) == 0;
+	if (!d->bid_len) {
+		fd = open_regular(AT_FDCWD, path);
+		if (fd < 0)
+			return false;
+		close(fd);
+		return true;
+	}
+	n = perfrec_buildid__read_elf(path, id);
 	return n == d->bid_len && !memcmp(id, d->bid, n);
 }
 
@@ -734,7 +746,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		return -1;
 	bid_hex(bits, (uint8_t)n, hex);
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(AT_FDCWD, path);
 	if (fd >= 0)
 		*debuginfo_file_name = strdup(path);
 	return fd;
@@ -846,7 +858,8 @@ static void dso_load(struct symbolizer *s, struct dso *d)
 		return;   /* [vdso], //anon, [heap]: nothing on disk */
 	if (find_binary(s, d, path, sizeof(path)) < 0)
 		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Checked again on this open: the path may have become a FIFO since. */
+	fd = open_regular(AT_FDCWD, path);
 	if (fd < 0)
 		return;
 	d->dwfl = dwfl_begin(&dwfl_callbacks);
@@ -1315,13 +1328,19 @@ static int cached_kallsyms(const struct symbolizer *s, char *out, size_t sz)
 
 static int load_kallsyms(struct symbolizer *s, const char *path)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open_regular(AT_FDCWD, path);   /* a cache entry may be a FIFO */
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	size_t cap = 0, scap = 0, slen = 0;
 	char line[1024];
 	uint64_t text = 0;
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int r = fd < 0 ? fd : -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
 		char type, name[512], mod[256] = "";

@@ -14,9 +14,12 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <dwarf.h>
@@ -32,6 +35,9 @@
 
 #define UNKNOWN "[unknown]"
 #define KERNEL_DSO "[kernel.kallsyms]"
+#define VDSO_DSO "[vdso]"
+/* No vdso is near this; a larger length read from its headers is not one. */
+#define VDSO_MAX (1u << 20)
 #define MAX_LOADS 16
 
 struct load {
@@ -133,6 +139,10 @@ struct symbolizer {
 
 	struct path_bid *pbids;      /* HEADER_BUILD_ID */
 	size_t nr_pbids, cap_pbids;
+
+	/* the running vdso, for a file of the running kernel (running_vdso_dso()) */
+	int vdso_state;              /* 0: not asked for this file, 1: yes, -1: no */
+	struct dso *vdso;
 
 	/* kernel */
 	bool kernel_checked, kallsyms_ok;
@@ -272,6 +282,7 @@ void symbolizer__reset_maps(struct symbolizer *s)
 	s->kernel_bid_len = 0;
 	s->nr_kmods = 0;
 	s->kernel_checked = false;
+	s->vdso_state = 0;
 	s->nr_bpf = 0;
 	for (size_t i = 0; i < s->nr_pbids; i++)
 		free(s->pbids[i].path);
@@ -844,6 +855,127 @@ static const char *sym_at(const struct dso *d, uint64_t a)
 	return NULL;
 }
 
+/* --- the vdso ----------------------------------------------------------- */
+
+/*
+ * This process's own vdso image.  The kernel maps one image per ABI into
+ * every process, so for a file recorded on the running kernel it is what
+ * the [vdso] maps of its (same-ABI) processes held, as perf assumes when it
+ * copies its own vdso for its reports.  Its length is where its headers
+ * end (the image holds its section headers, as the vdso's ELF file does).
+ * NULL when there is none.
+ */
+static const unsigned char *running_vdso(size_t *ret_len)
+{
+	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
+	const ElfW(Ehdr) *eh = (const void *)img;
+	const ElfW(Phdr) *ph;
+	size_t len;
+
+	if (!img || memcmp(img, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(*ph) ||
+	    eh->e_phoff > VDSO_MAX || eh->e_shoff > VDSO_MAX)
+		return NULL;
+	len = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	ph = (const void *)(img + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > len)
+			len = ph[i].p_offset + ph[i].p_filesz;
+	if (len < sizeof(*eh) || len > VDSO_MAX)
+		return NULL;
+	*ret_len = len;
+	return img;
+}
+
+/* The build id of the running vdso: its length, or 0. */
+static int running_vdso_bid(uint8_t id[PERFREC_BUILD_ID_MAX])
+{
+	size_t len;
+	const unsigned char *img = running_vdso(&len);
+	const ElfW(Ehdr) *eh = (const void *)img;
+	const ElfW(Phdr) *ph;
+
+	if (!img)
+		return 0;
+	ph = (const void *)(img + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		int n;
+
+		if (ph[i].p_type != PT_NOTE || ph[i].p_offset > len || ph[i].p_filesz > len - ph[i].p_offset)
+			continue;
+		n = perfrec_buildid__parse_notes(img + ph[i].p_offset, ph[i].p_filesz, id);
+		if (n > 0)
+			return n;
+	}
+	return 0;
+}
+
+static bool kernel_is_running_one(struct symbolizer *s);
+
+/*
+ * The dso of the running vdso, with its build id, when the file being read
+ * was recorded on the running kernel (its kernel build id says so): the
+ * maps of [vdso] without a build id (every one the kernel records) are
+ * its.  NULL for a file of another kernel: those need the image by build
+ * id, from a cache (vdso_open()).  Asked once per file.
+ */
+static struct dso *running_vdso_dso(struct symbolizer *s)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	int n;
+
+	if (!s->vdso_state) {
+		s->vdso_state = -1;
+		if (kernel_is_running_one(s) && (n = running_vdso_bid(id)) > 0) {
+			s->vdso = dso_get(s, VDSO_DSO, id, (uint8_t)n);
+			if (s->vdso)
+				s->vdso_state = 1;
+		}
+	}
+	return s->vdso_state > 0 ? s->vdso : NULL;
+}
+
+/*
+ * The vdso image of build id @d->bid: from a build-id cache, where perf
+ * record (DIR/.build-id/xx/yyyy/vdso, a link to DIR/[vdso]/ID/) and
+ * perfrecd leave it, else the running one if it is that image (in a
+ * memfd).  The path into @path for messages.  An fd or -errno.
+ */
+static int vdso_open(struct symbolizer *s, const struct dso *d, char *path, size_t sz)
+{
+	const char *dirs[] = { s->o.buildid_dir, s->home_debug };
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	const unsigned char *img;
+	size_t len;
+	int fd, r;
+
+	if (!d->bid_len)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!try_cache(d, dirs[i], "/vdso", path, sz) || !try_cache(d, dirs[i], "", path, sz))
+			return open_regular(AT_FDCWD, path);
+	r = running_vdso_bid(id);
+	img = running_vdso(&len);
+	if (!img || r != d->bid_len || memcmp(id, d->bid, (size_t)r))
+		return -ENOENT;
+	fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, img, len);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	snprintf(path, sz, "%s", VDSO_DSO);
+	return fd;
+}
+
+/* --- loading binaries --------------------------------------------------- */
+
+static bool is_vdso(const struct dso *d)
+{
+	return !strcmp(d->path, VDSO_DSO);
+}
+
 static void dso_load(struct symbolizer *s, struct dso *d)
 {
 	char path[PATH_MAX];
@@ -854,12 +986,16 @@ static void dso_load(struct symbolizer *s, struct dso *d)
 
 	d->looked_up = true;
 	s->lookups++;
-	if (d->path[0] != '/' && !d->bid_len)
-		return;   /* [vdso], //anon, [heap]: nothing on disk */
-	if (find_binary(s, d, path, sizeof(path)) < 0)
-		return;
-	/* Checked again on this open: the path may have become a FIFO since. */
-	fd = open_regular(AT_FDCWD, path);
+	if (is_vdso(d)) {
+		fd = vdso_open(s, d, path, sizeof(path));
+	} else {
+		if (d->path[0] != '/' && !d->bid_len)
+			return;   /* //anon, [heap]: nothing on disk */
+		if (find_binary(s, d, path, sizeof(path)) < 0)
+			return;
+		/* Checked again on this open: the path may have become a FIFO since. */
+		fd = open_regular(AT_FDCWD, path);
+	}
 	if (fd < 0)
 		return;
 	d->dwfl = dwfl_begin(&dwfl_callbacks);
@@ -1229,6 +1365,9 @@ static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, st
 	if (!m)
 		return 1;
 	d = m->dso;
+	/* A [vdso] map without a build id: the running vdso's, if the file is of this kernel. */
+	if (!d->bid_len && is_vdso(d) && running_vdso_dso(s))
+		d = running_vdso_dso(s);
 	f[0].module = d->path;
 	f[0].map_start = m->start;
 	f[0].map_end = m->end;

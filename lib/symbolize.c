@@ -14,12 +14,9 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <dwarf.h>
@@ -32,12 +29,11 @@
 #include "buildid-internal.h"
 #include "fsutil.h"
 #include "symbolize.h"
+#include "vdso.h"
 
 #define UNKNOWN "[unknown]"
 #define KERNEL_DSO "[kernel.kallsyms]"
-#define VDSO_DSO "[vdso]"
-/* No vdso is near this; a larger length read from its headers is not one. */
-#define VDSO_MAX (1u << 20)
+#define VDSO_DSO VDSO_MAP_NAME
 #define MAX_LOADS 16
 
 struct load {
@@ -857,58 +853,6 @@ static const char *sym_at(const struct dso *d, uint64_t a)
 
 /* --- the vdso ----------------------------------------------------------- */
 
-/*
- * This process's own vdso image.  The kernel maps one image per ABI into
- * every process, so for a file recorded on the running kernel it is what
- * the [vdso] maps of its (same-ABI) processes held, as perf assumes when it
- * copies its own vdso for its reports.  Its length is where its headers
- * end (the image holds its section headers, as the vdso's ELF file does).
- * NULL when there is none.
- */
-static const unsigned char *running_vdso(size_t *ret_len)
-{
-	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
-	const ElfW(Ehdr) *eh = (const void *)img;
-	const ElfW(Phdr) *ph;
-	size_t len;
-
-	if (!img || memcmp(img, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(*ph) ||
-	    eh->e_phoff > VDSO_MAX || eh->e_shoff > VDSO_MAX)
-		return NULL;
-	len = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-	ph = (const void *)(img + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > len)
-			len = ph[i].p_offset + ph[i].p_filesz;
-	if (len < sizeof(*eh) || len > VDSO_MAX)
-		return NULL;
-	*ret_len = len;
-	return img;
-}
-
-/* The build id of the running vdso: its length, or 0. */
-static int running_vdso_bid(uint8_t id[PERFREC_BUILD_ID_MAX])
-{
-	size_t len;
-	const unsigned char *img = running_vdso(&len);
-	const ElfW(Ehdr) *eh = (const void *)img;
-	const ElfW(Phdr) *ph;
-
-	if (!img)
-		return 0;
-	ph = (const void *)(img + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		int n;
-
-		if (ph[i].p_type != PT_NOTE || ph[i].p_offset > len || ph[i].p_filesz > len - ph[i].p_offset)
-			continue;
-		n = perfrec_buildid__parse_notes(img + ph[i].p_offset, ph[i].p_filesz, id);
-		if (n > 0)
-			return n;
-	}
-	return 0;
-}
-
 static bool kernel_is_running_one(struct symbolizer *s);
 
 /*
@@ -925,7 +869,7 @@ static struct dso *running_vdso_dso(struct symbolizer *s)
 
 	if (!s->vdso_state) {
 		s->vdso_state = -1;
-		if (kernel_is_running_one(s) && (n = running_vdso_bid(id)) > 0) {
+		if (kernel_is_running_one(s) && (n = vdso_build_id(id)) > 0) {
 			s->vdso = dso_get(s, VDSO_DSO, id, (uint8_t)n);
 			if (s->vdso)
 				s->vdso_state = 1;
@@ -937,36 +881,20 @@ static struct dso *running_vdso_dso(struct symbolizer *s)
 /*
  * The vdso image of build id @d->bid: from a build-id cache, where perf
  * record (DIR/.build-id/xx/yyyy/vdso, a link to DIR/[vdso]/ID/) and
- * perfrecd leave it, else the running one if it is that image (in a
- * memfd).  The path into @path for messages.  An fd or -errno.
+ * perfrecd (DIR/.build-id/xx/yyyy) leave it, else the running one if it is
+ * that image.  The path into @path for messages.  An fd or -errno.
  */
 static int vdso_open(struct symbolizer *s, const struct dso *d, char *path, size_t sz)
 {
 	const char *dirs[] = { s->o.buildid_dir, s->home_debug };
-	uint8_t id[PERFREC_BUILD_ID_MAX];
-	const unsigned char *img;
-	size_t len;
-	int fd, r;
 
 	if (!d->bid_len)
 		return -ENOENT;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (!try_cache(d, dirs[i], "/vdso", path, sz) || !try_cache(d, dirs[i], "", path, sz))
 			return open_regular(AT_FDCWD, path);
-	r = running_vdso_bid(id);
-	img = running_vdso(&len);
-	if (!img || r != d->bid_len || memcmp(id, d->bid, (size_t)r))
-		return -ENOENT;
-	fd = memfd_create("vdso", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, img, len);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
 	snprintf(path, sz, "%s", VDSO_DSO);
-	return fd;
+	return vdso_memfd(d->bid, d->bid_len);
 }
 
 /* --- loading binaries --------------------------------------------------- */

@@ -43,6 +43,7 @@
 
 #include "bidcache.h"
 #include "fsutil.h"
+#include "vdso.h"
 #include "log.h"
 
 #define QUEUE_LEN 1024
@@ -350,6 +351,9 @@ static int open_binary(const struct job *j)
 	char src[PATH_MAX + 64], self[64];
 	uint8_t id[BID_MAX];
 
+	if (!strcmp(j->path, VDSO_MAP_NAME))
+		return vdso_memfd(j->bid, j->bid_len);   /* the kernel's: ours, if the ids match */
+
 	/*
 	 * map_files reaches any mapped file, deleted or in another mount
 	 * namespace, but needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), which
@@ -586,7 +590,8 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	memcpy(&prot, p + 64, 4);
 	len = p[40];
 	kernel = pid == UINT32_MAX && !strncmp(name, "[kernel.kallsyms]", 17);
-	if (!len || len > BID_MAX || (!kernel && (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) || name[0] != '/')))
+	if (!len || len > BID_MAX || (!kernel && (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) ||
+					(name[0] != '/' && strcmp(name, VDSO_MAP_NAME)))))
 		return;
 
 	pthread_mutex_lock(&bc.lock);

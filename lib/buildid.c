@@ -725,6 +725,13 @@ static void note_mmap2(struct perfrec_buildid_table *t, const struct perf_event_
 
 	if (id_len == 0 || id_len > PERFREC_BUILD_ID_MAX || strnlen(name, max) == max || !name[0])
 		return;
+	/*
+	 * Not the vdso: perf makes a table entry its [vdso] binary, found only
+	 * in a build-id cache, where without one it takes its own vdso and
+	 * checks it against the MMAP2's build id.
+	 */
+	if (!strcmp(name, "[vdso]"))
+		return;
 	if (kernel && !strncmp(name, KERNEL_NAME, strlen(KERNEL_NAME)))
 		name = KERNEL_NAME; /* "[kernel.kallsyms]_text" is the kernel itself */
 	/* Compact before looking anything up: it renumbers the binaries. */

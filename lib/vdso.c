@@ -77,6 +77,8 @@ int vdso_memfd(const uint8_t *bid, size_t len)
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, img, size);
+	if (!r && lseek(fd, 0, SEEK_SET) < 0)   /* read from its start, as an opened file */
+		r = -errno;
 	if (r < 0) {
 		close(fd);
 		return r;

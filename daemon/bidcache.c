@@ -57,6 +57,8 @@
 #include <perfrec/pdreader.h>
 
 #include "bidcache.h"
+#include "fsutil.h"
+#include "vdso.h"
 #include "log.h"
 #include "safename.h"
 
@@ -372,6 +374,9 @@ static int open_binary(const struct job *j)
 	char src[PATH_MAX + 64], self[64];
 	uint8_t id[BID_MAX];
 
+	if (!strcmp(j->path, VDSO_MAP_NAME))
+		return vdso_memfd(j->bid, j->bid_len);   /* the kernel's: ours, if the ids match */
+
 	/*
 	 * map_files reaches any mapped file, deleted or in another mount
 	 * namespace, but needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), which
@@ -389,7 +394,7 @@ static int open_binary(const struct job *j)
 			snprintf(src, sizeof(src), "/proc/%u/exe", j->pid);
 		else
 			snprintf(src, sizeof(src), "/proc/%u/root%s", j->pid, j->path);
-		fd = open(src, O_RDONLY | O_CLOEXEC);
+		fd = open_regular(AT_FDCWD, src);   /* a FIFO there must not block the worker */
 		if (fd < 0)
 			continue;
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
@@ -734,7 +739,8 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 	memcpy(&prot, p + 64, 4);
 	len = p[40];
 	kernel = pid == UINT32_MAX && !strncmp(name, "[kernel.kallsyms]", 17);
-	if (!len || len > BID_MAX || (!kernel && (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) || name[0] != '/')))
+	if (!len || len > BID_MAX || (!kernel && (pid == UINT32_MAX || !pid || !(prot & PROT_EXEC) ||
+					(name[0] != '/' && strcmp(name, VDSO_MAP_NAME)))))
 		return;
 
 	pthread_mutex_lock(&bc.lock);

@@ -22,6 +22,7 @@
 #include <perfrec/pdwriter.h>
 
 #include "buildid-internal.h"
+#include "fsutil.h"
 
 /* Note segments larger than this are not build id carriers; skip them. */
 #define NOTE_MAX (1u << 20)
@@ -254,15 +255,12 @@ int perfrec_buildid__read_elf(const char *path, uint8_t ret_id[PERFREC_BUILD_ID_
 
 	if (!path || !ret_id)
 		return -EINVAL;
-	e.fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A FIFO or device at a mapped path must not block or feed us forever. */
+	e.fd = open_regular(AT_FDCWD, path);
 	if (e.fd < 0)
-		return -errno;
+		return e.fd == -EINVAL ? -ENOEXEC : e.fd;
 	if (fstat(e.fd, &st) < 0) {
 		r = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = -ENOEXEC;
 		goto out;
 	}
 	e.size = (uint64_t)st.st_size;
@@ -726,6 +724,13 @@ static void note_mmap2(struct perfrec_buildid_table *t, const struct perf_event_
 	int idx;
 
 	if (id_len == 0 || id_len > PERFREC_BUILD_ID_MAX || strnlen(name, max) == max || !name[0])
+		return;
+	/*
+	 * Not the vdso: perf makes a table entry its [vdso] binary, found only
+	 * in a build-id cache, where without one it takes its own vdso and
+	 * checks it against the MMAP2's build id.
+	 */
+	if (!strcmp(name, "[vdso]"))
 		return;
 	if (kernel && !strncmp(name, KERNEL_NAME, strlen(KERNEL_NAME)))
 		name = KERNEL_NAME; /* "[kernel.kallsyms]_text" is the kernel itself */

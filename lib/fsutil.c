@@ -216,3 +216,30 @@ void output_file_discard(struct output_file *o)
 		unlinkat(o->dirfd, o->tmp, 0);
 	output_file_release(o);
 }
+
+int open_regular(int dirfd, const char *path)
+{
+	struct stat st;
+	int fd, fl, r;
+
+	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto fail;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return r;
+}

@@ -27,10 +27,13 @@
 #include <perfrec/buildid.h>
 
 #include "buildid-internal.h"
+#include "fsutil.h"
 #include "symbolize.h"
+#include "vdso.h"
 
 #define UNKNOWN "[unknown]"
 #define KERNEL_DSO "[kernel.kallsyms]"
+#define VDSO_DSO VDSO_MAP_NAME
 #define MAX_LOADS 16
 
 struct load {
@@ -132,6 +135,10 @@ struct symbolizer {
 
 	struct path_bid *pbids;      /* HEADER_BUILD_ID */
 	size_t nr_pbids, cap_pbids;
+
+	/* the running vdso, for a file of the running kernel (running_vdso_dso()) */
+	int vdso_state;              /* 0: not asked for this file, 1: yes, -1: no */
+	struct dso *vdso;
 
 	/* kernel */
 	bool kernel_checked, kallsyms_ok;
@@ -271,6 +278,7 @@ void symbolizer__reset_maps(struct symbolizer *s)
 	s->kernel_bid_len = 0;
 	s->nr_kmods = 0;
 	s->kernel_checked = false;
+	s->vdso_state = 0;
 	s->nr_bpf = 0;
 	for (size_t i = 0; i < s->nr_pbids; i++)
 		free(s->pbids[i].path);
@@ -634,13 +642,24 @@ static void bid_hex(const uint8_t *bid, uint8_t len, char *out)
 	out[2 * len] = 0;
 }
 
+/*
+ * Whether @path is the binary @d names: its build id, or for a map without
+ * one any readable regular file (never a FIFO or a device: see
+ * open_regular()).
+ */
 static bool bid_matches(const char *path, const struct dso *d)
 {
 	uint8_t id[PERFREC_BUILD_ID_MAX];
-	int n = perfrec_buildid__read_elf(path, id);
+	int n, fd;
 
-	if (!d->bid_len)
-		return n != -ENOENT && access(path, R_OK) == 0;
+	if (!d->bid_len) {
+		fd = open_regular(AT_FDCWD, path);
+		if (fd < 0)
+			return false;
+		close(fd);
+		return true;
+	}
+	n = perfrec_buildid__read_elf(path, id);
 	return n == d->bid_len && !memcmp(id, d->bid, n);
 }
 
@@ -734,7 +753,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		return -1;
 	bid_hex(bits, (uint8_t)n, hex);
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(AT_FDCWD, path);
 	if (fd >= 0)
 		*debuginfo_file_name = strdup(path);
 	return fd;
@@ -832,6 +851,59 @@ static const char *sym_at(const struct dso *d, uint64_t a)
 	return NULL;
 }
 
+/* --- the vdso ----------------------------------------------------------- */
+
+static bool kernel_is_running_one(struct symbolizer *s);
+
+/*
+ * The dso of the running vdso, with its build id, when the file being read
+ * was recorded on the running kernel (its kernel build id says so): the
+ * maps of [vdso] without a build id (every one the kernel records) are
+ * its.  NULL for a file of another kernel: those need the image by build
+ * id, from a cache (vdso_open()).  Asked once per file.
+ */
+static struct dso *running_vdso_dso(struct symbolizer *s)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	int n;
+
+	if (!s->vdso_state) {
+		s->vdso_state = -1;
+		if (kernel_is_running_one(s) && (n = vdso_build_id(id)) > 0) {
+			s->vdso = dso_get(s, VDSO_DSO, id, (uint8_t)n);
+			if (s->vdso)
+				s->vdso_state = 1;
+		}
+	}
+	return s->vdso_state > 0 ? s->vdso : NULL;
+}
+
+/*
+ * The vdso image of build id @d->bid: from a build-id cache, where perf
+ * record (DIR/.build-id/xx/yyyy/vdso, a link to DIR/[vdso]/ID/) and
+ * perfrecd (DIR/.build-id/xx/yyyy) leave it, else the running one if it is
+ * that image.  The path into @path for messages.  An fd or -errno.
+ */
+static int vdso_open(struct symbolizer *s, const struct dso *d, char *path, size_t sz)
+{
+	const char *dirs[] = { s->o.buildid_dir, s->home_debug };
+
+	if (!d->bid_len)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!try_cache(d, dirs[i], "/vdso", path, sz) || !try_cache(d, dirs[i], "", path, sz))
+			return open_regular(AT_FDCWD, path);
+	snprintf(path, sz, "%s", VDSO_DSO);
+	return vdso_memfd(d->bid, d->bid_len);
+}
+
+/* --- loading binaries --------------------------------------------------- */
+
+static bool is_vdso(const struct dso *d)
+{
+	return !strcmp(d->path, VDSO_DSO);
+}
+
 static void dso_load(struct symbolizer *s, struct dso *d)
 {
 	char path[PATH_MAX];
@@ -842,11 +914,16 @@ static void dso_load(struct symbolizer *s, struct dso *d)
 
 	d->looked_up = true;
 	s->lookups++;
-	if (d->path[0] != '/' && !d->bid_len)
-		return;   /* [vdso], //anon, [heap]: nothing on disk */
-	if (find_binary(s, d, path, sizeof(path)) < 0)
-		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (is_vdso(d)) {
+		fd = vdso_open(s, d, path, sizeof(path));
+	} else {
+		if (d->path[0] != '/' && !d->bid_len)
+			return;   /* //anon, [heap]: nothing on disk */
+		if (find_binary(s, d, path, sizeof(path)) < 0)
+			return;
+		/* Checked again on this open: the path may have become a FIFO since. */
+		fd = open_regular(AT_FDCWD, path);
+	}
 	if (fd < 0)
 		return;
 	d->dwfl = dwfl_begin(&dwfl_callbacks);
@@ -1216,6 +1293,9 @@ static size_t resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, st
 	if (!m)
 		return 1;
 	d = m->dso;
+	/* A [vdso] map without a build id: the running vdso's, if the file is of this kernel. */
+	if (!d->bid_len && is_vdso(d) && running_vdso_dso(s))
+		d = running_vdso_dso(s);
 	f[0].module = d->path;
 	f[0].map_start = m->start;
 	f[0].map_end = m->end;
@@ -1315,13 +1395,19 @@ static int cached_kallsyms(const struct symbolizer *s, char *out, size_t sz)
 
 static int load_kallsyms(struct symbolizer *s, const char *path)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open_regular(AT_FDCWD, path);   /* a cache entry may be a FIFO */
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	size_t cap = 0, scap = 0, slen = 0;
 	char line[1024];
 	uint64_t text = 0;
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int r = fd < 0 ? fd : -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
 		char type, name[512], mod[256] = "";

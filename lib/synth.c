@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include <perfrec/buildid.h>
 #include <perfrec/event.h>
 #include <perfrec/synth.h>
+
+#include "vdso.h"
 
 /* task_struct flag the kernel reports in /proc/<pid>/stat: a kernel thread. */
 #define PF_KTHREAD_FLAG 0x00200000u
@@ -93,6 +96,9 @@ struct synth {
 	uint64_t rec[(PERFREC_RECORD_MAX + 1) / 8];
 	char rbuf[READ_BUF_SIZE];
 	struct bid_entry *bids; /* BID_CACHE_SIZE entries, or NULL */
+	int piddir;             /* of the task whose maps are read */
+	int vdso_id_len;        /* the running vdso's build id: -1 not read yet, 0 none */
+	uint8_t vdso_id[PERFREC_BUILD_ID_MAX];
 };
 
 static int synth_new(const struct perfrec_synth_opts *opts, perfrec_synth_emit_fn emit,
@@ -125,6 +131,8 @@ static int synth_new(const struct perfrec_synth_opts *opts, perfrec_synth_emit_f
 	s->trailer = perfrec_sample_id__size(s->sample_type);
 	s->emit = emit;
 	s->ctx = ctx;
+	s->piddir = -1;
+	s->vdso_id_len = -1;
 	*ret = s;
 	return 0;
 }
@@ -443,6 +451,39 @@ static int lookup_build_id(struct synth *s, uint32_t pid, const char *name,
 	return n;
 }
 
+/*
+ * The build id of a task's [vdso] map: the running vdso's when the image
+ * mapped there is that one.  Readers need it to tell which image the
+ * samples ran in (perf keeps vdsos by build id), and perfrecd's build-id
+ * cache keeps the image under it.  The kernel holds one image per ABI
+ * (64-bit, 32-bit, x32), so an ELF header the same as ours, read through
+ * /proc/PID/mem (ptrace access, as the maps), says it is ours.  0: not
+ * known (another ABI, or the header unreadable).
+ */
+static int vdso_map_build_id(struct synth *s, uint64_t start, uint64_t len, uint8_t id[PERFREC_BUILD_ID_MAX])
+{
+	unsigned char hdr[sizeof(ElfW(Ehdr))];
+	const unsigned char *img;
+	size_t ilen;
+	ssize_t n;
+	int fd;
+
+	if (s->vdso_id_len < 0)
+		s->vdso_id_len = vdso_build_id(s->vdso_id);
+	img = vdso_image(&ilen);
+	if (s->vdso_id_len <= 0 || !img || len < sizeof(hdr) || start > INT64_MAX || s->piddir < 0)
+		return 0;
+	fd = openat(s->piddir, "mem", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = pread(fd, hdr, sizeof(hdr), (off_t)start);
+	close(fd);
+	if (n != (ssize_t)sizeof(hdr) || memcmp(hdr, img, sizeof(hdr)))
+		return 0;
+	memcpy(id, s->vdso_id, (size_t)s->vdso_id_len);
+	return s->vdso_id_len;
+}
+
 /* --- tasks -------------------------------------------------------------- */
 
 /* One line of /proc/<pid>/maps; executable mappings become MMAP2 records. */
@@ -508,6 +549,12 @@ static int synth_map_line(struct synth *s, uint32_t pid, char *line)
 			a.build_id = id;
 			a.build_id_len = (uint8_t)n;
 		}
+	} else if (s->build_ids && perms[2] == 'x' && !strcmp(name, VDSO_MAP_NAME)) {
+		n = vdso_map_build_id(s, start, a.len, id);
+		if (n > 0) {
+			a.build_id = id;
+			a.build_id_len = (uint8_t)n;
+		}
 	}
 	return emit_mmap2(s, &a);
 }
@@ -523,6 +570,7 @@ static int synth_maps(struct synth *s, int piddir, uint32_t pid)
 	if (fd < 0)
 		return 0;
 	lines_init(&l, fd, s->rbuf, sizeof(s->rbuf));
+	s->piddir = piddir;
 	/* A read error (ESRCH when the task exits mid-read) just ends the
 	 * maps; only the callback's or an allocation's error is returned. */
 	while (lines_next(&l, &line) > 0) {
@@ -530,6 +578,7 @@ static int synth_maps(struct synth *s, int piddir, uint32_t pid)
 		if (r < 0)
 			break;
 	}
+	s->piddir = -1;
 	close(fd);
 	return r;
 }

@@ -10,6 +10,12 @@ PERFRECCTL=$TOP/tools/perfrecctl
 WORKLOAD=$TOP/tests/e2e/workload
 PERFPARSER=/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser
 T=$(mktemp -d /tmp/perfrec-e2e.XXXXXX)
+# Nothing earlier runs left in ~/.debug (perf's build-id cache, where our
+# views look too) or ~/.perfconfig may decide a result: HOME is the test's
+# own, empty.  pyenv's shims find their root through HOME: keep that one.
+if [ -z "${PYENV_ROOT:-}" ] && [ -d "${HOME:-/nonexistent}/.pyenv" ]; then export PYENV_ROOT=$HOME/.pyenv; fi
+export HOME=$T/home
+mkdir -m 0700 "$HOME"
 DAEMON_PID=
 cleanup() {
 	[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null

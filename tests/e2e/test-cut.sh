@@ -7,7 +7,8 @@
 # or three; hold exactly the samples that perf script --ns finds in that
 # window in the individual files (all of them, and phase two's); span at
 # least three files; and resolve the symbols of the workload, which
-# started before the first file.
+# started before the first file, in perf and in perfrecctl folded (the
+# vdso's too: phases calls clock_gettime), with ~/.debug empty (lib.sh).
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 PHASES=$TOP/tests/e2e/phases
@@ -90,6 +91,12 @@ check_cut() {
 	[ -s "$T/wl" ] || fail "$what: no samples of the workload"
 	if grep -q 'unknown' "$T/wl"; then
 		grep 'unknown' "$T/wl" | sort | uniq -c | head; fail "$what: unresolved workload samples"
+	fi
+	# Ours too (with HOME and ~/.debug empty, lib.sh): the vdso frames included.
+	"$PERFRECCTL" folded --no-debuginfod --comm phases -o "$T/wl.folded" "$out" 2>"$T/folded.err" ||
+		{ cat "$T/folded.err"; fail "$what: perfrecctl folded failed"; }
+	if grep -q 'unknown' "$T/wl.folded"; then
+		grep 'unknown' "$T/wl.folded" | head; fail "$what: perfrecctl folded leaves workload frames unnamed"
 	fi
 	local used; used=$(grep -c '^perfrecctl cut: used ' "$T/cut.err")
 	[ "$used" -ge 3 ] || { cat "$T/cut.err"; fail "$what: the window spans $used files, expected at least 3"; }

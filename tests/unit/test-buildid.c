@@ -517,6 +517,27 @@ Test(buildid, table_writes_sampled_pids_binaries_and_kernel_only)
 }
 
 /*
+ * A [vdso] map's build id stays in its MMAP2 only: perf takes a table
+ * entry named [vdso] for its vdso binary, which it then finds only in a
+ * build-id cache, and with ~/.debug empty names no vdso frame.
+ */
+Test(buildid, table_leaves_the_vdso_out)
+{
+	struct perfrec_buildid_table *t = fill_table();
+	unsigned char rec[512];
+	struct entry e[16];
+	size_t n;
+
+	make_mmap2(rec, PERF_RECORD_MISC_USER, 10, "[vdso]", ID_TWENTY, 20);
+	perfrec_buildid_table__note_mmap2(t, (void *)rec);
+	perfrec_buildid_table__note_sample_pid(t, 10, false);
+	n = build_entries(t, e, 16);
+	cr_assert_null(find_entry(e, n, "[vdso]"), "the vdso is in HEADER_BUILD_ID");
+	cr_assert_not_null(find_entry(e, n, "/usr/bin/ten"));
+	perfrec_buildid_table__free(t);
+}
+
+/*
  * A new file describes its processes again (synthesized MMAP2s, then the
  * rings'): the last file's processes and binaries are forgotten, so none
  * of it lingers in a long run.

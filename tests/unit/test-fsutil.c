@@ -6,7 +6,8 @@
  * short or block part-way), and a full device is an error, not a silent
  * truncation.  And of output_file_*(), how every perfrecctl output is made:
  * 0600 under umask 022, never through a link planted at the name or at
- * the temporary's, an existing file replaced only when asked.
+ * the temporary's, an existing file replaced only when asked.  And
+ * open_regular(), which the readers of mapped paths use.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -285,4 +286,38 @@ Test(fsutil, copy_access_gives_the_data_files_mode)
 	free(json);
 	rm_rf(d);
 	free(d);
+
+/*
+ * open_regular(): a FIFO nobody writes to, a device and a directory are
+ * refused at once (a plain open() of the FIFO blocks for ever); a regular
+ * file opens, blocking again, and reads.
+ */
+Test(fsutil, open_regular_takes_regular_files_only)
+{
+	char dir[] = "/tmp/test-fsutil.XXXXXX", fifo[64], file[64], buf[4];
+	int fd, fl;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "ELF", 3), 3);
+	close(fd);
+
+	cr_assert_eq(open_regular(AT_FDCWD, fifo), -EINVAL);
+	cr_assert_eq(open_regular(AT_FDCWD, "/dev/zero"), -EINVAL);
+	cr_assert_eq(open_regular(AT_FDCWD, dir), -EINVAL);
+	cr_assert_eq(open_regular(AT_FDCWD, "/nonexistent/x"), -ENOENT);
+	fd = open_regular(AT_FDCWD, file);
+	cr_assert_geq(fd, 0);
+	fl = fcntl(fd, F_GETFL);
+	cr_assert(!(fl & O_NONBLOCK), "the fd is left non-blocking");
+	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	cr_assert_eq(read(fd, buf, sizeof(buf)), 3);
+	close(fd);
+	unlink(fifo);
+	unlink(file);
+	rmdir(dir);
 }

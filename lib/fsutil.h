@@ -73,6 +73,8 @@ int output_file_open(struct output_file *o, const char *path, unsigned flags, mo
 int output_file_publish(struct output_file *o);
 /* Give up: remove the new file (a stream is left alone); releases *o. */
 void output_file_discard(struct output_file *o);
+
+/*
  * Open @path read-only (relative to @dirfd, AT_FDCWD for none) only if it
  * is a regular file.  For paths that a recording or a process names (a
  * mapped binary, a cache entry): one of them may be a FIFO or a device by

@@ -844,28 +844,28 @@ static int check_buildid_cache(const struct config_key *k, const char *v, char *
 
 int config_resolve_buildid_cache(struct config *c)
 {
+	const char *opt = c->buildid_cache_opt;
 	char cwd[PATH_MAX], *dir = NULL;
 
 	c->buildid_cache_auto = false;
-	if (!c->buildid_cache || strcmp(c->buildid_cache, "yes")) {
-		if (c->buildid_cache && !strcmp(c->buildid_cache, "no")) {
-			free(c->buildid_cache);
-			c->buildid_cache = NULL;
+	if (opt && !strcmp(opt, "yes")) {
+		/* The output directory is the cache: perf --buildid-dir DIR report -i DIR/FILE. */
+		if (c->directory && strcmp(c->directory, "-")) {
+			if (c->directory[0] == '/')
+				dir = strdup(c->directory);
+			else if (!getcwd(cwd, sizeof(cwd)) || asprintf(&dir, "%s/%s", cwd, c->directory) < 0)
+				dir = NULL;
+			if (!dir)
+				return -ENOMEM;
 		}
-		return 0;
-	}
-	/* The output directory is the cache: perf --buildid-dir DIR report -i DIR/FILE. */
-	if (c->directory && strcmp(c->directory, "-")) {
-		if (c->directory[0] == '/')
-			dir = strdup(c->directory);
-		else if (getcwd(cwd, sizeof(cwd)) && asprintf(&dir, "%s/%s", cwd, c->directory) < 0)
-			dir = NULL;
+		c->buildid_cache_auto = dir != NULL;
+	} else if (opt && *opt && strcmp(opt, "no")) {
+		dir = strdup(opt);
 		if (!dir)
 			return -ENOMEM;
 	}
 	free(c->buildid_cache);
 	c->buildid_cache = dir;
-	c->buildid_cache_auto = dir != NULL;
 	return 0;
 }
 
@@ -1013,7 +1013,7 @@ const struct config_key config_keys[] = {
 	    .aux = F(min_free_percent), .max = 99,
 	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
 	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
-	KEY("output", "buildid-cache", t_string_opt, buildid_cache, "yes",
+	KEY("output", "buildid-cache", t_string_opt, buildid_cache_opt, "yes",
 	    "directory of the binaries the files reference, in perf's .build-id layout (yes: the output "
 	    "directory; no: none)",
 	    .what = "yes, no or an absolute path", .check = check_buildid_cache),
@@ -1088,6 +1088,7 @@ void config_exit(struct config *c)
 	for (size_t i = 0; i < config_nr_keys; i++)
 		if (config_keys[i].type->free)
 			config_keys[i].type->free(&config_keys[i], c);
+	free(c->buildid_cache);
 	memset(c, 0, sizeof(*c));
 }
 

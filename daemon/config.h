@@ -55,10 +55,11 @@ struct config {
 	unsigned min_free_percent; /* ... percent of its size (0: unset) */
 	char *on_rotate;          /* command run with each published file */
 	int compress_level;       /* zstd level of COMPRESSED records; 0: none */
+	/* buildid-cache= as written: "yes" (the default: the output directory), "no", or a path. */
+	char *buildid_cache_opt;
 	/*
-	 * Build-id cache directory (bidcache.c): "yes" (the default: the
-	 * output directory, made absolute by config_resolve_buildid_cache()),
-	 * "no", or a path; NULL: none.
+	 * The build-id cache directory the daemon uses (bidcache.c), set from
+	 * buildid_cache_opt by config_resolve_buildid_cache(); NULL: none.
 	 */
 	char *buildid_cache;
 	bool buildid_cache_auto;  /* resolved from "yes": a cache that cannot be had is off, not fatal */
@@ -164,9 +165,10 @@ int config_add_events(struct config *c, const char *v, char *err, size_t errlen)
 void config_clear_events(struct config *c);
 
 /*
- * buildid-cache= as the daemon uses it: "yes" becomes the output
- * directory (absolute; none when writing to a pipe) and sets
- * buildid_cache_auto, "no" none.  0 or -ENOMEM.
+ * buildid_cache from buildid-cache=: "yes" is the output directory
+ * (absolute; none when writing to a pipe) and sets buildid_cache_auto,
+ * "no" none, a path itself.  Until it is called there is no cache.  0 or
+ * -ENOMEM.
  */
 int config_resolve_buildid_cache(struct config *c);
 

@@ -457,10 +457,17 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	char *tmp = NULL;
 	int r;
 
+	/*
+	 * Read as a .tmp is salvaged: up to its checkpoint, and COMPRESSED
+	 * records (compress=, on by default) sized as the writer makes them,
+	 * since HEADER_COMPRESSED is written only when the file is finished.
+	 */
+	const struct perfrec_pdreader_opts ro = { .sz = sizeof(ro), .salvage = true };
+
 	r = recorder_checkpoint(rec, &tmp);
 	if (r < 0)
 		return r;
-	r = perfrec_pdreader__open(tmp, NULL, &rd);
+	r = perfrec_pdreader__open(tmp, &ro, &rd);
 	free(tmp);
 	if (r < 0)
 		return r;

@@ -53,6 +53,12 @@ static void open_recorder(const char *callchain, const char *unwind)
 	set("output", "directory", dir);
 	set("output", "max-bytes", "0");
 	set("output", "min-free", "0");
+	/*
+	 * Plain records: the byte budgets below (a synthesis that does not fit
+	 * the writer's buffer, a 64 KiB disk) are sized for them.  A full disk
+	 * under the default compression is test-defaults' (e2e).
+	 */
+	set("output", "compress", "0");
 	set("record", "frequency", "4000");
 	set("record", "cpus", "0");
 	set("record", "callchain", callchain);

@@ -434,9 +434,24 @@ static int start_recording(struct manager *m)
 	/* Flight mode writes nothing until a snapshot is asked for. */
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
-	if (r < 0 && !recorder_output_closed(&m->rec))
+	if (r < 0 && !recorder_output_closed(&m->rec) && pipeout_enabled(m->cfg))
 		return r;
+	/*
+	 * A full disk at start costs samples, not the daemon, as it does later:
+	 * the loop tries again (manage_file()) and the samples drained until a
+	 * file opens are its LOST records.
+	 */
+	if (r < 0 && !pipeout_enabled(m->cfg))
+		log_warning("Recording without a file until %s has room: the samples meanwhile are counted as lost",
+			    m->cfg->directory);
 	return 0;
+}
+
+/* A killed run's .tmp the full disk kept us from recovering: now, with room. */
+static void retry_leftovers(struct manager *m)
+{
+	if (m->rec.leftovers_pending && !pipeout_enabled(m->cfg))
+		recorder_recover_leftovers(&m->rec);
 }
 
 /* After a pass: a file started again after a full disk, rotated, checkpointed. */
@@ -445,13 +460,16 @@ static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
 	if (!m->rec.have_file && drained && !snapshot_flight_mode(m->cfg) &&
 	    now >= m->rec.retry_start_usec) {
 		/* The last file could not be started (disk full?): try again. */
-		if (recorder_start_file(&m->rec, 0) == 0)
+		if (recorder_start_file(&m->rec, 0) == 0) {
 			log_notice("Recording again into %s.tmp", m->rec.cur.path);
+			retry_leftovers(m);
+		}
 	} else if (recorder_rotation_due(&m->rec, now)) {
 		char *path = NULL;
 
 		recorder_rotate(&m->rec, &path);
 		free(path);
+		retry_leftovers(m);
 		now = now_usec();
 	}
 	recorder_maybe_checkpoint(&m->rec, now);

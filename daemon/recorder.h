@@ -95,6 +95,8 @@ struct recorder {
 	uint64_t *pending_dropped;
 	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
 	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
+	/* a killed run's .tmp the disk had no room to recover: kept, retried (leftovers.c) */
+	bool leftovers_pending;
 	/* min-free: the file system is below the floor, records are refused (recorder.c check_floor()) */
 	bool below_floor;
 	uint64_t floor_check_usec;  /* when it was last measured */

@@ -128,6 +128,13 @@ bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);
 /*
+ * recorder_open() for a reload: records off-CPU time with @offcpu (NULL:
+ * none), which it then owns, instead of loading a BPF program, which the
+ * daemon can no longer do once it dropped its privileges.
+ */
+int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
+		    struct offcpu_rec *offcpu);
+/*
  * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
  * synthesized records are stamped @synth_time (file clock, 0: now), which
  * must not be later than any ring record the file will get.

@@ -2,10 +2,11 @@
 # Starting on a full disk costs samples, never the daemon (issue 28 item 4).
 # A run is killed with -9 while writing into a small tmpfs, leaving its
 # .tmp; the disk is filled to the last block; perfrecd starts there.  It
-# must keep running (its control socket answers), keep the killed run's
-# .tmp (recovering it needs space), and, once space returns, open its file,
-# publish it with the samples the full disk cost counted as lost (perf sees
-# LOST records, the manifest's "dropped" > 0), and recover the leftover.
+# must keep running (its control socket answers, status counting samples
+# lost), keep the killed run's .tmp (recovering it needs space), and, once
+# space returns, open its file, publish it with the samples the full disk
+# cost counted as lost (perf sees LOST records, the manifest's "dropped" and
+# the metrics' lost are > 0), and recover the leftover.
 # Before the fix perfrecd exited 1 with "Cannot create ...data.tmp: No space
 # left on device".
 . "$(dirname "$0")/lib.sh"
@@ -57,9 +58,13 @@ wait_for 60 answers || { cat "$T/err"; fail "perfrecd does not answer status on 
 kill -0 $DAEMON_PID 2>/dev/null || { cat "$T/err"; fail "perfrecd exited on a full disk"; }
 sed 's/^/# status: /' "$T/status" | head -12
 [ -f "$left" ] || { cat "$T/err"; ls -la "$mnt"; fail "the killed run's $left was lost on a full disk"; }
-# Still running while full: a second status answers too.
+# Still running while full, and counting what it cannot write as lost.
 wait_for 30 logged "Cannot create\|Cannot start" "$T/err" || { cat "$T/err"; fail "no file refusal logged"; }
-answers || { cat "$T/err"; fail "status stopped answering while the disk is full"; }
+status_lost() {
+	answers || return 1
+	ctl --json status | python3 -c 'import json,sys; j=json.load(sys.stdin); j=j.get("parameters", j); sys.exit(not j["lost"] > 0)'
+}
+wait_for 30 status_lost || { cat "$T/err"; cat "$T/status"; fail "status counts nothing lost while the disk is full"; }
 
 # Space returns: the file opens, the lost samples go into it, the leftover is recovered.
 rm -f "$mnt/filler" "$mnt/filler2"
@@ -87,6 +92,9 @@ for f in "$mnt"/*.data; do
 	dropped=$((dropped + d)); lost_records=$((lost_records + ${l:-0}))
 done
 ls "$mnt"/*-recovered.data >/dev/null 2>&1 || fail "no recovered file"
+mlost=$(awk '$1 == "perfrecd_lost_total" {print $2}' "$T/metrics.prom")
+note "metrics: perfrecd_lost_total $mlost"
+[ "${mlost:-0}" -gt 0 ] 2>/dev/null || fail "the metrics count nothing lost (perfrecd_lost_total '$mlost')"
 [ "$dropped" -gt 0 ] || fail "no manifest counts the samples lost while the disk was full"
 [ "$lost_records" -gt 0 ] || fail "perf sees no LOST record for the full disk"
 exit 0

@@ -523,11 +523,21 @@ static int start_recording(struct manager *m)
 	return 0;
 }
 
-/* A killed run's .tmp the full disk kept us from recovering: now, with room. */
-static void retry_leftovers(struct manager *m)
+/*
+ * A killed run's .tmp the full disk kept us from recovering: again once a
+ * file could be started (there is room), and every LEFTOVERS_RETRY_USEC
+ * while writes succeed, in case the disk filled again meanwhile.  The
+ * rings wait during a recovery; what they overflow is counted lost.
+ */
+#define LEFTOVERS_RETRY_USEC (10 * 1000000ULL)
+
+static void retry_leftovers(struct manager *m, uint64_t now, bool force)
 {
-	if (m->rec.leftovers_pending && !pipeout_enabled(m->cfg))
-		recorder_recover_leftovers(&m->rec);
+	if (!m->rec.leftovers_pending || pipeout_enabled(m->cfg) || !m->rec.have_file ||
+	    (!force && (now < m->leftovers_retry_usec || m->rec.write_error_logged)))
+		return;
+	m->leftovers_retry_usec = now + LEFTOVERS_RETRY_USEC;
+	recorder_recover_leftovers(&m->rec);
 }
 
 /* After a pass: a file started again after a full disk, rotated, checkpointed. */
@@ -538,15 +548,16 @@ static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
 		/* The last file could not be started (disk full?): try again. */
 		if (recorder_start_file(&m->rec, 0) == 0) {
 			log_notice("Recording again into %s.tmp", m->rec.cur.path);
-			retry_leftovers(m);
+			retry_leftovers(m, now, true);
 		}
 	} else if (recorder_rotation_due(&m->rec, now)) {
 		char *path = NULL;
 
 		recorder_rotate(&m->rec, &path);
 		free(path);
-		retry_leftovers(m);
 		now = now_usec();
+	} else {
+		retry_leftovers(m, now, false);
 	}
 	recorder_maybe_checkpoint(&m->rec, now);
 	return now;

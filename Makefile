@@ -290,7 +290,7 @@ check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/p
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
 # cycles, control abuse and a soak; minutes to an hour, so not in `check`.
-torture: all tests/e2e/workload
+torture: all tests/e2e/workload tests/e2e/blocker
 	$(Q)tests/torture/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.

@@ -944,28 +944,28 @@ static const struct config_type {
 
 const struct config_key config_keys[] = {
 	KEY("record", "events", t_events, events, "cpu-clock",
-	    "events to sample, as perf names them, separated by commas"),
+	    "events to sample, as perf names them, separated by commas", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "frequency", t_rate, freq, "99", "samples per second on each CPU (perf record -F)",
-	    .what = "a positive number of Hz", .aux = F(period)),
+	    .what = "a positive number of Hz", .aux = F(period), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "max-frequency", t_int, max_freq, "10000",
 	    "highest frequency sampled: frequency= above it is capped, set-freq above it refused",
-	    .min = 1, .max = 100000000, .what = "a positive number of Hz"),
+	    .min = 1, .max = 100000000, .what = "a positive number of Hz", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "period", t_rate, period, NULL, "a sample every N events instead (perf record -c)",
-	    .what = "a positive number", .aux = F(freq)),
+	    .what = "a positive number", .aux = F(freq), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "callchain", t_callchain, callchain, "yes",
 	    "record callchains: yes (frame pointers), dwarf (user stacks copied for unwinding) or no",
-	    .what = "yes (frame pointers), dwarf or no"),
+	    .what = "yes (frame pointers), dwarf or no", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "stack-size", t_stack_size, stack_size, "8192",
 	    "bytes of user stack copied per sample with callchain=dwarf",
-	    .what = "a multiple of 8 from 8 to 65528 bytes"),
+	    .what = "a multiple of 8 from 8 to 65528 bytes", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "unwind", t_unwind, unwind_host, "file",
 	    "with callchain=dwarf: file (raw stacks, the reader unwinds) or host (perfrecd unwinds, small files)",
-	    .what = "file or host"),
+	    .what = "file or host", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "clockid", t_clock, clockid, "monotonic", "clock of the timestamps",
-	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)"),
-	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all"),
+	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)", .applies = CONFIG_APPLY_REOPEN),
+	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "mmap-size", t_ring, mmap_bytes, "512K", "ring buffer size per CPU",
-	    .min = 4096, .what = "a power of two of at least 4K"),
+	    .min = 4096, .what = "a power of two of at least 4K", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "drain-priority", t_int, drain_priority, "0",
 	    "SCHED_FIFO priority of the draining thread (0: normal scheduling)",
 	    .min = 0, .max = 99, .what = "a real-time priority from 1 to 99 (0: none)"),
@@ -974,12 +974,13 @@ const struct config_key config_keys[] = {
 	KEY("record", "checkpoint-interval", t_duration, checkpoint_usec, "5s",
 	    "the file's header is refreshed this often", .min = 100000, .what = "a duration of at least 100ms"),
 	KEY("record", "context-switch", t_bool, context_switch, "no", "record context switches",
-	    .what = "a boolean (yes/no)"),
-	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)"),
+	    .what = "a boolean (yes/no)", .applies = CONFIG_APPLY_REOPEN),
+	/* offcpu=: the files' attrs change (reopened); its filter is set in place */
+	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "offcpu-min", t_duration, offcpu_min_usec, "0", "shorter blocks are not off-CPU time",
-	    .what = "a duration"),
+	    .what = "a duration", .applies = CONFIG_APPLY_OFFCPU),
 	KEY("record", "offcpu-cgroup", t_string_opt, offcpu_cgroup, "",
-	    "off-CPU time of this cgroup v2 path only (empty: all)"),
+	    "off-CPU time of this cgroup v2 path only (empty: all)", .applies = CONFIG_APPLY_OFFCPU),
 	KEY("record", "max-overhead", t_overhead, max_overhead, "",
 	    "keep recording under this share of all CPUs by lowering the frequency (empty: no governor)",
 	    .what = "a percentage above 0 and at most 100 (like 1%)"),
@@ -1023,12 +1024,12 @@ const struct config_key config_keys[] = {
 	KEY("output", "compress", t_compress, compress_level, "yes", "zstd level of the records (0 or no: off; yes: 3)",
 	    .what = "a zstd level from 1 to 19 (0 or no: off)"),
 	KEY("output", "mode", t_mode, mode, "continuous", "continuous: files; flight: snapshots on demand",
-	    .what = "continuous or flight"),
+	    .what = "continuous or flight", .applies = CONFIG_APPLY_REOPEN),
 	KEY("output", "history", t_history, history_usec, "",
 	    "how far back a snapshot reaches (empty: 5min in flight mode, else 0)",
-	    .what = "a duration (like 5min; 0: none)"),
+	    .what = "a duration (like 5min; 0: none)", .applies = CONFIG_APPLY_REOPEN),
 	KEY("output", "history-max", t_size, history_max, "256M", "memory cap of the history",
-	    .min = 1ULL << 20, .what = "a size of at least 1M (like 256M)"),
+	    .min = 1ULL << 20, .what = "a size of at least 1M (like 256M)", .applies = CONFIG_APPLY_REOPEN),
 	KEY("output", "label.", t_label, labels, NULL, "label.NAME=VALUE goes into manifests and metrics"),
 	KEY("service", "user", t_string_opt, user, "", "user to switch to after opening the events",
 	    .check = check_user_or_group),
@@ -1090,6 +1091,44 @@ void config_exit(struct config *c)
 			config_keys[i].type->free(&config_keys[i], c);
 	free(c->buildid_cache);
 	memset(c, 0, sizeof(*c));
+}
+
+/* @k's value in @c as config_print() writes it (NULL: no memory). */
+static char *key_value(const struct config_key *k, const struct config *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	k->type->print(k, c, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+bool config_changed(const struct config *a, const struct config *b, enum config_apply how)
+{
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		char *va, *vb;
+		bool differ;
+
+		if (k->applies != how || !k->type->print)
+			continue;
+		va = key_value(k, a);
+		vb = key_value(k, b);
+		/* Out of memory: say changed, the safe side (a reopen, a filter set again). */
+		differ = !va || !vb || strcmp(va, vb) != 0;
+		free(va);
+		free(vb);
+		if (differ)
+			return true;
+	}
+	return false;
 }
 
 void config_print(const struct config *c, bool docs, FILE *f)

@@ -100,6 +100,13 @@ typedef int config_parse_fn(const struct config_key *k, struct config *c, const 
 typedef void config_print_fn(const struct config_key *k, const struct config *c, FILE *f);
 typedef int config_check_fn(const struct config_key *k, const char *v, char *err, size_t errlen);
 
+/* How a reload (SIGHUP) applies a key's new value (daemon/manager.c reload()). */
+enum config_apply {
+	CONFIG_APPLY_NOW,       /* the running recorder takes it as is (the default) */
+	CONFIG_APPLY_REOPEN,    /* it lives in the opened events: they are reopened */
+	CONFIG_APPLY_OFFCPU,    /* the loaded off-CPU program's filter, set in place */
+};
+
 struct config_key {
 	const char *section, *name;
 	const struct config_type *type; /* parses, prints and frees the field */
@@ -112,6 +119,7 @@ struct config_key {
 	bool zero_is_off;          /* 0 is taken below min, and means off */
 	size_t aux;                /* a second field (the percentage of a space limit, ...) */
 	config_check_fn *check;    /* a check of the key's own, run before a string is taken */
+	enum config_apply applies; /* how a reload applies a change */
 };
 
 extern const struct config_key config_keys[];
@@ -125,6 +133,9 @@ static inline uint64_t config_freq(const struct config *c)
 {
 	return c->max_freq > 0 && c->freq > (uint64_t)c->max_freq ? (uint64_t)c->max_freq : c->freq;
 }
+
+/* Whether a key that a reload applies @how has a different value in @a and @b. */
+bool config_changed(const struct config *a, const struct config *b, enum config_apply how);
 
 /* Every key at its default (config_keys[].def). */
 void config_init(struct config *c);

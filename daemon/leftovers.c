@@ -107,7 +107,12 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
 		return 0;
 	}
 	if (r < 0) {
-		log_error("Cannot recover %s: %s; leaving it in place", src, strerror(-r));
+		/* The disk is full (a start on a full disk): try again when it has room. */
+		bool later = r == -ENOSPC || r == -EDQUOT;
+
+		log_error("Cannot recover %s: %s; leaving it in place%s", src, strerror(-r),
+			  later ? " and trying again when the disk has room" : "");
+		rec->leftovers_pending |= later;
 		free(dst);
 		return r;
 	}
@@ -127,7 +132,9 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
  * stale "*.json.tmp" manifests removed; a publication cut between manifest
  * and rename completed; every other "NAME.data.tmp" not held by a live
  * writer recovered into NAME-recovered.data (or removed when empty); and a
- * published file without a manifest gets one read from the file.  Returns
+ * published file without a manifest gets one read from the file.  A .tmp
+ * the disk has no room to recover stays, and rec->leftovers_pending says
+ * to call again later (manager.c, once a file could be written).  Returns
  * how many files were published.
  */
 int recorder_recover_leftovers(struct recorder *rec)
@@ -136,6 +143,8 @@ int recorder_recover_leftovers(struct recorder *rec)
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
+
+	rec->leftovers_pending = false;
 
 	for (int pass = 0; pass < 2; pass++) {
 		d = opendir(c->directory);
@@ -162,6 +171,7 @@ int recorder_recover_leftovers(struct recorder *rec)
 				/* (a .tmp a live writer holds, ours or another's, is left alone) */
 				final = strndup(path, strlen(path) - 4);
 				r = final ? complete_publication(final, path) : -ENOMEM;
+				rec->leftovers_pending |= r == -ENOSPC || r == -EDQUOT;
 				if (r > 0) {
 					log_notice("Published %s, whose publication an interrupted run did not finish",
 						   final);

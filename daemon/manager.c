@@ -27,6 +27,7 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "offcpu-rec.h"
 #include "pipeout.h"
 #include "privs.h"
 #include "snapshot.h"
@@ -270,22 +271,10 @@ static bool streq(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Settings that live in the opened events: changing one means reopening. */
+/* Settings that live in the opened events: changing one means reopening (config_keys[].applies). */
 static bool events_changed(const struct config *a, const struct config *b)
 {
-	if (a->nr_events != b->nr_events || a->freq != b->freq || a->period != b->period ||
-	    a->callchain != b->callchain || a->dwarf != b->dwarf || a->stack_size != b->stack_size ||
-	    a->unwind_host != b->unwind_host ||
-	    a->clockid != b->clockid ||
-	    a->mmap_bytes != b->mmap_bytes || a->context_switch != b->context_switch ||
-	    !streq(a->cpus, b->cpus) ||
-	    /* the recorder keeps the history: a new mode or window starts afresh */
-	    a->mode != b->mode || a->history_usec != b->history_usec || a->history_max != b->history_max)
-		return true;
-	for (size_t i = 0; i < a->nr_events; i++)
-		if (strcmp(a->events[i], b->events[i]) != 0)
-			return true;
-	return false;
+	return config_changed(a, b, CONFIG_APPLY_REOPEN);
 }
 
 static void set_flush_timer(struct manager *m)
@@ -299,19 +288,145 @@ static void set_flush_timer(struct manager *m)
 }
 
 /*
+ * Off-CPU profiling under the new configuration @nc: *ret is the program
+ * the recorder goes on with (NULL: none).  Loading one needs CAP_BPF or
+ * CAP_SYS_ADMIN, which perfrecd dropped after its start, so the program
+ * loaded then is kept across reloads, even those that reopen the events,
+ * and offcpu-min= and offcpu-cgroup= are set in it in place; turning
+ * offcpu= on is tried, and refused with the reason when it cannot load.
+ * A refusal leaves everything as it was; undo_offcpu() takes back a
+ * success when the reload is refused later.
+ */
+static int reload_offcpu(struct manager *m, const struct config *nc, struct offcpu_rec **ret,
+			 char *err, size_t len)
+{
+	char why[256];
+	int r;
+
+	*ret = nc->offcpu ? m->rec.offcpu : NULL;
+	if (!nc->offcpu)
+		return 0;
+	if (!m->cfg->offcpu) {
+		r = offcpu_rec_load(nc, ret, why, sizeof(why));
+		if (r < 0)
+			snprintf(err, len, "offcpu=yes cannot take effect in a reload (%s): perfrecd gave up "
+				 "the privileges BPF needs after its start; restart perfrecd to turn "
+				 "off-CPU profiling on", why);
+		return r;
+	}
+	if (!*ret) {
+		log_warning("off-CPU profiling stays off: it could not be loaded at start; restart perfrecd to try again");
+		return 0;
+	}
+	if (!config_changed(m->cfg, nc, CONFIG_APPLY_OFFCPU))
+		return 0;
+	r = offcpu_rec_set_filter(*ret, nc);
+	if (r < 0)
+		snprintf(err, len, "offcpu-cgroup=%s: %s", nc->offcpu_cgroup ? nc->offcpu_cgroup : "",
+			 strerror(-r));
+	return r;
+}
+
+/* A reload refused after reload_offcpu() said yes: the old program and filter. */
+static void undo_offcpu(struct manager *m, struct offcpu_rec *oc)
+{
+	if (oc && oc != m->rec.offcpu)
+		offcpu_rec_close(oc);
+	else if (oc)
+		offcpu_rec_set_filter(oc, m->cfg);
+}
+
+static void refuse_reload(struct manager *m, struct config *nc, struct offcpu_rec *oc)
+{
+	undo_offcpu(m, oc);
+	config_exit(nc);
+	sd_notify(0, "READY=1");
+}
+
+/* A new output directory: prepared and locked, or the reload is refused. */
+static int reload_directory(struct manager *m, const struct config *nc)
+{
+	int fd = -1, r;
+
+	if (pipeout_enabled(nc) || streq(nc->directory, m->cfg->directory))
+		return 0;
+	r = privs_prepare_directory(nc->directory, nc->user, nc->group);
+	if (r < 0)
+		log_error("Reload refused: output directory %s is not usable; "
+			  "still recording with the previous configuration", nc->directory);
+	else if ((r = lock_directory(nc->directory, &fd)) < 0)
+		log_error("Reload refused: still recording into %s", m->cfg->directory);
+	if (r < 0)
+		return r;
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	m->dirfd = fd;
+	return 0;
+}
+
+/*
+ * New events: the new ones open before the old ones close, so nothing
+ * goes unrecorded: the old file is finished with everything the old rings
+ * held (and the off-CPU time until now), the new file starts with the new
+ * events' first records.  @oc: the off-CPU program to go on with.
+ */
+static void reload_events(struct manager *m, struct config *nc, struct offcpu_rec *oc)
+{
+	struct recorder nrec;
+	uint64_t t0;
+	int r;
+
+	r = recorder_reopen(&nrec, nc, m->argc, m->argv, oc);
+	if (r >= 0)
+		r = snapshot_open(&nrec);
+	if (r < 0) {
+		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
+		nrec.offcpu = NULL;     /* oc: undo_offcpu()'s */
+		close_recorder(&nrec);
+		refuse_reload(m, nc, oc);
+		return;
+	}
+	t0 = recorder_clock_ns(&nrec);
+	recorder_enable(&nrec);
+	nrec.files_published = m->rec.files_published;
+	recorder_disable(&m->rec);
+	recorder_finish_file(&m->rec, NULL);
+	nrec.files_published = m->rec.files_published;
+	metrics_carry(m->metrics);
+	nrec.seq = m->rec.seq;
+	watch_rings(m, EPOLL_CTL_DEL);
+	/* The program goes on in the new recorder: not unloaded with the old one. */
+	if (oc && oc == m->rec.offcpu)
+		m->rec.offcpu = NULL;
+	close_recorder(&m->rec);
+	config_exit(m->cfg);
+	*m->cfg = *nc;
+	recorder_move(&m->rec, &nrec);
+	m->rec.cfg = m->cfg;
+	m->rec.uploader = m->uploader;
+	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
+		log_error("Cannot watch the new rings: %m; draining on the timer only");
+	set_flush_timer(m);
+	if (!snapshot_flight_mode(m->cfg))
+		recorder_start_file(&m->rec, t0);
+	log_info("Configuration reloaded; events reopened");
+	sd_notify(0, "READY=1");
+}
+
+/*
  * SIGHUP: build the new configuration; a bad one is refused and the old one
- * keeps recording.  Output and retention settings apply at once (the
- * directory and prefix from the next file on); event settings open the new
- * events before the old ones close, so nothing goes unrecorded: the old
- * file is finished with everything the old rings held and the new file
- * starts with the new events' first records.
+ * keeps recording, as systemd refuses a bad reload.  Output and retention
+ * settings apply at once (the directory and prefix from the next file on),
+ * the off-CPU filter is set in place, event settings reopen the events
+ * (reload_events()).  Nothing configured is dropped quietly: what cannot
+ * apply without a restart refuses the reload and says so.
  */
 static void reload(struct manager *m)
 {
+	struct offcpu_rec *oc = NULL;
 	struct config nc;
-	struct recorder nrec;
 	char err[512] = "";
-	uint64_t t0;
 	int r;
 
 	if (!m->reload) {
@@ -331,70 +446,30 @@ static void reload(struct manager *m)
 	else if (prepare_buildid_cache(&nc) < 0) {
 		log_error("Reload refused: build-id cache %s is not usable; still recording with the previous "
 			  "configuration", nc.buildid_cache);
-		config_exit(&nc);
-		sd_notify(0, "READY=1");
+		refuse_reload(m, &nc, NULL);
 		return;
 	}
-	if (!pipeout_enabled(&nc) && !streq(nc.directory, m->cfg->directory)) {
-		int fd = -1;
-
-		r = privs_prepare_directory(nc.directory, nc.user, nc.group);
-		if (r < 0)
-			log_error("Reload refused: output directory %s is not usable; "
-				  "still recording with the previous configuration", nc.directory);
-		else if ((r = lock_directory(nc.directory, &fd)) < 0)
-			log_error("Reload refused: still recording into %s", m->cfg->directory);
-		if (r < 0) {
-			config_exit(&nc);
-			sd_notify(0, "READY=1");
-			return;
-		}
-		if (m->dirfd >= 0)
-			close(m->dirfd);
-		m->dirfd = fd;
+	r = reload_offcpu(m, &nc, &oc, err, sizeof(err));
+	if (r < 0) {
+		log_error("Reload refused: %s; still recording with the previous configuration", err);
+		refuse_reload(m, &nc, NULL);
+		return;
+	}
+	if (reload_directory(m, &nc) < 0) {
+		refuse_reload(m, &nc, oc);
+		return;
 	}
 	if (nc.drain_priority != m->cfg->drain_priority)
 		log_notice("drain-priority= takes effect at the next start (privileges are dropped)");
-	if (!events_changed(m->cfg, &nc)) {
-		config_exit(m->cfg);
-		*m->cfg = nc;
-		governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-			set_flush_timer(m);
-		log_info("Configuration reloaded");
-		sd_notify(0, "READY=1");
+	if (events_changed(m->cfg, &nc)) {
+		reload_events(m, &nc, oc);
 		return;
 	}
-
-	r = open_recorder(&nrec, &nc, m->argc, m->argv);
-	if (r < 0) {
-		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
-		close_recorder(&nrec);
-		config_exit(&nc);
-		sd_notify(0, "READY=1");
-		return;
-	}
-	t0 = recorder_clock_ns(&nrec);
-	recorder_enable(&nrec);
-	nrec.files_published = m->rec.files_published;
-	recorder_disable(&m->rec);
-	recorder_finish_file(&m->rec, NULL);
-	nrec.files_published = m->rec.files_published;
-	metrics_carry(m->metrics);
-	nrec.seq = m->rec.seq;
-	watch_rings(m, EPOLL_CTL_DEL);
-	close_recorder(&m->rec);
 	config_exit(m->cfg);
 	*m->cfg = nc;
-	recorder_move(&m->rec, &nrec);
-	m->rec.cfg = m->cfg;
-	m->rec.uploader = m->uploader;
 	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
-		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	set_flush_timer(m);
-	if (!snapshot_flight_mode(m->cfg))
-		recorder_start_file(&m->rec, t0);
-	log_info("Configuration reloaded; events reopened");
+	log_info("Configuration reloaded");
 	sd_notify(0, "READY=1");
 }
 
@@ -474,9 +549,34 @@ static int start_recording(struct manager *m)
 	/* Flight mode writes nothing until a snapshot is asked for. */
 	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
-	if (r < 0 && !recorder_output_closed(&m->rec))
+	if (r < 0 && !recorder_output_closed(&m->rec) && pipeout_enabled(m->cfg))
 		return r;
+	/*
+	 * A full disk at start costs samples, not the daemon, as it does later:
+	 * the loop tries again (manage_file()) and the samples drained until a
+	 * file opens are its LOST records.
+	 */
+	if (r < 0 && !pipeout_enabled(m->cfg))
+		log_warning("Recording without a file until %s has room: the samples meanwhile are counted as lost",
+			    m->cfg->directory);
 	return 0;
+}
+
+/*
+ * A killed run's .tmp the full disk kept us from recovering: again once a
+ * file could be started (there is room), and every LEFTOVERS_RETRY_USEC
+ * while writes succeed, in case the disk filled again meanwhile.  The
+ * rings wait during a recovery; what they overflow is counted lost.
+ */
+#define LEFTOVERS_RETRY_USEC (10 * 1000000ULL)
+
+static void retry_leftovers(struct manager *m, uint64_t now, bool force)
+{
+	if (!m->rec.leftovers_pending || pipeout_enabled(m->cfg) || !m->rec.have_file ||
+	    (!force && (now < m->leftovers_retry_usec || m->rec.write_error_logged)))
+		return;
+	m->leftovers_retry_usec = now + LEFTOVERS_RETRY_USEC;
+	recorder_recover_leftovers(&m->rec);
 }
 
 /* After a pass: a file started again after a full disk, rotated, checkpointed. */
@@ -485,14 +585,18 @@ static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
 	if (!m->rec.have_file && drained && !snapshot_flight_mode(m->cfg) &&
 	    now >= m->rec.retry_start_usec) {
 		/* The last file could not be started (disk full?): try again. */
-		if (recorder_start_file(&m->rec, 0) == 0)
+		if (recorder_start_file(&m->rec, 0) == 0) {
 			log_notice("Recording again into %s.tmp", m->rec.cur.path);
+			retry_leftovers(m, now, true);
+		}
 	} else if (recorder_rotation_due(&m->rec, now)) {
 		char *path = NULL;
 
 		recorder_rotate(&m->rec, &path);
 		free(path);
 		now = now_usec();
+	} else {
+		retry_leftovers(m, now, false);
 	}
 	recorder_maybe_checkpoint(&m->rec, now);
 	return now;

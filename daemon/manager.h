@@ -24,6 +24,7 @@ struct manager {
 	struct uploader *uploader; /* upload.c; NULL: no upload-url */
 	struct metrics *metrics;   /* metrics.c; NULL: no metrics-listen/-textfile */
 	struct governor *gov;      /* governor.c; NULL: no max-overhead */
+	uint64_t leftovers_retry_usec; /* next try at a leftover the full disk kept us from recovering */
 	/* Builds a fresh configuration for SIGHUP (file + command line); 0 or
 	 * -errno with a one-line reason in @err.  NULL: reload unsupported. */
 	int (*reload)(struct config *ret_cfg, char *err, size_t errlen);

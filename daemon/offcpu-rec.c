@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,33 +25,69 @@ struct offcpu_rec {
 	uint64_t stacks_lost_logged; /* stack-map collisions already reported */
 };
 
-int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret)
+static void filter_opts(const struct config *cfg, struct perfrec_offcpu_opts *o)
+{
+	o->min_ns = cfg->offcpu_min_usec * 1000;
+	o->cgroup_path = cfg->offcpu_cgroup;
+	o->self_pid = getpid();
+}
+
+int offcpu_rec_load(const struct config *cfg, struct offcpu_rec **ret, char *why, size_t why_len)
 {
 	struct perfrec_offcpu_opts o = { .sz = sizeof(o) };
 	struct offcpu_rec *oc;
-	char why[256] = "";
 	int r;
 
 	*ret = NULL;
-	if (!cfg->offcpu)
-		return 0;
 	oc = calloc(1, sizeof(*oc));
 	if (!oc)
 		return -ENOMEM;
-	o.min_ns = cfg->offcpu_min_usec * 1000;
-	o.cgroup_path = cfg->offcpu_cgroup;
-	o.self_pid = getpid();
-	r = perfrec_offcpu__open(&o, &oc->offcpu, why, sizeof(why));
+	filter_opts(cfg, &o);
+	why[0] = 0;
+	r = perfrec_offcpu__open(&o, &oc->offcpu, why, why_len);
 	if (r < 0) {
-		log_warning("off-CPU profiling is off: %s", why[0] ? why : strerror(-r));
+		if (!why[0])
+			snprintf(why, why_len, "%s", strerror(-r));
 		free(oc);
-		return 0;
+		return r;
 	}
 	log_info("off-CPU profiling is on (blocks of at least %" PRIu64 "us%s%s)",
 		 cfg->offcpu_min_usec, cfg->offcpu_cgroup ? " in cgroup " : "",
 		 cfg->offcpu_cgroup ? cfg->offcpu_cgroup : "");
 	*ret = oc;
 	return 0;
+}
+
+int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret)
+{
+	char why[256];
+	int r;
+
+	*ret = NULL;
+	if (!cfg->offcpu)
+		return 0;
+	r = offcpu_rec_load(cfg, ret, why, sizeof(why));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		log_warning("off-CPU profiling is off: %s", why);
+	return 0;
+}
+
+int offcpu_rec_set_filter(struct offcpu_rec *o, const struct config *cfg)
+{
+	struct perfrec_offcpu_opts opts = { .sz = sizeof(opts) };
+	int r;
+
+	if (!o)
+		return 0;
+	filter_opts(cfg, &opts);
+	r = perfrec_offcpu__set_filter(o->offcpu, &opts);
+	if (r == 0)
+		log_info("off-CPU profiling now counts blocks of at least %" PRIu64 "us%s%s",
+			 cfg->offcpu_min_usec, cfg->offcpu_cgroup ? " in cgroup " : "",
+			 cfg->offcpu_cgroup ? cfg->offcpu_cgroup : "");
+	return r;
 }
 
 int offcpu_rec_add_attr(const struct offcpu_rec *o, const struct perfrec_evlist *evlist,

@@ -9,6 +9,7 @@
 #ifndef PERFRECD_OFFCPU_REC_H
 #define PERFRECD_OFFCPU_REC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <perfrec/perfrec.h>
@@ -25,6 +26,17 @@ struct offcpu_rec;
  * possible here, which is logged in one line and not an error).
  */
 int offcpu_rec_open(const struct config *cfg, struct offcpu_rec **ret);
+/*
+ * Load and attach whatever @cfg says (a reload turning offcpu= on): on
+ * failure negative errno and the reason in @why; nothing logged.
+ */
+int offcpu_rec_load(const struct config *cfg, struct offcpu_rec **ret, char *why, size_t why_len);
+/*
+ * Set @cfg's offcpu-min= and offcpu-cgroup= on the loaded program (a
+ * reload: no privilege needed).  Negative errno, the filter unchanged,
+ * when the cgroup is not there; 0 when @o is NULL.
+ */
+int offcpu_rec_set_filter(struct offcpu_rec *o, const struct config *cfg);
 /*
  * Add the offcpu-time attr to @w, with the trailer and clock of @evlist's
  * events so readers accept it (no-op when @o is NULL).

@@ -191,7 +191,22 @@ static void read_host_name(char *out, size_t size)
 			    "files are named with '%s'", out);
 }
 
+static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
+			 struct offcpu_rec *offcpu, bool load_offcpu);
+
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
+{
+	return open_recorder(rec, cfg, argc, argv, NULL, true);
+}
+
+int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
+		    struct offcpu_rec *offcpu)
+{
+	return open_recorder(rec, cfg, argc, argv, offcpu, false);
+}
+
+static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
+			 struct offcpu_rec *offcpu, bool load_offcpu)
 {
 	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
 	char err[256];
@@ -265,7 +280,9 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
-	r = offcpu_rec_open(cfg, &rec->offcpu);
+	/* A reload hands over the program loaded at start: loading needs CAP_BPF, dropped since. */
+	rec->offcpu = offcpu;
+	r = load_offcpu ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
 	if (r < 0)
 		return r;
 	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */

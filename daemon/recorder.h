@@ -95,6 +95,8 @@ struct recorder {
 	uint64_t *pending_dropped;
 	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
 	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
+	/* a killed run's .tmp the disk had no room to recover: kept, retried (leftovers.c) */
+	bool leftovers_pending;
 	/* min-free: the file system is below the floor, records are refused (recorder.c check_floor()) */
 	bool below_floor;
 	uint64_t floor_check_usec;  /* when it was last measured */
@@ -125,6 +127,13 @@ bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats 
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);
+/*
+ * recorder_open() for a reload: records off-CPU time with @offcpu (NULL:
+ * none), which it then owns, instead of loading a BPF program, which the
+ * daemon can no longer do once it dropped its privileges.
+ */
+int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
+		    struct offcpu_rec *offcpu);
 /*
  * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
  * synthesized records are stamped @synth_time (file clock, 0: now), which

@@ -155,8 +155,8 @@ int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts, struct perfrec_
 		snprintf(why, why_len, "opening the BPF object failed: %s", strerror(-r));
 		goto fail;
 	}
-	oc->skel->rodata->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
-	oc->skel->rodata->cgroup_id = cgid;
+	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
+	oc->skel->bss->cgroup_id = cgid;
 	oc->skel->rodata->self_tgid = (uint32_t)PERFREC_OPTS_GET(opts, self_pid, 0);
 	r = offcpu_bpf__load(oc->skel);
 	if (r < 0) {
@@ -182,6 +182,25 @@ void perfrec_offcpu__close(struct perfrec_offcpu *oc)
 		return;
 	offcpu_bpf__destroy(oc->skel);
 	free(oc);
+}
+
+int perfrec_offcpu__set_filter(struct perfrec_offcpu *oc, const struct perfrec_offcpu_opts *opts)
+{
+	const char *cg = PERFREC_OPTS_GET(opts, cgroup_path, NULL);
+	uint64_t cgid = 0;
+	int r;
+
+	if (!oc || !oc->skel || !oc->skel->bss || !PERFREC_OPTS_VALID(opts, struct perfrec_offcpu_opts))
+		return -EINVAL;
+	if (cg && cg[0]) {
+		r = cgroup_id_of(cg, &cgid);
+		if (r < 0)
+			return r;
+	}
+	/* The program reads both at every switch: a block ending now may see either. */
+	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
+	oc->skel->bss->cgroup_id = cgid;
+	return 0;
 }
 
 uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc)

@@ -75,9 +75,14 @@ struct {
 	__uint(max_entries, MAX_ENTRIES);
 } offcpu SEC(".maps");
 
+/*
+ * The filter, written by user space through the skeleton's mapped .bss at
+ * any time (perfrec_offcpu__set_filter()): a reload that changes it needs
+ * no privilege the daemon dropped after loading this program.
+ */
+volatile __u64 min_ns = 0;
+volatile __u64 cgroup_id = 0;		/* 0: every cgroup */
 /* Set by user space before load (read-only data of the skeleton). */
-const volatile __u64 min_ns = 0;
-const volatile __u64 cgroup_id = 0;	/* 0: every cgroup */
 const volatile __u32 self_tgid = 0;	/* never count the profiler */
 
 /* Counters user space reads to report what was lost. */

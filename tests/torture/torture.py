@@ -15,6 +15,10 @@ adversarial trials of issue 17 repeated with figures.
          drain goes on (issue 28 item 3)
   unwind --unwind host under a churn of distinct binaries and hostile
          mappings: perfrecd lives, RSS and fds plateau
+  reload reloads with offcpu=yes alternating a reopen of the events and a
+         new offcpu-min=: every file keeps its off-CPU samples
+  diskstart  starts (after kill -9) on a tmpfs filled to the brim: the
+         daemon never exits, leftovers are kept, files come when space does
 
 Each part prints one row (trials, failures, figures); the table goes to
 stdout and into the Results section of tests/torture/README.md.  Needs
@@ -1061,12 +1065,262 @@ def part_unwind(work):
     return dict(part="unwind=host under a binary churn (%d min)" % UNWIND_MIN, trials=len(rss),
                 failures=1 if problems or not alive else 0, figures=figures, problems=problems)
 
+# ---------------------------------------------------------------- reload with off-CPU (issue 28 item 2)
+
+RELOADS = env_int("TORTURE_RELOADS", 20)
+BLOCKER = os.path.join(TOP, "tests", "e2e", "blocker")
+
+
+def offcpu_samples(path, pid):
+    """perf's offcpu-time samples of process @pid in @path, and whether the file declares the event."""
+    _, hdr, _ = run(["perf", "report", "-i", path, "--header-only"])
+    _, out, _ = run(["perf", "script", "-i", path, "-F", "event", "--pid", str(pid)])
+    return out.count("offcpu-time"), "name = offcpu-time" in hdr
+
+
+def voluntary_switches(pid):
+    n = 0
+    for st in glob.glob("/proc/%d/task/*/status" % pid):
+        try:
+            with open(st) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n = max(n, int(line.split()[1]))
+        except OSError:
+            pass
+    return n
+
+
+def count_in(path, text):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().count(text)
+    except OSError:
+        return 0
+
+
+def part_reload(work):
+    """Reloads alternating the events (a reopen) and offcpu-min= (set in place)
+    with offcpu=yes: every file after a reload must still hold the blocker's
+    off-CPU samples (before issue 28 the first reopen lost BPF for good)."""
+    name = "reload with offcpu=yes (%d reloads)" % RELOADS
+    if not os.access(BLOCKER, os.X_OK):
+        return dict(part=name, trials=0, failures=0, figures="SKIP: tests/e2e/blocker is not built", problems=[])
+    if not os.access("/sys/kernel/btf/vmlinux", os.R_OK):
+        return dict(part=name, trials=0, failures=0, figures="SKIP: the kernel has no BTF", problems=[])
+    d = os.path.join(work, "reload")
+    out = os.path.join(d, "out")
+    os.makedirs(out)
+    conf, sock, logpath = os.path.join(d, "conf"), os.path.join(d, "sock"), os.path.join(d, "log")
+
+    # Odd reloads change offcpu-min= only (set in place), even ones the events too (a reopen).
+    def conf_for(i):
+        events = "cpu-clock" if (i // 2) % 2 == 0 else "cpu-clock,task-clock"
+        write_conf(conf, "[record]\nevents=%s\nfrequency=%d\noffcpu=yes\noffcpu-min=%s\n"
+                         "[output]\ndirectory=%s\nrotate-interval=0\n" % (
+                             events, HZ, "0" if i % 2 == 0 else "1ms", out))
+    conf_for(0)
+    blk = subprocess.Popen([BLOCKER, "1000000", "20"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wl = workload(RELOADS * 30 + 120)
+    dm = Daemon(["-c", conf, "-o", out, "--socket", sock, "-g"], logpath)
+    problems, fig = [], dict(files=0, bad=0, no_offcpu=0, samples=0, refused=0, reopened=0, in_place=0, min_sample=None)
+    failures = 0
+    try:
+        if not wait_for(lambda: count_in(logpath, "Recording ") or not dm.alive(), 60):
+            problems.append("perfrecd did not start")
+        if count_in(logpath, "off-CPU profiling is on") == 0:
+            stop_proc(blk)
+            dm.stop()
+            return dict(part=name, trials=0, failures=0, figures="SKIP: BPF not usable here (%s)" % (
+                open(logpath, errors="replace").read().strip().splitlines()[-1:] or ["?"])[0], problems=[])
+        for i in range(1, RELOADS + 1):
+            trial = []
+            conf_for(i)
+            n0 = count_in(logpath, "Configuration reloaded")
+            r0 = count_in(logpath, "Reload refused")
+            dm.p.send_signal(signal.SIGHUP)
+            if not wait_for(lambda: count_in(logpath, "Configuration reloaded") > n0 or
+                            count_in(logpath, "Reload refused") > r0 or not dm.alive(), 60):
+                trial.append("no answer to the reload")
+            if count_in(logpath, "Reload refused") > r0:
+                fig["refused"] += 1
+                trial.append("reload refused")
+            v0 = voluntary_switches(blk.pid)
+            wait_for(lambda: voluntary_switches(blk.pid) > v0 + 10, 30)
+            nfiles = len(glob.glob(os.path.join(out, "*.data")))
+            rc, _, err = run([PERFRECCTL, "--socket", sock, "rotate"], timeout=60)
+            if rc != 0:
+                trial.append("rotate failed: %s" % err.strip()[-100:])
+            if not wait_for(lambda: len(glob.glob(os.path.join(out, "*.data"))) > nfiles, 60):
+                trial.append("no file published")
+            files = sorted(glob.glob(os.path.join(out, "*.data")))
+            if files and not trial:
+                f = files[-1]
+                fig["files"] += 1
+                prob, _ = check_file(f)
+                if prob:
+                    fig["bad"] += 1
+                    trial.append("%s: %s" % (os.path.basename(f), prob))
+                k, declared = offcpu_samples(f, blk.pid)
+                fig["samples"] += k
+                fig["min_sample"] = k if fig["min_sample"] is None else min(fig["min_sample"], k)
+                if k == 0 or not declared:
+                    fig["no_offcpu"] += 1
+                    trial.append("%s: %d offcpu-time samples of the blocker%s" % (
+                        os.path.basename(f), k, "" if declared else ", offcpu-time not declared"))
+            if not dm.alive():
+                trial.append("perfrecd died (exit %s)" % dm.p.returncode)
+            if trial:
+                failures += 1
+                problems.append("reload %d: %s" % (i, "; ".join(trial[:4])))
+            log("reload %d/%d%s" % (i, RELOADS, " FAIL" if trial else ""))
+            if not dm.alive():
+                break
+        fig["reopened"] = count_in(logpath, "events reopened")
+        fig["in_place"] = count_in(logpath, "off-CPU profiling now counts")
+        if count_in(logpath, "off-CPU profiling is off"):
+            failures += 1
+            problems.append("perfrecd turned off-CPU profiling off")
+        rc = dm.stop()
+        if rc != 0:
+            failures += 1
+            problems.append("perfrecd exited %d" % rc)
+    finally:
+        stop_proc(blk)
+        stop_proc(wl)
+        if dm.alive():
+            dm.stop(signal.SIGKILL)
+    figures = ("%(reopened)d reloads reopened the events, %(in_place)d set offcpu-min= in the kept program; "
+               "%(refused)d refused; %(files)d files after reloads (%(bad)d invalid), %(no_offcpu)d without "
+               "the blocker's offcpu-time samples; %(samples)d such samples, at least %(min_sample)s a file") % fig
+    return dict(part=name, trials=RELOADS, failures=failures, figures=figures, problems=problems)
+
+
+# ---------------------------------------------------------------- start on a full disk (issue 28 item 4)
+
+DISKSTARTS = env_int("TORTURE_DISKSTARTS", 10)
+
+
+def fill(mnt):
+    """Take every block of @mnt."""
+    for i, bs in enumerate((65536, 4096, 512)):
+        try:
+            with open(os.path.join(mnt, "filler%d" % i), "wb") as f:
+                while True:
+                    f.write(b"\0" * bs)
+                    f.flush()
+        except OSError:
+            pass
+
+
+def part_diskstart(work):
+    """Each cycle: a run killed with -9 leaves its .tmp, the disk is filled to
+    the brim, perfrecd is started there, killed with -9 and started again
+    (twice on the full disk), then space returns: the daemon must never
+    exit, answer status while the disk is full, keep the leftovers, and
+    publish valid files with the full disk's samples counted lost."""
+    mnt = os.path.join(work, "diskstart")
+    os.makedirs(mnt)
+    name = "start on a full disk (tmpfs 2 MiB, %d cycles)" % DISKSTARTS
+    if run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mnt])[0] != 0:
+        return dict(part=name, trials=0, failures=0, figures="SKIP: cannot mount a tmpfs", problems=[])
+    conf = os.path.join(work, "diskstart.conf")
+    write_conf(conf, "[record]\nflush-interval=100ms\n[output]\nmax-bytes=0\nmin-free=0\n")
+    fig = dict(starts=0, exited=0, no_status=0, leftovers_lost=0, files=0, bad=0, recovered=0, dropped=0,
+               no_loss=0, tmp_left=0)
+    problems, failures = [], 0
+    wl = workload(DISKSTARTS * 60 + 120)
+    try:
+        for c in range(DISKSTARTS):
+            trial = []
+            d = os.path.join(work, "diskstart-%03d" % c)
+            os.makedirs(d)
+            sock = os.path.join(d, "sock")
+            dm = Daemon(["-c", conf, "-o", mnt, "--socket=", "-F", str(HZ), "-g"], os.path.join(d, "log0"))
+            if not wait_for(lambda: any(os.path.getsize(p) > 4096 for p in glob.glob(os.path.join(mnt, "*.tmp"))) or
+                            not dm.alive(), 60):
+                trial.append("the first run wrote no .tmp")
+            dm.stop(signal.SIGKILL)
+            left = set(glob.glob(os.path.join(mnt, "*.data.tmp")))
+            fill(mnt)
+            for k in range(2):
+                logpath = os.path.join(d, "log%d" % (k + 1))
+                dm = Daemon(["-v", "-c", conf, "-o", mnt, "--socket", sock, "-F", str(HZ), "-g"], logpath)
+                fig["starts"] += 1
+                wait_for(lambda: count_in(logpath, "No space left") or not dm.alive(), 60)
+                if not wait_for(lambda: status(sock)[1] is not None or not dm.alive(), 30) or not dm.alive():
+                    fig["no_status"] += 1
+                    trial.append("start %d on the full disk: %s" % (
+                        k + 1, "exited %s" % dm.p.returncode if not dm.alive() else "status does not answer"))
+                if not dm.alive():
+                    fig["exited"] += 1
+                    dm.stop()
+                    break
+                if k == 0:
+                    dm.stop(signal.SIGKILL)
+            lost = [p for p in left if not os.path.exists(p)]
+            if lost:
+                fig["leftovers_lost"] += len(lost)
+                trial.append("the killed run's .tmp is gone on the full disk: %s" % " ".join(map(os.path.basename, lost)))
+            # Space returns, for good: a 2 MiB disk would fill again in a second.
+            for f in glob.glob(os.path.join(mnt, "filler*")):
+                os.unlink(f)
+            run(["mount", "-o", "remount,size=64m", mnt])
+            if dm.alive():
+                if not wait_for(lambda: count_in(logpath, "Recording again into") or not dm.alive(), 60):
+                    trial.append("no file opened once space returned")
+                wait_for(lambda: not any(os.path.exists(p) for p in left) or not dm.alive(), 60)
+                run([PERFRECCTL, "--socket", sock, "rotate"], timeout=60)
+                rc = dm.stop()
+                if rc != 0:
+                    fig["exited"] += 1
+                    trial.append("perfrecd exited %d" % rc)
+            tmps = glob.glob(os.path.join(mnt, "*.tmp"))
+            if tmps:
+                fig["tmp_left"] += len(tmps)
+                trial.append(".tmp left once space returned: %s" % " ".join(map(os.path.basename, tmps)))
+            dropped = 0
+            for f in sorted(glob.glob(os.path.join(mnt, "*.data"))):
+                fig["files"] += 1
+                fig["recovered"] += f.endswith("-recovered.data")
+                prob, _ = check_file(f)
+                if prob:
+                    fig["bad"] += 1
+                    trial.append("%s: %s" % (os.path.basename(f), prob))
+                m = manifest(f)
+                if m is None:
+                    trial.append("%s has no manifest" % os.path.basename(f))
+                else:
+                    dropped += int(m.get("dropped") or 0)
+            fig["dropped"] += dropped
+            if dropped == 0:
+                fig["no_loss"] += 1
+                trial.append("no manifest counts the samples of the full disk lost")
+            for f in os.listdir(mnt):
+                os.unlink(os.path.join(mnt, f))
+            run(["mount", "-o", "remount,size=2m", mnt])
+            if trial:
+                failures += 1
+                problems.append("cycle %d: %s" % (c, "; ".join(trial[:4])))
+            log("diskstart cycle %d/%d%s" % (c + 1, DISKSTARTS, " FAIL" if trial else ""))
+            if not os.environ.get("TORTURE_KEEP"):
+                shutil.rmtree(d, ignore_errors=True)
+    finally:
+        stop_proc(wl)
+        run(["umount", "-l", mnt])
+    figures = ("%(starts)d starts on a full disk: %(exited)d exits, %(no_status)d without status; "
+               "%(leftovers_lost)d killed runs' .tmp lost, %(tmp_left)d .tmp left after space returned; "
+               "%(files)d files (%(recovered)d recovered, %(bad)d invalid); %(dropped)d samples counted "
+               "dropped in manifests, %(no_loss)d cycles without") % fig
+    return dict(part=name, trials=DISKSTARTS, failures=failures, figures=figures, problems=problems)
+
 
 # ---------------------------------------------------------------- table
 
 PARTS = {"kill": part_kill, "disk": part_disk, "abuse": part_abuse, "soak": part_soak}
 PARTS["freeze"] = part_freeze
 PARTS["unwind"] = part_unwind
+PARTS.update({"reload": part_reload, "diskstart": part_diskstart})
 
 
 def table(rows):

@@ -7,6 +7,7 @@
  * period and with user frames.
  */
 #include <criterion/criterion.h>
+#include <sys/capability.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -199,4 +200,78 @@ Test(offcpu, live_program_reports_the_time_a_thread_blocked_on_a_pipe)
 	perfrec_offcpu__close(oc);
 	close(p[0]);
 	close(p[1]);
+}
+
+/* A thread blocked 5 times ~20 ms on a pipe; its tid. */
+static pid_t block_a_reader(void)
+{
+	struct sleeper sl = { 0 };
+	pthread_t t;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	sl.fd = p[0];
+	cr_assert_eq(pthread_create(&t, NULL, reader, &sl), 0);
+	for (int i = 0; i < 5; i++) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		cr_assert_eq(write(p[1], "x", 1), 1);
+	}
+	pthread_join(t, NULL);
+	close(p[0]);
+	close(p[1]);
+	return sl.tid;
+}
+
+/* The blocked ns the program counted for @tid since the last drain. */
+static uint64_t counted_for(struct perfrec_offcpu *oc, pid_t tid)
+{
+	struct drain_ctx d = { .tid = tid };
+
+	cr_assert_geq(perfrec_offcpu__drain(oc, 42, 1, on_sample, &d), 0);
+	return d.period;
+}
+
+/*
+ * perfrecd drops CAP_BPF and CAP_SYS_ADMIN after loading the program; a
+ * reload's new offcpu-min= or offcpu-cgroup= must still reach it (issue 28
+ * item 2: before, the filter was read-only data fixed at load).
+ */
+Test(offcpu, filter_changes_in_a_loaded_program_without_privileges)
+{
+	struct perfrec_offcpu_opts o = { .sz = sizeof(o) };
+	struct perfrec_offcpu_opts hour = { .sz = sizeof(hour), .min_ns = 3600ull * 1000000000 };
+	struct perfrec_offcpu_opts nocg = { .sz = sizeof(nocg), .cgroup_path = "no/such/cgroup/here" };
+	struct perfrec_offcpu *oc = NULL;
+	cap_value_t drop[] = { CAP_BPF, CAP_SYS_ADMIN };
+	char why[256] = "";
+	cap_t caps;
+
+	if (perfrec_offcpu__open(&o, &oc, why, sizeof(why)) < 0)
+		cr_skip_test("BPF not usable here: %s", why);
+	/* From here on as perfrecd after its start (criterion runs each test in a child). */
+	caps = cap_get_proc();
+	cr_assert_not_null(caps);
+	cr_assert_eq(cap_set_flag(caps, CAP_EFFECTIVE, 2, drop, CAP_CLEAR), 0);
+	cr_assert_eq(cap_set_flag(caps, CAP_PERMITTED, 2, drop, CAP_CLEAR), 0);
+	cr_assert_eq(cap_set_proc(caps), 0);
+	cap_free(caps);
+	{
+		struct perfrec_offcpu *again = NULL;
+
+		cr_assert_lt(perfrec_offcpu__open(&o, &again, why, sizeof(why)), 0,
+			     "loading still works without CAP_BPF: the test shows nothing");
+	}
+
+	cr_assert_gt(counted_for(oc, block_a_reader()), 0, "min 0: the blocks are not counted");
+	cr_assert_eq(perfrec_offcpu__set_filter(oc, &hour), 0);
+	cr_assert_eq(counted_for(oc, block_a_reader()), 0, "offcpu-min 1h: 20 ms blocks still counted");
+	/* A missing cgroup is refused and the filter stays as it was. */
+	cr_assert_eq(perfrec_offcpu__set_filter(oc, &nocg), -ENOENT);
+	cr_assert_eq(counted_for(oc, block_a_reader()), 0, "a refused filter changed the minimum");
+	cr_assert_eq(perfrec_offcpu__set_filter(oc, &o), 0);
+	cr_assert_gt(counted_for(oc, block_a_reader()), 0, "min 0 again: the blocks are not counted");
+	cr_assert_eq(perfrec_offcpu__set_filter(NULL, &o), -EINVAL);
+	perfrec_offcpu__close(oc);
 }

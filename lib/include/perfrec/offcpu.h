@@ -52,6 +52,14 @@ PERFREC_API int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts,
 				     struct perfrec_offcpu **ret,
 				     char *why, size_t why_len);
 PERFREC_API void perfrec_offcpu__close(struct perfrec_offcpu *oc);
+/*
+ * Change the filter of a loaded program: @opts' min_ns and cgroup_path
+ * (self_pid stays).  Needs no privilege beyond what loaded it, so a
+ * process that dropped CAP_BPF since can call it.  Negative errno when
+ * the cgroup is not there (the filter is then left as it was).
+ */
+PERFREC_API int perfrec_offcpu__set_filter(struct perfrec_offcpu *oc,
+					   const struct perfrec_offcpu_opts *opts);
 
 /*
  * Size in bytes of the sample record for @e (0 if it cannot be encoded).

@@ -286,6 +286,7 @@ Test(fsutil, copy_access_gives_the_data_files_mode)
 	free(json);
 	rm_rf(d);
 	free(d);
+}
 
 /*
  * open_regular(): a FIFO nobody writes to, a device and a directory are

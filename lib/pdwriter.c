@@ -579,13 +579,20 @@ int perfrec_pdwriter__create(const char *path, struct perfrec_pdwriter **ret_wri
 	/*
 	 * Held while the file is written: recovery (perfrec_recover__file(),
 	 * a restarted daemon) never takes a .tmp that a live writer holds.
-	 * The lock goes with the fd, at free or when the process dies.
+	 * The lock goes with the fd, at free or when the process dies.  A
+	 * reader asking whether a .tmp is in use (perfrec_pdwriter__in_use(),
+	 * perfrecctl ls and cut) holds a shared lock for an instant: one that
+	 * opened the new file by name before this lock is waited for, a
+	 * little, rather than the file given up.
 	 */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = -errno;
-		close(fd);
-		unlink(tmp);
-		goto fail;
+	for (int tries = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; tries++) {
+		if (errno != EWOULDBLOCK || tries == 100) {
+			r = -errno;
+			close(fd);
+			unlink(tmp);
+			goto fail;
+		}
+		usleep(1000);
 	}
 	r = perfrec_pdwriter__new(fd, &opts, &w);
 	if (r < 0) {

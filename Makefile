@@ -193,7 +193,7 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
 
 # test-cut compiles perfrecctl's cut, ls and window modules in.
-tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
+tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/window.c tools/window.h tools/perfrecctl.h
 
 # Tests of perfrecctl's modules #include their .c (tools/ is not a library).
 tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h

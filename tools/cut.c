@@ -263,7 +263,7 @@ static int unwind_raw_inputs(const struct window_file *const *used, struct perfr
 		struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
 		struct perfrec_unwinder_stats st;
 		const char *name = used[i]->label ? used[i]->label : base(used[i]->path);
-		char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
+		char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX", src[32];
 		size_t j;
 		int fd, r;
 
@@ -283,7 +283,7 @@ static int unwind_raw_inputs(const struct window_file *const *used, struct perfr
 			unlink(tmpl);
 			return EXIT_USAGE;
 		}
-		r = perfrecctl_unwind_file("cut", used[i]->path, tmpl, &st);
+		r = perfrecctl_unwind_file("cut", window_file_source(used[i], src, sizeof(src)), tmpl, &st);
 		if (r) {
 			fprintf(stderr, "perfrecctl cut: %s holds raw DWARF stacks of the events %s holds unwound, "
 				"and cannot be unwound here to go with it\n", name, base(used[j]->path));
@@ -577,29 +577,78 @@ static void name_stamp(uint64_t wall_ns, char *buf, size_t sz)
 	snprintf(buf, sz, "-%s.%03uZ-", s, (unsigned)(wall_ns / 1000000 % 1000));
 }
 
-/*
- * The file being written, replaced by a Snapshot of it from the daemon:
- * everything up to now rather than up to its last checkpoint.  Returns the
- * snapshot's path (the caller unlinks it) or NULL, having said why.
- */
-static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
+/* The file of @l being written that the window [.., @to) reaches, or NULL. */
+static struct window_file *find_live(struct window_listing *l, uint64_t to)
 {
-	struct window_file *live = NULL, snap;
-	const char *sock = perfrecctl_socket_path();
-	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX", stamp[48];
-	struct stat st;
+	struct window_file *live = NULL;
+
+	for (size_t i = 0; i < l->nr; i++)
+		if (!l->files[i].error && l->files[i].being_written && l->files[i].start_wall < to)
+			live = &l->files[i];
+	return live;
+}
+
+static struct window_file *find_stamp(struct window_listing *l, const char *stamp)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		if (!l->files[i].error && strstr(base(l->files[i].path), stamp))
+			return &l->files[i];
+	return NULL;
+}
+
+/* Wait (bounded) until @f's writer has let go of it: finished and published. */
+static void wait_released(const struct window_file *f)
+{
+	for (int i = 0; i < 1000 && window_file_held(f); i++)
+		usleep(10000);
+}
+
+/*
+ * @l again, after perfrecd rotated: the file it listed as being written is
+ * finished once its writer lets go, and newer files have begun.  A file of
+ * the old listing that is gone from the new one (retention) is kept: the
+ * listing holds it open.
+ */
+static int relist(const char *const *paths, size_t np, const struct window_scan_opts *so, struct window_listing *l,
+		  const struct window_file *was_live)
+{
+	struct window_listing n;
+	int r;
+
+	wait_released(was_live);
+	r = window_list(paths, np, so, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < l->nr; i++) {
+		struct window_file *f = &l->files[i], *v;
+		bool found = false;
+
+		for (size_t k = 0; k < n.nr && !found; k++)
+			found = !n.files[k].error && n.files[k].dev == f->dev && n.files[k].ino == f->ino;
+		if (found || f->fd < 0 || f->error)
+			continue;
+		v = realloc(n.files, (n.nr + 1) * sizeof(*v));
+		if (!v) {
+			window_listing_free(&n);
+			return -ENOMEM;
+		}
+		n.files = v;
+		n.files[n.nr++] = *f;
+		memset(f, 0, sizeof(*f));
+		f->fd = -1;
+	}
+	window_files_sort(n.files, n.nr);
+	window_listing_free(l);
+	*l = n;
+	return 0;
+}
+
+/* The daemon's Snapshot into a new temporary file, loaded into @snap; its path, or NULL having said why. */
+static char *take_snapshot(struct window_file *snap, const char *live_name)
+{
+	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
 	int fd, r;
 
-	for (size_t i = 0; i < n; i++)
-		if (!files[i].error && files[i].being_written && files[i].start_wall < to)
-			live = &files[i];
-	if (!live)
-		return NULL;
-	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
-			base(live->path));
-		return NULL;
-	}
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "perfrecctl cut: cannot create a file for the daemon's snapshot: %m\n");
@@ -608,39 +657,72 @@ static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
 	r = perfrecctl_snapshot_into(fd, NULL);
 	close(fd);
 	if (r != 0) {
-		fprintf(stderr, "perfrecctl cut: %s is read as far as it was checkpointed\n", base(live->path));
+		fprintf(stderr, "perfrecctl cut: perfrecd gave no snapshot of %s\n", live_name);
 		unlink(tmpl);
 		return NULL;
 	}
-	r = window_file_load(&snap, strdup(tmpl));
-	if (r < 0 || !snap.path) {
-		fprintf(stderr, "perfrecctl cut: the daemon's snapshot is unusable (%s); %s is read as far as it was "
-			"checkpointed\n", snap.error ? snap.error : strerror(-r), base(live->path));
-		free(snap.path);
-		free(snap.error);
+	r = window_file_load(snap, strdup(tmpl));
+	if (r < 0 || !snap->path) {
+		fprintf(stderr, "perfrecctl cut: the daemon's snapshot is unusable (%s)\n",
+			snap->error ? snap->error : strerror(-r));
+		window_file_exit(snap);
 		unlink(tmpl);
 		return NULL;
 	}
-	/* Only a snapshot of this very file stands in for it (the daemon may record elsewhere). */
+	return strdup(tmpl);
+}
+
+/*
+ * The file being written, replaced by a Snapshot of it from the daemon:
+ * everything up to now rather than up to its last checkpoint.  When the
+ * daemon rotated after the listing, the snapshot is of a newer file: the
+ * files are listed again (the one listed as being written is whole by
+ * then) and the snapshot stands in for the file it is of.  Returns the
+ * snapshot's path (the caller unlinks it) or NULL, having said why.
+ */
+static char *live_snapshot(struct window_listing *l, uint64_t to, const char *const *paths, size_t np,
+			   const struct window_scan_opts *so)
+{
+	struct window_file *live = find_live(l, to), snap;
+	const char *sock = perfrecctl_socket_path();
+	char stamp[48], *path, *name;
+	struct stat st;
+
+	if (!live)
+		return NULL;
+	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
+			base(live->path));
+		return NULL;
+	}
+	path = take_snapshot(&snap, base(live->path));
+	if (!path)
+		return NULL;
+	/* Only a snapshot of a file of these paths stands in for it (the daemon may record elsewhere). */
 	name_stamp(snap.clock.wall_ns, stamp, sizeof(stamp));
 	if (!strstr(base(live->path), stamp)) {
-		fprintf(stderr, "perfrecctl cut: perfrecd at %s is not writing %s; it is read as far as it was "
-			"checkpointed\n", sock, base(live->path));
-		free(snap.path);
-		free(snap.error);
-		unlink(tmpl);
-		return NULL;
+		fprintf(stderr, "perfrecctl cut: perfrecd began another file after %s was listed: listing again\n",
+			base(live->path));
+		if (relist(paths, np, so, l, live) < 0 || !(live = find_stamp(l, stamp)) || !live->being_written) {
+			if (!live)
+				fprintf(stderr, "perfrecctl cut: perfrecd at %s is not writing into %s\n", sock,
+					np == 1 ? paths[0] : "the paths given");
+			window_file_exit(&snap);
+			unlink(path);
+			free(path);
+			return NULL;
+		}
 	}
+	name = strdup(base(live->path));
 	fprintf(stderr, "perfrecctl cut: %s: its unpublished data from perfrecd's snapshot (up to now)\n",
-		base(live->path));
-	if (asprintf(&snap.label, "%s (its snapshot)", base(live->path)) < 0)
+		name ? name : "?");
+	if (asprintf(&snap.label, "%s (its snapshot)", name ? name : "?") < 0)
 		snap.label = NULL;
-	free(live->path);
-	free(live->error);
-	free(live->label);
+	free(name);
+	window_file_exit(live);
 	*live = snap;
 	live->being_written = true; /* a whole file, read as one */
-	return strdup(tmpl);
+	return path;
 }
 
 /* ------------------------------------------------------------------- main */
@@ -664,8 +746,8 @@ static void report_gaps(const struct cut *c, const struct window_file *const *us
 		}
 		if (i < n && used[i]->end_wall > covered)
 			covered = used[i]->end_wall;
-		/* The file being written covers up to now. */
-		if (i < n && used[i]->being_written)
+		/* The daemon's snapshot of the file being written covers up to now. */
+		if (i < n && used[i]->being_written && used[i]->label)
 			covered = c->to;
 	}
 }
@@ -773,8 +855,72 @@ static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t
 	return window_parse_time("cut", opt, v, ret);
 }
 
+/*
+ * Files the window needs that retention removed between their listing and
+ * their opening: their data is gone, and a cut without it would show a
+ * hole where the files did hold samples.  Each one's span runs from the
+ * start in its name to the start of the next file.  EXIT_BAD having named
+ * them, or 0.
+ */
+static int check_gone(const struct cut *c, const struct window_listing *l)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < l->nr_gone; i++) {
+		uint64_t start = l->gone[i].start_wall, end = UINT64_MAX;
+		char a[64], b[64];
+
+		if (!start)
+			continue;
+		for (size_t k = 0; k < l->nr; k++)
+			if (!l->files[k].error && l->files[k].start_wall > start && l->files[k].start_wall < end)
+				end = l->files[k].start_wall;
+		for (size_t k = 0; k < l->nr_gone; k++)
+			if (l->gone[k].start_wall > start && l->gone[k].start_wall < end)
+				end = l->gone[k].start_wall;
+		if (start >= c->to || end <= c->from)
+			continue;
+		start = start > c->from ? start : c->from;
+		end = end < c->to ? end : c->to;
+		fmt(start, true, a, sizeof(a));
+		fmt(end, true, b, sizeof(b));
+		fprintf(stderr, "perfrecctl cut: %s was removed (retention) after it was listed, before it could be "
+			"read: the window misses %s .. %s (%.3f s) that it held; nothing written (cut again for what is "
+			"left)\n", base(l->gone[i].path), a, b, (double)(end - start) / 1e9);
+		rc = EXIT_BAD;
+	}
+	return rc;
+}
+
+/*
+ * A file being written read from disk, not from the daemon's snapshot,
+ * ends at its last checkpoint: the rest of the window is in perfrecd, not
+ * in the file.  Unless --no-live asked for what is on disk, that is no
+ * window: EXIT_BAD having said what is missing, or 0.
+ */
+static int check_live_tail(const struct cut *c, const struct window_file *const *used, size_t n)
+{
+	char a[64], b[64];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct window_file *f = used[i];
+
+		if (!f->being_written || f->label || f->end_wall + WINDOW_GAP_NS >= c->to)
+			continue;
+		fmt(f->end_wall, true, a, sizeof(a));
+		fmt(c->to, true, b, sizeof(b));
+		fprintf(stderr, "perfrecctl cut: %s .. %s (%.3f s) of the window is recorded but not yet in %s, and "
+			"perfrecd's snapshot of it could not be had: nothing written (cut again, or add --no-live for "
+			"what is on disk)\n", a, b, (double)(c->to - f->end_wall) / 1e9, base(f->path));
+		return EXIT_BAD;
+	}
+	return 0;
+}
+
 static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
 {
+	struct window_scan_opts so = { .keep = true, .keep_from = c->from, .keep_to = c->to };
+	struct window_listing l = { 0 };
 	struct window_file *files = NULL;
 	const struct window_file **used = NULL;
 	struct perfrec_pdreader **readers = NULL;
@@ -784,14 +930,16 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
 
-	r = window_scan(paths, np, &files, &nf);
+	r = window_list(paths, np, &so, &l);
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
 			strerror(-r));
 		return EXIT_USAGE;
 	}
 	if (live)
-		snap = live_snapshot(files, nf, c->to);
+		snap = live_snapshot(&l, c->to, paths, np, &so);
+	files = l.files;
+	nf = l.nr;
 	fmt(c->from, true, a, sizeof(a));
 	fmt(c->to, true, b, sizeof(b));
 	fmt(c->from, false, la, sizeof(la));
@@ -803,9 +951,14 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	unwound = calloc(nf + 1, sizeof(*unwound));
 	if (!used || !readers || !unwound)
 		goto out;
+	rc = check_gone(c, &l);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
 	for (size_t i = 0; i < nf; i++) {
 		struct window_file *f = &files[i];
 		struct perfrec_pdreader_opts o = { .sz = sizeof(o), .salvage = f->in_progress };
+		char src[32];
 		int64_t skew;
 
 		if (f->error) {
@@ -825,10 +978,13 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 				goto out;
 			}
 		}
-		r = perfrec_pdreader__open(f->path, &o, &readers[nu]);
+		r = perfrec_pdreader__open(window_file_source(f, src, sizeof(src)), &o, &readers[nu]);
 		if (r < 0) {
-			fprintf(stderr, "perfrecctl cut: skipped %s: cannot read: %s\n", f->path, strerror(-r));
-			continue;
+			/* Its span is known: it holds data of the window, and leaving it out would hide that. */
+			fprintf(stderr, "perfrecctl cut: cannot read %s, which holds data of the window: %s; nothing "
+				"written\n", f->path, strerror(-r));
+			rc = EXIT_BAD;
+			goto out;
 		}
 		used[nu++] = f;
 	}
@@ -885,6 +1041,10 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			used[i]->label ? used[i]->label : base(used[i]->path),
 			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
 	}
+	rc = live ? check_live_tail(c, used, nu) : 0;
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
 	report_gaps(c, used, nu);
 	if (c->samples == 0) {
 		rc = nothing_recorded(c, files, nf);
@@ -930,7 +1090,7 @@ out:
 	}
 	free(unwound);
 	free(used);
-	window_files_free(files, nf);
+	window_listing_free(&l);
 	if (snap)
 		unlink(snap);
 	free(snap);

@@ -727,8 +727,12 @@ static char *live_snapshot(struct window_listing *l, uint64_t to, const char *co
 
 /* ------------------------------------------------------------------- main */
 
-/* Coverage holes of the files used inside the window, on stderr. */
-static void report_gaps(const struct cut *c, const struct window_file *const *used, size_t n)
+/*
+ * Coverage holes of the files used inside the window, on stderr.  One
+ * before the oldest file listed (@first_is_oldest) is said to be so: what
+ * was there, if anything, is no longer kept (retention).
+ */
+static void report_gaps(const struct cut *c, const struct window_file *const *used, size_t n, bool first_is_oldest)
 {
 	uint64_t covered = c->from;
 	char a[64], b[64];
@@ -741,8 +745,13 @@ static void report_gaps(const struct cut *c, const struct window_file *const *us
 		if (next > covered + WINDOW_GAP_NS) {
 			fmt(covered, true, a, sizeof(a));
 			fmt(next, true, b, sizeof(b));
-			fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): nothing recorded\n", a, b,
-				(double)(next - covered) / 1e9);
+			if (i == 0 && first_is_oldest)
+				fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): before the oldest file "
+					"kept (%s): removed by retention, or nothing recorded\n", a, b,
+					(double)(next - covered) / 1e9, base(used[0]->path));
+			else
+				fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): nothing recorded\n",
+					a, b, (double)(next - covered) / 1e9);
 		}
 		if (i < n && used[i]->end_wall > covered)
 			covered = used[i]->end_wall;
@@ -1045,7 +1054,13 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	if (rc)
 		goto out;
 	rc = EXIT_USAGE;
-	report_gaps(c, used, nu);
+	{
+		bool oldest = true;
+
+		for (size_t i = 0; i < nf && nu; i++)
+			oldest &= files[i].error || files[i].start_wall >= used[0]->start_wall;
+		report_gaps(c, used, nu, oldest);
+	}
 	if (c->samples == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The reliability suite (make torture): see tests/torture/README.md.
-#   tests/torture/run.sh [kill] [disk] [abuse] [soak]
+#   tests/torture/run.sh [kill] [disk] [abuse] [soak] [lookback]
 # Sizes from the environment: TORTURE_KILLS, TORTURE_DISK_CYCLES,
-# TORTURE_ABUSE_SEC, TORTURE_SOAK_MIN, TORTURE_HZ, TORTURE_SEED, TORTURE_KEEP.
+# TORTURE_ABUSE_SEC, TORTURE_SOAK_MIN, TORTURE_HZ, TORTURE_SEED, TORTURE_KEEP,
+# TORTURE_LOOKBACK_SEC, TORTURE_LOOKBACK_CLIENTS.
 exec python3 "$(dirname "$0")/torture.py" "$@"

@@ -449,3 +449,26 @@ Test(race, ls_never_calls_the_file_being_written_a_leftover)
 	free(text);
 	end(&f);
 }
+
+/*
+ * A window reaching back past the oldest file kept (retention removed the
+ * older ones before the cut listed them) is cut from what is kept, and the
+ * gap at its start is named as such, not as a time nothing was recorded.
+ */
+Test(race, a_gap_before_the_oldest_file_kept_is_named)
+{
+	char out[96], *text;
+	const char *args[] = { "cut", "--no-live", "--from", iso(W - 8 * S), "--to", iso(W - 3 * S), "-o", out, dir,
+			       NULL };
+	uint64_t f, l;
+
+	snprintf(out, sizeof(out), "%s/cut.data", dir);
+	record_a_and_b();
+	cr_assert_eq(run_cmd(cmd_cut, args, &text), 0, "%s", text);
+	cr_expect(strstr(text, "gap in the window: ") && strstr(text, "before the oldest file kept (") &&
+		  strstr(text, strrchr(A.path, '/') + 1), "%s", text);
+	cr_expect_eq(count_samples(out, &f, &l), 300, "%s", text);
+	free(text);
+	end(&A);
+	end(&B);
+}

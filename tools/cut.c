@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -637,6 +638,18 @@ static int relist(const char *const *paths, size_t np, const struct window_scan_
 		memset(f, 0, sizeof(*f));
 		f->fd = -1;
 	}
+	/* What was gone before is gone still: the new reading does not see it at all. */
+	for (size_t i = 0; i < l->nr_gone; i++) {
+		struct window_gone *v = realloc(n.gone, (n.nr_gone + 1) * sizeof(*v));
+
+		if (!v) {
+			window_listing_free(&n);
+			return -ENOMEM;
+		}
+		n.gone = v;
+		n.gone[n.nr_gone++] = l->gone[i];
+		l->gone[i].path = NULL;
+	}
 	window_files_sort(n.files, n.nr);
 	window_listing_free(l);
 	*l = n;
@@ -931,6 +944,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	struct window_scan_opts so = { .keep = true, .keep_from = c->from, .keep_to = c->to };
 	struct window_listing l = { 0 };
 	struct window_file *files = NULL;
+	struct rlimit rl;
 	const struct window_file **used = NULL;
 	struct perfrec_pdreader **readers = NULL;
 	struct perfrec_pdwriter *w = NULL;
@@ -939,6 +953,11 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
 
+	/* The listing keeps every file of the window open: a long window is many files. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	r = window_list(paths, np, &so, &l);
 	if (r < 0) {
 		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",

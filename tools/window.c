@@ -276,6 +276,28 @@ static int load_header(struct window_file *f, struct perfrec_pdreader *rd, const
 }
 
 /*
+ * A .tmp its writer holds but has not written a header into yet (it was
+ * listed the moment it was created): being written, empty, placed by its
+ * name.  False for anything else.
+ */
+static bool just_begun(struct window_file *f)
+{
+	if (!f->in_progress || f->fd < 0 || (!f->being_written && !(f->being_written = held_by_writer(f->fd))))
+		return false;
+	free(f->spans);
+	f->spans = NULL;
+	f->nr_spans = 0;
+	f->start_wall = f->end_wall = window_name_stamp_ns(f->path);
+	if (!f->start_wall) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		f->start_wall = f->end_wall = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	}
+	return true;
+}
+
+/*
  * Read @f (path and fd set) from @src.  A .tmp's lock is looked at before
  * and after the read: held at either time, its writer is alive and the
  * file may have grown while it was walked.  A .tmp without clock data is
@@ -294,10 +316,16 @@ static int load(struct window_file *f, const char *src)
 	f->being_written = f->in_progress && f->fd >= 0 && held_by_writer(f->fd);
 	r = perfrec_pdreader__open(src, &o, &rd);
 	if (r < 0)
-		return set_error(f, r, "cannot read: %s", strerror(-r));
+		return just_begun(f) ? 0 : set_error(f, r, "cannot read: %s", strerror(-r));
 	r = load_header(f, rd, src);
-	if (r < 0)
+	if (r < 0) {
+		if (just_begun(f)) {
+			free(f->error);
+			f->error = NULL;
+			r = 0;
+		}
 		goto out;
+	}
 	r = perfrec_clockdata__from_reader(rd, &f->clock);
 	if (r == -ENOENT && f->in_progress) {
 		clock_later = true;

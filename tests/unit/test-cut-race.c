@@ -472,3 +472,24 @@ Test(race, a_gap_before_the_oldest_file_kept_is_named)
 	end(&A);
 	end(&B);
 }
+
+/*
+ * A .tmp listed the moment perfrecd created it, its lock taken but no
+ * header written yet: being written, empty, not unreadable.
+ */
+Test(race, ls_of_a_file_just_begun_is_not_unreadable)
+{
+	const char *args[] = { "ls", dir, NULL };
+	char path[160], stamp[48], *text;
+	int fd;
+
+	name_stamp(W, stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/perfrec-host%s000001.data.tmp", dir, stamp);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	cr_assert_eq(run_cmd(cmd_ls, args, &text), 0);
+	cr_expect(!strstr(text, "unreadable") && strstr(text, "(being written)"), "%s", text);
+	free(text);
+	close(fd);
+}

@@ -54,7 +54,7 @@ ABUSE_SEC = env_int("TORTURE_ABUSE_SEC", 60)
 SOAK_MIN = env_int("TORTURE_SOAK_MIN", 30)
 SOAK_SAMPLE_SEC = env_int("TORTURE_SOAK_SAMPLE_SEC", 30)
 SEED = env_int("TORTURE_SEED", int(time.time()))
-LOOKBACK_SEC = env_int("TORTURE_LOOKBACK_SEC", 120)
+LOOKBACK_SEC = env_int("TORTURE_LOOKBACK_SEC", 60)
 LOOKBACK_CLIENTS = env_int("TORTURE_LOOKBACK_CLIENTS", 6)
 NOBODY = 65534
 
@@ -747,6 +747,8 @@ def lookback_client(d, sock, out, until, k, res, lock):
     i = 0
     while time.monotonic() < until:
         i += 1
+        # Paced (about 7 requests a second a client), so each cut can be checked after.
+        time.sleep(rnd.uniform(0, 0.3))
         what = rnd.choice(["cut", "cut", "ls", "ls-json"])
         if what == "cut":
             o = os.path.join(d, "cut-%d-%d.data" % (k, i))

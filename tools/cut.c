@@ -774,6 +774,15 @@ static void report_gaps(const struct cut *c, const struct window_file *const *us
 	}
 }
 
+/* Whether no readable file of @files starts before @first. */
+static bool first_is_oldest(const struct window_file *files, size_t n, const struct window_file *first)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!files[i].error && files[i].start_wall < first->start_wall)
+			return false;
+	return true;
+}
+
 static int nothing_recorded(const struct cut *c, const struct window_file *files, size_t n)
 {
 	char a[64], b[64], la[64], x[64], y[64];
@@ -939,50 +948,16 @@ static int check_live_tail(const struct cut *c, const struct window_file *const 
 	return 0;
 }
 
-static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
+/*
+ * The files of @files the window needs, opened (through the fd of the
+ * listing) into @used and @readers.  0, or an exit code having said why.
+ */
+static int open_inputs(const struct cut *c, struct window_file *files, size_t nf, const struct window_file **used,
+		       struct perfrec_pdreader **readers, size_t *ret_nu)
 {
-	struct window_scan_opts so = { .keep = true, .keep_from = c->from, .keep_to = c->to };
-	struct window_listing l = { 0 };
-	struct window_file *files = NULL;
-	struct rlimit rl;
-	const struct window_file **used = NULL;
-	struct perfrec_pdreader **readers = NULL;
-	struct perfrec_pdwriter *w = NULL;
-	char **unwound = NULL;
-	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
-	size_t nf = 0, nu = 0;
-	int r, rc = EXIT_USAGE;
+	size_t nu = 0;
+	int r;
 
-	/* The listing keeps every file of the window open: a long window is many files. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	r = window_list(paths, np, &so, &l);
-	if (r < 0) {
-		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
-			strerror(-r));
-		return EXIT_USAGE;
-	}
-	if (live)
-		snap = live_snapshot(&l, c->to, paths, np, &so);
-	files = l.files;
-	nf = l.nr;
-	fmt(c->from, true, a, sizeof(a));
-	fmt(c->to, true, b, sizeof(b));
-	fmt(c->from, false, la, sizeof(la));
-	fmt(c->to, false, lb, sizeof(lb));
-	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
-		(double)(c->to - c->from) / 1e9);
-	used = calloc(nf + 1, sizeof(*used));
-	readers = calloc(nf + 1, sizeof(*readers));
-	unwound = calloc(nf + 1, sizeof(*unwound));
-	if (!used || !readers || !unwound)
-		goto out;
-	rc = check_gone(c, &l);
-	if (rc)
-		goto out;
-	rc = EXIT_USAGE;
 	for (size_t i = 0; i < nf; i++) {
 		struct window_file *f = &files[i];
 		struct perfrec_pdreader_opts o = { .sz = sizeof(o), .salvage = f->in_progress };
@@ -1002,8 +977,8 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 				fprintf(stderr, "perfrecctl cut: %s was recorded on another boot than %s (their clocks "
 					"differ by %.1f s): cut a window within one boot\n", f->path, used[0]->path,
 					(double)skew / 1e9);
-				rc = EXIT_BAD;
-				goto out;
+				*ret_nu = nu;
+				return EXIT_BAD;
 			}
 		}
 		r = perfrec_pdreader__open(window_file_source(f, src, sizeof(src)), &o, &readers[nu]);
@@ -1011,11 +986,73 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			/* Its span is known: it holds data of the window, and leaving it out would hide that. */
 			fprintf(stderr, "perfrecctl cut: cannot read %s, which holds data of the window: %s; nothing "
 				"written\n", f->path, strerror(-r));
-			rc = EXIT_BAD;
-			goto out;
+			*ret_nu = nu;
+			return EXIT_BAD;
 		}
 		used[nu++] = f;
 	}
+	*ret_nu = nu;
+	return 0;
+}
+
+/* The files of @paths, listed for window [c->from, c->to), with the live part from the daemon. */
+static int list_inputs(const struct cut *c, const char *const *paths, size_t np, bool live,
+		       struct window_listing *l, char **ret_snap)
+{
+	struct window_scan_opts so = { .keep = true, .keep_from = c->from, .keep_to = c->to };
+	struct rlimit rl;
+	int r;
+
+	/* The listing keeps every file of the window open: a long window is many files. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	r = window_list(paths, np, &so, l);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
+			strerror(-r));
+		return r;
+	}
+	*ret_snap = live ? live_snapshot(l, c->to, paths, np, &so) : NULL;
+	return 0;
+}
+
+static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
+{
+	struct window_listing l = { 0 };
+	struct window_file *files = NULL;
+	const struct window_file **used = NULL;
+	struct perfrec_pdreader **readers = NULL;
+	struct perfrec_pdwriter *w = NULL;
+	char **unwound = NULL;
+	char *snap = NULL, *tmp = NULL, a[64], b[64], la[64], lb[64];
+	size_t nf = 0, nu = 0;
+	int r, rc = EXIT_USAGE;
+
+	if (list_inputs(c, paths, np, live, &l, &snap) < 0)
+		return EXIT_USAGE;
+	files = l.files;
+	nf = l.nr;
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	fmt(c->to, false, lb, sizeof(lb));
+	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
+		(double)(c->to - c->from) / 1e9);
+	used = calloc(nf + 1, sizeof(*used));
+	readers = calloc(nf + 1, sizeof(*readers));
+	unwound = calloc(nf + 1, sizeof(*unwound));
+	if (!used || !readers || !unwound)
+		goto out;
+	rc = check_gone(c, &l);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
+	rc = open_inputs(c, files, nf, used, readers, &nu);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
 	if (nu == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;
@@ -1073,13 +1110,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	if (rc)
 		goto out;
 	rc = EXIT_USAGE;
-	{
-		bool oldest = true;
-
-		for (size_t i = 0; i < nf && nu; i++)
-			oldest &= files[i].error || files[i].start_wall >= used[0]->start_wall;
-		report_gaps(c, used, nu, oldest);
-	}
+	report_gaps(c, used, nu, first_is_oldest(files, nf, used[0]));
 	if (c->samples == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;

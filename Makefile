@@ -194,7 +194,7 @@ tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket
 
 # test-cut compiles perfrecctl's cut, ls and window modules in.
 tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: tools/cut.c tools/window.c tools/window.h tools/unwind.c tools/perfrecctl.h
-tests/unit/test-cut build-asan/tests/test-cut: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h
+tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h
 
 # Tests of perfrecctl's modules #include their .c (tools/ is not a library).
 tests/unit/test-cgroup-summary build-asan/tests/test-cgroup-summary: tools/cgroup-summary.c tools/cgroup-summary.h

@@ -4,13 +4,15 @@
  * forms an SRE types (ISO 8601, a local clock time, a relative offset), so
  * every refusal can say which part was wrong rather than "parse error".
  * Zoned times are computed with calendar arithmetic, not timegm(), so the
- * result never depends on the process's time zone; local times go through
- * mktime() and are checked for the hour a DST change skips.
+ * result never depends on the process's time zone; local times are matched
+ * against the zone's offsets, and a time a clock change skips or repeats is
+ * refused rather than guessed.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -150,23 +152,110 @@ static int to_ns(int64_t secs, uint32_t ns, const char *whole, uint64_t *ret, ch
 	return 0;
 }
 
-/* A local date and time through the time zone; refuses a time DST skips. */
+/* "+02:00 CEST" for instant @t in the local zone. */
+static void zone_of(time_t t, char *buf, size_t sz)
+{
+	struct tm tm;
+	long off;
+
+	if (!localtime_r(&t, &tm)) {
+		snprintf(buf, sz, "?");
+		return;
+	}
+	off = tm.tm_gmtoff;
+	snprintf(buf, sz, "%c%02ld:%02ld %s", off < 0 ? '-' : '+', labs(off) / 3600, labs(off) % 3600 / 60,
+		 tm.tm_zone ? tm.tm_zone : "");
+}
+
+/*
+ * The instants whose local time is @secs (the fields counted as if in
+ * UTC), at most two, ascending: each UTC offset the zone uses within two
+ * days of them is tried, and kept where the zone does use it at the
+ * instant it gives.  Zone-agnostic: a DST change or a change of standard
+ * offset alike yields none (a time skipped) or two (a time repeated).
+ */
+static int local_instants(int64_t secs, time_t ret[2])
+{
+	long offs[8];
+	int nr_offs = 0, n = 0;
+
+	for (int64_t d = -48 * 3600; d <= 48 * 3600; d += 1800) {
+		time_t t = (time_t)(secs + d);
+		struct tm tm;
+		bool known = false;
+
+		if (!localtime_r(&t, &tm))
+			continue;
+		for (int i = 0; i < nr_offs; i++)
+			known |= offs[i] == tm.tm_gmtoff;
+		if (!known && nr_offs < 8)
+			offs[nr_offs++] = tm.tm_gmtoff;
+	}
+	for (int i = 0; i < nr_offs && n < 2; i++) {
+		time_t t = (time_t)(secs - offs[i]);
+		struct tm tm;
+
+		if (!localtime_r(&t, &tm) || tm.tm_gmtoff != offs[i])
+			continue;
+		if (n == 1 && ret[0] == t)
+			continue;
+		ret[n++] = t;
+	}
+	if (n == 2 && ret[1] < ret[0]) {
+		time_t x = ret[0];
+
+		ret[0] = ret[1];
+		ret[1] = x;
+	}
+	return n;
+}
+
+/*
+ * A local date and time through the time zone.  A time the zone skips
+ * (spring forward) or repeats (fall back) names no one instant: it is
+ * refused, with the instants around it and how to say which one is meant,
+ * the same way in every zone, rather than having mktime() guess.
+ */
 static int local_ns(int y, int mo, int d, const struct clock_time *ct, const char *whole, uint64_t *ret,
 		    char *err, size_t errsz)
 {
-	struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-			 .tm_hour = ct->h, .tm_min = ct->m, .tm_sec = ct->s, .tm_isdst = -1 };
-	time_t t;
+	int64_t secs = days_from_civil(y, mo, d) * 86400 + ct->h * 3600 + ct->m * 60 + ct->s;
+	char a[64], b[64], za[32], zb[32];
+	time_t t[2];
+	int n = local_instants(secs, t);
 
-	errno = 0;
-	t = mktime(&tm);
-	if (t == (time_t)-1 && errno)
-		return fail(err, errsz, -ERANGE, "'%s' cannot be represented in the local time zone", whole);
-	/* mktime() moves a time in a DST gap forward: it named no real instant. */
-	if (tm.tm_hour != ct->h || tm.tm_min != ct->m || tm.tm_mday != d)
+	if (n == 1)
+		return to_ns((int64_t)t[0], ct->ns, whole, ret, err, errsz);
+	if (n == 2) {
+		struct tm tm;
+
+		gmtime_r(&t[0], &tm);
+		strftime(a, sizeof(a), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		gmtime_r(&t[1], &tm);
+		strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		zone_of(t[0], za, sizeof(za));
+		zone_of(t[1], zb, sizeof(zb));
 		return fail(err, errsz, -EINVAL,
-			    "'%s' does not exist in the local time zone (a daylight saving change skips it)", whole);
-	return to_ns((int64_t)t, ct->ns, whole, ret, err, errsz);
+			    "'%s' is ambiguous: the local time zone has %04d-%02d-%02d %02d:%02d:%02d twice, its clocks "
+			    "going back at a daylight saving change: at %s (%s) and at %s (%s); add the offset to say which "
+			    "(%04d-%02d-%02dT%02d:%02d:%02d%.6s or %04d-%02d-%02dT%02d:%02d:%02d%.6s) or give the time in UTC "
+			    "with Z", whole, y, mo, d, ct->h, ct->m, ct->s, a, za, b, zb, y, mo, d, ct->h, ct->m, ct->s, za, y,
+			    mo, d, ct->h, ct->m, ct->s, zb);
+	}
+	{
+		/* The zone's offsets before and after the skipped span. */
+		time_t before = (time_t)(secs - 86400), after = (time_t)(secs + 86400);
+
+		zone_of(before, za, sizeof(za));
+		zone_of(after, zb, sizeof(zb));
+		if (!strcmp(za, zb))
+			return fail(err, errsz, -ERANGE, "'%s' cannot be represented in the local time zone", whole);
+		return fail(err, errsz, -EINVAL,
+			    "'%s' does not exist in the local time zone: a daylight saving change skips %04d-%02d-%02d "
+			    "%02d:%02d:%02d (its clocks go from %s to %s); add the offset meant (e.g. %04d-%02d-%02dT%02d:%02d:%02d%.6s) or give "
+			    "the time in UTC with Z", whole, y, mo, d, ct->h, ct->m, ct->s, za, zb, y, mo, d, ct->h, ct->m,
+			    ct->s, za);
+	}
 }
 
 /* Z, z, +HH:MM, -HH:MM, +HHMM, +HH at *p into seconds east of UTC; 1 if found. */

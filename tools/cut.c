@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -279,7 +280,7 @@ static int unwind_raw_inputs(const struct window_file *const *used, struct perfr
 		struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
 		struct perfrec_unwinder_stats st;
 		const char *name = used[i]->label ? used[i]->label : base(used[i]->path);
-		char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
+		char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX", src[32];
 		size_t j;
 		int fd, r;
 
@@ -299,7 +300,7 @@ static int unwind_raw_inputs(const struct window_file *const *used, struct perfr
 			unlink(tmpl);
 			return EXIT_USAGE;
 		}
-		r = perfrecctl_unwind_file("cut", used[i]->path, tmpl, &st);
+		r = perfrecctl_unwind_file("cut", window_file_source(used[i], src, sizeof(src)), tmpl, &st);
 		if (r) {
 			fprintf(stderr, "perfrecctl cut: %s holds raw DWARF stacks of the events %s holds unwound, "
 				"and cannot be unwound here to go with it\n", name, base(used[j]->path));
@@ -661,29 +662,90 @@ static void name_stamp(uint64_t wall_ns, char *buf, size_t sz)
 	snprintf(buf, sz, "-%s.%03uZ-", s, (unsigned)(wall_ns / 1000000 % 1000));
 }
 
-/*
- * The file being written, replaced by a Snapshot of it from the daemon:
- * everything up to now rather than up to its last checkpoint.  Returns the
- * snapshot's path (the caller unlinks it) or NULL, having said why.
- */
-static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
+/* The file of @l being written that the window [.., @to) reaches, or NULL. */
+static struct window_file *find_live(struct window_listing *l, uint64_t to)
 {
-	struct window_file *live = NULL, snap;
-	const char *sock = perfrecctl_socket_path();
-	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX", stamp[48];
-	struct stat st;
+	struct window_file *live = NULL;
+
+	for (size_t i = 0; i < l->nr; i++)
+		if (!l->files[i].error && l->files[i].being_written && l->files[i].start_wall < to)
+			live = &l->files[i];
+	return live;
+}
+
+static struct window_file *find_stamp(struct window_listing *l, const char *stamp)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		if (!l->files[i].error && strstr(base(l->files[i].path), stamp))
+			return &l->files[i];
+	return NULL;
+}
+
+/* Wait (bounded) until @f's writer has let go of it: finished and published. */
+static void wait_released(const struct window_file *f)
+{
+	for (int i = 0; i < 1000 && window_file_held(f); i++)
+		usleep(10000);
+}
+
+/*
+ * @l again, after perfrecd rotated: the file it listed as being written is
+ * finished once its writer lets go, and newer files have begun.  A file of
+ * the old listing that is gone from the new one (retention) is kept: the
+ * listing holds it open.
+ */
+static int relist(const char *const *paths, size_t np, const struct window_scan_opts *so, struct window_listing *l,
+		  const struct window_file *was_live)
+{
+	struct window_listing n;
+	int r;
+
+	wait_released(was_live);
+	r = window_list(paths, np, so, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < l->nr; i++) {
+		struct window_file *f = &l->files[i], *v;
+		bool found = false;
+
+		for (size_t k = 0; k < n.nr && !found; k++)
+			found = !n.files[k].error && n.files[k].dev == f->dev && n.files[k].ino == f->ino;
+		if (found || f->fd < 0 || f->error)
+			continue;
+		v = realloc(n.files, (n.nr + 1) * sizeof(*v));
+		if (!v) {
+			window_listing_free(&n);
+			return -ENOMEM;
+		}
+		n.files = v;
+		n.files[n.nr++] = *f;
+		memset(f, 0, sizeof(*f));
+		f->fd = -1;
+	}
+	/* What was gone before is gone still: the new reading does not see it at all. */
+	for (size_t i = 0; i < l->nr_gone; i++) {
+		struct window_gone *v = realloc(n.gone, (n.nr_gone + 1) * sizeof(*v));
+
+		if (!v) {
+			window_listing_free(&n);
+			return -ENOMEM;
+		}
+		n.gone = v;
+		n.gone[n.nr_gone++] = l->gone[i];
+		l->gone[i].path = NULL;
+	}
+	window_files_sort(n.files, n.nr);
+	window_listing_free(l);
+	*l = n;
+	return 0;
+}
+
+/* The daemon's Snapshot into a new temporary file, loaded into @snap; its path, or NULL having said why. */
+static char *take_snapshot(struct window_file *snap, const char *live_name)
+{
+	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
 	int fd, r;
 
-	for (size_t i = 0; i < n; i++)
-		if (!files[i].error && files[i].being_written && files[i].start_wall < to)
-			live = &files[i];
-	if (!live)
-		return NULL;
-	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
-			base(live->path));
-		return NULL;
-	}
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "perfrecctl cut: cannot create a file for the daemon's snapshot: %m\n");
@@ -692,45 +754,82 @@ static char *live_snapshot(struct window_file *files, size_t n, uint64_t to)
 	r = perfrecctl_snapshot_into(fd, NULL);
 	close(fd);
 	if (r != 0) {
-		fprintf(stderr, "perfrecctl cut: %s is read as far as it was checkpointed\n", base(live->path));
+		fprintf(stderr, "perfrecctl cut: perfrecd gave no snapshot of %s\n", live_name);
 		unlink(tmpl);
 		return NULL;
 	}
-	r = window_file_load(&snap, strdup(tmpl));
-	if (r < 0 || !snap.path) {
-		fprintf(stderr, "perfrecctl cut: the daemon's snapshot is unusable (%s); %s is read as far as it was "
-			"checkpointed\n", snap.error ? snap.error : strerror(-r), base(live->path));
-		free(snap.path);
-		free(snap.error);
+	r = window_file_load(snap, strdup(tmpl));
+	if (r < 0 || !snap->path) {
+		fprintf(stderr, "perfrecctl cut: the daemon's snapshot is unusable (%s)\n",
+			snap->error ? snap->error : strerror(-r));
+		window_file_exit(snap);
 		unlink(tmpl);
 		return NULL;
 	}
-	/* Only a snapshot of this very file stands in for it (the daemon may record elsewhere). */
+	return strdup(tmpl);
+}
+
+/*
+ * The file being written, replaced by a Snapshot of it from the daemon:
+ * everything up to now rather than up to its last checkpoint.  When the
+ * daemon rotated after the listing, the snapshot is of a newer file: the
+ * files are listed again (the one listed as being written is whole by
+ * then) and the snapshot stands in for the file it is of.  Returns the
+ * snapshot's path (the caller unlinks it) or NULL, having said why.
+ */
+static char *live_snapshot(struct window_listing *l, uint64_t to, const char *const *paths, size_t np,
+			   const struct window_scan_opts *so)
+{
+	struct window_file *live = find_live(l, to), snap;
+	const char *sock = perfrecctl_socket_path();
+	char stamp[48], *path, *name;
+	struct stat st;
+
+	if (!live)
+		return NULL;
+	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
+			base(live->path));
+		return NULL;
+	}
+	path = take_snapshot(&snap, base(live->path));
+	if (!path)
+		return NULL;
+	/* Only a snapshot of a file of these paths stands in for it (the daemon may record elsewhere). */
 	name_stamp(snap.clock.wall_ns, stamp, sizeof(stamp));
 	if (!strstr(base(live->path), stamp)) {
-		fprintf(stderr, "perfrecctl cut: perfrecd at %s is not writing %s; it is read as far as it was "
-			"checkpointed\n", sock, base(live->path));
-		free(snap.path);
-		free(snap.error);
-		unlink(tmpl);
-		return NULL;
+		fprintf(stderr, "perfrecctl cut: perfrecd began another file after %s was listed: listing again\n",
+			base(live->path));
+		if (relist(paths, np, so, l, live) < 0 || !(live = find_stamp(l, stamp)) || !live->being_written) {
+			if (!live)
+				fprintf(stderr, "perfrecctl cut: perfrecd at %s is not writing into %s\n", sock,
+					np == 1 ? paths[0] : "the paths given");
+			window_file_exit(&snap);
+			unlink(path);
+			free(path);
+			return NULL;
+		}
 	}
+	name = strdup(base(live->path));
 	fprintf(stderr, "perfrecctl cut: %s: its unpublished data from perfrecd's snapshot (up to now)\n",
-		base(live->path));
-	if (asprintf(&snap.label, "%s (its snapshot)", base(live->path)) < 0)
+		name ? name : "?");
+	if (asprintf(&snap.label, "%s (its snapshot)", name ? name : "?") < 0)
 		snap.label = NULL;
-	free(live->path);
-	free(live->error);
-	free(live->label);
+	free(name);
+	window_file_exit(live);
 	*live = snap;
 	live->being_written = true; /* a whole file, read as one */
-	return strdup(tmpl);
+	return path;
 }
 
 /* ------------------------------------------------------------------- main */
 
-/* Coverage holes of the files used inside the window, on stderr. */
-static void report_gaps(const struct cut *c, const struct window_file *const *used, size_t n)
+/*
+ * Coverage holes of the files used inside the window, on stderr.  One
+ * before the oldest file listed (@first_is_oldest) is said to be so: what
+ * was there, if anything, is no longer kept (retention).
+ */
+static void report_gaps(const struct cut *c, const struct window_file *const *used, size_t n, bool first_is_oldest)
 {
 	uint64_t covered = c->from;
 	char a[64], b[64];
@@ -743,15 +842,29 @@ static void report_gaps(const struct cut *c, const struct window_file *const *us
 		if (next > covered + WINDOW_GAP_NS) {
 			fmt(covered, true, a, sizeof(a));
 			fmt(next, true, b, sizeof(b));
-			fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): nothing recorded\n", a, b,
-				(double)(next - covered) / 1e9);
+			if (i == 0 && first_is_oldest)
+				fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): before the oldest file "
+					"kept (%s): removed by retention, or nothing recorded\n", a, b,
+					(double)(next - covered) / 1e9, base(used[0]->path));
+			else
+				fprintf(stderr, "perfrecctl cut: gap in the window: %s .. %s (%.3f s): nothing recorded\n",
+					a, b, (double)(next - covered) / 1e9);
 		}
 		if (i < n && used[i]->end_wall > covered)
 			covered = used[i]->end_wall;
-		/* The file being written covers up to now. */
-		if (i < n && used[i]->being_written)
+		/* The daemon's snapshot of the file being written covers up to now. */
+		if (i < n && used[i]->being_written && used[i]->label)
 			covered = c->to;
 	}
+}
+
+/* Whether no readable file of @files starts before @first. */
+static bool first_is_oldest(const struct window_file *files, size_t n, const struct window_file *first)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!files[i].error && files[i].start_wall < first->start_wall)
+			return false;
+	return true;
 }
 
 static int nothing_recorded(const struct cut *c, const struct window_file *files, size_t n)
@@ -860,41 +973,82 @@ static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t
 	return window_parse_time("cut", opt, v, ret);
 }
 
-static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
+/*
+ * Files the window needs that retention removed between their listing and
+ * their opening: their data is gone, and a cut without it would show a
+ * hole where the files did hold samples.  Each one's span runs from the
+ * start in its name to the start of the next file.  EXIT_BAD having named
+ * them, or 0.
+ */
+static int check_gone(const struct cut *c, const struct window_listing *l)
 {
-	struct window_file *files = NULL;
-	const struct window_file **used = NULL;
-	struct perfrec_pdreader **readers = NULL;
-	struct perfrec_pdwriter *w = NULL;
-	char **unwound = NULL;
-	struct output_file of = { .fd = -1, .dirfd = -1 };
-	char *snap = NULL, a[64], b[64], la[64], lb[64];
-	const char *tmp = NULL;
-	size_t nf = 0, nu = 0;
-	int r, rc = EXIT_USAGE;
+	int rc = 0;
 
-	r = window_scan(paths, np, &files, &nf);
-	if (r < 0) {
-		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
-			strerror(-r));
-		return EXIT_USAGE;
+	for (size_t i = 0; i < l->nr_gone; i++) {
+		uint64_t start = l->gone[i].start_wall, end = UINT64_MAX;
+		char a[64], b[64];
+
+		if (!start)
+			continue;
+		for (size_t k = 0; k < l->nr; k++)
+			if (!l->files[k].error && l->files[k].start_wall > start && l->files[k].start_wall < end)
+				end = l->files[k].start_wall;
+		for (size_t k = 0; k < l->nr_gone; k++)
+			if (l->gone[k].start_wall > start && l->gone[k].start_wall < end)
+				end = l->gone[k].start_wall;
+		if (start >= c->to || end <= c->from)
+			continue;
+		start = start > c->from ? start : c->from;
+		end = end < c->to ? end : c->to;
+		fmt(start, true, a, sizeof(a));
+		fmt(end, true, b, sizeof(b));
+		fprintf(stderr, "perfrecctl cut: %s was removed (retention) after it was listed, before it could be "
+			"read: the window misses %s .. %s (%.3f s) that it held; nothing written (cut again for what is "
+			"left)\n", base(l->gone[i].path), a, b, (double)(end - start) / 1e9);
+		rc = EXIT_BAD;
 	}
-	if (live)
-		snap = live_snapshot(files, nf, c->to);
-	fmt(c->from, true, a, sizeof(a));
-	fmt(c->to, true, b, sizeof(b));
-	fmt(c->from, false, la, sizeof(la));
-	fmt(c->to, false, lb, sizeof(lb));
-	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
-		(double)(c->to - c->from) / 1e9);
-	used = calloc(nf + 1, sizeof(*used));
-	readers = calloc(nf + 1, sizeof(*readers));
-	unwound = calloc(nf + 1, sizeof(*unwound));
-	if (!used || !readers || !unwound)
-		goto out;
+	return rc;
+}
+
+/*
+ * A file being written read from disk, not from the daemon's snapshot,
+ * ends at its last checkpoint: the rest of the window is in perfrecd, not
+ * in the file.  Unless --no-live asked for what is on disk, that is no
+ * window: EXIT_BAD having said what is missing, or 0.
+ */
+static int check_live_tail(const struct cut *c, const struct window_file *const *used, size_t n)
+{
+	char a[64], b[64];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct window_file *f = used[i];
+
+		if (!f->being_written || f->label || f->end_wall + WINDOW_GAP_NS >= c->to)
+			continue;
+		fmt(f->end_wall, true, a, sizeof(a));
+		fmt(c->to, true, b, sizeof(b));
+		fprintf(stderr, "perfrecctl cut: %s .. %s (%.3f s) of the window is recorded but not yet in %s, and "
+			"perfrecd's snapshot of it could not be had: nothing written (cut again, or add --no-live for "
+			"what is on disk)\n", a, b, (double)(c->to - f->end_wall) / 1e9, base(f->path));
+		return EXIT_BAD;
+	}
+	return 0;
+}
+
+/*
+ * The files of @files the window needs, opened (through the fd of the
+ * listing) into @used and @readers.  0, or an exit code having said why.
+ */
+static int open_inputs(const struct cut *c, struct window_file *files, size_t nf, const struct window_file **used,
+		       struct perfrec_pdreader **readers, size_t *ret_nu)
+{
+	size_t nu = 0;
+	int r;
+
 	for (size_t i = 0; i < nf; i++) {
 		struct window_file *f = &files[i];
 		struct perfrec_pdreader_opts o = { .sz = sizeof(o), .salvage = f->in_progress };
+		char src[32];
 		int64_t skew;
 
 		if (f->error) {
@@ -910,17 +1064,84 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 				fprintf(stderr, "perfrecctl cut: %s was recorded on another boot than %s (their clocks "
 					"differ by %.1f s): cut a window within one boot\n", f->path, used[0]->path,
 					(double)skew / 1e9);
-				rc = EXIT_BAD;
-				goto out;
+				*ret_nu = nu;
+				return EXIT_BAD;
 			}
 		}
-		r = perfrec_pdreader__open(f->path, &o, &readers[nu]);
+		r = perfrec_pdreader__open(window_file_source(f, src, sizeof(src)), &o, &readers[nu]);
 		if (r < 0) {
-			fprintf(stderr, "perfrecctl cut: skipped %s: cannot read: %s\n", f->path, strerror(-r));
-			continue;
+			/* Its span is known: it holds data of the window, and leaving it out would hide that. */
+			fprintf(stderr, "perfrecctl cut: cannot read %s, which holds data of the window: %s; nothing "
+				"written\n", f->path, strerror(-r));
+			*ret_nu = nu;
+			return EXIT_BAD;
 		}
 		used[nu++] = f;
 	}
+	*ret_nu = nu;
+	return 0;
+}
+
+/* The files of @paths, listed for window [c->from, c->to), with the live part from the daemon. */
+static int list_inputs(const struct cut *c, const char *const *paths, size_t np, bool live,
+		       struct window_listing *l, char **ret_snap)
+{
+	struct window_scan_opts so = { .keep = true, .keep_from = c->from, .keep_to = c->to };
+	struct rlimit rl;
+	int r;
+
+	/* The listing keeps every file of the window open: a long window is many files. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	r = window_list(paths, np, &so, l);
+	if (r < 0) {
+		fprintf(stderr, "perfrecctl cut: cannot read %s: %s\n", np == 1 ? paths[0] : "the paths given",
+			strerror(-r));
+		return r;
+	}
+	*ret_snap = live ? live_snapshot(l, c->to, paths, np, &so) : NULL;
+	return 0;
+}
+
+static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
+{
+	struct window_listing l = { 0 };
+	struct window_file *files = NULL;
+	const struct window_file **used = NULL;
+	struct perfrec_pdreader **readers = NULL;
+	struct perfrec_pdwriter *w = NULL;
+	char **unwound = NULL;
+	struct output_file of = { .fd = -1, .dirfd = -1 };
+	char *snap = NULL, a[64], b[64], la[64], lb[64];
+	const char *tmp = NULL;
+	size_t nf = 0, nu = 0;
+	int r, rc = EXIT_USAGE;
+
+	if (list_inputs(c, paths, np, live, &l, &snap) < 0)
+		return EXIT_USAGE;
+	files = l.files;
+	nf = l.nr;
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	fmt(c->to, false, lb, sizeof(lb));
+	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
+		(double)(c->to - c->from) / 1e9);
+	used = calloc(nf + 1, sizeof(*used));
+	readers = calloc(nf + 1, sizeof(*readers));
+	unwound = calloc(nf + 1, sizeof(*unwound));
+	if (!used || !readers || !unwound)
+		goto out;
+	rc = check_gone(c, &l);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
+	rc = open_inputs(c, files, nf, used, readers, &nu);
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
 	if (nu == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;
@@ -975,7 +1196,11 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			used[i]->label ? used[i]->label : base(used[i]->path),
 			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
 	}
-	report_gaps(c, used, nu);
+	rc = live ? check_live_tail(c, used, nu) : 0;
+	if (rc)
+		goto out;
+	rc = EXIT_USAGE;
+	report_gaps(c, used, nu, first_is_oldest(files, nf, used[0]));
 	if (c->samples == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;
@@ -1025,7 +1250,7 @@ out:
 	}
 	free(unwound);
 	free(used);
-	window_files_free(files, nf);
+	window_listing_free(&l);
 	if (snap)
 		unlink(snap);
 	free(snap);

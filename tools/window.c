@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,7 +144,7 @@ static int walk(struct perfrec_pdreader *rd, struct window_file *f, uint64_t *re
 }
 
 /* The UTC start perfrecd writes into a name ("-20261123T140300.250Z-"), or 0. */
-static uint64_t name_stamp_ns(const char *path)
+uint64_t window_name_stamp_ns(const char *path)
 {
 	const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
@@ -197,34 +198,63 @@ static bool has_raw_compressed(const char *path)
 	return found;
 }
 
-int window_file_load(struct window_file *f, char *path)
+/*
+ * Whether a live writer holds the file open as @fd: perfrec_pdwriter__create()
+ * keeps an exclusive flock on a .tmp from its creation until it is
+ * published, and the kernel drops it when the writer dies, as
+ * perfrec_pdwriter__in_use() and so `perfrecctl recover` judge it.
+ */
+static bool held_by_writer(int fd)
 {
-	struct perfrec_pdreader_opts o = { .sz = sizeof(o) };
-	struct perfrec_pdreader *rd = NULL;
-	uint64_t end = 0, last = 0, off;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	(void)flock(fd, LOCK_UN);
+	return false;
+}
+
+bool window_file_held(const struct window_file *f)
+{
+	return f->fd >= 0 && held_by_writer(f->fd);
+}
+
+const char *window_file_source(const struct window_file *f, char *buf, size_t sz)
+{
+	if (f->fd < 0)
+		return f->path;
+	snprintf(buf, sz, "/proc/self/fd/%d", f->fd);
+	return buf;
+}
+
+/* Where @f's span starts when it has no clock data of its own: its first record, else its name. */
+static void place_in_progress(struct window_file *f, struct perfrec_pdreader *rd)
+{
+	const struct perf_event_header *h;
+	uint64_t t, off;
+
+	f->start_wall = 0;
+	perfrec_pdreader__rewind(rd);
+	while (perfrec_pdreader__next(rd, &h, &off) > 0)
+		if (window_record_time(rd, h, &t, NULL) > 0) {
+			f->start_wall = perfrec_clockdata__to_wall(&f->clock, t);
+			break;
+		}
+	if (!f->start_wall)
+		f->start_wall = window_name_stamp_ns(f->path);
+	if (!f->start_wall || f->start_wall > f->clock.wall_ns)
+		f->start_wall = f->clock.wall_ns;
+}
+
+/* The header, attrs and features of @rd into @f: mode, spans, compression. */
+static int load_header(struct window_file *f, struct perfrec_pdreader *rd, const char *src)
+{
 	const void *d;
 	size_t len;
-	struct stat st;
-	bool has_last;
-	int r;
+	uint64_t off;
 
-	memset(f, 0, sizeof(*f));
-	f->path = path;
-	f->mode = "continuous";
-	f->in_progress = ends_with(path, ".tmp");
-	f->being_written = f->in_progress && perfrec_pdwriter__in_use(path) == 1;
-	if (stat(path, &st) < 0)
-		return set_error(f, -errno, "cannot read: %s", strerror(errno));
-	f->size = (uint64_t)st.st_size;
-	o.salvage = f->in_progress;
-	r = perfrec_pdreader__open(path, &o, &rd);
-	if (r < 0)
-		return set_error(f, r, "cannot read: %s", strerror(-r));
 	if (perfrec_pdreader__header(rd)->magic != PERFREC_MAGIC2 || perfrec_pdreader__nr_attrs(rd) == 0) {
 		const char *e = perfrec_pdreader__error(rd, &off);
 
-		r = set_error(f, -EBADMSG, "not perf data: %s", e[0] ? e : "no events");
-		goto out;
+		return set_error(f, -EBADMSG, "not perf data: %s", e[0] ? e : "no events");
 	}
 	if (perfrec_pdreader__feature(rd, PERFREC_FEAT_SPANS, &d, &len) == 0) {
 		const struct perfrec_spans_feature *sf = d;
@@ -238,13 +268,69 @@ int window_file_load(struct window_file *f, char *path)
 			}
 		}
 	}
-	if (strstr(path, "-recovered"))
+	if (strstr(f->path, "-recovered"))
 		f->mode = "recovered";
 	f->compressed = perfrec_pdreader__feature(rd, PERFREC_FEAT_COMPRESSED, &d, &len) == 0 ||
-			(f->in_progress && has_raw_compressed(path));
+			(f->in_progress && has_raw_compressed(src));
+	return 0;
+}
+
+/*
+ * A .tmp its writer holds but has not written a header into yet (it was
+ * listed the moment it was created): being written, empty, placed by its
+ * name.  False for anything else.
+ */
+static bool just_begun(struct window_file *f)
+{
+	if (!f->in_progress || f->fd < 0 || (!f->being_written && !(f->being_written = held_by_writer(f->fd))))
+		return false;
+	free(f->spans);
+	f->spans = NULL;
+	f->nr_spans = 0;
+	f->start_wall = f->end_wall = window_name_stamp_ns(f->path);
+	if (!f->start_wall) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		f->start_wall = f->end_wall = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	}
+	return true;
+}
+
+/*
+ * Read @f (path and fd set) from @src.  A .tmp's lock is looked at before
+ * and after the read: held at either time, its writer is alive and the
+ * file may have grown while it was walked.  A .tmp without clock data is
+ * placed with the clocks as they read after the walk, when nothing it
+ * holds can be newer; only then do samples ahead of that clock say the
+ * file is from an earlier boot, and only when no writer holds it.
+ */
+static int load(struct window_file *f, const char *src)
+{
+	struct perfrec_pdreader_opts o = { .sz = sizeof(o), .salvage = f->in_progress };
+	struct perfrec_pdreader *rd = NULL;
+	uint64_t end = 0, last = 0, off;
+	bool has_last, clock_later = false;
+	int r;
+
+	f->being_written = f->in_progress && f->fd >= 0 && held_by_writer(f->fd);
+	r = perfrec_pdreader__open(src, &o, &rd);
+	if (r < 0)
+		return just_begun(f) ? 0 : set_error(f, r, "cannot read: %s", strerror(-r));
+	r = load_header(f, rd, src);
+	if (r < 0) {
+		if (just_begun(f)) {
+			free(f->error);
+			f->error = NULL;
+			r = 0;
+		}
+		goto out;
+	}
 	r = perfrec_clockdata__from_reader(rd, &f->clock);
-	if (r == -ENOENT && f->in_progress)
-		r = clock_now(rd, &f->clock);
+	if (r == -ENOENT && f->in_progress) {
+		clock_later = true;
+		r = 0;
+	}
 	if (r < 0) {
 		r = set_error(f, r, "%s", r == -ENOENT ? "no HEADER_CLOCK_DATA: its samples cannot be placed in wall-clock time"
 						     : "its HEADER_CLOCK_DATA is malformed");
@@ -263,30 +349,21 @@ int window_file_load(struct window_file *f, char *path)
 		r = set_error(f, r, "damaged: %s", e[0] ? e : strerror(-r));
 		goto out;
 	}
-	if (f->in_progress) {
-		/* Placed from now back: its data cannot lie ahead of now. */
-		if (has_last && last > f->clock.clock_ns) {
+	if (f->in_progress && f->fd >= 0 && !f->being_written)
+		f->being_written = held_by_writer(f->fd);
+	if (clock_later) {
+		r = clock_now(rd, &f->clock);
+		if (r < 0) {
+			r = set_error(f, r, "cannot read the clocks: %s", strerror(-r));
+			goto out;
+		}
+		/* Placed from now back: a leftover's data cannot lie ahead of now. */
+		if (!f->being_written && has_last && last > f->clock.clock_ns) {
 			r = set_error(f, -ESTALE, "%s", "left by an earlier boot (its sample times lie ahead of this "
 					       "boot's clock): recover it with perfrecctl recover");
 			goto out;
 		}
-		/* Its start is where its first records are; the name holds it to the ms. */
-		f->start_wall = 0;
-		perfrec_pdreader__rewind(rd);
-		{
-			const struct perf_event_header *h;
-			uint64_t t;
-
-			while (perfrec_pdreader__next(rd, &h, &off) > 0)
-				if (window_record_time(rd, h, &t, NULL) > 0) {
-					f->start_wall = perfrec_clockdata__to_wall(&f->clock, t);
-					break;
-				}
-		}
-		if (!f->start_wall)
-			f->start_wall = name_stamp_ns(path);
-		if (!f->start_wall || f->start_wall > f->clock.wall_ns)
-			f->start_wall = f->clock.wall_ns;
+		place_in_progress(f, rd);
 	}
 	f->end_wall = has_last ? perfrec_clockdata__to_wall(&f->clock, last) : f->start_wall;
 	if (f->end_wall < f->start_wall)
@@ -295,6 +372,58 @@ int window_file_load(struct window_file *f, char *path)
 out:
 	perfrec_pdreader__free(rd);
 	return r;
+}
+
+/* @f as opened at @fd (taken over, kept in f->fd) under @path (taken over). */
+static int load_fd(struct window_file *f, char *path, int fd)
+{
+	struct stat st;
+	char buf[32];
+
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	f->fd = fd;
+	f->mode = "continuous";
+	f->in_progress = ends_with(path, ".tmp");
+	if (fstat(fd, &st) < 0)
+		return set_error(f, -errno, "cannot read: %s", strerror(errno));
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = (uint64_t)st.st_size;
+	if (!S_ISREG(st.st_mode))
+		return set_error(f, -EINVAL, "%s", "not a regular file");
+	return load(f, window_file_source(f, buf, sizeof(buf)));
+}
+
+int window_file_load(struct window_file *f, char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), r;
+
+	if (fd < 0) {
+		memset(f, 0, sizeof(*f));
+		f->path = path;
+		f->fd = -1;
+		f->mode = "continuous";
+		f->in_progress = ends_with(path, ".tmp");
+		return set_error(f, -errno, "cannot read: %s", strerror(errno));
+	}
+	r = load_fd(f, path, fd);
+	/* The caller asked for a path: nothing held. */
+	close(f->fd);
+	f->fd = -1;
+	return r;
+}
+
+void window_file_exit(struct window_file *f)
+{
+	free(f->path);
+	free(f->error);
+	free(f->label);
+	free(f->spans);
+	if (f->fd >= 0)
+		close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 }
 
 bool window_cpu_short(const struct window_file *f, size_t i)
@@ -317,12 +446,8 @@ bool window_cpu_short(const struct window_file *f, size_t i)
 
 void window_files_free(struct window_file *files, size_t n)
 {
-	for (size_t i = 0; files && i < n; i++) {
-		free(files[i].path);
-		free(files[i].error);
-		free(files[i].label);
-		free(files[i].spans);
-	}
+	for (size_t i = 0; files && i < n; i++)
+		window_file_exit(&files[i]);
 	free(files);
 }
 
@@ -335,6 +460,12 @@ static int cmp_file(const void *a, const void *b)
 	if (x->start_wall != y->start_wall)
 		return x->start_wall < y->start_wall ? -1 : 1;
 	return strcmp(x->path, y->path);
+}
+
+void window_files_sort(struct window_file *files, size_t n)
+{
+	if (n)
+		qsort(files, n, sizeof(*files), cmp_file);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -361,68 +492,300 @@ static int push(char ***v, size_t *n, size_t *cap, char *s)
 	return 0;
 }
 
-/* The recorded files of a directory: NAME.data and NAME.data.tmp, sorted by name. */
-static int list_dir(const char *dir, char ***v, size_t *n, size_t *cap)
+/* A listing being taken. */
+struct builder {
+	const struct window_scan_opts *o;
+	struct window_file *files;
+	size_t nr, cap;
+	struct window_gone *gone;
+	size_t nr_gone, cap_gone;
+};
+
+static struct window_file *new_file(struct builder *b)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t first = *n;
+	if (b->nr == b->cap) {
+		size_t c = b->cap ? b->cap * 2 : 16;
+		struct window_file *v = realloc(b->files, c * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		b->files = v;
+		b->cap = c;
+	}
+	memset(&b->files[b->nr], 0, sizeof(b->files[b->nr]));
+	b->files[b->nr].fd = -1;
+	return &b->files[b->nr++];
+}
+
+static int add_gone(struct builder *b, char *path)
+{
+	if (b->nr_gone == b->cap_gone) {
+		size_t c = b->cap_gone ? b->cap_gone * 2 : 4;
+		struct window_gone *v = realloc(b->gone, c * sizeof(*v));
+
+		if (!v) {
+			free(path);
+			return -ENOMEM;
+		}
+		b->gone = v;
+		b->cap_gone = c;
+	}
+	b->gone[b->nr_gone].path = path;
+	b->gone[b->nr_gone++].start_wall = window_name_stamp_ns(path);
+	return 0;
+}
+
+static bool known_path(const struct builder *b, const char *path)
+{
+	for (size_t i = 0; i < b->nr; i++)
+		if (!strcmp(b->files[i].path, path))
+			return true;
+	for (size_t i = 0; i < b->nr_gone; i++)
+		if (!strcmp(b->gone[i].path, path))
+			return true;
+	return false;
+}
+
+static struct window_file *by_inode(struct builder *b, const struct stat *st)
+{
+	for (size_t i = 0; i < b->nr; i++)
+		if (!b->files[i].error && b->files[i].dev == st->st_dev && b->files[i].ino == st->st_ino)
+			return &b->files[i];
+	return NULL;
+}
+
+/* Whether the listing keeps @f open: it may hold data of the window. */
+static bool keep_open(const struct window_scan_opts *o, const struct window_file *f)
+{
+	return o && o->keep && !f->error &&
+	       (f->in_progress || (f->start_wall < o->keep_to && f->end_wall >= o->keep_from));
+}
+
+static int open_name(int dfd, const char *name, bool nofollow)
+{
+	return openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+}
+
+/* "NAME.data.tmp" -> "NAME.data". */
+static char *final_name(const char *name)
+{
+	return ends_with(name, ".tmp") ? strndup(name, strlen(name) - 4) : NULL;
+}
+
+static int take_name(struct builder *b, int dfd, const char *dir, const char *name, int depth);
+
+/*
+ * A .tmp no writer holds may have been published (renamed) just before
+ * its lock was looked at: when its name no longer leads to it, it is
+ * taken again under its final name, finished.
+ */
+static int settle_unheld(struct builder *b, struct window_file *f, int dfd, const char *dir, const char *name,
+			 int depth)
+{
+	struct stat st;
+	char *final;
 	int r = 0;
 
-	if (!d)
-		return -errno;
-	while (r == 0 && (de = readdir(d))) {
-		char *p;
+	if (!f->in_progress || f->being_written || depth > 0 ||
+	    (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == f->dev && st.st_ino == f->ino))
+		return 0;
+	final = final_name(name);
+	if (!final)
+		return -ENOMEM;
+	if (fstatat(dfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == f->dev && st.st_ino == f->ino)
+		r = take_name(b, dfd, dir, final, depth + 1);
+	free(final);
+	return r < 0 ? r : 0;
+}
 
+/*
+ * Open @name of @dir (open as @dfd; @dir NULL: @name is a path of its
+ * own) and read it into the listing.  A .tmp gone since it was listed is
+ * looked for under its final name; a file the listing holds already (by
+ * inode) is taken again only when it was listed as a .tmp and has been
+ * published since.  1 if the listing changed, 0 if not, -errno.
+ */
+static int take_name(struct builder *b, int dfd, const char *dir, const char *name, int depth)
+{
+	char *final = NULL, *path = NULL;
+	struct window_file *f;
+	struct stat st;
+	int fd = open_name(dfd, name, dir != NULL), err = errno, r;
+	size_t idx;
+
+	if (fd < 0 && err == ENOENT && (final = final_name(name))) {
+		fd = open_name(dfd, final, dir != NULL);
+		err = errno;
+		name = final;
+	}
+	path = dir ? (asprintf(&path, "%s/%s", dir, name) < 0 ? NULL : path) : strdup(name);
+	if (!path) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (fd < 0 && err == ENOENT) {
+		r = dir ? add_gone(b, path) : -ENOENT;
+		path = dir ? NULL : path;
+		goto out;
+	}
+	if (fd >= 0 && fstat(fd, &st) == 0 && (f = by_inode(b, &st))) {
+		r = 0;
+		if (!strcmp(f->path, path) || !f->in_progress || ends_with(path, ".tmp"))
+			goto out;
+		window_file_exit(f);
+	} else if (!(f = new_file(b))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (fd < 0) {
+		f->path = path;
+		f->mode = "continuous";
+		f->in_progress = ends_with(path, ".tmp");
+		set_error(f, -err, "cannot read: %s", strerror(err));
+		path = NULL;
+		r = 1;
+		goto out;
+	}
+	idx = (size_t)(f - b->files);
+	load_fd(f, path, fd);
+	path = NULL;
+	fd = -1;
+	r = dir ? settle_unheld(b, f, dfd, dir, name, depth) : 0;
+	/* What cannot hold data of the window is not kept open (the array may have moved). */
+	f = &b->files[idx];
+	if (f->fd >= 0 && !keep_open(b->o, f)) {
+		close(f->fd);
+		f->fd = -1;
+	}
+	r = r < 0 ? r : 1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(final);
+	return r;
+}
+
+/* The names of recorded files in @dfd: NAME.data and NAME.data.tmp, sorted. */
+static int read_names(int dfd, char ***ret, size_t *ret_n)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int r = 0;
+
+	if (!d) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	rewinddir(d);
+	while (r == 0 && (de = readdir(d))) {
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".recovering-") ||
 		    !(ends_with(de->d_name, ".data") || ends_with(de->d_name, ".data.tmp")))
 			continue;
-		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0)
-			p = NULL;
-		r = push(v, n, cap, p);
+		r = push(&v, &n, &cap, strdup(de->d_name));
 	}
 	closedir(d);
-	qsort(*v + first, *n - first, sizeof(**v), cmp_str);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	*ret = v;
+	*ret_n = n;
 	return r;
+}
+
+/*
+ * Readings of a directory until one finds nothing new: a file renamed
+ * while the directory is read may be in neither name's place when readdir
+ * passes it.  Rotations are seconds apart; a reading takes milliseconds.
+ */
+#define LIST_READINGS 8
+
+static int list_dir(struct builder *b, const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+
+	if (dfd < 0)
+		return -errno;
+	for (int pass = 0; r >= 0 && pass < LIST_READINGS; pass++) {
+		char **names = NULL;
+		size_t n = 0;
+		bool changed = false;
+
+		r = read_names(dfd, &names, &n);
+		for (size_t i = 0; r >= 0 && i < n; i++) {
+			char *path;
+
+			if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			if (!known_path(b, path)) {
+				r = take_name(b, dfd, dir, names[i], 0);
+				changed |= r > 0;
+			}
+			free(path);
+		}
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		if (pass > 0 && !changed)
+			break;
+	}
+	close(dfd);
+	return r < 0 ? r : 0;
+}
+
+void window_listing_free(struct window_listing *l)
+{
+	window_files_free(l->files, l->nr);
+	for (size_t i = 0; i < l->nr_gone; i++)
+		free(l->gone[i].path);
+	free(l->gone);
+	memset(l, 0, sizeof(*l));
+}
+
+int window_list(const char *const *paths, size_t n, const struct window_scan_opts *o, struct window_listing *ret)
+{
+	struct builder b = { .o = o };
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
+			r = list_dir(&b, paths[i]);
+		else
+			r = take_name(&b, AT_FDCWD, NULL, paths[i], 0);
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->files = b.files;
+	ret->nr = b.nr;
+	ret->gone = b.gone;
+	ret->nr_gone = b.nr_gone;
+	if (r < 0) {
+		window_listing_free(ret);
+		return r;
+	}
+	window_files_sort(ret->files, ret->nr);
+	return 0;
 }
 
 int window_scan(const char *const *paths, size_t n, struct window_file **ret, size_t *nret)
 {
-	struct window_file *files = NULL;
-	char **v = NULL;
-	size_t nv = 0, cap = 0;
-	int r = 0;
+	struct window_listing l;
+	int r = window_list(paths, n, NULL, &l);
 
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		struct stat st;
-
-		if (stat(paths[i], &st) < 0) {
-			r = -errno;
-			break;
-		}
-		r = S_ISDIR(st.st_mode) ? list_dir(paths[i], &v, &nv, &cap) : push(&v, &nv, &cap, strdup(paths[i]));
-	}
-	if (r == 0 && nv) {
-		files = calloc(nv, sizeof(*files));
-		if (!files)
-			r = -ENOMEM;
-	}
-	for (size_t i = 0; i < nv; i++) {
-		if (r == 0) {
-			window_file_load(&files[i], v[i]);
-			v[i] = NULL;
-		}
-		free(v[i]);
-	}
-	free(v);
-	if (r < 0) {
-		window_files_free(files, nv);
+	if (r < 0)
 		return r;
-	}
-	if (nv)
-		qsort(files, nv, sizeof(*files), cmp_file);
-	*ret = files;
-	*nret = nv;
+	*ret = l.files;
+	*nret = l.nr;
+	l.files = NULL;
+	l.nr = 0;
+	window_listing_free(&l);
 	return 0;
 }
 

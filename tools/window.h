@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <perfrec/clockdata.h>
 #include <perfrec/pdreader.h>
@@ -22,9 +23,12 @@
 #define WINDOW_GAP_NS 1000000000ULL
 
 struct window_file {
-	char *path;
+	char *path;         /* as listed (a published .tmp: under its final name) */
+	int fd;             /* -1, or the file as it was opened at listing, whatever its name became since */
+	dev_t dev;          /* the file's identity: a rename does not change it */
+	ino_t ino;
 	bool in_progress;   /* NAME.data.tmp: being written, or left by a crash */
-	bool being_written; /* in_progress and a live writer holds it (perfrec_pdwriter__in_use) */
+	bool being_written; /* in_progress and a live writer holds its lock (as perfrec_pdwriter__in_use()) */
 	bool has_manifest;
 	struct perfrec_clockdata clock;
 	uint64_t start_wall; /* file start (clock data), ns since the epoch */
@@ -55,8 +59,54 @@ bool window_cpu_short(const struct window_file *f, size_t i);
 int window_scan(const char *const *paths, size_t n, struct window_file **ret, size_t *nret);
 void window_files_free(struct window_file *files, size_t n);
 
-/* Read one file into @f (path taken over); 0, or -errno with f->error set. */
+/* Read one file into @f (path taken over); 0, or -errno with f->error set.  f->fd is -1. */
 int window_file_load(struct window_file *f, char *path);
+/* Release what @f holds (its fd too) and zero it, fd -1. */
+void window_file_exit(struct window_file *f);
+
+/*
+ * Where to open @f from: its fd ("/proc/self/fd/N", into @buf) when it has
+ * one, so a rename or an unlink since the listing does not matter; its
+ * path otherwise.
+ */
+const char *window_file_source(const struct window_file *f, char *buf, size_t sz);
+
+/*
+ * A listing of recorded files taken while a daemon rotates and retention
+ * removes: every file is opened as it is listed, a NAME.data.tmp renamed
+ * meanwhile is found under its final name NAME.data (one entry per file,
+ * by inode), and the directory is read again until a reading finds nothing
+ * new, so a rename during a reading cannot hide a file.  Files meeting
+ * [keep_from, keep_to) (or being written) keep their fd (keep set), so
+ * what happens to their names after the listing does not change what is
+ * read of them.  Names removed between being listed and being opened are
+ * in gone[] with the start their name holds (0: not a perfrecd name).
+ */
+struct window_scan_opts {
+	bool keep;
+	uint64_t keep_from, keep_to;
+};
+
+struct window_gone {
+	char *path;
+	uint64_t start_wall;
+};
+
+struct window_listing {
+	struct window_file *files; /* oldest first, unreadable ones last */
+	size_t nr;
+	struct window_gone *gone;
+	size_t nr_gone;
+};
+
+int window_list(const char *const *paths, size_t n, const struct window_scan_opts *o, struct window_listing *ret);
+void window_listing_free(struct window_listing *l);
+/* Whether a live writer still holds @f (open as f->fd; false without one). */
+bool window_file_held(const struct window_file *f);
+/* Sort @files as window_scan() does. */
+void window_files_sort(struct window_file *files, size_t n);
+/* The wall-clock start perfrecd writes into a file name, or 0. */
+uint64_t window_name_stamp_ns(const char *path);
 
 /*
  * The paths of the recorded files under @paths whose span overlaps

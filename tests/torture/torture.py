@@ -19,6 +19,9 @@ adversarial trials of issue 17 repeated with figures.
          new offcpu-min=: every file keeps its off-CPU samples
   diskstart  starts (after kill -9) on a tmpfs filled to the brim: the
          daemon never exits, leftovers are kept, files come when space does
+  lookback  concurrent cuts into the present and listings during rotation
+         storms with max-files=3: every cut whole or refused naming what is
+         missing, no live .tmp called a leftover
 
 Each part prints one row (trials, failures, figures); the table goes to
 stdout and into the Results section of tests/torture/README.md.  Needs
@@ -60,6 +63,8 @@ ABUSE_SEC = env_int("TORTURE_ABUSE_SEC", 60)
 SOAK_MIN = env_int("TORTURE_SOAK_MIN", 30)
 SOAK_SAMPLE_SEC = env_int("TORTURE_SOAK_SAMPLE_SEC", 30)
 SEED = env_int("TORTURE_SEED", int(time.time()))
+LOOKBACK_SEC = env_int("TORTURE_LOOKBACK_SEC", 60)
+LOOKBACK_CLIENTS = env_int("TORTURE_LOOKBACK_CLIENTS", 6)
 NOBODY = 65534
 
 # perf exits 0 on damage inside the data section; its stderr tells (ORACLES.md).
@@ -1314,6 +1319,166 @@ def part_diskstart(work):
                "dropped in manifests, %(no_loss)d cycles without") % fig
     return dict(part=name, trials=DISKSTARTS, failures=failures, figures=figures, problems=problems)
 
+# ---------------------------------------------------------------- looking back
+
+def cut_hole(path, err, leading=True):
+    """The longest stretch of a cut's window without a sample (ns), or a
+    problem string; without @leading, from its first sample on."""
+    m = re.search(r"^perfrecctl cut: window (\S+) \.\. (\S+) ", err, re.M)
+    if not m:
+        return "no window line on stderr"
+    rc, out, _ = run([PERFRECCTL, "dump", path])
+    cd = re.search(r"wall clock (\d+) ns.*, clock (\d+) ns", out)
+    if rc != 0 or not cd:
+        return "no clock data"
+    wall, clk = int(cd.group(1)), int(cd.group(2))
+
+    def ns(s):
+        d = datetime.datetime.strptime(s[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        return int(d.timestamp()) * 10**9 + int(s[20:23]) * 10**6
+    lo, hi = ns(m.group(1)), ns(m.group(2))
+    rc, out, _ = run(["perf", "script", "-i", path, "-F", "time", "--ns"], timeout=300)
+    ts = sorted(wall + int(a) * 10**9 + int(b) - clk
+                for a, b in (x.strip().rstrip(":").split(".") for x in out.splitlines() if x.strip()))
+    if rc != 0 or not ts:
+        return "perf script found no samples"
+    edges = ([lo] if leading else []) + ts + [hi]
+    return max(edges[i + 1] - edges[i] for i in range(len(edges) - 1))
+
+
+LEFTOVER = re.compile(r"earlier boot|writer is gone|^unreadable", re.M)
+
+
+def lookback_client(d, sock, out, until, k, res, lock):
+    """Cuts and listings in turn until @until; each result into @res."""
+    rnd = random.Random(SEED + k)
+    i = 0
+    while time.monotonic() < until:
+        i += 1
+        # Paced (about 7 requests a second a client), so each cut can be checked after.
+        time.sleep(rnd.uniform(0, 0.3))
+        what = rnd.choice(["cut", "cut", "ls", "ls-json"])
+        if what == "cut":
+            o = os.path.join(d, "cut-%d-%d.data" % (k, i))
+            back = rnd.choice(["-1s", "-2s", "-3s", "-1500ms"])
+            rc, _, err = run([PERFRECCTL, "--socket", sock, "cut", "--from", back, "--to", "now", "-o", o, out],
+                             timeout=120)
+            with lock:
+                res.append(("cut", o, rc, err))
+        else:
+            cmd = [PERFRECCTL, "ls"] + (["--json"] if what == "ls-json" else []) + [out]
+            rc, text, err = run(cmd, timeout=60)
+            with lock:
+                res.append((what, None, rc, text + err))
+
+
+def check_lookback(res):
+    """(counts, worst hole, problems) of the clients' results."""
+    n = dict(cut=0, whole=0, refused=0, ls=0, lead=0)
+    worst, problems = 0, []
+    for what, o, rc, text in res:
+        if what != "cut":
+            n["ls"] += 1
+            if rc != 0:
+                problems.append("ls exited %d: %s" % (rc, text.strip()[-200:]))
+            elif LEFTOVER.search(text):
+                line = [x for x in text.splitlines() if LEFTOVER.search(x)][0]
+                problems.append("ls called a file of the live daemon a leftover: %s" % line[:300])
+            elif what == "ls-json":
+                files = json.loads(text)["files"]
+                if any(f["in_progress"] and not f["being_written"] for f in files):
+                    problems.append("ls --json: a .tmp not being written while the daemon writes")
+            continue
+        n["cut"] += 1
+        if rc != 0:
+            if "nothing written" not in text:
+                problems.append("%s exited %d without saying what is missing: %s" % (
+                    os.path.basename(o), rc, text.strip()[-200:]))
+            elif glob.glob(o + "*"):
+                problems.append("%s failed and left an output" % os.path.basename(o))
+            n["refused"] += 1
+            continue
+        # The one gap a whole cut may name: before the oldest file kept
+        # (retention removed it before the cut listed the directory).
+        gaps = re.findall(r"gap in the window: .*", text)
+        lead = bool(gaps) and all("before the oldest file kept" in g for g in gaps)
+        if re.search(r"skipped|earlier boot|checkpointed", text) or (gaps and not lead):
+            problems.append("%s exited 0 with a hole: %s" % (os.path.basename(o), text.strip()[-300:]))
+            continue
+        n["lead"] += lead
+        hole = cut_hole(o, text, leading=not lead)
+        if isinstance(hole, str):
+            problems.append("%s: %s" % (os.path.basename(o), hole))
+            continue
+        worst = max(worst, hole)
+        # A rotation's seam (1 s), with the 50 ms by which clock pairs differ.
+        if hole >= 105 * 10**7:
+            problems.append("%s exited 0 with %.3f s of its window without a sample" % (os.path.basename(o), hole / 1e9))
+            continue
+        n["whole"] += 1
+    return n, worst, problems
+
+
+def part_lookback(work):
+    """Concurrent cuts reaching into the present and listings while perfrecd
+    rotates every second (and on SIGUSR2 in between) with max-files=3."""
+    d = os.path.join(work, "lookback")
+    out = os.path.join(d, "out")
+    os.makedirs(out)
+    conf = os.path.join(d, "conf")
+    sock = os.path.join(d, "sock")
+    write_conf(conf, "[output]\nrotate-interval=1s\nmax-files=3\n")
+    wl = workload(LOOKBACK_SEC + 120, 1)
+    dm = Daemon(["-c", conf, "-o", out, "--socket", sock, "-F", str(min(HZ, 999))], os.path.join(d, "log"))
+    res, lock, problems = [], threading.Lock(), []
+    rnd = random.Random(SEED)
+    storms = 0
+    try:
+        if not wait_for(lambda: len(glob.glob(os.path.join(out, "*.data"))) >= 3 or not dm.alive(), 60):
+            problems.append("perfrecd published no 3 files within 60 s")
+        until = time.monotonic() + LOOKBACK_SEC
+        clients = [threading.Thread(target=lookback_client, args=(d, sock, out, until, k, res, lock))
+                   for k in range(LOOKBACK_CLIENTS)]
+        for t in clients:
+            t.start()
+        while time.monotonic() < until and dm.alive():
+            time.sleep(rnd.uniform(0.1, 0.6))
+            os.kill(dm.pid, signal.SIGUSR2)
+            storms += 1
+        for t in clients:
+            t.join()
+        alive = dm.alive()
+        rc = dm.stop()
+    finally:
+        stop_proc(wl)
+        if dm.alive():
+            dm.stop(signal.SIGKILL)
+    if not alive:
+        problems.append("perfrecd died under the cuts")
+    elif rc != 0:
+        problems.append("perfrecd exited %d" % rc)
+    n, worst, more = check_lookback(res)
+    problems += more
+    # Every tenth whole cut through perf and perfparser too.
+    checked = 0
+    for what, o, rc, _ in res[::10]:
+        if what == "cut" and rc == 0 and os.path.exists(o):
+            prob, _ = check_file(o)
+            checked += 1
+            if prob:
+                problems.append("%s: %s" % (os.path.basename(o), prob))
+    if n["cut"] and n["whole"] < n["cut"] // 2:
+        problems.append("only %d of %d cuts whole" % (n["whole"], n["cut"]))
+    figures = ("%d s, %d clients, rotate 1 s + %d SIGUSR2, max-files=3: %d cuts (%d whole, %d of them starting "
+               "after a gap before the oldest file kept; %d refused naming the part missing; %d with a hole), "
+               "worst stretch without a sample in a whole cut %.3f s; %d valid by perf and perfparser; "
+               "%d listings, %d calling a live file a leftover") % (
+        LOOKBACK_SEC, LOOKBACK_CLIENTS, storms, n["cut"], n["whole"], n["lead"], n["refused"],
+        sum(1 for p in problems if "with a hole" in p or "without a sample" in p), worst / 1e9, checked,
+        n["ls"], sum(1 for p in problems if "leftover" in p or "not being written" in p))
+    return dict(part="cut and ls during rotation storms", trials=n["cut"] + n["ls"],
+                failures=len(problems), figures=figures, problems=problems)
+
 
 # ---------------------------------------------------------------- table
 
@@ -1321,6 +1486,7 @@ PARTS = {"kill": part_kill, "disk": part_disk, "abuse": part_abuse, "soak": part
 PARTS["freeze"] = part_freeze
 PARTS["unwind"] = part_unwind
 PARTS.update({"reload": part_reload, "diskstart": part_diskstart})
+PARTS["lookback"] = part_lookback
 
 
 def table(rows):

@@ -4,7 +4,7 @@
  * TZ itself, so results never depend on the machine's zone or on the time
  * of year the test runs: zoned ISO times must come out the same in every
  * zone, local times must follow the zone's DST rules on the given date, and
- * a local time a DST change skips must be refused.
+ * a local time a DST change skips or repeats must be refused, in every zone.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -189,6 +189,84 @@ Test(timespec, refusals_name_what_was_wrong)
 		cr_expect(strstr(err, cases[i].says), "'%s': message '%s' lacks '%s'", cases[i].in, err,
 			  cases[i].says);
 		cr_expect_eq(got, 12345, "'%s': result written on failure", cases[i].in);
+	}
+}
+
+/*
+ * A local time a clock change skips or repeats names no one instant: in
+ * every zone it is refused, with both instants of a repeated time named
+ * and the way to pick one (an offset, or Z), never taken silently.
+ */
+struct dst_case {
+	const char *tz, *in;
+	const char *says[3]; /* all in the message */
+};
+
+Test(timespec, local_times_a_clock_change_skips_or_repeats_are_refused_in_every_zone)
+{
+	static const struct dst_case cases[] = {
+		{ "Europe/Berlin", "2026-10-25 02:30",
+		  { "ambiguous", "2026-10-25T00:30:00Z (+02:00 CEST)", "2026-10-25T01:30:00Z (+01:00 CET)" } },
+		{ "Europe/Berlin", "2026-10-25T02:00:00",
+		  { "ambiguous", "2026-10-25T00:00:00Z", "2026-10-25T02:00:00+01:00" } },
+		{ "Europe/Berlin", "2026-10-25 02:59:59.5",
+		  { "ambiguous", "2026-10-25T00:59:59Z", "2026-10-25T01:59:59Z" } },
+		{ "America/New_York", "2026-11-01 01:30",
+		  { "ambiguous", "2026-11-01T05:30:00Z (-04:00 EDT)", "2026-11-01T06:30:00Z (-05:00 EST)" } },
+		{ "Australia/Sydney", "2026-04-05 02:30",
+		  { "ambiguous", "2026-04-04T15:30:00Z (+11:00 AEDT)", "2026-04-04T16:30:00Z (+10:00 AEST)" } },
+		/* Half an hour back, not one. */
+		{ "Australia/Lord_Howe", "2026-04-05 01:45",
+		  { "ambiguous", "2026-04-04T14:45:00Z", "2026-04-04T15:15:00Z" } },
+		{ "Europe/Berlin", "2026-03-29 02:30", { "does not exist", "+01:00 CET to +02:00 CEST", "UTC with Z" } },
+		{ "America/New_York", "2026-03-08 02:30", { "does not exist", "-05:00 EST to -04:00 EDT", "offset" } },
+		{ "Australia/Lord_Howe", "2026-10-04 02:15", { "does not exist", "+10:30", "+11:00" } },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512];
+		uint64_t got = 12345;
+		int r;
+
+		set_tz(cases[i].tz);
+		r = perfrec_timespec__parse(cases[i].in, NOW, &got, err, sizeof(err));
+		cr_expect_eq(r, -EINVAL, "%s '%s': got %d, %s", cases[i].tz, cases[i].in, r,
+			     r ? err : "taken silently");
+		for (size_t k = 0; k < 3 && cases[i].says[k]; k++)
+			cr_expect(r && strstr(err, cases[i].says[k]), "%s '%s': message '%s' lacks '%s'", cases[i].tz,
+				  cases[i].in, r ? err : "", cases[i].says[k]);
+		cr_expect_eq(got, 12345, "%s '%s': result written on failure", cases[i].tz, cases[i].in);
+	}
+}
+
+/* Just outside the repeated or skipped hour, and with an offset or Z, the same times are taken. */
+Test(timespec, times_beside_a_clock_change_or_with_an_offset_are_taken)
+{
+	static const struct {
+		const char *tz, *in;
+		uint64_t want;
+	} cases[] = {
+		{ "Europe/Berlin", "2026-10-25 01:59:59", 1792886399ULL * S },  /* 23:59:59Z, CEST */
+		{ "Europe/Berlin", "2026-10-25 03:00", 1792893600ULL * S },     /* 02:00Z, CET */
+		{ "Europe/Berlin", "2026-10-25T02:30+02:00", 1792888200ULL * S },
+		{ "Europe/Berlin", "2026-10-25T02:30+01:00", 1792891800ULL * S },
+		{ "Europe/Berlin", "2026-10-25T02:30Z", 1792895400ULL * S },
+		{ "Europe/Berlin", "2026-03-29 03:00", 1774746000ULL * S },     /* 01:00Z, CEST */
+		{ "America/New_York", "2026-11-01 02:00", 1793516400ULL * S }, /* 07:00Z, EST */
+		{ "UTC", "2026-10-25 02:30", 1792895400ULL * S },
+		{ "Asia/Kolkata", "2026-10-25 02:30", 1792875600ULL * S },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512];
+		uint64_t got = 0;
+		int r;
+
+		set_tz(cases[i].tz);
+		r = perfrec_timespec__parse(cases[i].in, NOW, &got, err, sizeof(err));
+		cr_expect_eq(r, 0, "%s '%s': %d %s", cases[i].tz, cases[i].in, r, err);
+		cr_expect_eq(got, cases[i].want, "%s '%s': got %llu want %llu", cases[i].tz, cases[i].in,
+			     (unsigned long long)got, (unsigned long long)cases[i].want);
 	}
 }
 

@@ -6,6 +6,7 @@
  * signalfd so that handlers never run in the middle of a drain.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include "offcpu-rec.h"
 #include "pipeout.h"
 #include "privs.h"
+#include "safename.h"
 #include "snapshot.h"
 #include "upload.h"
 
@@ -142,11 +144,22 @@ void manager_block_signals(sigset_t *ret_mask)
  */
 static int prepare_buildid_cache(struct config *cfg)
 {
-	int r = bidcache_prepare(cfg->buildid_cache, cfg->user, cfg->group);
+	char why[PATH_MAX + 256] = "";
+	int r;
 
+	/*
+	 * The default one is only checked here: its .build-id is made with
+	 * the first binary it takes, so that a start refused later (an event
+	 * that cannot open) leaves the output directory as it found it.
+	 */
+	if (cfg->buildid_cache_auto)
+		r = safedir_check(cfg->buildid_cache, why, sizeof(why));
+	else
+		r = bidcache_prepare(cfg->buildid_cache, cfg->user, cfg->group);
 	if (r < 0 && cfg->buildid_cache_auto) {
-		log_warning("The build-id cache is off: %s cannot hold it (set buildid-cache= to a private "
-			    "directory to keep the binaries the files reference)", cfg->buildid_cache);
+		log_warning("The build-id cache is off: %s cannot hold it%s%s (set buildid-cache= to a private "
+			    "directory to keep the binaries the files reference)", cfg->buildid_cache,
+			    why[0] ? ": " : "", why);
 		free(cfg->buildid_cache);
 		cfg->buildid_cache = NULL;
 		return 0;

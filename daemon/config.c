@@ -949,7 +949,7 @@ const struct config_key config_keys[] = {
 	    .what = "a positive number of Hz", .aux = F(period), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "max-frequency", t_int, max_freq, "10000",
 	    "highest frequency sampled: frequency= above it is capped, set-freq above it refused",
-	    .min = 1, .max = 100000000, .what = "a positive number of Hz", .applies = CONFIG_APPLY_REOPEN),
+	    .min = 1, .max = 100000000, .what = "a positive number of Hz"),
 	KEY("record", "period", t_rate, period, NULL, "a sample every N events instead (perf record -c)",
 	    .what = "a positive number", .aux = F(freq), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "callchain", t_callchain, callchain, "yes",

@@ -26,7 +26,9 @@ cp "$WORKLOAD" "$T/srv/wl-dbgd"
 command -v cc >/dev/null || skip "no C compiler for the second binary"
 cc -O1 -g -fno-omit-frame-pointer -pthread -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 \
 	-o "$T/bin/wl-other" "$TOP/tests/e2e/workload.c" || fail "cannot build the second binary"
-"$PERFRECD" -o "$T/out" --socket '' -e cpu-clock -F 499 -g --duration 4 2>"$T/err" &
+# No build-id cache: the binaries must come from debuginfod alone.
+printf '[output]\nbuildid-cache=no\n' >"$T/conf"
+"$PERFRECD" -c "$T/conf" -o "$T/out" --socket '' -e cpu-clock -F 499 -g --duration 4 2>"$T/err" &
 DAEMON_PID=$!
 started() { grep -q Recording "$T/err" 2>/dev/null; }
 wait_for 30 started || { cat "$T/err"; fail "perfrecd did not start"; }

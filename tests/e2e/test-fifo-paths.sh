@@ -39,7 +39,9 @@ mkdir -p bin
 cc -O1 -g -o bin/prog-fifo prog.c || fail "cannot build the program"
 cp bin/prog-fifo bin/prog-dev
 
-"$PERFRECD" -o "$T/out" --socket '' -e cpu-clock -F 499 -g --duration 4 2>"$T/err" &
+# No build-id cache: the views must meet the FIFO and the device themselves.
+printf '[output]\nbuildid-cache=no\n' >"$T/nocache.conf"
+"$PERFRECD" -c "$T/nocache.conf" -o "$T/out" --socket '' -e cpu-clock -F 499 -g --duration 4 2>"$T/err" &
 DAEMON_PID=$!
 started() { grep -q Recording "$T/err" 2>/dev/null; }
 wait_for 30 started || { cat "$T/err"; fail "perfrecd did not start"; }

@@ -58,9 +58,9 @@ for sig in USR2 HUP; do
 	rm -rf "$out"
 	num=$(kill -l "$sig")
 	timeout 120 gdb -q -batch -ex 'set startup-with-shell off' -ex "handle SIG$sig nostop noprint pass" \
-		-ex 'break main' -ex "run -o $out -F 499 --socket= --duration 2" \
+		-ex 'break main' -ex "run -o $out -F 499 --socket= --duration 2 --compress 0" \
 		-ex "python import os; os.kill(gdb.selected_inferior().pid, $num)" -ex 'continue' \
-		"$PERFRECD" >"$T/gdb.out" 2>&1
+		"$PERFRECD_DEFAULT" >"$T/gdb.out" 2>&1
 	grep -q "exited normally" "$T/gdb.out" || { cat "$T/gdb.out"; fail "SIG$sig at main() stopped perfrecd"; }
 	ls "$out"/*.data >/dev/null 2>&1 || { cat "$T/gdb.out"; fail "perfrecd sent SIG$sig at main() published nothing"; }
 	if [ "$sig" = USR2 ]; then

@@ -1302,7 +1302,9 @@ def part_diskstart(work):
                 fig["no_loss"] += 1
                 trial.append("no manifest counts the samples of the full disk lost")
             for f in os.listdir(mnt):
-                os.unlink(os.path.join(mnt, f))
+                # the files, and the build-id cache kept beside them by default
+                p = os.path.join(mnt, f)
+                shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
             run(["mount", "-o", "remount,size=2m", mnt])
             if trial:
                 failures += 1

@@ -377,7 +377,9 @@ def part_disk(work):
     conf = os.path.join(work, "disk.conf")
     sock = os.path.join(work, "disk.sock")
     logpath = os.path.join(work, "disk.log")
-    write_conf(conf, "[record]\nflush-interval=100ms\n[output]\nrotate-size=1M\n"
+    # Retention off (max-bytes=, min-free= default to shares of the disk
+    # since issue 18): the part is about the disk filling up.
+    write_conf(conf, "[record]\nflush-interval=100ms\n[output]\nrotate-size=1M\nmax-bytes=0\nmin-free=0\n"
                      "[service]\nmetrics-textfile=%s\n" % prom)
     problems = []
     failures = 0

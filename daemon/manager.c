@@ -136,6 +136,14 @@ void manager_block_signals(sigset_t *ret_mask)
 		*ret_mask = mask;
 }
 
+/* buildid-cache-size= in bytes, for the cache's file system. */
+static void set_buildid_cache_budget(struct config *cfg)
+{
+	if (cfg->buildid_cache)
+		cfg->buildid_cache_size = bidcache_budget(cfg->buildid_cache, cfg->buildid_cache_size,
+							  cfg->buildid_cache_size_percent);
+}
+
 /*
  * The build-id cache of @cfg made ready, and its cap in bytes.  One asked
  * for by path must be usable (or the start or reload is refused); the
@@ -166,9 +174,7 @@ static int prepare_buildid_cache(struct config *cfg)
 	}
 	if (r < 0)
 		return r;
-	if (cfg->buildid_cache)
-		cfg->buildid_cache_size = bidcache_budget(cfg->buildid_cache, cfg->buildid_cache_size,
-							  cfg->buildid_cache_size_percent);
+	set_buildid_cache_budget(cfg);
 	return 0;
 }
 
@@ -453,9 +459,8 @@ static void reload(struct manager *m)
 		sd_notify(0, "READY=1");
 		return;
 	}
-	if (streq(nc.buildid_cache, m->cfg->buildid_cache) && nc.buildid_cache)
-		nc.buildid_cache_size = bidcache_budget(nc.buildid_cache, nc.buildid_cache_size,
-							nc.buildid_cache_size_percent);
+	if (streq(nc.buildid_cache, m->cfg->buildid_cache))
+		set_buildid_cache_budget(&nc);
 	else if (prepare_buildid_cache(&nc) < 0) {
 		log_error("Reload refused: build-id cache %s is not usable; still recording with the previous "
 			  "configuration", nc.buildid_cache);

@@ -645,27 +645,21 @@ static int walk_dir(struct walk *w, const char *dir)
  */
 static const char *recordings_buildid_dir(const char *const *paths, size_t nr_paths, char *buf, size_t len)
 {
+	char bid[PATH_MAX + 16];
 	struct stat st;
 
 	for (size_t i = 0; i < nr_paths; i++) {
-		const char *slash;
+		const char *slash = strrchr(paths[i], '/');
 		int n;
 
 		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
 			n = snprintf(buf, len, "%s", paths[i]);
-		else if ((slash = strrchr(paths[i], '/')))
-			n = snprintf(buf, len, "%.*s", (int)(slash - paths[i]), paths[i]);
 		else
-			n = snprintf(buf, len, ".");
-		if (n <= 0 || (size_t)n >= len - sizeof("/.build-id"))
+			n = slash ? snprintf(buf, len, "%.*s", (int)(slash - paths[i]), paths[i]) : snprintf(buf, len, ".");
+		if (n < 0 || (size_t)n >= len || (size_t)snprintf(bid, sizeof(bid), "%s/.build-id", buf) >= sizeof(bid))
 			continue;
-		if (!buf[0])
-			snprintf(buf, len, "/");
-		strcat(buf, "/.build-id");
-		if (lstat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
-			buf[strlen(buf) - sizeof("/.build-id") + 1] = '\0';
+		if (lstat(bid, &st) == 0 && S_ISDIR(st.st_mode))
 			return buf;
-		}
 	}
 	return NULL;
 }

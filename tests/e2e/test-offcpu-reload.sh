@@ -44,6 +44,7 @@ wait_logged_again() { # N PATTERN WHAT
 	local n=$1
 	wait_for 30 eval '[ "$(nlogged "$2")" -gt "$n" ]' || { cat "$T/err"; fail "$3"; }
 }
+sleep_until_blocks() { [ "$(awk '/voluntary_ctxt_switches/ && !/non/ {print $2}' /proc/$blk/task/*/status | sort -n | tail -1)" -gt "$1" ]; }
 rotate_to() { # N: rotate, wait for the Nth published file
 	ctl rotate >/dev/null || { cat "$T/err"; fail "rotate failed"; }
 	wait_for 30 files_at_least "$1" || { cat "$T/err"; ls -la "$out"; fail "file $1 was not published"; }
@@ -63,6 +64,10 @@ write_conf 199 yes 0
 n=$(nlogged "Configuration reloaded; events reopened")
 kill -HUP $DAEMON_PID
 wait_logged_again "$n" "Configuration reloaded; events reopened" "the reload that reopens the events did not happen"
+# Blocks of the blocker in the new file before it is rotated (a rotation
+# right after the reload may end the file before any block does).
+blocks=$(awk '/voluntary_ctxt_switches/ && !/non/ {print $2}' /proc/$blk/task/*/status | sort -n | tail -1)
+wait_for 30 sleep_until_blocks $((blocks + 20)) || fail "the blocker does not block"
 rotate_to 2
 f=$(last_file)
 logged 'off-CPU profiling is off' && { cat "$T/err"; fail "the reload turned off-CPU profiling off"; }
@@ -81,7 +86,6 @@ logged 'off-CPU profiling now counts blocks of at least 3600000000us' \
 	|| { cat "$T/err"; fail "a reload of offcpu-min= only was not applied (nor refused)"; }
 rotate_to 3     # blocks that ended before the change
 # Some blocker activity under the new filter: its blocks are 20 ms, under 1h.
-sleep_until_blocks() { [ "$(awk '/voluntary_ctxt_switches/ && !/non/ {print $2}' /proc/$blk/task/*/status | sort -n | tail -1)" -gt "$1" ]; }
 before=$(awk '/voluntary_ctxt_switches/ && !/non/ {print $2}' /proc/$blk/task/*/status | sort -n | tail -1)
 wait_for 30 sleep_until_blocks $((before + 20)) || fail "the blocker does not block"
 rotate_to 4

@@ -949,7 +949,7 @@ const struct config_key config_keys[] = {
 	    .what = "a positive number of Hz", .aux = F(period), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "max-frequency", t_int, max_freq, "10000",
 	    "highest frequency sampled: frequency= above it is capped, set-freq above it refused",
-	    .min = 1, .max = 100000000, .what = "a positive number of Hz"),
+	    .min = 1, .max = 100000000, .what = "a positive number of Hz", .applies = CONFIG_APPLY_NOW),
 	KEY("record", "period", t_rate, period, NULL, "a sample every N events instead (perf record -c)",
 	    .what = "a positive number", .aux = F(freq), .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "callchain", t_callchain, callchain, "yes",
@@ -962,34 +962,40 @@ const struct config_key config_keys[] = {
 	    "with callchain=dwarf: file (raw stacks, the reader unwinds) or host (perfrecd unwinds, small files)",
 	    .what = "file or host", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "clockid", t_clock, clockid, "monotonic", "clock of the timestamps",
-	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)", .applies = CONFIG_APPLY_REOPEN),
-	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all", .applies = CONFIG_APPLY_REOPEN),
+	    .what = "a clock (monotonic, monotonic_raw, realtime, boottime, tai, perf)",
+	    .applies = CONFIG_APPLY_REOPEN),
+	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all",
+	    .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "mmap-size", t_ring, mmap_bytes, "512K", "ring buffer size per CPU",
 	    .min = 4096, .what = "a power of two of at least 4K", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "drain-priority", t_int, drain_priority, "0",
 	    "SCHED_FIFO priority of the draining thread (0: normal scheduling)",
-	    .min = 0, .max = 99, .what = "a real-time priority from 1 to 99 (0: none)"),
+	    .min = 0, .max = 99, .what = "a real-time priority from 1 to 99 (0: none)",
+	    .applies = CONFIG_APPLY_RESTART),
 	KEY("record", "flush-interval", t_duration, flush_usec, "1s", "data reaches the file at least this often",
-	    .min = 1000, .what = "a duration of at least 1ms"),
+	    .min = 1000, .what = "a duration of at least 1ms", .applies = CONFIG_APPLY_NOW),
 	KEY("record", "checkpoint-interval", t_duration, checkpoint_usec, "5s",
-	    "the file's header is refreshed this often", .min = 100000, .what = "a duration of at least 100ms"),
+	    "the file's header is refreshed this often", .min = 100000, .what = "a duration of at least 100ms",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("record", "context-switch", t_bool, context_switch, "no", "record context switches",
 	    .what = "a boolean (yes/no)", .applies = CONFIG_APPLY_REOPEN),
 	/* offcpu=: the files' attrs change (reopened); its filter is set in place */
-	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)", .applies = CONFIG_APPLY_REOPEN),
+	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)",
+	    .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "offcpu-min", t_duration, offcpu_min_usec, "0", "shorter blocks are not off-CPU time",
 	    .what = "a duration", .applies = CONFIG_APPLY_OFFCPU),
 	KEY("record", "offcpu-cgroup", t_string_opt, offcpu_cgroup, "",
 	    "off-CPU time of this cgroup v2 path only (empty: all)", .applies = CONFIG_APPLY_OFFCPU),
 	KEY("record", "max-overhead", t_overhead, max_overhead, "",
 	    "keep recording under this share of all CPUs by lowering the frequency (empty: no governor)",
-	    .what = "a percentage above 0 and at most 100 (like 1%)"),
+	    .what = "a percentage above 0 and at most 100 (like 1%)", .applies = CONFIG_APPLY_NOW),
 	KEY("record", "duration", t_duration, duration_usec, "0", "stop after this long (0: when stopped)",
-	    .what = "a duration"),
+	    .what = "a duration", .applies = CONFIG_APPLY_NOW),
 	KEY("output", "directory", t_string, directory, "/var/lib/perfrecd", "where the files go (-: stdout)",
-	    .check = check_not_empty),
+	    .check = check_not_empty, .applies = CONFIG_APPLY_NEXT_FILE),
 	KEY("output", "prefix", t_string, prefix, "perfrecd", "first part of the file names",
-	    .what = "a non-empty name of A-Z a-z 0-9 . _ - not beginning with . or -", .check = check_file_name),
+	    .what = "a non-empty name of A-Z a-z 0-9 . _ - not beginning with . or -", .check = check_file_name,
+	    .applies = CONFIG_APPLY_NEXT_FILE),
 	/*
 	 * An always-on recorder bounds itself, as journald does: a file every
 	 * 5 minutes, so that a file is the unit of "what was this host doing
@@ -1000,29 +1006,35 @@ const struct config_key config_keys[] = {
 	 * this costs.
 	 */
 	KEY("output", "rotate-size", t_size, rotate_bytes, "0", "a new file when one reaches this size (0: never)",
-	    .min = 64 * 1024, .zero_is_off = true, .what = "a size (like 256M)"),
+	    .min = 64 * 1024, .zero_is_off = true, .what = "a size (like 256M)", .applies = CONFIG_APPLY_NOW),
 	KEY("output", "rotate-interval", t_duration, rotate_usec, "5min", "a new file this often (0: never)",
-	    .min = 100000, .zero_is_off = true, .what = "a duration (like 10min)"),
+	    .min = 100000, .zero_is_off = true, .what = "a duration (like 10min)",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("output", "max-files", t_count, max_files, "0", "keep at most this many published files (0: no limit)",
-	    .what = "a number"),
+	    .what = "a number", .applies = CONFIG_APPLY_NOW),
 	KEY("output", "max-bytes", t_share, max_bytes, "10% 4G", "published files take at most this much space",
 	    .aux = F(max_bytes_percent), .max = 100,
-	    .what = "a size, a percentage of the file system or both (like 10% 4G; 0: no limit)"),
+	    .what = "a size, a percentage of the file system or both (like 10% 4G; 0: no limit)",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("output", "max-age", t_duration, max_age_usec, "7d", "published files older than this go (0: never)",
-	    .what = "a duration (like 10min)"),
+	    .what = "a duration (like 10min)", .applies = CONFIG_APPLY_NOW),
 	KEY("output", "min-free", t_share, min_free, "15% 4G", "space kept free on the file system",
 	    .aux = F(min_free_percent), .max = 99,
-	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)"),
-	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file"),
+	    .what = "a size, a percentage of the file system or both (like 15% 4G; below 100%; 0: no limit)",
+	    .applies = CONFIG_APPLY_NOW),
+	KEY("output", "on-rotate", t_string_opt, on_rotate, "", "command run with each published file",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("output", "buildid-cache", t_string_opt, buildid_cache_opt, "yes",
 	    "directory of the binaries the files reference, in perf's .build-id layout (yes: the output "
 	    "directory; no: none)",
-	    .what = "yes, no or an absolute path", .check = check_buildid_cache),
+	    .what = "yes, no or an absolute path", .check = check_buildid_cache,
+	    .applies = CONFIG_APPLY_NEXT_FILE),
 	KEY("output", "buildid-cache-size", t_share, buildid_cache_size, "2% 1G",
 	    "the build-id cache's cap; the oldest entries go", .aux = F(buildid_cache_size_percent), .max = 100,
-	    .what = "a size, a percentage of the file system or both (like 2% 1G)"),
+	    .what = "a size, a percentage of the file system or both (like 2% 1G)",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("output", "compress", t_compress, compress_level, "yes", "zstd level of the records (0 or no: off; yes: 3)",
-	    .what = "a zstd level from 1 to 19 (0 or no: off)"),
+	    .what = "a zstd level from 1 to 19 (0 or no: off)", .applies = CONFIG_APPLY_NEXT_FILE),
 	KEY("output", "mode", t_mode, mode, "continuous", "continuous: files; flight: snapshots on demand",
 	    .what = "continuous or flight", .applies = CONFIG_APPLY_REOPEN),
 	KEY("output", "history", t_history, history_usec, "",
@@ -1030,30 +1042,34 @@ const struct config_key config_keys[] = {
 	    .what = "a duration (like 5min; 0: none)", .applies = CONFIG_APPLY_REOPEN),
 	KEY("output", "history-max", t_size, history_max, "256M", "memory cap of the history",
 	    .min = 1ULL << 20, .what = "a size of at least 1M (like 256M)", .applies = CONFIG_APPLY_REOPEN),
-	KEY("output", "label.", t_label, labels, NULL, "label.NAME=VALUE goes into manifests and metrics"),
+	KEY("output", "label.", t_label, labels, NULL, "label.NAME=VALUE goes into manifests and metrics",
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("service", "user", t_string_opt, user, "", "user to switch to after opening the events",
-	    .check = check_user_or_group),
+	    .check = check_user_or_group, .applies = CONFIG_APPLY_RESTART),
 	KEY("service", "group", t_string_opt, group, "", "group owning the files (empty: the user's)",
-	    .check = check_user_or_group),
+	    .check = check_user_or_group, .applies = CONFIG_APPLY_RESTART),
 	KEY("service", "socket", t_string, socket, "/run/perfrecd/io.perfrec", "the control socket (empty: none)",
-	    .what = "an absolute path (or empty for none)", .check = check_absolute),
+	    .what = "an absolute path (or empty for none)", .check = check_absolute,
+	    .applies = CONFIG_APPLY_RESTART),
 	KEY("service", "control-group", t_control_group, control_group, NULL,
 	    "members may call every control method (unset: perfrecd if it exists; empty: none)",
-	    .check = check_user_or_group),
+	    .check = check_user_or_group, .applies = CONFIG_APPLY_RESTART),
 	KEY("service", "control-public-methods", t_string, control_public_methods, VARLINK_DEFAULT_PUBLIC,
-	    "control methods anyone may call"),
+	    "control methods anyone may call", .applies = CONFIG_APPLY_NOW),
 	KEY("service", "metrics-listen", t_string_opt, metrics_listen, "",
 	    "serve metrics on this loopback address:port (empty: no)",
-	    .what = "a loopback 127.x.y.z:PORT", .check = check_loopback),
+	    .what = "a loopback 127.x.y.z:PORT", .check = check_loopback, .applies = CONFIG_APPLY_RESTART),
 	KEY("service", "metrics-textfile", t_string_opt, metrics_textfile, "",
-	    "write metrics into this *.prom file (empty: no)", .what = "an absolute path", .check = check_absolute),
+	    "write metrics into this *.prom file (empty: no)", .what = "an absolute path", .check = check_absolute,
+	    .applies = CONFIG_APPLY_NOW),
 	KEY("upload", "upload-url", t_string_opt, upload_url, "", "S3 bucket URL to upload files to (empty: none)",
-	    .what = "an http:// or https:// URL", .check = check_url),
-	KEY("upload", "upload-region", t_string_opt, upload_region, "us-east-1", "the bucket's region"),
+	    .what = "an http:// or https:// URL", .check = check_url, .applies = CONFIG_APPLY_RESTART),
+	KEY("upload", "upload-region", t_string_opt, upload_region, "us-east-1", "the bucket's region",
+	    .applies = CONFIG_APPLY_RESTART),
 	KEY("upload", "upload-credentials", t_string_opt, upload_credentials, "",
-	    "credentials file (empty: the environment)"),
+	    "credentials file (empty: the environment)", .applies = CONFIG_APPLY_RESTART),
 	KEY("upload", "upload-key", t_string_opt, upload_key, "{host}/{date}/{file}", "object key template",
-	    .check = check_upload_key),
+	    .check = check_upload_key, .applies = CONFIG_APPLY_RESTART),
 };
 #undef KEY
 #undef F
@@ -1093,6 +1109,17 @@ void config_exit(struct config *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* The same label.NAME=VALUE set, in the same order (as the files write them). */
+static bool labels_equal(const struct config *a, const struct config *b)
+{
+	if (a->nr_labels != b->nr_labels)
+		return false;
+	for (size_t i = 0; i < a->nr_labels; i++)
+		if (strcmp(a->labels[i], b->labels[i]) != 0)
+			return false;
+	return true;
+}
+
 /* @k's value in @c as config_print() writes it (NULL: no memory). */
 static char *key_value(const struct config_key *k, const struct config *c)
 {
@@ -1110,25 +1137,53 @@ static char *key_value(const struct config_key *k, const struct config *c)
 	return buf;
 }
 
-bool config_changed(const struct config *a, const struct config *b, enum config_apply how)
+const struct config_key *config_changed_key(const struct config *a, const struct config *b,
+					    enum config_apply how)
 {
 	for (size_t i = 0; i < config_nr_keys; i++) {
 		const struct config_key *k = &config_keys[i];
 		char *va, *vb;
 		bool differ;
 
-		if (k->applies != how || !k->type->print)
+		if (k->applies != how)
 			continue;
-		va = key_value(k, a);
-		vb = key_value(k, b);
-		/* Out of memory: say changed, the safe side (a reopen, a filter set again). */
-		differ = !va || !vb || strcmp(va, vb) != 0;
-		free(va);
-		free(vb);
+		if (k->type == &t_label)
+			differ = !labels_equal(a, b);
+		else {
+			va = key_value(k, a);
+			vb = key_value(k, b);
+			/* Out of memory: say changed, the safe side (a reopen, a refusal). */
+			differ = !va || !vb || strcmp(va, vb) != 0;
+			free(va);
+			free(vb);
+		}
 		if (differ)
-			return true;
+			return k;
 	}
-	return false;
+	return NULL;
+}
+
+static const char *const apply_names[_CONFIG_APPLY_MAX] = {
+	[CONFIG_APPLY_NOW] = "now",
+	[CONFIG_APPLY_NEXT_FILE] = "next-file",
+	[CONFIG_APPLY_REOPEN] = "reopen",
+	[CONFIG_APPLY_OFFCPU] = "offcpu-filter",
+	[CONFIG_APPLY_RESTART] = "restart",
+};
+
+const char *config_apply_to_string(enum config_apply how)
+{
+	return (unsigned)how < _CONFIG_APPLY_MAX ? apply_names[how] : NULL;
+}
+
+void config_print_keys(FILE *f)
+{
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		const char *how = config_apply_to_string(k->applies);
+
+		fprintf(f, "%s %s%s %s\n", k->section, k->name, is_family(k) ? "*" : "", how ? how : "unset");
+	}
 }
 
 void config_print(const struct config *c, bool docs, FILE *f)

@@ -100,11 +100,19 @@ typedef int config_parse_fn(const struct config_key *k, struct config *c, const 
 typedef void config_print_fn(const struct config_key *k, const struct config *c, FILE *f);
 typedef int config_check_fn(const struct config_key *k, const char *v, char *err, size_t errlen);
 
-/* How a reload (SIGHUP) applies a key's new value (daemon/manager.c reload()). */
+/*
+ * How a reload (SIGHUP) applies a key's new value: every row of
+ * config_keys[] says, and daemon/manager.c's reload() does what the
+ * changed rows' kinds ask, nothing per key.
+ */
 enum config_apply {
-	CONFIG_APPLY_NOW,       /* the running recorder takes it as is (the default) */
-	CONFIG_APPLY_REOPEN,    /* it lives in the opened events: they are reopened */
+	CONFIG_APPLY_UNSET,     /* a row that does not say: a bug (tests/unit/test-config-apply.c) */
+	CONFIG_APPLY_NOW,       /* read as the daemon goes, or set in it by the reload: at once */
+	CONFIG_APPLY_NEXT_FILE, /* read when a file begins: from the next file on */
+	CONFIG_APPLY_REOPEN,    /* it lives in the opened events: they are reopened, in a new file */
 	CONFIG_APPLY_OFFCPU,    /* the loaded off-CPU program's filter, set in place */
+	CONFIG_APPLY_RESTART,   /* set up once at start: a reload changing it is refused */
+	_CONFIG_APPLY_MAX,
 };
 
 struct config_key {
@@ -134,8 +142,24 @@ static inline uint64_t config_freq(const struct config *c)
 	return c->max_freq > 0 && c->freq > (uint64_t)c->max_freq ? (uint64_t)c->max_freq : c->freq;
 }
 
+/* The first key that a reload applies @how and that differs in @a and @b; NULL: none. */
+const struct config_key *config_changed_key(const struct config *a, const struct config *b,
+					    enum config_apply how);
+
 /* Whether a key that a reload applies @how has a different value in @a and @b. */
-bool config_changed(const struct config *a, const struct config *b, enum config_apply how);
+static inline bool config_changed(const struct config *a, const struct config *b, enum config_apply how)
+{
+	return config_changed_key(a, b, how) != NULL;
+}
+
+/* "now", "next-file", "reopen", "offcpu-filter", "restart"; NULL out of range. */
+const char *config_apply_to_string(enum config_apply how);
+
+/*
+ * What perfrecd --config-keys prints: each row of config_keys[] as
+ * "SECTION KEY APPLIES" (a family as "label.*"), one a line.
+ */
+void config_print_keys(FILE *f);
 
 /* Every key at its default (config_keys[].def). */
 void config_init(struct config *c);

@@ -84,6 +84,7 @@ static void usage(FILE *f)
 		"  -k, --clockid CLOCK    monotonic (default), monotonic_raw, realtime, boottime, tai, perf\n"
 		"  -d, --duration TIME    stop after TIME (seconds, 1.5, 10min, 1h, ...)\n"
 		"      --check-config     validate the configuration, print it and exit\n"
+		"      --config-keys      list every configuration key and how a reload applies it\n"
 		"  -v, --verbose          more log output\n"
 		"  -h, --help             this text\n"
 		"      --version          print the version\n\n"
@@ -336,7 +337,7 @@ static int check_output(const char *v, char *err, size_t errlen)
 enum { OPT_CHECK_CONFIG = 256, OPT_VERSION, OPT_CALL_GRAPH, OPT_NO_CALLCHAIN, OPT_COMPRESS,
        OPT_MODE, OPT_HISTORY, OPT_HISTORY_MAX, OPT_SOCKET, OPT_OFFCPU,
        OPT_ROTATE_INTERVAL, OPT_ROTATE_SIZE, OPT_SWITCH_OUTPUT, OPT_MAX_FILES,
-       OPT_MAX_BYTES, OPT_MAX_AGE, OPT_UNWIND };
+       OPT_MAX_BYTES, OPT_MAX_AGE, OPT_UNWIND, OPT_CONFIG_KEYS };
 
 #define OPTSTRING "c:o:e:F:P:gaC:m:k:d:zvh"
 
@@ -368,6 +369,7 @@ static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "config-keys", no_argument, NULL, OPT_CONFIG_KEYS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -535,6 +537,7 @@ static int parse_options(int argc, char **argv, bool *ret_check_only, bool *ret_
 		case OPT_CHECK_CONFIG: *ret_check_only = true; continue;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("perfrecd %s\n", PERFREC_VERSION); return 0;
+		case OPT_CONFIG_KEYS: config_print_keys(stdout); return 0;
 		}
 		if (!ok) {
 			bad_option(argv[optind - 1], long_options);

@@ -290,12 +290,6 @@ static bool streq(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Settings that live in the opened events: changing one means reopening (config_keys[].applies). */
-static bool events_changed(const struct config *a, const struct config *b)
-{
-	return config_changed(a, b, CONFIG_APPLY_REOPEN);
-}
-
 static void set_flush_timer(struct manager *m)
 {
 	struct itimerspec its = { 0 };
@@ -304,6 +298,29 @@ static void set_flush_timer(struct manager *m)
 	its.it_interval.tv_nsec = (m->cfg->flush_usec % 1000000) * 1000;
 	its.it_value = its.it_interval;
 	timerfd_settime(m->timerfd, 0, &its, NULL);
+}
+
+/* duration= counts from the start of recording, also when a reload changes it. */
+static void set_deadline(struct manager *m)
+{
+	m->deadline_usec = m->cfg->duration_usec ? m->start_usec + m->cfg->duration_usec : 0;
+}
+
+/*
+ * What the CONFIG_APPLY_NOW keys need done once m->cfg holds the new
+ * configuration; the others are read as the daemon goes (retention,
+ * rotation, on-rotate, the methods anyone may call...).
+ */
+static void apply_now(struct manager *m)
+{
+	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+	set_flush_timer(m);
+	set_deadline(m);
+	/* A text file of metrics asked for anew: metrics-listen= is unchanged (restart), so unset. */
+	if (!m->metrics && m->cfg->metrics_textfile &&
+	    metrics_open(m->cfg, &(struct metrics_source){ .collect = collect_metrics, .userdata = m },
+			 &m->metrics) < 0)
+		log_error("Cannot write metrics into %s; going on without", m->cfg->metrics_textfile);
 }
 
 /*
@@ -423,10 +440,9 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 	recorder_move(&m->rec, &nrec);
 	m->rec.cfg = m->cfg;
 	m->rec.uploader = m->uploader;
-	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
+	apply_now(m);
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
-	set_flush_timer(m);
 	if (!snapshot_flight_mode(m->cfg))
 		recorder_start_file(&m->rec, t0);
 	log_info("Configuration reloaded; events reopened");
@@ -434,10 +450,29 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 }
 
 /*
+ * A key set up once at start (config_keys[].applies is
+ * CONFIG_APPLY_RESTART: a socket, the user, the uploader...): changed,
+ * it refuses the reload, naming it, rather than being taken and ignored.
+ */
+static bool refuse_restart_keys(struct manager *m, struct config *nc)
+{
+	const struct config_key *k = config_changed_key(m->cfg, nc, CONFIG_APPLY_RESTART);
+
+	if (!k)
+		return false;
+	log_error("Reload refused: [%s] %s= takes effect only at start (it is set up before perfrecd gives up "
+		  "its privileges); restart perfrecd to change it; still recording with the previous configuration",
+		  k->section, k->name);
+	refuse_reload(m, nc, NULL);
+	return true;
+}
+
+/*
  * SIGHUP: build the new configuration; a bad one is refused and the old one
- * keeps recording, as systemd refuses a bad reload.  Output and retention
- * settings apply at once (the directory and prefix from the next file on),
- * the off-CPU filter is set in place, event settings reopen the events
+ * keeps recording, as systemd refuses a bad reload.  How each changed key
+ * applies is its config_keys[] row's: at once (apply_now()), from the next
+ * file (read when one begins; a new directory is prepared and locked
+ * here), in the off-CPU program's filter, or by reopening the events
  * (reload_events()).  Nothing configured is dropped quietly: what cannot
  * apply without a restart refuses the reload and says so.
  */
@@ -459,6 +494,8 @@ static void reload(struct manager *m)
 		sd_notify(0, "READY=1");
 		return;
 	}
+	if (refuse_restart_keys(m, &nc))
+		return;
 	if (streq(nc.buildid_cache, m->cfg->buildid_cache))
 		set_buildid_cache_budget(&nc);
 	else if (prepare_buildid_cache(&nc) < 0) {
@@ -477,16 +514,13 @@ static void reload(struct manager *m)
 		refuse_reload(m, &nc, oc);
 		return;
 	}
-	if (nc.drain_priority != m->cfg->drain_priority)
-		log_notice("drain-priority= takes effect at the next start (privileges are dropped)");
-	if (events_changed(m->cfg, &nc)) {
+	if (config_changed(m->cfg, &nc, CONFIG_APPLY_REOPEN)) {
 		reload_events(m, &nc, oc);
 		return;
 	}
 	config_exit(m->cfg);
 	*m->cfg = nc;
-	governor_reload(&m->gov, m->cfg, &m->rec, !control_paused(m->ctl));
-	set_flush_timer(m);
+	apply_now(m);
 	log_info("Configuration reloaded");
 	sd_notify(0, "READY=1");
 }
@@ -629,8 +663,8 @@ int manager_run(struct manager *m)
 	r = start_recording(m);
 	if (r < 0)
 		return r;
-	if (m->cfg->duration_usec)
-		m->deadline_usec = now_usec() + m->cfg->duration_usec;
+	m->start_usec = now_usec();
+	set_deadline(m);
 	log_info("Recording %zu CPU%s into %s", m->rec.nr_rings, m->rec.nr_rings == 1 ? "" : "s",
 		 pipeout_enabled(m->cfg) ? "stdout" : m->cfg->directory);
 	sd_notify(0, "READY=1");

@@ -20,6 +20,7 @@ struct manager {
 	int epfd, sigfd, timerfd;
 	int dirfd;                /* holds the output directory's lock (dirlock.h); -1: none */
 	bool stop;
+	uint64_t start_usec;    /* when recording began: duration= counts from it */
 	uint64_t deadline_usec; /* 0: none */
 	struct uploader *uploader; /* upload.c; NULL: no upload-url */
 	struct metrics *metrics;   /* metrics.c; NULL: no metrics-listen/-textfile */

@@ -196,3 +196,69 @@ Test(config_table, rows_are_well_formed)
 				  "[%s] is split around %s", k->section, k->name);
 	}
 }
+
+/* The sentence perfrecd.conf(5) says of a key that a reload applies @how ("it" or "them"). */
+static const char *reload_sentence(enum config_apply how)
+{
+	switch (how) {
+	case CONFIG_APPLY_NOW: return "A reload applies %s at once";
+	case CONFIG_APPLY_NEXT_FILE: return "A reload applies %s from the next file";
+	case CONFIG_APPLY_REOPEN: return "A reload that changes %s reopens the events";
+	case CONFIG_APPLY_OFFCPU: return "A reload sets %s in the loaded program";
+	case CONFIG_APPLY_RESTART: return "a reload that changes %s is refused";
+	default: return NULL;
+	}
+}
+
+/*
+ * Each key's entry in perfrecd.conf(5) (from its .TP to the next .TP or
+ * .SH; keys under one .TP with .TQ share it) says how a reload applies it,
+ * in the words of its config_keys[] row's kind.
+ */
+Test(config_table, the_man_page_says_how_a_reload_applies_each_key)
+{
+	char *page = slurp("conf/perfrecd.conf.5");
+
+	if (!page)
+		cr_skip_test("conf/perfrecd.conf.5 not found (run from the repository root)");
+	for (size_t i = 0; i < config_nr_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		const char *fmt = reload_sentence(k->applies), *term, *start, *end, *sh;
+		char name[128], want[160], it[160], them[160];
+		char *entry;
+
+		cr_assert_not_null(fmt, "key %s= has no applies kind", k->name);
+		man_escape(k->name, name, sizeof(name));
+		snprintf(want, sizeof(want), " %s%s", name, k->name[strlen(k->name) - 1] == '.' ? " " : "=");
+		/* The term: a .TP or .TQ line .B?  NAME=... */
+		for (term = page; (term = strstr(term, want)); term++) {
+			const char *bol = term;
+
+			while (bol > page && bol[-1] != '\n')
+				bol--;
+			if (strncmp(bol, ".B", 2) == 0 && bol > page + 5 &&
+			    (strncmp(bol - 5, ".TP\n", 4) == 0 || strncmp(bol - 5, ".TQ\n", 4) == 0 ||
+			     strncmp(bol - 4, ".TP\n", 4) == 0 || strncmp(bol - 4, ".TQ\n", 4) == 0))
+				break;
+		}
+		cr_assert_not_null(term, "key %s= has no entry in conf/perfrecd.conf.5", k->name);
+		for (start = term; start > page && strncmp(start, "\n.TP\n", 5); start--)
+			;
+		end = strstr(term, "\n.TP\n");
+		sh = strstr(term, "\n.SH ");
+		if (!end || (sh && sh < end))
+			end = sh ? sh : term + strlen(term);
+		entry = strndup(start, (size_t)(end - start));
+		/* Lines join with a space, as a reader sees them. */
+		for (char *p = entry; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		snprintf(it, sizeof(it), fmt, "it");
+		snprintf(them, sizeof(them), fmt, "them");
+		cr_expect(strstr(entry, it) || strstr(entry, them),
+			  "the entry of %s= in conf/perfrecd.conf.5 does not say how a reload applies it "
+			  "(%s: \"%s\")", k->name, config_apply_to_string(k->applies), it);
+		free(entry);
+	}
+	free(page);
+}

@@ -128,6 +128,7 @@ struct config_key {
 	size_t aux;                /* a second field (the percentage of a space limit, ...) */
 	config_check_fn *check;    /* a check of the key's own, run before a string is taken */
 	enum config_apply applies; /* how a reload applies a change */
+	const char *why_restart;   /* CONFIG_APPLY_RESTART: why only a start applies it */
 };
 
 extern const struct config_key config_keys[];

@@ -460,9 +460,9 @@ static bool refuse_restart_keys(struct manager *m, struct config *nc)
 
 	if (!k)
 		return false;
-	log_error("Reload refused: [%s] %s= takes effect only at start (it is set up before perfrecd gives up "
-		  "its privileges); restart perfrecd to change it; still recording with the previous configuration",
-		  k->section, k->name);
+	log_error("Reload refused: [%s] %s= takes effect only at start (%s); restart perfrecd to change it; "
+		  "still recording with the previous configuration", k->section, k->name,
+		  k->why_restart ? k->why_restart : "it is set up once");
 	refuse_reload(m, nc, NULL);
 	return true;
 }

@@ -41,6 +41,9 @@ Test(config_apply, every_row_says_how_a_reload_applies_it)
 		cr_expect(k->applies > CONFIG_APPLY_UNSET && k->applies < _CONFIG_APPLY_MAX,
 			  "key %s= of [%s] does not say how a reload applies it (.applies)", k->name, k->section);
 		cr_expect_not_null(config_apply_to_string(k->applies), "key %s=", k->name);
+		/* The refusal of a reload says why. */
+		cr_expect((k->applies == CONFIG_APPLY_RESTART) == (k->why_restart != NULL),
+			  "key %s=: a why_restart goes with CONFIG_APPLY_RESTART, and only with it", k->name);
 	}
 	cr_assert_null(config_apply_to_string(CONFIG_APPLY_UNSET));
 	cr_assert_null(config_apply_to_string(_CONFIG_APPLY_MAX));

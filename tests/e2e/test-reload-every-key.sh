@@ -190,7 +190,8 @@ part_events() {
 # 2. The output and the running daemon: at once, or from the next file.
 part_output() {
 	local o1=$T/o1 o2=$T/o2 f hz n m
-	local base=(frequency=99 callchain=no rotate-interval=0 "socket=$S")
+	# No space limits but those set here: a fuller disk removes no file.
+	local base=(frequency=99 callchain=no rotate-interval=0 "socket=$S" max-bytes=0 min-free=0)
 	start "${base[@]}" "directory=$o1" prefix=a compress=0 buildid-cache=no label.team=a flush-interval=1s \
 		checkpoint-interval=1h max-frequency=500
 	as_nobody() { timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }

@@ -208,6 +208,94 @@ static uint64_t tracing_data_span(const unsigned char *buf, uint64_t pos, uint64
 	return 16 + (uint64_t)size;
 }
 
+/* Where load_pipe()'s two walks are: counting (pass 0), then copying. */
+struct pipe_walk {
+	int pass;
+	uint64_t nr, nr_ids;	/* attrs and ids counted by pass 0 */
+	size_t a, k;		/* next attr and id filled by pass 1 */
+};
+
+/* Room for the attrs and ids pass 0 counted. */
+static bool pipe_alloc(struct perfrec_pdreader *r, uint64_t nr, uint64_t nr_ids)
+{
+	if (nr) {
+		r->attrs = calloc(nr, sizeof(*r->attrs));
+		r->ids_off = calloc(nr, sizeof(*r->ids_off));
+		if (!r->attrs || !r->ids_off) {
+			fail(r, 16, "out of memory for %llu attrs", (unsigned long long)nr);
+			return false;
+		}
+	}
+	if (nr_ids) {
+		r->ids = malloc(nr_ids * 8);
+		r->by_id = malloc(nr_ids * sizeof(*r->by_id));
+		if (!r->ids || !r->by_id) {
+			fail(r, 16, "out of memory for %llu ids", (unsigned long long)nr_ids);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The HEADER_ATTR record @h at @pos: pass 0 counts it and its ids (and
+ * reports it if bad), pass 1 copies them into the next free slots.  A bad
+ * record is skipped by both.
+ */
+static void pipe_attr(struct perfrec_pdreader *r, uint64_t pos, const struct perf_event_header *h,
+		      struct pipe_walk *w)
+{
+	uint32_t fsz = get32(r->buf + pos + 8 + 4);
+	uint64_t asz = fsz ? fsz : PERF_ATTR_SIZE_VER0, n;
+	bool ok = asz >= PERF_ATTR_SIZE_VER0 && asz <= MAX_ATTR_SIZE && asz <= h->size - 8u &&
+		  (h->size - 8u - asz) % 8 == 0;
+	struct perfrec_pdreader_attr *at;
+	size_t cp;
+
+	for (uint64_t b = sizeof(struct perf_event_attr); ok && b < asz; b++)
+		ok = !r->buf[pos + 8 + b];
+	if (!ok) {
+		if (w->pass == 0)
+			fail(r, pos, "HEADER_ATTR record (size %u) with bad attr size %u or nonzero bytes past the %zu-byte attr this reader knows",
+			     h->size, fsz, sizeof(struct perf_event_attr));
+		return;
+	}
+	n = (h->size - 8u - asz) / 8;
+	if (w->pass == 0) {
+		w->nr++;
+		w->nr_ids += n;
+		return;
+	}
+	at = &r->attrs[w->a];
+	cp = asz < sizeof(at->attr) ? asz : sizeof(at->attr);
+	memcpy(&at->attr, r->buf + pos + 8, cp);
+	at->attr.size = (uint32_t)cp;
+	at->ids = r->ids + w->k;
+	at->nr_ids = n;
+	r->ids_off[w->a] = pos + 8 + asz;
+	memcpy(r->ids + w->k, r->buf + pos + 8 + asz, n * 8);
+	for (size_t j = 0; j < n; j++) {
+		r->by_id[w->k + j].id = r->ids[w->k + j];
+		r->by_id[w->k + j].off = pos + 8 + asz + j * 8;
+		r->by_id[w->k + j].attr = w->a;
+	}
+	w->k += n;
+	w->a++;
+}
+
+/* A HEADER_FEATURE record (size @size at @pos) of pipe mode: where the feature is. */
+static void pipe_feature(struct perfrec_pdreader *r, uint64_t pos, uint32_t size)
+{
+	uint64_t f = get64(r->buf + pos + 8);
+
+	/* Ids past what we know (perf's end-of-features marker) carry nothing for us. */
+	if (f > 0 && f < PERFREC_FEAT_BITS && f <= PERFREC_FEAT_LAST_KNOWN) {
+		r->feats[f].offset = pos + 16;
+		r->feats[f].size = size - 16u;
+		r->has_feat[f] = true;
+	}
+}
+
 /*
  * Pipe mode: no sections, so walk the records once for HEADER_ATTR and
  * HEADER_FEATURE.  A bad record only ends this walk: __next() and
@@ -215,32 +303,16 @@ static uint64_t tracing_data_span(const unsigned char *buf, uint64_t pos, uint64
  */
 static void load_pipe(struct perfrec_pdreader *r)
 {
-	uint64_t pos = PIPE_HEADER_SIZE, nr = 0, nr_ids = 0;
+	struct pipe_walk w = {};
+	uint64_t pos;
 
 	r->pipe = true;
 	r->hdr.magic = PERFREC_MAGIC2;
 	r->hdr.size = PIPE_HEADER_SIZE;
-	for (int pass = 0; pass < 2; pass++) {
-		size_t a = 0, k = 0;
-
-		if (pass == 1) {
-			if (nr) {
-				r->attrs = calloc(nr, sizeof(*r->attrs));
-				r->ids_off = calloc(nr, sizeof(*r->ids_off));
-				if (!r->attrs || !r->ids_off) {
-					fail(r, 16, "out of memory for %llu attrs", (unsigned long long)nr);
-					return;
-				}
-			}
-			if (nr_ids) {
-				r->ids = malloc(nr_ids * 8);
-				r->by_id = malloc(nr_ids * sizeof(*r->by_id));
-				if (!r->ids || !r->by_id) {
-					fail(r, 16, "out of memory for %llu ids", (unsigned long long)nr_ids);
-					return;
-				}
-			}
-		}
+	for (w.pass = 0; w.pass < 2; w.pass++) {
+		w.a = w.k = 0;
+		if (w.pass == 1 && !pipe_alloc(r, w.nr, w.nr_ids))
+			return;
 		for (pos = PIPE_HEADER_SIZE; r->len - pos >= sizeof(struct perf_event_header);) {
 			struct perf_event_header h;
 
@@ -248,70 +320,28 @@ static void load_pipe(struct perfrec_pdreader *r)
 			if (h.size < sizeof(h) || h.size > r->len - pos)
 				break;
 			if (h.type == PERFREC_RECORD_HEADER_ATTR && h.size >= 8 + PERF_ATTR_SIZE_VER0) {
-				uint32_t fsz = get32(r->buf + pos + 8 + 4);
-				uint64_t asz = fsz ? fsz : PERF_ATTR_SIZE_VER0, n;
-				bool ok = asz >= PERF_ATTR_SIZE_VER0 && asz <= MAX_ATTR_SIZE && asz <= h.size - 8u &&
-					  (h.size - 8u - asz) % 8 == 0;
-
-				for (uint64_t b = sizeof(struct perf_event_attr); ok && b < asz; b++)
-					ok = !r->buf[pos + 8 + b];
-				if (!ok) {
-					if (pass == 0)
-						fail(r, pos, "HEADER_ATTR record (size %u) with bad attr size %u or nonzero bytes past the %zu-byte attr this reader knows",
-						     h.size, fsz, sizeof(struct perf_event_attr));
-					goto next;
-				}
-				n = (h.size - 8u - asz) / 8;
-				if (pass == 0) {
-					nr++;
-					nr_ids += n;
-				} else {
-					struct perfrec_pdreader_attr *at = &r->attrs[a];
-					size_t cp = asz < sizeof(at->attr) ? asz : sizeof(at->attr);
-
-					memcpy(&at->attr, r->buf + pos + 8, cp);
-					at->attr.size = (uint32_t)cp;
-					at->ids = r->ids + k;
-					at->nr_ids = n;
-					r->ids_off[a] = pos + 8 + asz;
-					memcpy(r->ids + k, r->buf + pos + 8 + asz, n * 8);
-					for (size_t j = 0; j < n; j++) {
-						r->by_id[k + j].id = r->ids[k + j];
-						r->by_id[k + j].off = pos + 8 + asz + j * 8;
-						r->by_id[k + j].attr = a;
-					}
-					k += n;
-					a++;
-				}
+				pipe_attr(r, pos, &h, &w);
 			} else if (h.type == PERFREC_RECORD_HEADER_TRACING_DATA) {
 				uint64_t span = tracing_data_span(r->buf, pos, r->len);
 
 				if (!span)
 					break;
-				if (pass == 0) {
+				if (w.pass == 0) {
 					r->feats[PERFREC_FEAT_TRACING_DATA].offset = pos + 16;
 					r->feats[PERFREC_FEAT_TRACING_DATA].size = span - 16;
 					r->has_feat[PERFREC_FEAT_TRACING_DATA] = true;
 				}
 				pos += span;
 				continue;
-			} else if (pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
-				uint64_t f = get64(r->buf + pos + 8);
-
-				/* Ids past what we know (perf's end-of-features marker) carry nothing for us. */
-				if (f > 0 && f < PERFREC_FEAT_BITS && f <= PERFREC_FEAT_LAST_KNOWN) {
-					r->feats[f].offset = pos + 16;
-					r->feats[f].size = h.size - 16u;
-					r->has_feat[f] = true;
-				}
+			} else if (w.pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
+				pipe_feature(r, pos, h.size);
 			}
-next:
 			pos += h.size;
 		}
 	}
-	r->nr_attrs = nr;
-	r->nr_ids = nr_ids;
-	if (nr_ids)
+	r->nr_attrs = w.nr;
+	r->nr_ids = w.nr_ids;
+	if (w.nr_ids)
 		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
 	r->data_off = PIPE_HEADER_SIZE;
 	r->data_end = r->len;

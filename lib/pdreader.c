@@ -350,11 +350,146 @@ static void load_pipe(struct perfrec_pdreader *r)
 	r->broken = false;
 }
 
+/* The header's attrs section fits the file and holds whole entries of a size we read. */
+static bool check_attrs_section(struct perfrec_pdreader *r)
+{
+	const struct perfrec_file_header *h = &r->hdr;
+	uint64_t entry = h->attr_size;
+
+	if (!h->attrs.size)
+		return true;
+	if (entry < PERF_ATTR_SIZE_VER0 + sizeof(struct perfrec_file_section) ||
+	    entry > MAX_ATTR_SIZE + sizeof(struct perfrec_file_section)) {
+		fail(r, 16, "bad attr_size %llu", (unsigned long long)entry);
+		return false;
+	}
+	if (!inside(h->attrs.offset, h->attrs.size, r->len)) {
+		fail(r, 24, "attrs section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+		     (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size, r->len);
+		return false;
+	}
+	if (h->attrs.size % entry) {
+		fail(r, 32, "attrs section size %llu is not a multiple of attr_size %llu",
+		     (unsigned long long)h->attrs.size, (unsigned long long)entry);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Attr @i of the attrs section (entries of @entry bytes): copies the attr
+ * and notes where its ids are, adding their size to *ids_total.
+ */
+static bool load_attr(struct perfrec_pdreader *r, uint64_t i, uint64_t entry, uint64_t *ids_total)
+{
+	uint64_t off = r->hdr.attrs.offset + i * entry;
+	const unsigned char *a = r->buf + off;
+	uint64_t asz = entry - sizeof(struct perfrec_file_section);
+	uint32_t fsz = get32(a + 4);
+	struct perfrec_file_section ids;
+
+	if ((fsz ? fsz : PERF_ATTR_SIZE_VER0) != asz) {
+		fail(r, off + 4, "attr %llu: size field %u does not match header attr_size %llu",
+		     (unsigned long long)i, fsz, (unsigned long long)entry);
+		return false;
+	}
+	/* A bigger attr than ours is only usable if we lose nothing (as perf). */
+	for (uint64_t b = sizeof(struct perf_event_attr); b < asz; b++) {
+		if (a[b]) {
+			fail(r, off + b, "attr %llu: nonzero byte beyond the %zu-byte perf_event_attr this reader knows",
+			     (unsigned long long)i, sizeof(struct perf_event_attr));
+			return false;
+		}
+	}
+	memcpy(&r->attrs[i].attr, a, asz < sizeof(struct perf_event_attr) ? asz : sizeof(struct perf_event_attr));
+	r->attrs[i].attr.size = asz < sizeof(struct perf_event_attr) ? (uint32_t)asz : sizeof(struct perf_event_attr);
+	memcpy(&ids, a + asz, sizeof(ids));
+	if (!inside(ids.offset, ids.size, r->len)) {
+		fail(r, off + asz, "attr %llu: ids section (offset %llu, size %llu) runs past end of file",
+		     (unsigned long long)i, (unsigned long long)ids.offset, (unsigned long long)ids.size);
+		return false;
+	}
+	if (ids.size % 8) {
+		fail(r, off + asz + 8, "attr %llu: ids section size %llu is not a multiple of 8",
+		     (unsigned long long)i, (unsigned long long)ids.size);
+		return false;
+	}
+	/* Overlapping sections could multiply the memory we need: bound it. */
+	*ids_total += ids.size;
+	if (*ids_total > r->len) {
+		fail(r, off + asz, "attr %llu: ids sections add up to more than the file", (unsigned long long)i);
+		return false;
+	}
+	r->attrs[i].nr_ids = ids.size / 8;
+	r->ids_off[i] = ids.offset;
+	return true;
+}
+
+/* Copies the ids of every attr (@ids_total bytes) and sorts them for lookup. */
+static bool load_ids(struct perfrec_pdreader *r, uint64_t ids_total)
+{
+	size_t k = 0;
+
+	r->nr_ids = ids_total / 8;
+	if (!r->nr_ids)
+		return true;
+	r->ids = malloc(ids_total);
+	r->by_id = malloc(r->nr_ids * sizeof(*r->by_id));
+	if (!r->ids || !r->by_id) {
+		fail(r, r->hdr.attrs.offset, "out of memory for %zu ids", r->nr_ids);
+		return false;
+	}
+	for (size_t i = 0; i < r->nr_attrs; i++) {
+		r->attrs[i].ids = r->ids + k;
+		memcpy(r->ids + k, r->buf + r->ids_off[i], r->attrs[i].nr_ids * 8);
+		for (size_t j = 0; j < r->attrs[i].nr_ids; j++) {
+			r->by_id[k + j].id = r->ids[k + j];
+			r->by_id[k + j].off = r->ids_off[i] + j * 8;
+			r->by_id[k + j].attr = i;
+		}
+		k += r->attrs[i].nr_ids;
+	}
+	qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
+	return true;
+}
+
+/* The data section's bounds; salvage takes what it can locate. */
+static bool locate_data(struct perfrec_pdreader *r)
+{
+	const struct perfrec_file_header *h = &r->hdr;
+
+	r->data_off = h->data.offset;
+	if (r->salvage) {
+		if (h->data.offset < sizeof(*h) || h->data.offset > r->len) {
+			r->data_off = r->data_end = 0; /* nothing locatable to salvage */
+		} else if (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)) {
+			r->data_end = r->len;
+		} else {
+			r->data_end = h->data.offset + h->data.size;
+		}
+	} else if (h->data.size == 0 && h->data.offset == 0) {
+		r->data_end = 0; /* the writer's placeholder header: no data yet */
+	} else {
+		if (h->data.offset < sizeof(*h)) {
+			fail(r, 40, "data section offset %llu lies inside the header",
+			     (unsigned long long)h->data.offset);
+			return false;
+		}
+		if (!inside(h->data.offset, h->data.size, r->len)) {
+			fail(r, 40, "data section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+			     (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->len);
+			return false;
+		}
+		r->data_end = h->data.offset + h->data.size;
+	}
+	return true;
+}
+
 /* Header, attrs and their ids, data section: what __next() needs. */
 static void load_structure(struct perfrec_pdreader *r)
 {
 	struct perfrec_file_header *h = &r->hdr;
-	uint64_t entry, nr, ids_total = 0;
+	uint64_t nr, ids_total = 0;
 
 	r->broken = true;
 	if (!check_magic(r))
@@ -374,26 +509,9 @@ static void load_structure(struct perfrec_pdreader *r)
 		memset(h, 0, sizeof(*h));
 		return;
 	}
-
-	entry = h->attr_size;
-	if (h->attrs.size) {
-		if (entry < PERF_ATTR_SIZE_VER0 + sizeof(struct perfrec_file_section) ||
-		    entry > MAX_ATTR_SIZE + sizeof(struct perfrec_file_section)) {
-			fail(r, 16, "bad attr_size %llu", (unsigned long long)entry);
-			return;
-		}
-		if (!inside(h->attrs.offset, h->attrs.size, r->len)) {
-			fail(r, 24, "attrs section (offset %llu, size %llu) runs past end of file (%zu bytes)",
-			     (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size, r->len);
-			return;
-		}
-		if (h->attrs.size % entry) {
-			fail(r, 32, "attrs section size %llu is not a multiple of attr_size %llu",
-			     (unsigned long long)h->attrs.size, (unsigned long long)entry);
-			return;
-		}
-	}
-	nr = h->attrs.size ? h->attrs.size / entry : 0;
+	if (!check_attrs_section(r))
+		return;
+	nr = h->attrs.size ? h->attrs.size / h->attr_size : 0;
 	if (nr) {
 		r->attrs = calloc(nr, sizeof(*r->attrs));
 		r->ids_off = calloc(nr, sizeof(*r->ids_off));
@@ -403,98 +521,11 @@ static void load_structure(struct perfrec_pdreader *r)
 		}
 	}
 	r->nr_attrs = nr;
-
-	/* First pass: attrs and the bounds of their ids. */
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t off = h->attrs.offset + i * entry;
-		const unsigned char *a = r->buf + off;
-		uint64_t asz = entry - sizeof(struct perfrec_file_section);
-		uint32_t fsz = get32(a + 4);
-		struct perfrec_file_section ids;
-
-		if ((fsz ? fsz : PERF_ATTR_SIZE_VER0) != asz) {
-			fail(r, off + 4, "attr %llu: size field %u does not match header attr_size %llu",
-			     (unsigned long long)i, fsz, (unsigned long long)entry);
+	for (uint64_t i = 0; i < nr; i++)
+		if (!load_attr(r, i, h->attr_size, &ids_total))
 			return;
-		}
-		/* A bigger attr than ours is only usable if we lose nothing (as perf). */
-		for (uint64_t b = sizeof(struct perf_event_attr); b < asz; b++) {
-			if (a[b]) {
-				fail(r, off + b, "attr %llu: nonzero byte beyond the %zu-byte perf_event_attr this reader knows",
-				     (unsigned long long)i, sizeof(struct perf_event_attr));
-				return;
-			}
-		}
-		memcpy(&r->attrs[i].attr, a, asz < sizeof(struct perf_event_attr) ? asz : sizeof(struct perf_event_attr));
-		r->attrs[i].attr.size = asz < sizeof(struct perf_event_attr) ? (uint32_t)asz : sizeof(struct perf_event_attr);
-		memcpy(&ids, a + asz, sizeof(ids));
-		if (!inside(ids.offset, ids.size, r->len)) {
-			fail(r, off + asz, "attr %llu: ids section (offset %llu, size %llu) runs past end of file",
-			     (unsigned long long)i, (unsigned long long)ids.offset, (unsigned long long)ids.size);
-			return;
-		}
-		if (ids.size % 8) {
-			fail(r, off + asz + 8, "attr %llu: ids section size %llu is not a multiple of 8",
-			     (unsigned long long)i, (unsigned long long)ids.size);
-			return;
-		}
-		/* Overlapping sections could multiply the memory we need: bound it. */
-		ids_total += ids.size;
-		if (ids_total > r->len) {
-			fail(r, off + asz, "attr %llu: ids sections add up to more than the file", (unsigned long long)i);
-			return;
-		}
-		r->attrs[i].nr_ids = ids.size / 8;
-		r->ids_off[i] = ids.offset;
-	}
-	r->nr_ids = ids_total / 8;
-	if (r->nr_ids) {
-		size_t k = 0;
-
-		r->ids = malloc(ids_total);
-		r->by_id = malloc(r->nr_ids * sizeof(*r->by_id));
-		if (!r->ids || !r->by_id) {
-			fail(r, h->attrs.offset, "out of memory for %zu ids", r->nr_ids);
-			return;
-		}
-		for (size_t i = 0; i < nr; i++) {
-			r->attrs[i].ids = r->ids + k;
-			memcpy(r->ids + k, r->buf + r->ids_off[i], r->attrs[i].nr_ids * 8);
-			for (size_t j = 0; j < r->attrs[i].nr_ids; j++) {
-				r->by_id[k + j].id = r->ids[k + j];
-				r->by_id[k + j].off = r->ids_off[i] + j * 8;
-				r->by_id[k + j].attr = i;
-			}
-			k += r->attrs[i].nr_ids;
-		}
-		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
-	}
-
-	/* Data section. */
-	r->data_off = h->data.offset;
-	if (r->salvage) {
-		if (h->data.offset < sizeof(*h) || h->data.offset > r->len) {
-			r->data_off = r->data_end = 0; /* nothing locatable to salvage */
-		} else if (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)) {
-			r->data_end = r->len;
-		} else {
-			r->data_end = h->data.offset + h->data.size;
-		}
-	} else if (h->data.size == 0 && h->data.offset == 0) {
-		r->data_end = 0; /* the writer's placeholder header: no data yet */
-	} else {
-		if (h->data.offset < sizeof(*h)) {
-			fail(r, 40, "data section offset %llu lies inside the header",
-			     (unsigned long long)h->data.offset);
-			return;
-		}
-		if (!inside(h->data.offset, h->data.size, r->len)) {
-			fail(r, 40, "data section (offset %llu, size %llu) runs past end of file (%zu bytes)",
-			     (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->len);
-			return;
-		}
-		r->data_end = h->data.offset + h->data.size;
-	}
+	if (!load_ids(r, ids_total) || !locate_data(r))
+		return;
 	r->pos = r->data_off;
 	r->broken = false;
 }

@@ -1413,6 +1413,50 @@ static bool cpu_map_data_ok(const unsigned char *p, size_t len)
 	}
 }
 
+/* ID_INDEX: nr, then nr { id, idx, cpu, tid }, each id one of the file's. */
+static int check_id_index(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+	size_t size = rec->size;
+	uint64_t nr;
+
+	if (size < 16)
+		return fail(r, off, "ID_INDEX record too short (size %u)", rec->size);
+	nr = get64(p + 8);
+	if (nr > (size - 16) / 32)
+		return fail(r, off, "ID_INDEX record lists %llu entries but has room for %zu",
+			    (unsigned long long)nr, (size - 16) / 32);
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t id = get64(p + 16 + i * 32);
+
+		if (!perfrec_pdreader__attr_by_id(r, id))
+			return fail(r, off, "ID_INDEX record names unknown id %llu", (unsigned long long)id);
+	}
+	return 0;
+}
+
+/* EVENT_UPDATE: type, id, then a unit or name string, a double scale, or a cpu map. */
+static int check_event_update(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+	size_t size = rec->size;
+	uint64_t type, id;
+
+	if (size < 24)
+		return fail(r, off, "EVENT_UPDATE record too short (size %u)", rec->size);
+	type = get64(p + 8);
+	id = get64(p + 16);
+	if (!perfrec_pdreader__attr_by_id(r, id))
+		return fail(r, off, "EVENT_UPDATE record for unknown id %llu", (unsigned long long)id);
+	if ((type == 0 || type == 2) && !memchr(p + 24, '\0', size - 24))
+		return fail(r, off, "EVENT_UPDATE record's %s is not NUL-terminated", type ? "name" : "unit");
+	if (type == 1 && size < 32)
+		return fail(r, off, "EVENT_UPDATE record too short for its scale (size %u)", rec->size);
+	if (type == 3 && !cpu_map_data_ok(p + 24, size - 24))
+		return fail(r, off, "EVENT_UPDATE record's cpu map is of unknown kind or runs past it");
+	return 0;
+}
+
 /*
  * The records perf writes beside the kernel's (types 64 and up): each must
  * hold what perf 6.1 reads from it, or perf script stops at it (ID_INDEX
@@ -1444,24 +1488,8 @@ static int check_user_record(struct perfrec_pdreader *r, const struct perf_event
 		if (size < 8 + 4 + 24 + 1 || !memchr(p + 36, '\0', size - 36))
 			return fail(r, off, "HEADER_BUILD_ID record too short or its file name not NUL-terminated (size %u)", rec->size);
 		return 0;
-	case PERFREC_RECORD_ID_INDEX: {
-		/* nr, then nr { id, idx, cpu, tid } */
-		uint64_t nr;
-
-		if (size < 16)
-			return fail(r, off, "ID_INDEX record too short (size %u)", rec->size);
-		nr = get64(p + 8);
-		if (nr > (size - 16) / 32)
-			return fail(r, off, "ID_INDEX record lists %llu entries but has room for %zu",
-				    (unsigned long long)nr, (size - 16) / 32);
-		for (uint64_t i = 0; i < nr; i++) {
-			uint64_t id = get64(p + 16 + i * 32);
-
-			if (!perfrec_pdreader__attr_by_id(r, id))
-				return fail(r, off, "ID_INDEX record names unknown id %llu", (unsigned long long)id);
-		}
-		return 0;
-	}
+	case PERFREC_RECORD_ID_INDEX:
+		return check_id_index(r, rec, off);
 	case PERFREC_RECORD_AUXTRACE_INFO:
 	case PERFREC_RECORD_AUXTRACE:
 	case PERFREC_RECORD_AUXTRACE_ERROR:
@@ -1490,24 +1518,8 @@ static int check_user_record(struct perfrec_pdreader *r, const struct perf_event
 	case PERFREC_RECORD_STAT:
 	case PERFREC_RECORD_STAT_ROUND:
 		return fail(r, off, "%s record: perf stat counts are not profile data (perf script fails on them)", name);
-	case PERFREC_RECORD_EVENT_UPDATE: {
-		/* type, id, then a unit or name string, a double scale, or a cpu map */
-		uint64_t type, id;
-
-		if (size < 24)
-			return fail(r, off, "EVENT_UPDATE record too short (size %u)", rec->size);
-		type = get64(p + 8);
-		id = get64(p + 16);
-		if (!perfrec_pdreader__attr_by_id(r, id))
-			return fail(r, off, "EVENT_UPDATE record for unknown id %llu", (unsigned long long)id);
-		if ((type == 0 || type == 2) && !memchr(p + 24, '\0', size - 24))
-			return fail(r, off, "EVENT_UPDATE record's %s is not NUL-terminated", type ? "name" : "unit");
-		if (type == 1 && size < 32)
-			return fail(r, off, "EVENT_UPDATE record too short for its scale (size %u)", rec->size);
-		if (type == 3 && !cpu_map_data_ok(p + 24, size - 24))
-			return fail(r, off, "EVENT_UPDATE record's cpu map is of unknown kind or runs past it");
-		return 0;
-	}
+	case PERFREC_RECORD_EVENT_UPDATE:
+		return check_event_update(r, rec, off);
 	case PERFREC_RECORD_TIME_CONV:
 		if (size < 32)
 			return fail(r, off, "TIME_CONV record too short (size %u)", rec->size);

@@ -1217,54 +1217,32 @@ static int tracked_features(struct perfrec_pdwriter *w)
 	return 0;
 }
 
-int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
+/* HEADER_COMPRESSED from what the compressor took in and gave out. */
+static int set_compressed_feature(struct perfrec_pdwriter *w)
+{
+	struct perfrec_compressed_feature cf = {
+		.version = 0, .type = PERFREC_COMP_ZSTD,
+		.level = (uint32_t)perfrec_compress__level(w->zc),
+		.mmap_len = PERFREC_COMPRESS_MMAP_LEN,
+	};
+	uint64_t in, out;
+
+	perfrec_compress__counters(w->zc, &in, &out, NULL, NULL);
+	cf.ratio = out ? (uint32_t)(in / out) : 0;
+	return perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
+}
+
+/*
+ * The feature table and, after it, each set feature's body, 8-aligned; a
+ * bit in @flags for each.  *ret_end is where the file ends.
+ */
+static int write_features(struct perfrec_pdwriter *w, uint64_t flags[4], uint64_t *ret_end)
 {
 	struct perfrec_file_section *table = NULL;
-	uint64_t flags[4] = {0}, table_off, off;
+	uint64_t table_off, off;
 	size_t nr = 0, k = 0;
-	int r;
+	int r = 0;
 
-	if (!w)
-		return -EINVAL;
-	if (w->finished)
-		return 0;
-	if (w->stream_err)
-		return w->stream_err;
-	r = begin_data(w);
-	if (r < 0)
-		return r;
-	r = flush_all(w);
-	if (r < 0)
-		return r;
-	r = tracked_features(w);
-	if (r < 0)
-		return r;
-	if (w->pipe) {
-		/* Late features trail the data; perf takes them wherever they come. */
-		r = send_features(w);
-		if (r == 0)
-			w->finished = true;
-		return r;
-	}
-	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
-		struct perfrec_compressed_feature cf = {
-			.version = 0, .type = PERFREC_COMP_ZSTD,
-			.level = (uint32_t)perfrec_compress__level(w->zc),
-			.mmap_len = PERFREC_COMPRESS_MMAP_LEN,
-		};
-		uint64_t in, out;
-
-		perfrec_compress__counters(w->zc, &in, &out, NULL, NULL);
-		cf.ratio = out ? (uint32_t)(in / out) : 0;
-		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
-		if (r < 0)
-			return r;
-	}
-	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
-		r = build_event_desc(w);
-		if (r < 0)
-			return r;
-	}
 	for (int f = 1; f < PERFREC_FEAT_BITS; f++)
 		if (w->feats[f].set)
 			nr++;
@@ -1297,31 +1275,70 @@ int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 		if (r < 0)
 			goto out;
 	}
+	*ret_end = off;
+out:
+	free(table);
+	return r;
+}
+
+int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
+{
+	uint64_t flags[4] = {0}, end;
+	struct stat st;
+	int r;
+
+	if (!w)
+		return -EINVAL;
+	if (w->finished)
+		return 0;
+	if (w->stream_err)
+		return w->stream_err;
+	r = begin_data(w);
+	if (r < 0)
+		return r;
+	r = flush_all(w);
+	if (r < 0)
+		return r;
+	r = tracked_features(w);
+	if (r < 0)
+		return r;
+	if (w->pipe) {
+		/* Late features trail the data; perf takes them wherever they come. */
+		r = send_features(w);
+		if (r == 0)
+			w->finished = true;
+		return r;
+	}
+	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
+		r = set_compressed_feature(w);
+		if (r < 0)
+			return r;
+	}
+	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
+		r = build_event_desc(w);
+		if (r < 0)
+			return r;
+	}
+	r = write_features(w, flags, &end);
+	if (r < 0)
+		return r;
 	/*
 	 * Alignment gaps between bodies were never written: on a regular file
 	 * they read as zeros.  Cut whatever a failed earlier write left past
 	 * the end.
 	 */
-	{
-		struct stat st;
-
-		if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(w->fd, (off_t)off) < 0) {
-			r = -errno;
-			goto out;
-		}
-	}
+	if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(w->fd, (off_t)end) < 0)
+		return -errno;
 	r = sync_fd(w->fd, true);
 	if (r < 0)
-		goto out;
+		return r;
 	r = write_header(w, w->committed, flags);
 	if (r < 0)
-		goto out;
+		return r;
 	r = sync_fd(w->fd, false);
 	if (r < 0)
-		goto out;
+		return r;
 	w->finished = true;
-out:
-	free(table);
 	return r;
 }
 

@@ -1105,6 +1105,112 @@ static int list_inputs(const struct cut *c, const char *const *paths, size_t np,
 	return 0;
 }
 
+/* The window on stderr, in UTC and local time, before the work starts. */
+static void say_window(const struct cut *c)
+{
+	char a[64], b[64], la[64], lb[64];
+
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	fmt(c->to, false, lb, sizeof(lb));
+	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
+		(double)(c->to - c->from) / 1e9);
+}
+
+/* The events, build ids and BPF programs of the @nu inputs, merged into @c: 0 or an exit status. */
+static int merge_inputs(struct cut *c, const struct window_file **used, struct perfrec_pdreader **readers,
+			size_t nu)
+{
+	for (size_t i = 0; i < nu; i++) {
+		int r = merge_attrs(c, used[i], readers[i]);
+
+		if (r == 0)
+			r = merge_buildids(c, readers[i]);
+		if (r == 0)
+			r = merge_bpf(c, readers[i]);
+		if (r < 0)
+			return r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
+	}
+	return 0;
+}
+
+/* The merged events into the output. */
+static int write_events(struct cut *c, struct perfrec_pdwriter *w)
+{
+	for (size_t i = 0; i < c->nr_attrs; i++) {
+		int r;
+
+		/* The writer takes one attr size: the largest, zero-extended (the reader did). */
+		c->attrs[i].attr.size = c->attr_size;
+		r = perfrec_pdwriter__add_attr(w, &c->attrs[i].attr, c->attrs[i].ids, c->attrs[i].nr_ids,
+					       c->attrs[i].name);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl cut: cannot write the events: %s\n", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The window's records of each input into the output (@tmp, for messages).
+ * A damaged input gives what it has up to the damage; failing to write
+ * is an error.
+ */
+static int copy_inputs(struct cut *c, const struct window_file **used, struct perfrec_pdreader **readers,
+		       size_t nu, struct perfrec_pdwriter *w, const char *tmp)
+{
+	for (size_t i = 0; i < nu; i++) {
+		uint64_t n = 0, off;
+		int r = copy_file(c, used[i], readers[i], w, &n);
+
+		if (r < 0) {
+			if (r == -EBADMSG) {
+				const char *why = perfrec_pdreader__error(readers[i], &off);
+
+				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
+					used[i]->path, why, (unsigned long long)off);
+			} else {
+				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
+				return r;
+			}
+		}
+		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
+			used[i]->label ? used[i]->label : base(used[i]->path),
+			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
+	}
+	return 0;
+}
+
+/* What was written, once it is in place. */
+static void say_written(const struct cut *c, size_t nu)
+{
+	char f[64], t[64];
+
+	fmt(c->from, true, f, sizeof(f));
+	fmt(c->to, true, t, sizeof(t));
+	fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s, "
+		"window %s to %s\n", c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s", f, t);
+	if (c->dup_samples)
+		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
+			c->dup_samples);
+}
+
+/* Closes the @nf readers and removes the unwound copies of inputs (arrays may be NULL). */
+static void free_inputs(struct perfrec_pdreader **readers, char **unwound, size_t nf)
+{
+	for (size_t i = 0; readers && i < nf; i++)
+		perfrec_pdreader__free(readers[i]);
+	free(readers);
+	for (size_t i = 0; unwound && i < nf; i++) {
+		if (unwound[i])
+			unlink(unwound[i]);
+		free(unwound[i]);
+	}
+	free(unwound);
+}
+
 static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
 {
 	struct window_listing l = { 0 };
@@ -1114,7 +1220,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	struct perfrec_pdwriter *w = NULL;
 	char **unwound = NULL;
 	struct output_file of = { .fd = -1, .dirfd = -1 };
-	char *snap = NULL, a[64], b[64], la[64], lb[64];
+	char *snap = NULL;
 	const char *tmp = NULL;
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
@@ -1123,12 +1229,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		return EXIT_USAGE;
 	files = l.files;
 	nf = l.nr;
-	fmt(c->from, true, a, sizeof(a));
-	fmt(c->to, true, b, sizeof(b));
-	fmt(c->from, false, la, sizeof(la));
-	fmt(c->to, false, lb, sizeof(lb));
-	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
-		(double)(c->to - c->from) / 1e9);
+	say_window(c);
 	used = calloc(nf + 1, sizeof(*used));
 	readers = calloc(nf + 1, sizeof(*readers));
 	unwound = calloc(nf + 1, sizeof(*unwound));
@@ -1137,11 +1238,9 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = check_gone(c, &l);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
 	rc = open_inputs(c, files, nf, used, readers, &nu);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
 	if (nu == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;
@@ -1149,53 +1248,18 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = unwind_raw_inputs(used, readers, nu, unwound);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
-	for (size_t i = 0; i < nu; i++) {
-		r = merge_attrs(c, used[i], readers[i]);
-		if (r == 0)
-			r = merge_buildids(c, readers[i]);
-		if (r == 0)
-			r = merge_bpf(c, readers[i]);
-		if (r < 0) {
-			rc = r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
-			goto out;
-		}
-	}
+	rc = merge_inputs(c, used, readers, nu);
+	if (rc)
+		goto out;
 	r = open_out(c->out_path, force, level, &of, &w);
 	tmp = of.tmp_path;
 	if (r < 0) {
 		rc = r == -EEXIST ? EXIT_BAD : EXIT_USAGE;
 		goto out;
 	}
-	for (size_t i = 0; i < c->nr_attrs; i++) {
-		/* The writer takes one attr size: the largest, zero-extended (the reader did). */
-		c->attrs[i].attr.size = c->attr_size;
-		r = perfrec_pdwriter__add_attr(w, &c->attrs[i].attr, c->attrs[i].ids, c->attrs[i].nr_ids,
-					       c->attrs[i].name);
-		if (r < 0) {
-			fprintf(stderr, "perfrecctl cut: cannot write the events: %s\n", strerror(-r));
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < nu; i++) {
-		uint64_t n = 0, off;
-
-		r = copy_file(c, used[i], readers[i], w, &n);
-		if (r < 0) {
-			if (r == -EBADMSG) {
-				const char *why = perfrec_pdreader__error(readers[i], &off);
-
-				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
-					used[i]->path, why, (unsigned long long)off);
-			} else {
-				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
-				goto out;
-			}
-		}
-		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
-			used[i]->label ? used[i]->label : base(used[i]->path),
-			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
-	}
+	rc = EXIT_USAGE;
+	if (write_events(c, w) < 0 || copy_inputs(c, used, readers, nu, w, tmp) < 0)
+		goto out;
 	rc = live ? check_live_tail(c, used, nu) : 0;
 	if (rc)
 		goto out;
@@ -1225,30 +1289,12 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			r == -EEXIST ? "it appeared meanwhile; not overwritten without --force" : strerror(-r));
 		goto out;
 	}
-	{
-		char f[64], t[64];
-
-		fmt(c->from, true, f, sizeof(f));
-		fmt(c->to, true, t, sizeof(t));
-		fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s, "
-			"window %s to %s\n", c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s", f, t);
-	}
-	if (c->dup_samples)
-		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
-			c->dup_samples);
+	say_written(c, nu);
 	rc = 0;
 out:
 	perfrec_pdwriter__free(w, false);
 	output_file_discard(&of);
-	for (size_t i = 0; readers && i < nf; i++)
-		perfrec_pdreader__free(readers[i]);
-	free(readers);
-	for (size_t i = 0; unwound && i < nf; i++) {
-		if (unwound[i])
-			unlink(unwound[i]);
-		free(unwound[i]);
-	}
-	free(unwound);
+	free_inputs(readers, unwound, nf);
 	free(used);
 	window_listing_free(&l);
 	if (snap)

@@ -242,13 +242,16 @@ def check_call(top, folders):
         for s in defs[obj]:
             where[s].append(obj)
     edges, why = defaultdict(set), defaultdict(list)
+    def folder_of(obj):
+        parts = obj.split(os.sep)
+        return parts[1] if parts[0] == "build" else parts[0]
+
     for obj in objs:
-        folder = obj.split(os.sep)[0 if not obj.startswith("build" + os.sep) else 1]
         for s in sorted(undefs[obj]):
             ds = [d for d in where.get(s, ()) if d != obj]
             # The same program first: daemon/ and tools/ may each define a
             # name the other does too.
-            near = [d for d in ds if folder + os.sep in d]
+            near = [d for d in ds if folder_of(d) == folder_of(obj)]
             for d in near or ds:
                 edges[obj].add(d)
                 why[(obj, d)].append(s)

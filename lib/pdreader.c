@@ -208,6 +208,94 @@ static uint64_t tracing_data_span(const unsigned char *buf, uint64_t pos, uint64
 	return 16 + (uint64_t)size;
 }
 
+/* Where load_pipe()'s two walks are: counting (pass 0), then copying. */
+struct pipe_walk {
+	int pass;
+	uint64_t nr, nr_ids;	/* attrs and ids counted by pass 0 */
+	size_t a, k;		/* next attr and id filled by pass 1 */
+};
+
+/* Room for the attrs and ids pass 0 counted. */
+static bool pipe_alloc(struct perfrec_pdreader *r, uint64_t nr, uint64_t nr_ids)
+{
+	if (nr) {
+		r->attrs = calloc(nr, sizeof(*r->attrs));
+		r->ids_off = calloc(nr, sizeof(*r->ids_off));
+		if (!r->attrs || !r->ids_off) {
+			fail(r, 16, "out of memory for %llu attrs", (unsigned long long)nr);
+			return false;
+		}
+	}
+	if (nr_ids) {
+		r->ids = malloc(nr_ids * 8);
+		r->by_id = malloc(nr_ids * sizeof(*r->by_id));
+		if (!r->ids || !r->by_id) {
+			fail(r, 16, "out of memory for %llu ids", (unsigned long long)nr_ids);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The HEADER_ATTR record @h at @pos: pass 0 counts it and its ids (and
+ * reports it if bad), pass 1 copies them into the next free slots.  A bad
+ * record is skipped by both.
+ */
+static void pipe_attr(struct perfrec_pdreader *r, uint64_t pos, const struct perf_event_header *h,
+		      struct pipe_walk *w)
+{
+	uint32_t fsz = get32(r->buf + pos + 8 + 4);
+	uint64_t asz = fsz ? fsz : PERF_ATTR_SIZE_VER0, n;
+	bool ok = asz >= PERF_ATTR_SIZE_VER0 && asz <= MAX_ATTR_SIZE && asz <= h->size - 8u &&
+		  (h->size - 8u - asz) % 8 == 0;
+	struct perfrec_pdreader_attr *at;
+	size_t cp;
+
+	for (uint64_t b = sizeof(struct perf_event_attr); ok && b < asz; b++)
+		ok = !r->buf[pos + 8 + b];
+	if (!ok) {
+		if (w->pass == 0)
+			fail(r, pos, "HEADER_ATTR record (size %u) with bad attr size %u or nonzero bytes past the %zu-byte attr this reader knows",
+			     h->size, fsz, sizeof(struct perf_event_attr));
+		return;
+	}
+	n = (h->size - 8u - asz) / 8;
+	if (w->pass == 0) {
+		w->nr++;
+		w->nr_ids += n;
+		return;
+	}
+	at = &r->attrs[w->a];
+	cp = asz < sizeof(at->attr) ? asz : sizeof(at->attr);
+	memcpy(&at->attr, r->buf + pos + 8, cp);
+	at->attr.size = (uint32_t)cp;
+	at->ids = r->ids + w->k;
+	at->nr_ids = n;
+	r->ids_off[w->a] = pos + 8 + asz;
+	memcpy(r->ids + w->k, r->buf + pos + 8 + asz, n * 8);
+	for (size_t j = 0; j < n; j++) {
+		r->by_id[w->k + j].id = r->ids[w->k + j];
+		r->by_id[w->k + j].off = pos + 8 + asz + j * 8;
+		r->by_id[w->k + j].attr = w->a;
+	}
+	w->k += n;
+	w->a++;
+}
+
+/* A HEADER_FEATURE record (size @size at @pos) of pipe mode: where the feature is. */
+static void pipe_feature(struct perfrec_pdreader *r, uint64_t pos, uint32_t size)
+{
+	uint64_t f = get64(r->buf + pos + 8);
+
+	/* Ids past what we know (perf's end-of-features marker) carry nothing for us. */
+	if (f > 0 && f < PERFREC_FEAT_BITS && f <= PERFREC_FEAT_LAST_KNOWN) {
+		r->feats[f].offset = pos + 16;
+		r->feats[f].size = size - 16u;
+		r->has_feat[f] = true;
+	}
+}
+
 /*
  * Pipe mode: no sections, so walk the records once for HEADER_ATTR and
  * HEADER_FEATURE.  A bad record only ends this walk: __next() and
@@ -215,32 +303,16 @@ static uint64_t tracing_data_span(const unsigned char *buf, uint64_t pos, uint64
  */
 static void load_pipe(struct perfrec_pdreader *r)
 {
-	uint64_t pos = PIPE_HEADER_SIZE, nr = 0, nr_ids = 0;
+	struct pipe_walk w = {};
+	uint64_t pos;
 
 	r->pipe = true;
 	r->hdr.magic = PERFREC_MAGIC2;
 	r->hdr.size = PIPE_HEADER_SIZE;
-	for (int pass = 0; pass < 2; pass++) {
-		size_t a = 0, k = 0;
-
-		if (pass == 1) {
-			if (nr) {
-				r->attrs = calloc(nr, sizeof(*r->attrs));
-				r->ids_off = calloc(nr, sizeof(*r->ids_off));
-				if (!r->attrs || !r->ids_off) {
-					fail(r, 16, "out of memory for %llu attrs", (unsigned long long)nr);
-					return;
-				}
-			}
-			if (nr_ids) {
-				r->ids = malloc(nr_ids * 8);
-				r->by_id = malloc(nr_ids * sizeof(*r->by_id));
-				if (!r->ids || !r->by_id) {
-					fail(r, 16, "out of memory for %llu ids", (unsigned long long)nr_ids);
-					return;
-				}
-			}
-		}
+	for (w.pass = 0; w.pass < 2; w.pass++) {
+		w.a = w.k = 0;
+		if (w.pass == 1 && !pipe_alloc(r, w.nr, w.nr_ids))
+			return;
 		for (pos = PIPE_HEADER_SIZE; r->len - pos >= sizeof(struct perf_event_header);) {
 			struct perf_event_header h;
 
@@ -248,70 +320,28 @@ static void load_pipe(struct perfrec_pdreader *r)
 			if (h.size < sizeof(h) || h.size > r->len - pos)
 				break;
 			if (h.type == PERFREC_RECORD_HEADER_ATTR && h.size >= 8 + PERF_ATTR_SIZE_VER0) {
-				uint32_t fsz = get32(r->buf + pos + 8 + 4);
-				uint64_t asz = fsz ? fsz : PERF_ATTR_SIZE_VER0, n;
-				bool ok = asz >= PERF_ATTR_SIZE_VER0 && asz <= MAX_ATTR_SIZE && asz <= h.size - 8u &&
-					  (h.size - 8u - asz) % 8 == 0;
-
-				for (uint64_t b = sizeof(struct perf_event_attr); ok && b < asz; b++)
-					ok = !r->buf[pos + 8 + b];
-				if (!ok) {
-					if (pass == 0)
-						fail(r, pos, "HEADER_ATTR record (size %u) with bad attr size %u or nonzero bytes past the %zu-byte attr this reader knows",
-						     h.size, fsz, sizeof(struct perf_event_attr));
-					goto next;
-				}
-				n = (h.size - 8u - asz) / 8;
-				if (pass == 0) {
-					nr++;
-					nr_ids += n;
-				} else {
-					struct perfrec_pdreader_attr *at = &r->attrs[a];
-					size_t cp = asz < sizeof(at->attr) ? asz : sizeof(at->attr);
-
-					memcpy(&at->attr, r->buf + pos + 8, cp);
-					at->attr.size = (uint32_t)cp;
-					at->ids = r->ids + k;
-					at->nr_ids = n;
-					r->ids_off[a] = pos + 8 + asz;
-					memcpy(r->ids + k, r->buf + pos + 8 + asz, n * 8);
-					for (size_t j = 0; j < n; j++) {
-						r->by_id[k + j].id = r->ids[k + j];
-						r->by_id[k + j].off = pos + 8 + asz + j * 8;
-						r->by_id[k + j].attr = a;
-					}
-					k += n;
-					a++;
-				}
+				pipe_attr(r, pos, &h, &w);
 			} else if (h.type == PERFREC_RECORD_HEADER_TRACING_DATA) {
 				uint64_t span = tracing_data_span(r->buf, pos, r->len);
 
 				if (!span)
 					break;
-				if (pass == 0) {
+				if (w.pass == 0) {
 					r->feats[PERFREC_FEAT_TRACING_DATA].offset = pos + 16;
 					r->feats[PERFREC_FEAT_TRACING_DATA].size = span - 16;
 					r->has_feat[PERFREC_FEAT_TRACING_DATA] = true;
 				}
 				pos += span;
 				continue;
-			} else if (pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
-				uint64_t f = get64(r->buf + pos + 8);
-
-				/* Ids past what we know (perf's end-of-features marker) carry nothing for us. */
-				if (f > 0 && f < PERFREC_FEAT_BITS && f <= PERFREC_FEAT_LAST_KNOWN) {
-					r->feats[f].offset = pos + 16;
-					r->feats[f].size = h.size - 16u;
-					r->has_feat[f] = true;
-				}
+			} else if (w.pass == 0 && h.type == PERFREC_RECORD_HEADER_FEATURE && h.size >= 16) {
+				pipe_feature(r, pos, h.size);
 			}
-next:
 			pos += h.size;
 		}
 	}
-	r->nr_attrs = nr;
-	r->nr_ids = nr_ids;
-	if (nr_ids)
+	r->nr_attrs = w.nr;
+	r->nr_ids = w.nr_ids;
+	if (w.nr_ids)
 		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
 	r->data_off = PIPE_HEADER_SIZE;
 	r->data_end = r->len;
@@ -320,11 +350,146 @@ next:
 	r->broken = false;
 }
 
+/* The header's attrs section fits the file and holds whole entries of a size we read. */
+static bool check_attrs_section(struct perfrec_pdreader *r)
+{
+	const struct perfrec_file_header *h = &r->hdr;
+	uint64_t entry = h->attr_size;
+
+	if (!h->attrs.size)
+		return true;
+	if (entry < PERF_ATTR_SIZE_VER0 + sizeof(struct perfrec_file_section) ||
+	    entry > MAX_ATTR_SIZE + sizeof(struct perfrec_file_section)) {
+		fail(r, 16, "bad attr_size %llu", (unsigned long long)entry);
+		return false;
+	}
+	if (!inside(h->attrs.offset, h->attrs.size, r->len)) {
+		fail(r, 24, "attrs section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+		     (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size, r->len);
+		return false;
+	}
+	if (h->attrs.size % entry) {
+		fail(r, 32, "attrs section size %llu is not a multiple of attr_size %llu",
+		     (unsigned long long)h->attrs.size, (unsigned long long)entry);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Attr @i of the attrs section (entries of @entry bytes): copies the attr
+ * and notes where its ids are, adding their size to *ids_total.
+ */
+static bool load_attr(struct perfrec_pdreader *r, uint64_t i, uint64_t entry, uint64_t *ids_total)
+{
+	uint64_t off = r->hdr.attrs.offset + i * entry;
+	const unsigned char *a = r->buf + off;
+	uint64_t asz = entry - sizeof(struct perfrec_file_section);
+	uint32_t fsz = get32(a + 4);
+	struct perfrec_file_section ids;
+
+	if ((fsz ? fsz : PERF_ATTR_SIZE_VER0) != asz) {
+		fail(r, off + 4, "attr %llu: size field %u does not match header attr_size %llu",
+		     (unsigned long long)i, fsz, (unsigned long long)entry);
+		return false;
+	}
+	/* A bigger attr than ours is only usable if we lose nothing (as perf). */
+	for (uint64_t b = sizeof(struct perf_event_attr); b < asz; b++) {
+		if (a[b]) {
+			fail(r, off + b, "attr %llu: nonzero byte beyond the %zu-byte perf_event_attr this reader knows",
+			     (unsigned long long)i, sizeof(struct perf_event_attr));
+			return false;
+		}
+	}
+	memcpy(&r->attrs[i].attr, a, asz < sizeof(struct perf_event_attr) ? asz : sizeof(struct perf_event_attr));
+	r->attrs[i].attr.size = asz < sizeof(struct perf_event_attr) ? (uint32_t)asz : sizeof(struct perf_event_attr);
+	memcpy(&ids, a + asz, sizeof(ids));
+	if (!inside(ids.offset, ids.size, r->len)) {
+		fail(r, off + asz, "attr %llu: ids section (offset %llu, size %llu) runs past end of file",
+		     (unsigned long long)i, (unsigned long long)ids.offset, (unsigned long long)ids.size);
+		return false;
+	}
+	if (ids.size % 8) {
+		fail(r, off + asz + 8, "attr %llu: ids section size %llu is not a multiple of 8",
+		     (unsigned long long)i, (unsigned long long)ids.size);
+		return false;
+	}
+	/* Overlapping sections could multiply the memory we need: bound it. */
+	*ids_total += ids.size;
+	if (*ids_total > r->len) {
+		fail(r, off + asz, "attr %llu: ids sections add up to more than the file", (unsigned long long)i);
+		return false;
+	}
+	r->attrs[i].nr_ids = ids.size / 8;
+	r->ids_off[i] = ids.offset;
+	return true;
+}
+
+/* Copies the ids of every attr (@ids_total bytes) and sorts them for lookup. */
+static bool load_ids(struct perfrec_pdreader *r, uint64_t ids_total)
+{
+	size_t k = 0;
+
+	r->nr_ids = ids_total / 8;
+	if (!r->nr_ids)
+		return true;
+	r->ids = malloc(ids_total);
+	r->by_id = malloc(r->nr_ids * sizeof(*r->by_id));
+	if (!r->ids || !r->by_id) {
+		fail(r, r->hdr.attrs.offset, "out of memory for %zu ids", r->nr_ids);
+		return false;
+	}
+	for (size_t i = 0; i < r->nr_attrs; i++) {
+		r->attrs[i].ids = r->ids + k;
+		memcpy(r->ids + k, r->buf + r->ids_off[i], r->attrs[i].nr_ids * 8);
+		for (size_t j = 0; j < r->attrs[i].nr_ids; j++) {
+			r->by_id[k + j].id = r->ids[k + j];
+			r->by_id[k + j].off = r->ids_off[i] + j * 8;
+			r->by_id[k + j].attr = i;
+		}
+		k += r->attrs[i].nr_ids;
+	}
+	qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
+	return true;
+}
+
+/* The data section's bounds; salvage takes what it can locate. */
+static bool locate_data(struct perfrec_pdreader *r)
+{
+	const struct perfrec_file_header *h = &r->hdr;
+
+	r->data_off = h->data.offset;
+	if (r->salvage) {
+		if (h->data.offset < sizeof(*h) || h->data.offset > r->len) {
+			r->data_off = r->data_end = 0; /* nothing locatable to salvage */
+		} else if (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)) {
+			r->data_end = r->len;
+		} else {
+			r->data_end = h->data.offset + h->data.size;
+		}
+	} else if (h->data.size == 0 && h->data.offset == 0) {
+		r->data_end = 0; /* the writer's placeholder header: no data yet */
+	} else {
+		if (h->data.offset < sizeof(*h)) {
+			fail(r, 40, "data section offset %llu lies inside the header",
+			     (unsigned long long)h->data.offset);
+			return false;
+		}
+		if (!inside(h->data.offset, h->data.size, r->len)) {
+			fail(r, 40, "data section (offset %llu, size %llu) runs past end of file (%zu bytes)",
+			     (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->len);
+			return false;
+		}
+		r->data_end = h->data.offset + h->data.size;
+	}
+	return true;
+}
+
 /* Header, attrs and their ids, data section: what __next() needs. */
 static void load_structure(struct perfrec_pdreader *r)
 {
 	struct perfrec_file_header *h = &r->hdr;
-	uint64_t entry, nr, ids_total = 0;
+	uint64_t nr, ids_total = 0;
 
 	r->broken = true;
 	if (!check_magic(r))
@@ -344,26 +509,9 @@ static void load_structure(struct perfrec_pdreader *r)
 		memset(h, 0, sizeof(*h));
 		return;
 	}
-
-	entry = h->attr_size;
-	if (h->attrs.size) {
-		if (entry < PERF_ATTR_SIZE_VER0 + sizeof(struct perfrec_file_section) ||
-		    entry > MAX_ATTR_SIZE + sizeof(struct perfrec_file_section)) {
-			fail(r, 16, "bad attr_size %llu", (unsigned long long)entry);
-			return;
-		}
-		if (!inside(h->attrs.offset, h->attrs.size, r->len)) {
-			fail(r, 24, "attrs section (offset %llu, size %llu) runs past end of file (%zu bytes)",
-			     (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size, r->len);
-			return;
-		}
-		if (h->attrs.size % entry) {
-			fail(r, 32, "attrs section size %llu is not a multiple of attr_size %llu",
-			     (unsigned long long)h->attrs.size, (unsigned long long)entry);
-			return;
-		}
-	}
-	nr = h->attrs.size ? h->attrs.size / entry : 0;
+	if (!check_attrs_section(r))
+		return;
+	nr = h->attrs.size ? h->attrs.size / h->attr_size : 0;
 	if (nr) {
 		r->attrs = calloc(nr, sizeof(*r->attrs));
 		r->ids_off = calloc(nr, sizeof(*r->ids_off));
@@ -373,98 +521,11 @@ static void load_structure(struct perfrec_pdreader *r)
 		}
 	}
 	r->nr_attrs = nr;
-
-	/* First pass: attrs and the bounds of their ids. */
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t off = h->attrs.offset + i * entry;
-		const unsigned char *a = r->buf + off;
-		uint64_t asz = entry - sizeof(struct perfrec_file_section);
-		uint32_t fsz = get32(a + 4);
-		struct perfrec_file_section ids;
-
-		if ((fsz ? fsz : PERF_ATTR_SIZE_VER0) != asz) {
-			fail(r, off + 4, "attr %llu: size field %u does not match header attr_size %llu",
-			     (unsigned long long)i, fsz, (unsigned long long)entry);
+	for (uint64_t i = 0; i < nr; i++)
+		if (!load_attr(r, i, h->attr_size, &ids_total))
 			return;
-		}
-		/* A bigger attr than ours is only usable if we lose nothing (as perf). */
-		for (uint64_t b = sizeof(struct perf_event_attr); b < asz; b++) {
-			if (a[b]) {
-				fail(r, off + b, "attr %llu: nonzero byte beyond the %zu-byte perf_event_attr this reader knows",
-				     (unsigned long long)i, sizeof(struct perf_event_attr));
-				return;
-			}
-		}
-		memcpy(&r->attrs[i].attr, a, asz < sizeof(struct perf_event_attr) ? asz : sizeof(struct perf_event_attr));
-		r->attrs[i].attr.size = asz < sizeof(struct perf_event_attr) ? (uint32_t)asz : sizeof(struct perf_event_attr);
-		memcpy(&ids, a + asz, sizeof(ids));
-		if (!inside(ids.offset, ids.size, r->len)) {
-			fail(r, off + asz, "attr %llu: ids section (offset %llu, size %llu) runs past end of file",
-			     (unsigned long long)i, (unsigned long long)ids.offset, (unsigned long long)ids.size);
-			return;
-		}
-		if (ids.size % 8) {
-			fail(r, off + asz + 8, "attr %llu: ids section size %llu is not a multiple of 8",
-			     (unsigned long long)i, (unsigned long long)ids.size);
-			return;
-		}
-		/* Overlapping sections could multiply the memory we need: bound it. */
-		ids_total += ids.size;
-		if (ids_total > r->len) {
-			fail(r, off + asz, "attr %llu: ids sections add up to more than the file", (unsigned long long)i);
-			return;
-		}
-		r->attrs[i].nr_ids = ids.size / 8;
-		r->ids_off[i] = ids.offset;
-	}
-	r->nr_ids = ids_total / 8;
-	if (r->nr_ids) {
-		size_t k = 0;
-
-		r->ids = malloc(ids_total);
-		r->by_id = malloc(r->nr_ids * sizeof(*r->by_id));
-		if (!r->ids || !r->by_id) {
-			fail(r, h->attrs.offset, "out of memory for %zu ids", r->nr_ids);
-			return;
-		}
-		for (size_t i = 0; i < nr; i++) {
-			r->attrs[i].ids = r->ids + k;
-			memcpy(r->ids + k, r->buf + r->ids_off[i], r->attrs[i].nr_ids * 8);
-			for (size_t j = 0; j < r->attrs[i].nr_ids; j++) {
-				r->by_id[k + j].id = r->ids[k + j];
-				r->by_id[k + j].off = r->ids_off[i] + j * 8;
-				r->by_id[k + j].attr = i;
-			}
-			k += r->attrs[i].nr_ids;
-		}
-		qsort(r->by_id, r->nr_ids, sizeof(*r->by_id), cmp_id);
-	}
-
-	/* Data section. */
-	r->data_off = h->data.offset;
-	if (r->salvage) {
-		if (h->data.offset < sizeof(*h) || h->data.offset > r->len) {
-			r->data_off = r->data_end = 0; /* nothing locatable to salvage */
-		} else if (h->data.size == 0 || !inside(h->data.offset, h->data.size, r->len)) {
-			r->data_end = r->len;
-		} else {
-			r->data_end = h->data.offset + h->data.size;
-		}
-	} else if (h->data.size == 0 && h->data.offset == 0) {
-		r->data_end = 0; /* the writer's placeholder header: no data yet */
-	} else {
-		if (h->data.offset < sizeof(*h)) {
-			fail(r, 40, "data section offset %llu lies inside the header",
-			     (unsigned long long)h->data.offset);
-			return;
-		}
-		if (!inside(h->data.offset, h->data.size, r->len)) {
-			fail(r, 40, "data section (offset %llu, size %llu) runs past end of file (%zu bytes)",
-			     (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->len);
-			return;
-		}
-		r->data_end = h->data.offset + h->data.size;
-	}
+	if (!load_ids(r, ids_total) || !locate_data(r))
+		return;
 	r->pos = r->data_off;
 	r->broken = false;
 }
@@ -1352,6 +1413,50 @@ static bool cpu_map_data_ok(const unsigned char *p, size_t len)
 	}
 }
 
+/* ID_INDEX: nr, then nr { id, idx, cpu, tid }, each id one of the file's. */
+static int check_id_index(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+	size_t size = rec->size;
+	uint64_t nr;
+
+	if (size < 16)
+		return fail(r, off, "ID_INDEX record too short (size %u)", rec->size);
+	nr = get64(p + 8);
+	if (nr > (size - 16) / 32)
+		return fail(r, off, "ID_INDEX record lists %llu entries but has room for %zu",
+			    (unsigned long long)nr, (size - 16) / 32);
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t id = get64(p + 16 + i * 32);
+
+		if (!perfrec_pdreader__attr_by_id(r, id))
+			return fail(r, off, "ID_INDEX record names unknown id %llu", (unsigned long long)id);
+	}
+	return 0;
+}
+
+/* EVENT_UPDATE: type, id, then a unit or name string, a double scale, or a cpu map. */
+static int check_event_update(struct perfrec_pdreader *r, const struct perf_event_header *rec, uint64_t off)
+{
+	const unsigned char *p = (const unsigned char *)rec;
+	size_t size = rec->size;
+	uint64_t type, id;
+
+	if (size < 24)
+		return fail(r, off, "EVENT_UPDATE record too short (size %u)", rec->size);
+	type = get64(p + 8);
+	id = get64(p + 16);
+	if (!perfrec_pdreader__attr_by_id(r, id))
+		return fail(r, off, "EVENT_UPDATE record for unknown id %llu", (unsigned long long)id);
+	if ((type == 0 || type == 2) && !memchr(p + 24, '\0', size - 24))
+		return fail(r, off, "EVENT_UPDATE record's %s is not NUL-terminated", type ? "name" : "unit");
+	if (type == 1 && size < 32)
+		return fail(r, off, "EVENT_UPDATE record too short for its scale (size %u)", rec->size);
+	if (type == 3 && !cpu_map_data_ok(p + 24, size - 24))
+		return fail(r, off, "EVENT_UPDATE record's cpu map is of unknown kind or runs past it");
+	return 0;
+}
+
 /*
  * The records perf writes beside the kernel's (types 64 and up): each must
  * hold what perf 6.1 reads from it, or perf script stops at it (ID_INDEX
@@ -1383,24 +1488,8 @@ static int check_user_record(struct perfrec_pdreader *r, const struct perf_event
 		if (size < 8 + 4 + 24 + 1 || !memchr(p + 36, '\0', size - 36))
 			return fail(r, off, "HEADER_BUILD_ID record too short or its file name not NUL-terminated (size %u)", rec->size);
 		return 0;
-	case PERFREC_RECORD_ID_INDEX: {
-		/* nr, then nr { id, idx, cpu, tid } */
-		uint64_t nr;
-
-		if (size < 16)
-			return fail(r, off, "ID_INDEX record too short (size %u)", rec->size);
-		nr = get64(p + 8);
-		if (nr > (size - 16) / 32)
-			return fail(r, off, "ID_INDEX record lists %llu entries but has room for %zu",
-				    (unsigned long long)nr, (size - 16) / 32);
-		for (uint64_t i = 0; i < nr; i++) {
-			uint64_t id = get64(p + 16 + i * 32);
-
-			if (!perfrec_pdreader__attr_by_id(r, id))
-				return fail(r, off, "ID_INDEX record names unknown id %llu", (unsigned long long)id);
-		}
-		return 0;
-	}
+	case PERFREC_RECORD_ID_INDEX:
+		return check_id_index(r, rec, off);
 	case PERFREC_RECORD_AUXTRACE_INFO:
 	case PERFREC_RECORD_AUXTRACE:
 	case PERFREC_RECORD_AUXTRACE_ERROR:
@@ -1429,24 +1518,8 @@ static int check_user_record(struct perfrec_pdreader *r, const struct perf_event
 	case PERFREC_RECORD_STAT:
 	case PERFREC_RECORD_STAT_ROUND:
 		return fail(r, off, "%s record: perf stat counts are not profile data (perf script fails on them)", name);
-	case PERFREC_RECORD_EVENT_UPDATE: {
-		/* type, id, then a unit or name string, a double scale, or a cpu map */
-		uint64_t type, id;
-
-		if (size < 24)
-			return fail(r, off, "EVENT_UPDATE record too short (size %u)", rec->size);
-		type = get64(p + 8);
-		id = get64(p + 16);
-		if (!perfrec_pdreader__attr_by_id(r, id))
-			return fail(r, off, "EVENT_UPDATE record for unknown id %llu", (unsigned long long)id);
-		if ((type == 0 || type == 2) && !memchr(p + 24, '\0', size - 24))
-			return fail(r, off, "EVENT_UPDATE record's %s is not NUL-terminated", type ? "name" : "unit");
-		if (type == 1 && size < 32)
-			return fail(r, off, "EVENT_UPDATE record too short for its scale (size %u)", rec->size);
-		if (type == 3 && !cpu_map_data_ok(p + 24, size - 24))
-			return fail(r, off, "EVENT_UPDATE record's cpu map is of unknown kind or runs past it");
-		return 0;
-	}
+	case PERFREC_RECORD_EVENT_UPDATE:
+		return check_event_update(r, rec, off);
 	case PERFREC_RECORD_TIME_CONV:
 		if (size < 32)
 			return fail(r, off, "TIME_CONV record too short (size %u)", rec->size);

@@ -736,6 +736,143 @@ static int raw_out(struct perfrec_pdwriter *w, const unsigned char *p, size_t le
 }
 
 /*
+ * A whole record of @size bytes at @p, which directly follows the run
+ * (*run, *run_len) of whole records not yet fed: joins the run, or closes
+ * the pending COMPRESSED record first when it would outgrow a chunk, or
+ * goes out raw when it is larger than a chunk itself.
+ */
+static int whole_record(struct perfrec_pdwriter *w, const unsigned char *p, size_t size,
+			const unsigned char **run, size_t *run_len)
+{
+	size_t pending = perfrec_compress__pending(w->zc) + *run_len;
+	int r;
+
+	if (size > PERFREC_COMPRESS_CHUNK) {
+		r = *run_len ? feed(w, *run, *run_len) : 0;
+		if (r == 0)
+			r = perfrec_compress__flush(w->zc, emit_compressed, w);
+		if (r == 0)
+			r = raw_out(w, p, size);
+		if (r < 0)
+			return r;
+		*run_len = 0;
+		return 0;
+	}
+	if (pending && pending + size > PERFREC_COMPRESS_CHUNK) {
+		r = *run_len ? feed(w, *run, *run_len) : 0;
+		if (r == 0)
+			r = perfrec_compress__flush(w->zc, emit_compressed, w);
+		if (r < 0)
+			return r;
+		*run = p;
+		*run_len = 0;
+	}
+	if (!*run_len)
+		*run = p;
+	*run_len += size;
+	return 0;
+}
+
+/*
+ * At a record start that is not whole in this segment: gathers its header
+ * from *p (over several segments if need be), then starts the record,
+ * compressed or raw.  Advances *p and *left past what it took.  Returns 1
+ * when the header shows these are not records after all: from then on the
+ * writer feeds bytes, and the rest of this segment has been fed already.
+ */
+static int start_split_record(struct perfrec_pdwriter *w, const unsigned char **p, size_t *left)
+{
+	struct perf_event_header h;
+	size_t n = sizeof(h) - w->rec_hdr_len;
+	int r;
+
+	if (n > *left)
+		n = *left;
+	memcpy(w->rec_hdr + w->rec_hdr_len, *p, n);
+	w->rec_hdr_len += n;
+	*p += n;
+	*left -= n;
+	if (w->rec_hdr_len < sizeof(h))
+		return 0;
+	memcpy(&h, w->rec_hdr, sizeof(h));
+	w->rec_hdr_len = 0;
+	if (h.size < sizeof(h)) {
+		/* Not records after all: bytes from here on. */
+		w->rec_unsynced = true;
+		r = feed(w, w->rec_hdr, sizeof(h));
+		if (r == 0 && *left)
+			r = feed(w, *p, *left);
+		return r < 0 ? r : 1;
+	}
+	w->rec_raw = h.size > PERFREC_COMPRESS_CHUNK;
+	if (perfrec_compress__pending(w->zc) &&
+	    (w->rec_raw || perfrec_compress__pending(w->zc) + h.size > PERFREC_COMPRESS_CHUNK)) {
+		r = perfrec_compress__flush(w->zc, emit_compressed, w);
+		if (r < 0)
+			return r;
+	}
+	r = w->rec_raw ? raw_out(w, w->rec_hdr, sizeof(h)) : feed(w, w->rec_hdr, sizeof(h));
+	if (r < 0)
+		return r;
+	w->rec_left = h.size - sizeof(h);
+	return 0;
+}
+
+/*
+ * One segment of a write, @left bytes at @p, record by record.  Returns 1
+ * when it found the bytes are not records (see start_split_record()).
+ */
+static int compress_segment(struct perfrec_pdwriter *w, const unsigned char *p, size_t left)
+{
+	/*
+	 * Whole records lying in this segment are fed as one run, not
+	 * two calls per record: each feed costs zstd call overhead and
+	 * thread-CPU-clock reads, which dominated -z at high rates
+	 * (tests/bench/README.md).  The chunk rule is the same.
+	 */
+	const unsigned char *run = p;
+	size_t run_len = 0;
+	int r;
+
+	while (left) {
+		struct perf_event_header h;
+		size_t n;
+
+		if (!w->rec_left && !w->rec_hdr_len && left >= sizeof(h)) {
+			memcpy(&h, p, sizeof(h));
+			if (h.size >= sizeof(h) && h.size <= left) {
+				r = whole_record(w, p, h.size, &run, &run_len);
+				if (r < 0)
+					return r;
+				p += h.size;
+				left -= h.size;
+				continue;
+			}
+		}
+		if (run_len) {
+			r = feed(w, run, run_len);
+			if (r < 0)
+				return r;
+			run_len = 0;
+		}
+		if (w->rec_left) {
+			n = left < w->rec_left ? left : w->rec_left;
+			r = w->rec_raw ? raw_out(w, p, n) : feed(w, p, n);
+			if (r < 0)
+				return r;
+			w->rec_left -= n;
+			p += n;
+			left -= n;
+			continue;
+		}
+		r = start_split_record(w, &p, &left);
+		if (r != 0)
+			return r;
+	}
+	return run_len ? feed(w, run, run_len) : 0;
+}
+
+/*
  * Compress whole records: before a record that would take the pending
  * COMPRESSED record past PERFREC_COMPRESS_CHUNK input bytes, close it.  A
  * record larger than a chunk (a sample with a DWARF stack copy of up to
@@ -750,115 +887,17 @@ static int compress_records(struct perfrec_pdwriter *w, const struct iovec *iov,
 	if (w->rec_unsynced)
 		return perfrec_compress__feed(w->zc, iov, iovcnt, emit_compressed, w);
 	for (int i = 0; i < iovcnt; i++) {
-		const unsigned char *p = iov[i].iov_base;
-		size_t left = iov[i].iov_len;
-		/*
-		 * Whole records lying in this segment are fed as one run, not
-		 * two calls per record: each feed costs zstd call overhead and
-		 * thread-CPU-clock reads, which dominated -z at high rates
-		 * (tests/bench/README.md).  The chunk rule is the same.
-		 */
-		const unsigned char *run = p;
-		size_t run_len = 0;
-
-		while (left) {
-			struct perf_event_header h;
-			size_t n;
-
-			if (!w->rec_left && !w->rec_hdr_len && left >= sizeof(h)) {
-				memcpy(&h, p, sizeof(h));
-				if (h.size >= sizeof(h) && h.size <= left) {
-					size_t pending = perfrec_compress__pending(w->zc) + run_len;
-
-					if (h.size > PERFREC_COMPRESS_CHUNK) {
-						r = run_len ? feed(w, run, run_len) : 0;
-						if (r == 0)
-							r = perfrec_compress__flush(w->zc, emit_compressed, w);
-						if (r == 0)
-							r = raw_out(w, p, h.size);
-						if (r < 0)
-							return r;
-						run_len = 0;
-						p += h.size;
-						left -= h.size;
-						continue;
-					}
-					if (pending && pending + h.size > PERFREC_COMPRESS_CHUNK) {
-						r = run_len ? feed(w, run, run_len) : 0;
-						if (r == 0)
-							r = perfrec_compress__flush(w->zc, emit_compressed, w);
-						if (r < 0)
-							return r;
-						run = p;
-						run_len = 0;
-					}
-					if (!run_len)
-						run = p;
-					run_len += h.size;
-					p += h.size;
-					left -= h.size;
-					continue;
-				}
-			}
-			if (run_len) {
-				r = feed(w, run, run_len);
-				if (r < 0)
-					return r;
-				run_len = 0;
-			}
-			if (w->rec_left) {
-				n = left < w->rec_left ? left : w->rec_left;
-				r = w->rec_raw ? raw_out(w, p, n) : feed(w, p, n);
-				if (r < 0)
-					return r;
-				w->rec_left -= n;
-				p += n;
-				left -= n;
-				continue;
-			}
-			/* At a record start: get its header, maybe from several pieces. */
-			n = sizeof(h) - w->rec_hdr_len;
-			if (n > left)
-				n = left;
-			memcpy(w->rec_hdr + w->rec_hdr_len, p, n);
-			w->rec_hdr_len += n;
-			p += n;
-			left -= n;
-			if (w->rec_hdr_len < sizeof(h))
-				continue;
-			memcpy(&h, w->rec_hdr, sizeof(h));
-			w->rec_hdr_len = 0;
-			if (h.size < sizeof(h)) {
-				/* Not records after all: bytes from here on. */
-				w->rec_unsynced = true;
-				r = feed(w, w->rec_hdr, sizeof(h));
-				if (r == 0 && left)
-					r = feed(w, p, left);
-				if (r < 0)
-					return r;
-				for (int k = i + 1; k < iovcnt; k++) {
-					r = feed(w, iov[k].iov_base, iov[k].iov_len);
-					if (r < 0)
-						return r;
-				}
-				return 0;
-			}
-			w->rec_raw = h.size > PERFREC_COMPRESS_CHUNK;
-			if (perfrec_compress__pending(w->zc) &&
-			    (w->rec_raw || perfrec_compress__pending(w->zc) + h.size > PERFREC_COMPRESS_CHUNK)) {
-				r = perfrec_compress__flush(w->zc, emit_compressed, w);
+		r = compress_segment(w, iov[i].iov_base, iov[i].iov_len);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			/* Bytes, not records: the other segments as they are. */
+			for (int k = i + 1; k < iovcnt; k++) {
+				r = feed(w, iov[k].iov_base, iov[k].iov_len);
 				if (r < 0)
 					return r;
 			}
-			r = w->rec_raw ? raw_out(w, w->rec_hdr, sizeof(h)) : feed(w, w->rec_hdr, sizeof(h));
-			if (r < 0)
-				return r;
-			w->rec_left = h.size - sizeof(h);
-		}
-		if (run_len) {
-			r = feed(w, run, run_len);
-			if (r < 0)
-				return r;
+			return 0;
 		}
 	}
 	return 0;
@@ -1178,54 +1217,32 @@ static int tracked_features(struct perfrec_pdwriter *w)
 	return 0;
 }
 
-int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
+/* HEADER_COMPRESSED from what the compressor took in and gave out. */
+static int set_compressed_feature(struct perfrec_pdwriter *w)
+{
+	struct perfrec_compressed_feature cf = {
+		.version = 0, .type = PERFREC_COMP_ZSTD,
+		.level = (uint32_t)perfrec_compress__level(w->zc),
+		.mmap_len = PERFREC_COMPRESS_MMAP_LEN,
+	};
+	uint64_t in, out;
+
+	perfrec_compress__counters(w->zc, &in, &out, NULL, NULL);
+	cf.ratio = out ? (uint32_t)(in / out) : 0;
+	return perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
+}
+
+/*
+ * The feature table and, after it, each set feature's body, 8-aligned; a
+ * bit in @flags for each.  *ret_end is where the file ends.
+ */
+static int write_features(struct perfrec_pdwriter *w, uint64_t flags[4], uint64_t *ret_end)
 {
 	struct perfrec_file_section *table = NULL;
-	uint64_t flags[4] = {0}, table_off, off;
+	uint64_t table_off, off;
 	size_t nr = 0, k = 0;
-	int r;
+	int r = 0;
 
-	if (!w)
-		return -EINVAL;
-	if (w->finished)
-		return 0;
-	if (w->stream_err)
-		return w->stream_err;
-	r = begin_data(w);
-	if (r < 0)
-		return r;
-	r = flush_all(w);
-	if (r < 0)
-		return r;
-	r = tracked_features(w);
-	if (r < 0)
-		return r;
-	if (w->pipe) {
-		/* Late features trail the data; perf takes them wherever they come. */
-		r = send_features(w);
-		if (r == 0)
-			w->finished = true;
-		return r;
-	}
-	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
-		struct perfrec_compressed_feature cf = {
-			.version = 0, .type = PERFREC_COMP_ZSTD,
-			.level = (uint32_t)perfrec_compress__level(w->zc),
-			.mmap_len = PERFREC_COMPRESS_MMAP_LEN,
-		};
-		uint64_t in, out;
-
-		perfrec_compress__counters(w->zc, &in, &out, NULL, NULL);
-		cf.ratio = out ? (uint32_t)(in / out) : 0;
-		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
-		if (r < 0)
-			return r;
-	}
-	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
-		r = build_event_desc(w);
-		if (r < 0)
-			return r;
-	}
 	for (int f = 1; f < PERFREC_FEAT_BITS; f++)
 		if (w->feats[f].set)
 			nr++;
@@ -1258,31 +1275,70 @@ int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
 		if (r < 0)
 			goto out;
 	}
+	*ret_end = off;
+out:
+	free(table);
+	return r;
+}
+
+int perfrec_pdwriter__finish(struct perfrec_pdwriter *w)
+{
+	uint64_t flags[4] = {0}, end;
+	struct stat st;
+	int r;
+
+	if (!w)
+		return -EINVAL;
+	if (w->finished)
+		return 0;
+	if (w->stream_err)
+		return w->stream_err;
+	r = begin_data(w);
+	if (r < 0)
+		return r;
+	r = flush_all(w);
+	if (r < 0)
+		return r;
+	r = tracked_features(w);
+	if (r < 0)
+		return r;
+	if (w->pipe) {
+		/* Late features trail the data; perf takes them wherever they come. */
+		r = send_features(w);
+		if (r == 0)
+			w->finished = true;
+		return r;
+	}
+	if (w->zc && !w->feats[PERFREC_FEAT_COMPRESSED].set) {
+		r = set_compressed_feature(w);
+		if (r < 0)
+			return r;
+	}
+	if (w->nr_attrs && !w->feats[PERFREC_FEAT_EVENT_DESC].set) {
+		r = build_event_desc(w);
+		if (r < 0)
+			return r;
+	}
+	r = write_features(w, flags, &end);
+	if (r < 0)
+		return r;
 	/*
 	 * Alignment gaps between bodies were never written: on a regular file
 	 * they read as zeros.  Cut whatever a failed earlier write left past
 	 * the end.
 	 */
-	{
-		struct stat st;
-
-		if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(w->fd, (off_t)off) < 0) {
-			r = -errno;
-			goto out;
-		}
-	}
+	if (fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(w->fd, (off_t)end) < 0)
+		return -errno;
 	r = sync_fd(w->fd, true);
 	if (r < 0)
-		goto out;
+		return r;
 	r = write_header(w, w->committed, flags);
 	if (r < 0)
-		goto out;
+		return r;
 	r = sync_fd(w->fd, false);
 	if (r < 0)
-		goto out;
+		return r;
 	w->finished = true;
-out:
-	free(table);
 	return r;
 }
 

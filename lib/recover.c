@@ -353,24 +353,23 @@ static int publish(const char *tmp, const char *dst)
 	return rename_durably(tmp, dst);
 }
 
-static int write_file(struct walk *wk, const struct perfrec_file_header *h, const char *dst,
-		      const struct perfrec_recover_opts *opts, bool source_features)
+/*
+ * The source's attrs (at the file's attr size where our writer can write
+ * it) and its whole records up to wk->pos; *ret_clockid is the first
+ * attr's clock, or -1.
+ */
+static int copy_records(struct walk *wk, const struct perfrec_file_header *h, struct perfrec_pdwriter *w,
+			int *ret_clockid)
 {
-	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
-	struct perfrec_pdwriter *w = NULL;
 	size_t nr_attrs = perfrec_pdreader__nr_attrs(wk->r);
 	uint64_t attr_sz = h->attr_size - sizeof(struct perfrec_file_section);
 	int clockid = -1;
-	char *tmp = NULL;
 	int r;
 
 	/* Keep the file's attr size where our writer can write it. */
 	if (attr_sz < PERF_ATTR_SIZE_VER0 || attr_sz > sizeof(struct perf_event_attr) || attr_sz % 8)
 		attr_sz = sizeof(struct perf_event_attr);
 
-	r = create_output(dst, &w, &tmp);
-	if (r < 0)
-		return r;
 	for (size_t i = 0; i < nr_attrs; i++) {
 		const struct perfrec_pdreader_attr *a = perfrec_pdreader__attr(wk->r, i);
 		struct perf_event_attr attr = a->attr;
@@ -382,15 +381,29 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 		r = perfrec_pdwriter__add_attr(w, &attr, a->ids, a->nr_ids,
 					       a->name && a->name[0] ? a->name : attr_name(&attr, buf, sizeof(buf)));
 		if (r < 0)
-			goto fail;
+			return r;
 	}
 	for (uint64_t off = h->data.offset; off < wk->pos; off += COPY_CHUNK) {
 		uint64_t n = wk->pos - off < COPY_CHUNK ? wk->pos - off : COPY_CHUNK;
 
 		r = perfrec_pdwriter__write(w, wk->buf + off, (size_t)n);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
+	*ret_clockid = clockid;
+	return 0;
+}
+
+/*
+ * The features of the recovered file: this host's, the clock's resolution
+ * for @clockid, the build ids and compression the walk found, then (with
+ * @source_features) those the damaged file still has.
+ */
+static int add_features(struct walk *wk, struct perfrec_pdwriter *w, const struct perfrec_recover_opts *opts,
+			int clockid, bool source_features)
+{
+	struct perfrec_hostinfo_opts ho = { .sz = sizeof(ho) };
+	int r;
 
 	/*
 	 * CLOCK_DATA needs a (wall, clock) pair from when the data was taken,
@@ -406,7 +419,7 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 	}
 	r = perfrec_hostinfo__add_features(w, &ho);
 	if (r < 0)
-		goto fail;
+		return r;
 	if (clockid >= 0) {
 		struct timespec res;
 
@@ -415,12 +428,12 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 
 			r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_CLOCKID, &ns, sizeof(ns));
 			if (r < 0)
-				goto fail;
+				return r;
 		}
 	}
 	r = perfrec_buildid_table__add_feature(wk->bt, w);
 	if (r < 0)
-		goto fail;
+		return r;
 	if (wk->compressed) {
 		/* A .tmp has no HEADER_COMPRESSED yet; readers need its mmap_len. */
 		struct perfrec_compressed_feature cf = {
@@ -431,7 +444,7 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 
 		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_COMPRESSED, &cf, sizeof(cf));
 		if (r < 0)
-			goto fail;
+			return r;
 	}
 	/*
 	 * A damaged finished file may still carry its own features: they describe
@@ -448,8 +461,28 @@ static int write_file(struct walk *wk, const struct perfrec_file_header *h, cons
 			continue;
 		r = perfrec_pdwriter__set_feature(w, f, body, len);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
+	return 0;
+}
+
+static int write_file(struct walk *wk, const struct perfrec_file_header *h, const char *dst,
+		      const struct perfrec_recover_opts *opts, bool source_features)
+{
+	struct perfrec_pdwriter *w = NULL;
+	int clockid = -1;
+	char *tmp = NULL;
+	int r;
+
+	r = create_output(dst, &w, &tmp);
+	if (r < 0)
+		return r;
+	r = copy_records(wk, h, w, &clockid);
+	if (r < 0)
+		goto fail;
+	r = add_features(wk, w, opts, clockid, source_features);
+	if (r < 0)
+		goto fail;
 	r = perfrec_pdwriter__finish(w); /* and fsync */
 	if (r < 0)
 		goto fail;

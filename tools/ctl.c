@@ -589,13 +589,84 @@ static void on_stop(int sig)
 	stream_stop = 1;
 }
 
+/*
+ * Copies whole records from the daemon's @fd to stdout until perfrecd's
+ * end, a stop (SIGINT, SIGTERM) or a fault; sets *bad when perfrecd sent
+ * something that is not a perf stream.  Returns 0 or why stdout failed.
+ */
+static int stream_copy(int fd, struct stream_in *s, bool *bad)
+{
+	int out_err = 0;
+
+	while (!*bad && !s->ended && !stream_stop) {
+		ssize_t n;
+
+		*bad = !stream_parse(s);
+		if (*bad || s->ended)
+			break;
+		/* Whole records out; the start of the next one stays. */
+		if (s->pos) {
+			out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
+			if (out_err < 0)
+				break;
+			memmove(s->buf, s->buf + s->pos, s->len - s->pos);
+			s->len -= s->pos;
+			s->pos = 0;
+		}
+		n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+		if (n < 0 && errno == EINTR)
+			continue; /* stream_stop is looked at first */
+		if (n <= 0)
+			break;
+		s->len += (size_t)n;
+	}
+	return out_err;
+}
+
+/*
+ * How the stream ended, said on stderr, as the exit status: @r is what the
+ * reply to Subscribe gave, @bad and @out_err what stream_copy() found.
+ */
+static int stream_verdict(int r, const struct stream_in *s, bool bad, int out_err)
+{
+	struct json_object *p;
+	const char *why;
+
+	if (r) {
+		/* check_error() said it */
+	} else if (stream_stop && !s->ended && out_err == 0) {
+		r = 0; /* interrupted: the output ends with the last whole record */
+	} else if (out_err == -EPIPE) {
+		r = 0; /* the reader went away: done, as perf record -o - | head */
+	} else if (out_err < 0) {
+		fprintf(stderr, "perfrecctl: cannot write the stream to stdout: %s\n", strerror(-out_err));
+		r = EXIT_BAD;
+	} else if (bad) {
+		fprintf(stderr, "perfrecctl: perfrecd at %s sent something that is not a perf stream; stopped\n", sock());
+		r = EXIT_BAD;
+	} else if (!s->ended) {
+		fprintf(stderr, "perfrecctl: the stream from %s ended without perfrecd's end%s\n", sock(),
+			s->len ? "; an unfinished record was left out" : "");
+		r = EXIT_BAD;
+	} else if (json_object_object_get_ex(s->end, "error", NULL)) {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: perfrecd cut the stream short: %s\n", why ? why : "no reason given");
+		r = EXIT_BAD;
+	} else {
+		json_object_object_get_ex(s->end, "parameters", &p);
+		why = p ? gets_(p, "reason") : NULL;
+		fprintf(stderr, "perfrecctl: the stream ended: %s\n", why ? why : "perfrecd closed it");
+	}
+	return r;
+}
+
 int cmd_ctl_stream(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: read() returns */
-	struct json_object *reply, *p;
+	struct json_object *reply;
 	struct stream_in *s;
 	char *rest = NULL;
-	const char *why;
 	size_t rest_len = 0;
 	bool bad = false;
 	int fd, r, out_err = 0;
@@ -642,57 +713,12 @@ int cmd_ctl_stream(int argc, char **argv)
 		bad = true;
 	}
 	free(rest);
-	while (r == 0 && !bad && !s->ended && !stream_stop) {
-		ssize_t n;
-
-		bad = !stream_parse(s);
-		if (bad || s->ended)
-			break;
-		/* Whole records out; the start of the next one stays. */
-		if (s->pos) {
-			out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
-			if (out_err < 0)
-				break;
-			memmove(s->buf, s->buf + s->pos, s->len - s->pos);
-			s->len -= s->pos;
-			s->pos = 0;
-		}
-		n = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
-		if (n < 0 && errno == EINTR)
-			continue; /* stream_stop is looked at first */
-		if (n <= 0)
-			break;
-		s->len += (size_t)n;
-	}
+	if (r == 0)
+		out_err = stream_copy(fd, s, &bad);
 	close(fd);
 	if (r == 0 && s->ended && s->pos && out_err == 0)
 		out_err = write_all(STDOUT_FILENO, s->buf, s->pos);
-	if (r) {
-		/* check_error() said it */
-	} else if (stream_stop && !s->ended && out_err == 0) {
-		r = 0; /* interrupted: the output ends with the last whole record */
-	} else if (out_err == -EPIPE) {
-		r = 0; /* the reader went away: done, as perf record -o - | head */
-	} else if (out_err < 0) {
-		fprintf(stderr, "perfrecctl: cannot write the stream to stdout: %s\n", strerror(-out_err));
-		r = EXIT_BAD;
-	} else if (bad) {
-		fprintf(stderr, "perfrecctl: perfrecd at %s sent something that is not a perf stream; stopped\n", sock());
-		r = EXIT_BAD;
-	} else if (!s->ended) {
-		fprintf(stderr, "perfrecctl: the stream from %s ended without perfrecd's end%s\n", sock(),
-			s->len ? "; an unfinished record was left out" : "");
-		r = EXIT_BAD;
-	} else if (json_object_object_get_ex(s->end, "error", NULL)) {
-		json_object_object_get_ex(s->end, "parameters", &p);
-		why = p ? gets_(p, "reason") : NULL;
-		fprintf(stderr, "perfrecctl: perfrecd cut the stream short: %s\n", why ? why : "no reason given");
-		r = EXIT_BAD;
-	} else {
-		json_object_object_get_ex(s->end, "parameters", &p);
-		why = p ? gets_(p, "reason") : NULL;
-		fprintf(stderr, "perfrecctl: the stream ended: %s\n", why ? why : "perfrecd closed it");
-	}
+	r = stream_verdict(r, s, bad, out_err);
 	json_object_put(s->end);
 	free(s);
 	return r;

@@ -1105,6 +1105,112 @@ static int list_inputs(const struct cut *c, const char *const *paths, size_t np,
 	return 0;
 }
 
+/* The window on stderr, in UTC and local time, before the work starts. */
+static void say_window(const struct cut *c)
+{
+	char a[64], b[64], la[64], lb[64];
+
+	fmt(c->from, true, a, sizeof(a));
+	fmt(c->to, true, b, sizeof(b));
+	fmt(c->from, false, la, sizeof(la));
+	fmt(c->to, false, lb, sizeof(lb));
+	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
+		(double)(c->to - c->from) / 1e9);
+}
+
+/* The events, build ids and BPF programs of the @nu inputs, merged into @c: 0 or an exit status. */
+static int merge_inputs(struct cut *c, const struct window_file **used, struct perfrec_pdreader **readers,
+			size_t nu)
+{
+	for (size_t i = 0; i < nu; i++) {
+		int r = merge_attrs(c, used[i], readers[i]);
+
+		if (r == 0)
+			r = merge_buildids(c, readers[i]);
+		if (r == 0)
+			r = merge_bpf(c, readers[i]);
+		if (r < 0)
+			return r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
+	}
+	return 0;
+}
+
+/* The merged events into the output. */
+static int write_events(struct cut *c, struct perfrec_pdwriter *w)
+{
+	for (size_t i = 0; i < c->nr_attrs; i++) {
+		int r;
+
+		/* The writer takes one attr size: the largest, zero-extended (the reader did). */
+		c->attrs[i].attr.size = c->attr_size;
+		r = perfrec_pdwriter__add_attr(w, &c->attrs[i].attr, c->attrs[i].ids, c->attrs[i].nr_ids,
+					       c->attrs[i].name);
+		if (r < 0) {
+			fprintf(stderr, "perfrecctl cut: cannot write the events: %s\n", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The window's records of each input into the output (@tmp, for messages).
+ * A damaged input gives what it has up to the damage; failing to write
+ * is an error.
+ */
+static int copy_inputs(struct cut *c, const struct window_file **used, struct perfrec_pdreader **readers,
+		       size_t nu, struct perfrec_pdwriter *w, const char *tmp)
+{
+	for (size_t i = 0; i < nu; i++) {
+		uint64_t n = 0, off;
+		int r = copy_file(c, used[i], readers[i], w, &n);
+
+		if (r < 0) {
+			if (r == -EBADMSG) {
+				const char *why = perfrec_pdreader__error(readers[i], &off);
+
+				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
+					used[i]->path, why, (unsigned long long)off);
+			} else {
+				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
+				return r;
+			}
+		}
+		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
+			used[i]->label ? used[i]->label : base(used[i]->path),
+			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
+	}
+	return 0;
+}
+
+/* What was written, once it is in place. */
+static void say_written(const struct cut *c, size_t nu)
+{
+	char f[64], t[64];
+
+	fmt(c->from, true, f, sizeof(f));
+	fmt(c->to, true, t, sizeof(t));
+	fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s, "
+		"window %s to %s\n", c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s", f, t);
+	if (c->dup_samples)
+		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
+			c->dup_samples);
+}
+
+/* Closes the @nf readers and removes the unwound copies of inputs (arrays may be NULL). */
+static void free_inputs(struct perfrec_pdreader **readers, char **unwound, size_t nf)
+{
+	for (size_t i = 0; readers && i < nf; i++)
+		perfrec_pdreader__free(readers[i]);
+	free(readers);
+	for (size_t i = 0; unwound && i < nf; i++) {
+		if (unwound[i])
+			unlink(unwound[i]);
+		free(unwound[i]);
+	}
+	free(unwound);
+}
+
 static int run(struct cut *c, const char *const *paths, size_t np, bool force, int level, bool live)
 {
 	struct window_listing l = { 0 };
@@ -1114,7 +1220,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	struct perfrec_pdwriter *w = NULL;
 	char **unwound = NULL;
 	struct output_file of = { .fd = -1, .dirfd = -1 };
-	char *snap = NULL, a[64], b[64], la[64], lb[64];
+	char *snap = NULL;
 	const char *tmp = NULL;
 	size_t nf = 0, nu = 0;
 	int r, rc = EXIT_USAGE;
@@ -1123,12 +1229,7 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 		return EXIT_USAGE;
 	files = l.files;
 	nf = l.nr;
-	fmt(c->from, true, a, sizeof(a));
-	fmt(c->to, true, b, sizeof(b));
-	fmt(c->from, false, la, sizeof(la));
-	fmt(c->to, false, lb, sizeof(lb));
-	fprintf(stderr, "perfrecctl cut: window %s .. %s (local %s .. %s), %.3f s\n", a, b, la, lb,
-		(double)(c->to - c->from) / 1e9);
+	say_window(c);
 	used = calloc(nf + 1, sizeof(*used));
 	readers = calloc(nf + 1, sizeof(*readers));
 	unwound = calloc(nf + 1, sizeof(*unwound));
@@ -1137,11 +1238,9 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = check_gone(c, &l);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
 	rc = open_inputs(c, files, nf, used, readers, &nu);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
 	if (nu == 0) {
 		rc = nothing_recorded(c, files, nf);
 		goto out;
@@ -1149,53 +1248,18 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 	rc = unwind_raw_inputs(used, readers, nu, unwound);
 	if (rc)
 		goto out;
-	rc = EXIT_USAGE;
-	for (size_t i = 0; i < nu; i++) {
-		r = merge_attrs(c, used[i], readers[i]);
-		if (r == 0)
-			r = merge_buildids(c, readers[i]);
-		if (r == 0)
-			r = merge_bpf(c, readers[i]);
-		if (r < 0) {
-			rc = r == -ENOMEM ? EXIT_USAGE : EXIT_BAD;
-			goto out;
-		}
-	}
+	rc = merge_inputs(c, used, readers, nu);
+	if (rc)
+		goto out;
 	r = open_out(c->out_path, force, level, &of, &w);
 	tmp = of.tmp_path;
 	if (r < 0) {
 		rc = r == -EEXIST ? EXIT_BAD : EXIT_USAGE;
 		goto out;
 	}
-	for (size_t i = 0; i < c->nr_attrs; i++) {
-		/* The writer takes one attr size: the largest, zero-extended (the reader did). */
-		c->attrs[i].attr.size = c->attr_size;
-		r = perfrec_pdwriter__add_attr(w, &c->attrs[i].attr, c->attrs[i].ids, c->attrs[i].nr_ids,
-					       c->attrs[i].name);
-		if (r < 0) {
-			fprintf(stderr, "perfrecctl cut: cannot write the events: %s\n", strerror(-r));
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < nu; i++) {
-		uint64_t n = 0, off;
-
-		r = copy_file(c, used[i], readers[i], w, &n);
-		if (r < 0) {
-			if (r == -EBADMSG) {
-				const char *why = perfrec_pdreader__error(readers[i], &off);
-
-				fprintf(stderr, "perfrecctl cut: %s: %s at offset %llu; the rest of it is left out\n",
-					used[i]->path, why, (unsigned long long)off);
-			} else {
-				fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", tmp, strerror(-r));
-				goto out;
-			}
-		}
-		fprintf(stderr, "perfrecctl cut: used %s%s: %" PRIu64 " samples in the window\n",
-			used[i]->label ? used[i]->label : base(used[i]->path),
-			!used[i]->label && used[i]->being_written ? " (being written)" : "", n);
-	}
+	rc = EXIT_USAGE;
+	if (write_events(c, w) < 0 || copy_inputs(c, used, readers, nu, w, tmp) < 0)
+		goto out;
 	rc = live ? check_live_tail(c, used, nu) : 0;
 	if (rc)
 		goto out;
@@ -1225,30 +1289,12 @@ static int run(struct cut *c, const char *const *paths, size_t np, bool force, i
 			r == -EEXIST ? "it appeared meanwhile; not overwritten without --force" : strerror(-r));
 		goto out;
 	}
-	{
-		char f[64], t[64];
-
-		fmt(c->from, true, f, sizeof(f));
-		fmt(c->to, true, t, sizeof(t));
-		fprintf(stderr, "perfrecctl cut: wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, from %zu file%s, "
-			"window %s to %s\n", c->out_path, c->samples, c->lost, nu, nu == 1 ? "" : "s", f, t);
-	}
-	if (c->dup_samples)
-		fprintf(stderr, "perfrecctl cut: %" PRIu64 " samples found in two inputs were kept once\n",
-			c->dup_samples);
+	say_written(c, nu);
 	rc = 0;
 out:
 	perfrec_pdwriter__free(w, false);
 	output_file_discard(&of);
-	for (size_t i = 0; readers && i < nf; i++)
-		perfrec_pdreader__free(readers[i]);
-	free(readers);
-	for (size_t i = 0; unwound && i < nf; i++) {
-		if (unwound[i])
-			unlink(unwound[i]);
-		free(unwound[i]);
-	}
-	free(unwound);
+	free_inputs(readers, unwound, nf);
 	free(used);
 	window_listing_free(&l);
 	if (snap)
@@ -1257,106 +1303,139 @@ out:
 	return rc;
 }
 
-int cmd_cut(int argc, char **argv)
-{
-	struct cut c = { .out_path = "perf.data" };
-	const char **paths = calloc((size_t)argc + 1, sizeof(*paths));
-	char **bargv = calloc((size_t)argc + 2, sizeof(*bargv));
-	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
-	bool bucket = false, have_dir = false;
-	int bargc = 1;
-	const char *from_s = NULL, *to_s = NULL, *at_s = NULL, *around_s = NULL;
-	bool force = false, live = true;
-	uint64_t now, at = 0, around = 30 * NSEC;
-	struct timespec ts;
-	char *def = NULL;
-	size_t np = 0;
-	int level = 0, rc;
+/* The command line of cut, before the window is worked out. */
+struct cut_args {
+	const char **paths;
+	size_t np;
+	char **bargv;           /* "cut" then --bucket and its options, for perfrecctl_fetch_window() */
+	int bargc;
+	const char *from_s, *to_s, *at_s, *around_s;
+	bool bucket, force, live;
+	int level;
+};
 
-	if (!paths || !bargv) {
-		free(paths);
-		free(bargv);
-		return EXIT_USAGE;
-	}
-	bargv[0] = argv[0];
+/* Options into @a (and -o into @c); -EINVAL, said on stderr, for a usage error. */
+static int parse_cut_args(int argc, char **argv, struct cut *c, struct cut_args *a)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
-		const char **slot = !strcmp(o, "--from") ? &from_s : !strcmp(o, "--to") ? &to_s
-				   : !strcmp(o, "--at") ? &at_s : !strcmp(o, "--around") ? &around_s
-				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c.out_path : NULL;
+		const char **slot = !strcmp(o, "--from") ? &a->from_s : !strcmp(o, "--to") ? &a->to_s
+				   : !strcmp(o, "--at") ? &a->at_s : !strcmp(o, "--around") ? &a->around_s
+				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c->out_path : NULL;
 
 		if (perfrecctl_is_bucket_opt(o)) {
 			/* --bucket URL [--host H] [--label K=V]...: for fetch_window() */
 			if (i + 1 >= argc) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
-			bucket |= !strcmp(o, "--bucket");
-			bargv[bargc++] = argv[i++];
-			bargv[bargc++] = argv[i];
+			a->bucket |= !strcmp(o, "--bucket");
+			a->bargv[a->bargc++] = argv[i++];
+			a->bargv[a->bargc++] = argv[i];
 		} else if (slot) {
 			if (++i >= argc) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
 			*slot = argv[i];
 		} else if (!strcmp(o, "--container") || !strcmp(o, "--pod") || !strcmp(o, "--unit")) {
 			if (++i >= argc || !*argv[i]) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
-			*(o[2] == 'c' ? &c.select.container : o[2] == 'p' ? &c.select.pod : &c.select.unit) = argv[i];
+			*(o[2] == 'c' ? &c->select.container : o[2] == 'p' ? &c->select.pod : &c->select.unit) = argv[i];
 		} else if (!strcmp(o, "-z")) {
-			level = 3;
+			a->level = 3;
 		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
-			force = true;
+			a->force = true;
 		} else if (!strcmp(o, "--no-live")) {
-			live = false;
+			a->live = false;
 		} else if (o[0] == '-' && o[1]) {
 			fprintf(stderr, "perfrecctl cut: unknown option '%s'\n", o);
-			goto usage;
+			return -EINVAL;
 		} else {
-			paths[np++] = o;
+			a->paths[a->np++] = o;
 		}
 	}
-	if (!!at_s == !!(from_s || to_s) || (from_s && !to_s) || (to_s && !from_s) || (around_s && !at_s)) {
+	if (!!a->at_s == !!(a->from_s || a->to_s) || (a->from_s && !a->to_s) || (a->to_s && !a->from_s) ||
+	    (a->around_s && !a->at_s)) {
 		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
-		goto usage;
+		return -EINVAL;
 	}
-	if (bargc > 1 && !bucket) {
-		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", bargv[1]);
-		goto usage;
+	if (a->bargc > 1 && !a->bucket) {
+		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", a->bargv[1]);
+		return -EINVAL;
 	}
-	if (bucket && np) {
-		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", paths[0]);
-		goto usage;
+	if (a->bucket && a->np) {
+		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", a->paths[0]);
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* c->from and c->to from --from/--to or --at/--around; -EINVAL, said on stderr, if bad. */
+static int cut_window(struct cut *c, const struct cut_args *a)
+{
+	uint64_t now, at = 0, around = 30 * NSEC;
+	struct timespec ts;
+
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-	rc = EXIT_USAGE;
-	if (at_s) {
+	if (a->at_s) {
 		char err[256];
 
-		if (parse_time_arg("--at", at_s, now, &at) < 0)
-			goto out;
-		if (around_s && perfrec_timespec__parse_duration(around_s, &around, err, sizeof(err)) < 0) {
+		if (parse_time_arg("--at", a->at_s, now, &at) < 0)
+			return -EINVAL;
+		if (a->around_s && perfrec_timespec__parse_duration(a->around_s, &around, err, sizeof(err)) < 0) {
 			fprintf(stderr, "perfrecctl cut: --around: %s\n", err);
-			goto out;
+			return -EINVAL;
 		}
-		c.from = at > around ? at - around : 0;
-		c.to = at + around;
-	} else if (parse_time_arg("--from", from_s, now, &c.from) < 0 || parse_time_arg("--to", to_s, now, &c.to) < 0) {
-		goto out;
+		c->from = at > around ? at - around : 0;
+		c->to = at + around;
+	} else if (parse_time_arg("--from", a->from_s, now, &c->from) < 0 ||
+		   parse_time_arg("--to", a->to_s, now, &c->to) < 0) {
+		return -EINVAL;
 	}
-	if (c.to <= c.from) {
-		char a[64], b[64];
+	if (c->to <= c->from) {
+		char f[64], t[64];
 
-		fmt(c.from, true, a, sizeof(a));
-		fmt(c.to, true, b, sizeof(b));
-		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", b, a);
-		goto out;
+		fmt(c->from, true, f, sizeof(f));
+		fmt(c->to, true, t, sizeof(t));
+		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", t, f);
+		return -EINVAL;
 	}
-	if (bucket) {
+	return 0;
+}
+
+int cmd_cut(int argc, char **argv)
+{
+	struct cut c = { .out_path = "perf.data" };
+	struct cut_args a = {
+		.paths = calloc((size_t)argc + 1, sizeof(*a.paths)),
+		.bargv = calloc((size_t)argc + 2, sizeof(*a.bargv)),
+		.bargc = 1,
+		.live = true,
+	};
+	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
+	bool have_dir = false;
+	char *def = NULL;
+	int rc;
+
+	if (!a.paths || !a.bargv) {
+		free(a.paths);
+		free(a.bargv);
+		return EXIT_USAGE;
+	}
+	a.bargv[0] = argv[0];
+	if (parse_cut_args(argc, argv, &c, &a) < 0) {
+		free(a.paths);
+		free(a.bargv);
+		return perfrecctl_usage("cut");
+	}
+	rc = EXIT_USAGE;
+	if (cut_window(&c, &a) < 0)
+		goto out;
+	if (a.bucket) {
 		/* The fleet's files of the window, downloaded and checked, then cut as local ones. */
 		size_t nr = 0;
 
@@ -1365,16 +1444,16 @@ int cmd_cut(int argc, char **argv)
 			goto out;
 		}
 		have_dir = true;
-		rc = perfrecctl_fetch_window("cut", bargc, bargv, c.from, c.to, bucket_dir, &nr);
+		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, &nr);
 		if (rc)
 			goto out;
-		paths[np++] = bucket_dir;
-		live = false;
-	} else if (np == 0) {
+		a.paths[a.np++] = bucket_dir;
+		a.live = false;
+	} else if (a.np == 0) {
 		def = perfrecctl_recordings_dir("cut");
-		paths[np++] = def;
+		a.paths[a.np++] = def;
 	}
-	rc = run(&c, paths, np, force, level, live);
+	rc = run(&c, a.paths, a.np, a.force, a.level, a.live);
 out:
 	if (have_dir)
 		remove_dir(bucket_dir);
@@ -1388,11 +1467,7 @@ out:
 	free(c.buildids);
 	perfrec_bpfmeta__free(c.bpf);
 	free(def);
-	free(paths);
-	free(bargv);
+	free(a.paths);
+	free(a.bargv);
 	return rc;
-usage:
-	free(paths);
-	free(bargv);
-	return perfrecctl_usage("cut");
 }

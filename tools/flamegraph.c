@@ -1032,17 +1032,16 @@ static const char svg_script[] =
 	"})();\n"
 	"]]></script>\n";
 
-int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *const *bases,
-			  size_t nr, const struct fg_svg_opts *o, FILE *f)
+/*
+ * Lays out the graphs one under another, @width pixels wide: sets each
+ * one's scale, rows and top; *ret_any_diff when one has a base.  Returns
+ * the SVG's height.
+ */
+static unsigned layout_graphs(struct svg_ctx *cs, struct fg_tree *const *trees, const struct fg_tree *const *bases,
+			      size_t nr, const struct fg_svg_opts *o, unsigned width, FILE *f, bool *ret_any_diff)
 {
-	unsigned width = o && o->width ? o->width : 1200, y, height = 0;
-	struct svg_ctx *cs = calloc(nr ? nr : 1, sizeof(*cs));
-	bool any_diff = false;
+	unsigned y = o && o->subtitle ? 80 : 64;
 
-	if (!cs)
-		return -ENOMEM;
-	/* Layout first: the SVG's height goes in its first line. */
-	y = o && o->subtitle ? 80 : 64;
 	for (size_t i = 0; i < nr; i++) {
 		struct svg_ctx *c = &cs[i];
 
@@ -1057,7 +1056,7 @@ int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *co
 			c->min_w = 1;
 		c->rows = drawn_rows(c, &c->t->root);
 		if (c->base) {
-			any_diff = true;
+			*ret_any_diff = true;
 			max_change(c, &c->t->root, 0);
 		}
 		c->top = y + 24;
@@ -1067,7 +1066,13 @@ int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *co
 		if (c->t->truncated)
 			y += 16;
 	}
-	height = y + 40;
+	return y + 40;
+}
+
+/* The SVG's opening, style, title and buttons. */
+static void write_svg_head(FILE *f, const struct fg_svg_opts *o, unsigned width, unsigned height, bool any_diff)
+{
+	unsigned y;
 
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\" "
@@ -1092,44 +1097,63 @@ int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *co
 	if (any_diff)
 		fprintf(f, "<text x=\"%u\" y=\"%u\" style=\"text-anchor: middle; fill: #555\">widths: this window; "
 			"red: share grew, blue: shrank (against the base); dashed: not in the base</text>\n", width / 2, y);
+}
 
-	for (size_t i = 0; i < nr; i++) {
-		struct svg_ctx *c = &cs[i];
-		const struct fg_tree *t = c->t;
+/* One event's graph: its heading, frames, what is gone since the base, what was cut. */
+static void write_graph(struct svg_ctx *c, unsigned width)
+{
+	const struct fg_tree *t = c->t;
+	FILE *f = c->f;
+	unsigned y;
 
-		fprintf(f, "<g class=\"graph\" event=\"");
-		fg_xml_escape(f, t->event);
-		fprintf(f, "\" total=\"%" PRIu64 "\" samples=\"%" PRIu64 "\" icicle=\"%d\">\n",
-			t->root.weight, t->root.samples, c->icicle);
-		fprintf(f, "<text x=\"%u\" y=\"%u\" style=\"font-weight: bold\">", XPAD, c->top - 8);
-		fg_xml_escape(f, t->event);
-		fprintf(f, ": %" PRIu64 " samples", t->root.samples);
-		if (t->root.weight != t->root.samples)
-			fprintf(f, ", %" PRIu64 " %s", t->root.weight, c->unit);
-		fprintf(f, "</text><text class=\"m\" x=\"%u\" y=\"%u\"></text>\n", width - XPAD, c->top - 8);
-		write_frame(c, &t->root, 0, 0);
-		y = c->top + c->rows * FRAME_H + 8;
-		if (c->base) {
-			struct gone g[8];
-			size_t n = 0;
+	fprintf(f, "<g class=\"graph\" event=\"");
+	fg_xml_escape(f, t->event);
+	fprintf(f, "\" total=\"%" PRIu64 "\" samples=\"%" PRIu64 "\" icicle=\"%d\">\n",
+		t->root.weight, t->root.samples, c->icicle);
+	fprintf(f, "<text x=\"%u\" y=\"%u\" style=\"font-weight: bold\">", XPAD, c->top - 8);
+	fg_xml_escape(f, t->event);
+	fprintf(f, ": %" PRIu64 " samples", t->root.samples);
+	if (t->root.weight != t->root.samples)
+		fprintf(f, ", %" PRIu64 " %s", t->root.weight, c->unit);
+	fprintf(f, "</text><text class=\"m\" x=\"%u\" y=\"%u\"></text>\n", width - XPAD, c->top - 8);
+	write_frame(c, &t->root, 0, 0);
+	y = c->top + c->rows * FRAME_H + 8;
+	if (c->base) {
+		struct gone g[8];
+		size_t n = 0;
 
-			collect_gone(&c->base->root, &t->root, c->base, g, &n, 8);
-			fprintf(f, "<text class=\"gone\" x=\"%u\" y=\"%u\">Only in the base: ", XPAD, y + 8);
-			if (!n)
-				fputs("nothing", f);
-			for (size_t j = 0; j < n; j++) {
-				fputs(j ? ", " : "", f);
-				fg_xml_escape(f, g[j].n->name);
-				fprintf(f, " (%.2f%%)", 100.0 * g[j].share);
-			}
-			fputs("</text>\n", f);
-			y += 20;
+		collect_gone(&c->base->root, &t->root, c->base, g, &n, 8);
+		fprintf(f, "<text class=\"gone\" x=\"%u\" y=\"%u\">Only in the base: ", XPAD, y + 8);
+		if (!n)
+			fputs("nothing", f);
+		for (size_t j = 0; j < n; j++) {
+			fputs(j ? ", " : "", f);
+			fg_xml_escape(f, g[j].n->name);
+			fprintf(f, " (%.2f%%)", 100.0 * g[j].share);
 		}
-		if (t->truncated)
-			fprintf(f, "<text x=\"%u\" y=\"%u\">%" PRIu64 " stacks deeper than %u frames were cut "
-				"([truncated])</text>\n", XPAD, y + 8, t->truncated, FG_MAX_DEPTH);
-		fputs("</g>\n", f);
+		fputs("</text>\n", f);
+		y += 20;
 	}
+	if (t->truncated)
+		fprintf(f, "<text x=\"%u\" y=\"%u\">%" PRIu64 " stacks deeper than %u frames were cut "
+			"([truncated])</text>\n", XPAD, y + 8, t->truncated, FG_MAX_DEPTH);
+	fputs("</g>\n", f);
+}
+
+int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *const *bases,
+			  size_t nr, const struct fg_svg_opts *o, FILE *f)
+{
+	unsigned width = o && o->width ? o->width : 1200, height;
+	struct svg_ctx *cs = calloc(nr ? nr : 1, sizeof(*cs));
+	bool any_diff = false;
+
+	if (!cs)
+		return -ENOMEM;
+	/* Layout first: the SVG's height goes in its first line. */
+	height = layout_graphs(cs, trees, bases, nr, o, width, f, &any_diff);
+	write_svg_head(f, o, width, height, any_diff);
+	for (size_t i = 0; i < nr; i++)
+		write_graph(&cs[i], width);
 	fprintf(f, "<text id=\"details\" x=\"%u\" y=\"%u\"> </text>\n", XPAD, height - 14);
 	fputs(svg_script, f);
 	fputs("</svg>\n", f);

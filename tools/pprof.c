@@ -635,34 +635,70 @@ static int cgroup_labels(struct pprof *p, const char *path, Perfrec__Pprof__Labe
 	return 0;
 }
 
-/* Pack the tables into a profile; *@ret_buf is malloc()ed. */
-static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
-{
-	size_t nev = p->events.nr, ncols = 2 * (nev ? nev : 1);
-	Perfrec__Pprof__Profile prof = PERFREC__PPROF__PROFILE__INIT;
-	Perfrec__Pprof__ValueType *vt = calloc(ncols, sizeof(*vt)), **vtp = calloc(ncols, sizeof(*vtp));
-	Perfrec__Pprof__ValueType period_type = PERFREC__PPROF__VALUE_TYPE__INIT;
-	Perfrec__Pprof__Sample *sm = calloc(p->samples.nr + 1, sizeof(*sm)), **smp = calloc(p->samples.nr + 1, sizeof(*smp));
-	size_t nsets = p->label_sets.nr;
-	Perfrec__Pprof__Label *lb = calloc(NR_LABELS * nsets + 1, sizeof(*lb));
-	Perfrec__Pprof__Label **lbp = calloc(NR_LABELS * nsets + 1, sizeof(*lbp));
-	size_t *nlabels = calloc(nsets + 1, sizeof(*nlabels));
-	int64_t *vals = calloc(ncols * p->samples.nr + 1, sizeof(*vals));
-	Perfrec__Pprof__Mapping *mp = calloc(p->maps.nr + 1, sizeof(*mp)), **mpp = calloc(p->maps.nr + 1, sizeof(*mpp));
-	Perfrec__Pprof__Location *lc = calloc(p->locs.nr + 1, sizeof(*lc)), **lcp = calloc(p->locs.nr + 1, sizeof(*lcp));
-	Perfrec__Pprof__Line *ln = calloc(p->lines.nr + 1, sizeof(*ln)), **lnp = calloc(p->lines.nr + 1, sizeof(*lnp));
-	Perfrec__Pprof__Function *fn = calloc(p->fns.nr + 1, sizeof(*fn)), **fnp = calloc(p->fns.nr + 1, sizeof(*fnp));
-	int64_t k_pid = str_id(p, "pid"), k_tid = str_id(p, "tid"), k_comm = str_id(p, "comm");
-	int64_t k_cpu = str_id(p, "cpu"), k_cgroup = str_id(p, "cgroup");
-	int64_t default_type = -1;
-	size_t len;
-	uint8_t *buf;
-	int ret = -ENOMEM;
+/*
+ * The profile message being packed: its arrays point into the tables of
+ * a struct pprof, which must outlive it.  Freed by pack_free().
+ */
+struct pack {
+	Perfrec__Pprof__Profile prof;
+	size_t ncols;           /* two values (count, then period) per event */
+	Perfrec__Pprof__ValueType *vt, **vtp, period_type;
+	Perfrec__Pprof__Sample *sm, **smp;
+	Perfrec__Pprof__Label *lb, **lbp;
+	size_t *nlabels;        /* labels in each label set */
+	int64_t *vals;
+	Perfrec__Pprof__Mapping *mp, **mpp;
+	Perfrec__Pprof__Location *lc, **lcp;
+	Perfrec__Pprof__Line *ln, **lnp;
+	Perfrec__Pprof__Function *fn, **fnp;
+};
 
-	if (!vt || !vtp || !sm || !smp || !lb || !lbp || !nlabels || !vals || !mp || !mpp || !lc || !lcp || !ln || !lnp ||
-	    !fn || !fnp || k_pid < 0 || k_tid < 0 || k_comm < 0 || k_cpu < 0 || k_cgroup < 0)
-		goto out;
-	for (size_t e = 0; e < ncols / 2; e++) {
+/* The string ids of the labels every sample may carry. */
+struct label_keys {
+	int64_t pid, tid, comm, cpu, cgroup;
+};
+
+static void pack_free(struct pack *k)
+{
+	free(k->vt); free(k->vtp); free(k->sm); free(k->smp); free(k->lb); free(k->lbp); free(k->nlabels); free(k->vals);
+	free(k->mp); free(k->mpp); free(k->lc); free(k->lcp); free(k->ln); free(k->lnp); free(k->fn); free(k->fnp);
+}
+
+static bool pack_alloc(struct pprof *p, struct pack *k)
+{
+	size_t nev = p->events.nr, nsets = p->label_sets.nr;
+
+	k->ncols = 2 * (nev ? nev : 1);
+	k->vt = calloc(k->ncols, sizeof(*k->vt));
+	k->vtp = calloc(k->ncols, sizeof(*k->vtp));
+	k->sm = calloc(p->samples.nr + 1, sizeof(*k->sm));
+	k->smp = calloc(p->samples.nr + 1, sizeof(*k->smp));
+	k->lb = calloc(NR_LABELS * nsets + 1, sizeof(*k->lb));
+	k->lbp = calloc(NR_LABELS * nsets + 1, sizeof(*k->lbp));
+	k->nlabels = calloc(nsets + 1, sizeof(*k->nlabels));
+	k->vals = calloc(k->ncols * p->samples.nr + 1, sizeof(*k->vals));
+	k->mp = calloc(p->maps.nr + 1, sizeof(*k->mp));
+	k->mpp = calloc(p->maps.nr + 1, sizeof(*k->mpp));
+	k->lc = calloc(p->locs.nr + 1, sizeof(*k->lc));
+	k->lcp = calloc(p->locs.nr + 1, sizeof(*k->lcp));
+	k->ln = calloc(p->lines.nr + 1, sizeof(*k->ln));
+	k->lnp = calloc(p->lines.nr + 1, sizeof(*k->lnp));
+	k->fn = calloc(p->fns.nr + 1, sizeof(*k->fn));
+	k->fnp = calloc(p->fns.nr + 1, sizeof(*k->fnp));
+	return k->vt && k->vtp && k->sm && k->smp && k->lb && k->lbp && k->nlabels && k->vals && k->mp && k->mpp &&
+	       k->lc && k->lcp && k->ln && k->lnp && k->fn && k->fnp;
+}
+
+/*
+ * Two sample types per event, its count and its period; the first whose
+ * unit is nanoseconds is the default and the period type.
+ */
+static int pack_value_types(struct pprof *p, struct pack *k)
+{
+	size_t nev = p->events.nr;
+	int64_t default_type = -1;
+
+	for (size_t e = 0; e < k->ncols / 2; e++) {
 		const char *ct, *pt, *unit, *ev = nev ? VEC_AT(p->strs, const char *, VEC_AT(p->events, int64_t, e)) : "cpu-clock";
 		char name[256];
 		int64_t a, b, c;
@@ -676,145 +712,195 @@ static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 		b = str_id(p, pt);
 		c = str_id(p, unit);
 		if (a < 0 || b < 0 || c < 0 || str_id(p, "count") < 0)
-			goto out;
-		perfrec__pprof__value_type__init(&vt[2 * e]);
-		vt[2 * e].type = a;
-		vt[2 * e].unit = str_id(p, "count");
-		perfrec__pprof__value_type__init(&vt[2 * e + 1]);
-		vt[2 * e + 1].type = b;
-		vt[2 * e + 1].unit = c;
-		vtp[2 * e] = &vt[2 * e];
-		vtp[2 * e + 1] = &vt[2 * e + 1];
+			return -ENOMEM;
+		perfrec__pprof__value_type__init(&k->vt[2 * e]);
+		k->vt[2 * e].type = a;
+		k->vt[2 * e].unit = str_id(p, "count");
+		perfrec__pprof__value_type__init(&k->vt[2 * e + 1]);
+		k->vt[2 * e + 1].type = b;
+		k->vt[2 * e + 1].unit = c;
+		k->vtp[2 * e] = &k->vt[2 * e];
+		k->vtp[2 * e + 1] = &k->vt[2 * e + 1];
 		if (default_type < 0 && !strcmp(unit, "nanoseconds"))
 			default_type = b;
 	}
-	prof.n_sample_type = ncols;
-	prof.sample_type = vtp;
+	k->prof.n_sample_type = k->ncols;
+	k->prof.sample_type = k->vtp;
 	if (default_type >= 0) {
-		prof.default_sample_type = default_type;
-		period_type = *vt;
-		period_type.type = default_type;
-		period_type.unit = str_id(p, "nanoseconds");
-		prof.period_type = &period_type;
+		k->prof.default_sample_type = default_type;
+		k->period_type = *k->vt;
+		k->period_type.type = default_type;
+		k->period_type.unit = str_id(p, "nanoseconds");
+		k->prof.period_type = &k->period_type;
 	}
-	for (size_t i = 0; i < nsets; i++) {
-		const struct label_row *r = &VEC_AT(p->label_sets, struct label_row, i);
-		Perfrec__Pprof__Label *l = &lb[NR_LABELS * i];
-		size_t nl = 0;
+	return 0;
+}
 
-		for (int k = 0; k < NR_LABELS; k++) {
-			perfrec__pprof__label__init(&l[k]);
-			lbp[NR_LABELS * i + k] = &l[k];
-		}
-		l[nl].key = k_pid;
-		l[nl++].num = r->pid;
-		l[nl].key = k_tid;
-		l[nl++].num = r->tid;
-		if (r->comm) {
-			l[nl].key = k_comm;
-			l[nl++].str = r->comm;
-		}
-		/*
-		 * A string: pprof's readers drop a numeric label whose value
-		 * is 0 and has no unit, and CPU 0 is no less a CPU.
-		 */
-		if (r->cpu != UINT32_MAX) {
-			char c[16];
-			int64_t id;
+/* The labels of label set @i: pid, tid, comm, cpu, cgroup and what the cgroup names. */
+static int pack_label_set(struct pprof *p, struct pack *k, const struct label_keys *key, size_t i)
+{
+	const struct label_row *r = &VEC_AT(p->label_sets, struct label_row, i);
+	Perfrec__Pprof__Label *l = &k->lb[NR_LABELS * i];
+	size_t nl = 0;
 
-			snprintf(c, sizeof(c), "%u", r->cpu);
-			id = str_id(p, c);
-			if (id < 0)
-				goto out;
-			l[nl].key = k_cpu;
-			l[nl++].str = id;
-		}
-		if (r->cgroup) {
-			l[nl].key = k_cgroup;
-			l[nl++].str = r->cgroup;
-			if (cgroup_labels(p, VEC_AT(p->strs, const char *, r->cgroup), l, &nl) < 0)
-				goto out;
-		}
-		nlabels[i] = nl;
+	for (int j = 0; j < NR_LABELS; j++) {
+		perfrec__pprof__label__init(&l[j]);
+		k->lbp[NR_LABELS * i + j] = &l[j];
 	}
+	l[nl].key = key->pid;
+	l[nl++].num = r->pid;
+	l[nl].key = key->tid;
+	l[nl++].num = r->tid;
+	if (r->comm) {
+		l[nl].key = key->comm;
+		l[nl++].str = r->comm;
+	}
+	/*
+	 * A string: pprof's readers drop a numeric label whose value
+	 * is 0 and has no unit, and CPU 0 is no less a CPU.
+	 */
+	if (r->cpu != UINT32_MAX) {
+		char c[16];
+		int64_t id;
+
+		snprintf(c, sizeof(c), "%u", r->cpu);
+		id = str_id(p, c);
+		if (id < 0)
+			return -ENOMEM;
+		l[nl].key = key->cpu;
+		l[nl++].str = id;
+	}
+	if (r->cgroup) {
+		l[nl].key = key->cgroup;
+		l[nl++].str = r->cgroup;
+		if (cgroup_labels(p, VEC_AT(p->strs, const char *, r->cgroup), l, &nl) < 0)
+			return -ENOMEM;
+	}
+	k->nlabels[i] = nl;
+	return 0;
+}
+
+/* Each sample: its locations, its count and period in its event's columns, its label set. */
+static void pack_samples(struct pprof *p, struct pack *k)
+{
+	size_t ncols = k->ncols;
+
 	for (size_t i = 0; i < p->samples.nr; i++) {
 		struct sample_row *r = &VEC_AT(p->samples, struct sample_row, i);
+		Perfrec__Pprof__Sample *sm = &k->sm[i];
 
-		perfrec__pprof__sample__init(&sm[i]);
-		sm[i].n_location_id = r->nr_locs;
-		sm[i].location_id = (uint64_t *)r->locs;
-		sm[i].n_value = ncols;
-		sm[i].value = &vals[ncols * i];
-		vals[ncols * i + 2 * r->event] = (int64_t)r->count;
-		vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
-		sm[i].n_label = nlabels[r->labels];
-		sm[i].label = &lbp[NR_LABELS * r->labels];
-		smp[i] = &sm[i];
+		perfrec__pprof__sample__init(sm);
+		sm->n_location_id = r->nr_locs;
+		sm->location_id = (uint64_t *)r->locs;
+		sm->n_value = ncols;
+		sm->value = &k->vals[ncols * i];
+		k->vals[ncols * i + 2 * r->event] = (int64_t)r->count;
+		k->vals[ncols * i + 2 * r->event + 1] = (int64_t)r->period;
+		sm->n_label = k->nlabels[r->labels];
+		sm->label = &k->lbp[NR_LABELS * r->labels];
+		k->smp[i] = sm;
 	}
-	prof.n_sample = p->samples.nr;
-	prof.sample = smp;
+	k->prof.n_sample = p->samples.nr;
+	k->prof.sample = k->smp;
+}
+
+/* Mappings, then lines and the locations made of them, then functions. */
+static void pack_code(struct pprof *p, struct pack *k)
+{
 	for (size_t i = 0; i < p->maps.nr; i++) {
 		struct map_row *r = &VEC_AT(p->maps, struct map_row, i);
+		Perfrec__Pprof__Mapping *mp = &k->mp[i];
 
-		perfrec__pprof__mapping__init(&mp[i]);
-		mp[i].id = i + 1;
-		mp[i].memory_start = r->start;
-		mp[i].memory_limit = r->limit;
-		mp[i].file_offset = r->off;
-		mp[i].filename = r->file;
-		mp[i].build_id = r->bid;
-		mp[i].has_functions = true;
-		mpp[i] = &mp[i];
+		perfrec__pprof__mapping__init(mp);
+		mp->id = i + 1;
+		mp->memory_start = r->start;
+		mp->memory_limit = r->limit;
+		mp->file_offset = r->off;
+		mp->filename = r->file;
+		mp->build_id = r->bid;
+		mp->has_functions = true;
+		k->mpp[i] = mp;
 	}
-	prof.n_mapping = p->maps.nr;
-	prof.mapping = mpp;
+	k->prof.n_mapping = p->maps.nr;
+	k->prof.mapping = k->mpp;
 	for (size_t i = 0; i < p->lines.nr; i++) {
-		perfrec__pprof__line__init(&ln[i]);
-		ln[i].function_id = VEC_AT(p->lines, struct line_row, i).fn;
-		ln[i].line = VEC_AT(p->lines, struct line_row, i).line;
-		lnp[i] = &ln[i];
+		perfrec__pprof__line__init(&k->ln[i]);
+		k->ln[i].function_id = VEC_AT(p->lines, struct line_row, i).fn;
+		k->ln[i].line = VEC_AT(p->lines, struct line_row, i).line;
+		k->lnp[i] = &k->ln[i];
 	}
 	for (size_t i = 0; i < p->locs.nr; i++) {
 		struct loc_row *r = &VEC_AT(p->locs, struct loc_row, i);
+		Perfrec__Pprof__Location *lc = &k->lc[i];
 
-		perfrec__pprof__location__init(&lc[i]);
-		lc[i].id = i + 1;
-		lc[i].mapping_id = r->map;
-		lc[i].address = r->addr;
-		lc[i].n_line = r->nr_lines;
-		lc[i].line = &lnp[r->first_line];
-		lcp[i] = &lc[i];
+		perfrec__pprof__location__init(lc);
+		lc->id = i + 1;
+		lc->mapping_id = r->map;
+		lc->address = r->addr;
+		lc->n_line = r->nr_lines;
+		lc->line = &k->lnp[r->first_line];
+		k->lcp[i] = lc;
 	}
-	prof.n_location = p->locs.nr;
-	prof.location = lcp;
+	k->prof.n_location = p->locs.nr;
+	k->prof.location = k->lcp;
 	for (size_t i = 0; i < p->fns.nr; i++) {
 		struct fn_row *r = &VEC_AT(p->fns, struct fn_row, i);
+		Perfrec__Pprof__Function *fn = &k->fn[i];
 
-		perfrec__pprof__function__init(&fn[i]);
-		fn[i].id = i + 1;
-		fn[i].name = r->name;
-		fn[i].system_name = r->name;
-		fn[i].filename = r->file;
-		fnp[i] = &fn[i];
+		perfrec__pprof__function__init(fn);
+		fn->id = i + 1;
+		fn->name = r->name;
+		fn->system_name = r->name;
+		fn->filename = r->file;
+		k->fnp[i] = fn;
 	}
-	prof.n_function = p->fns.nr;
-	prof.function = fnp;
-	prof.n_string_table = p->strs.nr;
-	prof.string_table = (char **)p->strs.v;
-	prof.time_nanos = (int64_t)p->first_wall;
-	prof.duration_nanos = (int64_t)(p->last_wall - p->first_wall);
+	k->prof.n_function = p->fns.nr;
+	k->prof.function = k->fnp;
+}
 
-	len = perfrec__pprof__profile__get_packed_size(&prof);
+/* Pack the tables into a profile; *@ret_buf is malloc()ed. */
+static int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
+{
+	struct pack k = { .prof = PERFREC__PPROF__PROFILE__INIT, .period_type = PERFREC__PPROF__VALUE_TYPE__INIT };
+	bool allocated = pack_alloc(p, &k);
+	struct label_keys key;
+	size_t len;
+	uint8_t *buf;
+	int ret = -ENOMEM;
+
+	/*
+	 * The string table grows in the order of the str_id() calls, so one
+	 * statement each (an initializer list's order is unspecified).
+	 */
+	key.pid = str_id(p, "pid");
+	key.tid = str_id(p, "tid");
+	key.comm = str_id(p, "comm");
+	key.cpu = str_id(p, "cpu");
+	key.cgroup = str_id(p, "cgroup");
+	if (!allocated || key.pid < 0 || key.tid < 0 || key.comm < 0 || key.cpu < 0 || key.cgroup < 0)
+		goto out;
+	if (pack_value_types(p, &k) < 0)
+		goto out;
+	for (size_t i = 0; i < p->label_sets.nr; i++)
+		if (pack_label_set(p, &k, &key, i) < 0)
+			goto out;
+	pack_samples(p, &k);
+	pack_code(p, &k);
+	k.prof.n_string_table = p->strs.nr;
+	k.prof.string_table = (char **)p->strs.v;
+	k.prof.time_nanos = (int64_t)p->first_wall;
+	k.prof.duration_nanos = (int64_t)(p->last_wall - p->first_wall);
+
+	len = perfrec__pprof__profile__get_packed_size(&k.prof);
 	buf = malloc(len ? len : 1);
 	if (!buf)
 		goto out;
-	perfrec__pprof__profile__pack(&prof, buf);
+	perfrec__pprof__profile__pack(&k.prof, buf);
 	*ret_buf = buf;
 	*ret_len = len;
 	ret = 0;
 out:
-	free(vt); free(vtp); free(sm); free(smp); free(lb); free(lbp); free(nlabels); free(vals);
-	free(mp); free(mpp); free(lc); free(lcp); free(ln); free(lnp); free(fn); free(fnp);
+	pack_free(&k);
 	return ret;
 }
 

@@ -199,6 +199,7 @@ tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asa
 # Tests of perfrecctl's modules #include their .c (tools/ is not a library).
 tests/unit/test-cgroup-summary build-asan/tests/test-cgroup-summary: tools/cgroup-summary.c tools/cgroup-summary.h
 tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
+tests/unit/test-profile-walk build-asan/tests/test-profile-walk: tools/profile.c tools/profile.h
 
 # test-pprof compiles pprof.c, profile.c and the generated protobuf code in.
 tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h tools/summary.c \

@@ -33,7 +33,7 @@
 #define VL_ERR_NOT_SUPPORTED "io.perfrec.NotSupported"
 #define VL_ERR_NO_FD "io.perfrec.NoFileDescriptor"
 
-struct client;             /* the server's connection (control.c) */
+struct client;             /* the server's connection (control-internal.h) */
 struct varlink_call;
 
 /* What a parameter must be.  Every parameter a method lists is required. */
@@ -46,8 +46,9 @@ enum varlink_param_kind {
 #define VARLINK_MAX_PARAMS 2
 
 /*
- * One method: a row of the server's table (control.c), from which parsing,
- * checking and dispatch come.  A new method is a row and its handler.
+ * One method: a row of the server's table (control-methods.c), from
+ * which parsing, checking and dispatch come.  A new method is a row and
+ * its handler.
  */
 struct varlink_method {
 	const char *interface;     /* "io.perfrec" or "org.varlink.service" */

@@ -7,8 +7,10 @@
  * A callchain is split at its PERF_CONTEXT_* markers, as perf does: the
  * frames after PERF_CONTEXT_KERNEL are kernel addresses, after
  * PERF_CONTEXT_USER user ones; hypervisor and guest frames come out as
- * [unknown].  Every frame but the sampled one is a return address and is
- * looked up one byte back, in the call instruction.
+ * [unknown].  The first frame after each marker is where that context was
+ * interrupted (the sampled ip, or the user ip of a sample taken in the
+ * kernel), looked up as it is; every other frame is a return address and
+ * is looked up one byte back, in the call instruction.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -288,7 +290,8 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 	const struct comm_ent *ce;
 	uint64_t wall = 0;
 	size_t nr = 0;
-	bool first = true;
+	/* The first frame of each context is where it was interrupted. */
+	bool first = true, context_ip = true;
 	int r;
 
 	if (perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s) < 0) {
@@ -319,12 +322,14 @@ static int do_sample(struct walk *w, const struct perfrec_pdreader_attr *a, cons
 			if (ip >= PERF_CONTEXT_MAX) {
 				c = ip == PERF_CONTEXT_KERNEL ? CTX_KERNEL :
 				    ip == PERF_CONTEXT_USER ? CTX_USER : CTX_OTHER;
+				context_ip = true;
 				continue;
 			}
-			r = add_frame(w, &nr, s.pid, ip, c, !first);
+			r = add_frame(w, &nr, s.pid, ip, c, !context_ip);
 			if (r < 0)
 				return r;
 			first = false;
+			context_ip = false;
 		}
 	}
 	if (first) {

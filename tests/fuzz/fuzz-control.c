@@ -12,7 +12,7 @@
 
 #include "../../daemon/varlink.c"
 
-/* The shape of the daemon's table (control.c), without handlers: each kind of parameter. */
+/* The shape of the daemon's table (control-methods.c), without handlers: each kind of parameter. */
 static const struct varlink_method methods[] = {
 	{ .interface = "org.varlink.service", .name = "GetInfo" },
 	{ .interface = "org.varlink.service", .name = "GetInterfaceDescription",

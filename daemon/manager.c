@@ -321,6 +321,9 @@ static void apply_now(struct manager *m)
 	    metrics_open(m->cfg, &(struct metrics_source){ .collect = collect_metrics, .userdata = m },
 			 &m->metrics) < 0)
 		log_error("Cannot write metrics into %s; going on without", m->cfg->metrics_textfile);
+	/* buildid-cache= (a next-file key): the uploader thread keeps its own copy. */
+	if (uploader_set_buildid_cache(m->uploader, m->cfg->buildid_cache) < 0)
+		log_error("Out of memory: uploads go on shipping build-id entries from the previous cache");
 }
 
 /*

@@ -33,8 +33,14 @@
 #define STOP_GRACE_SEC 10
 
 struct uploader {
-	const struct config *cfg;
 	char *host, *key_tmpl, *prefix;
+	/*
+	 * buildid-cache=, our own copy (NULL: none): a reload frees the
+	 * config's strings while this thread may be shipping, so nothing of
+	 * the config is read after uploader_new().  Under the lock; a reload
+	 * replaces it (uploader_set_buildid_cache()).
+	 */
+	char *bidcache;
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -106,10 +112,30 @@ static int put_build_id(void *u, const char *entry, const char *key)
 	return put_file(u, entry, key, "application/octet-stream");
 }
 
+/*
+ * The build-id cache a file ships its entries from: the one configured
+ * when its turn comes, copied, so a reload meanwhile cannot free it under
+ * us.  A file in flight during a reload finishes with the cache it began
+ * with; files queued before the reload but not yet begun take the new
+ * one, and their entries that only the old cache holds are not shipped
+ * (the file itself still is, and the old cache stays on disk).
+ */
+static int bidcache_of_now(struct uploader *u, char **ret)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&u->lock);
+	*ret = u->bidcache ? strdup(u->bidcache) : NULL;
+	if (u->bidcache && !*ret)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&u->lock);
+	return r;
+}
+
 static int ship(struct uploader *u, const char *path)
 {
 	const char *file = base_name(path);
-	char *key = NULL, *mpath = NULL, *mkey = NULL;
+	char *key = NULL, *mpath = NULL, *mkey = NULL, *cache = NULL;
 	struct stat sb;
 	int r;
 
@@ -122,7 +148,9 @@ static int ship(struct uploader *u, const char *path)
 	if (asprintf(&mpath, "%s.json", path) < 0 || asprintf(&mkey, "%s.json", key) < 0)
 		goto out;
 	/* The binaries it needs first (bidcache.c), so the file never lacks them. */
-	r = bidcache_ship_entries(u->cfg->buildid_cache, path, key, put_build_id, u);
+	r = bidcache_of_now(u, &cache);
+	if (r == 0)
+		r = bidcache_ship_entries(cache, path, key, put_build_id, u);
 	if (r < 0)
 		goto out;
 	/* The manifest first: an object without its manifest is never seen by a
@@ -141,6 +169,7 @@ static int ship(struct uploader *u, const char *path)
 			log_info("Uploaded %s as %s", path, key);
 	}
 out:
+	free(cache);
 	free(key);
 	free(mkey);
 	free(mpath);
@@ -249,9 +278,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Published files of our prefix without a marker, oldest (by name) first. */
-static int scan_spool(struct uploader *u)
+static int scan_spool(struct uploader *u, const char *dir)
 {
-	const char *dir = u->cfg->directory;
 	size_t plen = strlen(u->prefix);
 	char **names = NULL;
 	size_t n = 0, alloc = 0;
@@ -313,11 +341,11 @@ int uploader_new(const struct config *cfg, const char *host, struct uploader **r
 		return -ENOMEM;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
-	u->cfg = cfg;
 	u->host = strdup(host);
 	u->key_tmpl = strdup(cfg->upload_key);
 	u->prefix = strdup(cfg->prefix);
-	if (!u->host || !u->key_tmpl || !u->prefix)
+	u->bidcache = cfg->buildid_cache ? strdup(cfg->buildid_cache) : NULL;
+	if (!u->host || !u->key_tmpl || !u->prefix || (cfg->buildid_cache && !u->bidcache))
 		goto fail;
 	r = s3_credentials(cfg->upload_credentials, &key_id, &secret);
 	if (r < 0) {
@@ -337,7 +365,7 @@ int uploader_new(const struct config *cfg, const char *host, struct uploader **r
 		log_error("Cannot set up uploads: %s", err);
 		goto fail;
 	}
-	scan_spool(u);
+	scan_spool(u, cfg->directory);
 	r = -pthread_create(&u->thread, NULL, run, u);
 	if (r < 0) {
 		log_error("Cannot start the upload thread: %s", strerror(-r));
@@ -355,6 +383,21 @@ out:
 		explicit_bzero(secret, strlen(secret));
 	free(secret);
 	return r;
+}
+
+int uploader_set_buildid_cache(struct uploader *u, const char *dir)
+{
+	char *d = NULL;
+
+	if (!u)
+		return 0;
+	if (dir && !(d = strdup(dir)))
+		return -ENOMEM;
+	pthread_mutex_lock(&u->lock);
+	free(u->bidcache);
+	u->bidcache = d;
+	pthread_mutex_unlock(&u->lock);
+	return 0;
 }
 
 char **uploader_pending(struct uploader *u)
@@ -429,6 +472,7 @@ void uploader_free(struct uploader *u)
 	free(u->host);
 	free(u->key_tmpl);
 	free(u->prefix);
+	free(u->bidcache);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
 	free(u);

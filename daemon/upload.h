@@ -28,10 +28,18 @@ struct upload_stats {
 
 /*
  * Start the uploader for @cfg (upload-url set) and enqueue every published
- * file in the output directory that has no ".uploaded" marker.  @host is
- * copied.  Returns 0 and *ret, or -errno with the reason logged.
+ * file in the output directory that has no ".uploaded" marker.  @host and
+ * what the thread needs of @cfg are copied: @cfg is not read after this
+ * (a reload frees its strings).  Returns 0 and *ret, or -errno with the
+ * reason logged.
  */
 int uploader_new(const struct config *cfg, const char *host, struct uploader **ret);
+/*
+ * A reload's buildid-cache= (NULL: none), copied: the files shipped from
+ * now on send their build-id entries from it (see ship() for those queued
+ * before).  0 or -ENOMEM (the previous cache stays).
+ */
+int uploader_set_buildid_cache(struct uploader *u, const char *dir);
 /* Queue a published file (path is copied).  Never blocks on the network. */
 void uploader_enqueue(struct uploader *u, const char *path);
 /* NULL-terminated, heap-allocated copy of the paths not yet uploaded

@@ -192,6 +192,9 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 # the unit link): rebuild it when that changes.
 tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
 
+# test-unwtab builds tables of tests/e2e/nofp and unwinds a recording of it.
+tests/unit/test-unwtab build-asan/tests/test-unwtab: tests/e2e/nofp
+
 # test-cut compiles perfrecctl's cut, ls and window modules in.
 tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: tools/cut.c tools/window.c tools/window.h tools/unwind.c tools/perfrecctl.h
 tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h

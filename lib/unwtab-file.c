@@ -142,12 +142,11 @@ static int check_header(const struct unwtab_file_header *h, size_t len, const ui
 	if (!h->build_id_len || h->build_id_len > PERFREC_BUILD_ID_MAX || h->build_id_len != build_id_len ||
 	    memcmp(h->build_id, build_id, build_id_len) || h->nr_loads > UNWTAB_MAX_LOADS)
 		return -EBADMSG;
-	if (h->nr_rows > UNWTAB_MAX_ROWS_DEFAULT)
-		return -E2BIG;
+	/* The size first: a damaged count is damage, not a table too big. */
 	if ((len - sizeof(*h)) / sizeof(struct unwtab_row) != h->nr_rows ||
 	    (len - sizeof(*h)) % sizeof(struct unwtab_row))
 		return -EBADMSG;
-	return 0;
+	return h->nr_rows > UNWTAB_MAX_ROWS_DEFAULT ? -E2BIG : 0;
 }
 
 /* Rows strictly ascending, of known kinds and flags. */

@@ -189,6 +189,10 @@ int unwtab_parse(const void *buf, size_t len, const uint8_t *build_id, size_t bu
 	memcpy(t->build_id, h.build_id, sizeof(t->build_id));
 	t->nr_loads = h.nr_loads;
 	memcpy(t->loads, h.loads, sizeof(t->loads));
+	if ((r = unwtab_index(t)) < 0) {
+		unwtab_free(t);
+		return r;
+	}
 	*ret_table = t;
 	return 0;
 }

@@ -679,6 +679,8 @@ int unwtab_build_fd(int fd, const struct unwtab_build_opts *opts, struct unwtab 
 	r = src.elf ? build(&b, &src, o.debug_fd) : -EINVAL;
 	close_sources(&src);
 	free(b.fdes);
+	if (!r)
+		r = unwtab_index(b.t);
 	if (r < 0) {
 		unwtab_free(b.t);
 		return r;
@@ -691,15 +693,54 @@ void unwtab_free(struct unwtab *t)
 {
 	if (!t)
 		return;
+	free(t->first);
 	free(t->rows);
 	free(t);
+}
+
+/* Granules of at least 4 KiB, and not many more of them than rows (a hostile span stays small). */
+int unwtab_index(struct unwtab *t)
+{
+	uint64_t span;
+	size_t r = 0;
+
+	free(t->first);
+	t->first = NULL;
+	if (t->nr_rows < 2 || t->nr_rows > UINT32_MAX)
+		return 0;
+	t->index_base = t->rows[0].start;
+	span = t->rows[t->nr_rows - 1].start - t->index_base;
+	for (t->index_shift = 12; t->index_shift < 63 && (span >> t->index_shift) > 2 * t->nr_rows + 1024;)
+		t->index_shift++;
+	t->index_len = (size_t)(span >> t->index_shift) + 1;
+	t->first = calloc(t->index_len, sizeof(*t->first));
+	if (!t->first)
+		return -ENOMEM;
+	for (size_t k = 0; k < t->index_len; k++) {
+		uint64_t a = t->index_base + ((uint64_t)k << t->index_shift);
+
+		while (r + 1 < t->nr_rows && t->rows[r + 1].start <= a)
+			r++;
+		t->first[k] = (uint32_t)r;
+	}
+	return 0;
 }
 
 const struct unwtab_row *unwtab_lookup(const struct unwtab *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->nr_rows;
 
-	/* The first row whose start is past @addr; the one before it holds @addr. */
+	if (t->first && addr >= t->index_base) {
+		uint64_t k = (addr - t->index_base) >> t->index_shift;
+
+		if (k + 1 < t->index_len) {
+			lo = t->first[k];
+			hi = (size_t)t->first[k + 1] + 1;
+		} else {
+			lo = t->first[t->index_len - 1];
+		}
+	}
+	/* The first row past @addr in [lo, hi); the one before it holds @addr (rows[lo] does not pass it). */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 

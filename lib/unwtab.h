@@ -71,6 +71,16 @@ struct unwtab {
 	struct unwtab_load loads[UNWTAB_MAX_LOADS];
 	size_t nr_rows;
 	struct unwtab_row *rows;
+	/*
+	 * A coarse index over the rows, made when a table is built or loaded
+	 * (never stored): first[k] is the last row starting at or before
+	 * index_base + (k << index_shift), so that a look-up searches only the
+	 * few rows of one granule.  Absent (NULL) in tables made by hand.
+	 */
+	uint32_t *first;
+	size_t index_len;
+	uint64_t index_base;
+	unsigned index_shift;
 	/* How it was built (0 for a loaded table). */
 	size_t nr_fdes;       /* FDEs used */
 	size_t nr_fallback;   /* rows of kind UNWTAB_FALLBACK */
@@ -99,6 +109,9 @@ struct unwtab_build_opts {
  */
 int unwtab_build_fd(int fd, const struct unwtab_build_opts *opts, struct unwtab **ret_table);
 void unwtab_free(struct unwtab *t);
+
+/* Make t->first (unwtab_build_fd() and unwtab_load() do); 0 or -ENOMEM. */
+int unwtab_index(struct unwtab *t);
 
 /* The row for file address @addr (the last with start <= @addr), or NULL before the first. */
 const struct unwtab_row *unwtab_lookup(const struct unwtab *t, uint64_t addr);

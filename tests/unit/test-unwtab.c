@@ -951,3 +951,36 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 	perfrec_pdreader__free(rd);
 	free_space(s);
 }
+
+/* The index's look-ups are a plain binary search's, also over sparse and huge address spans. */
+Test(unwtab, indexed_lookups_are_plain_searches)
+{
+	static const uint64_t starts[][6] = {
+		{ 0x1000, 0x1001, 0x1002, 0x5000, 0x5008, 0x9000 },
+		{ 0, 1, 1ull << 40, (1ull << 40) + 4096, 1ull << 62, UINT64_MAX - 1 },
+	};
+
+	for (size_t s = 0; s < 2; s++) {
+		struct unwtab_row rows[6];
+		struct unwtab t = { .rows = rows, .nr_rows = 6 };
+
+		for (size_t i = 0; i < 6; i++)
+			rows[i] = (struct unwtab_row){ .start = starts[s][i], .kind = UNWTAB_CFA_SP };
+		cr_assert_eq(unwtab_index(&t), 0);
+		cr_assert_not_null(t.first);
+		cr_assert_leq(t.index_len, 2 * 6 + 1024 + 1);
+		for (size_t i = 0; i < 6; i++)
+			for (int d = -1; d <= 1; d++) {
+				uint64_t a = starts[s][i] + (uint64_t)(int64_t)d;
+				const struct unwtab_row *want = NULL;
+
+				if (d < 0 && starts[s][i] == 0)
+					continue;
+				for (size_t k = 0; k < 6; k++)
+					if (rows[k].start <= a)
+						want = &rows[k];
+				cr_assert_eq(unwtab_lookup(&t, a), want, "set %zu, row %zu %+d", s, i, d);
+			}
+		free(t.first);
+	}
+}

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dwarf.h>
@@ -858,7 +859,16 @@ static unsigned table_frames(struct space *s, const struct perfrec_sample *smp, 
 
 struct tally {
 	unsigned samples, same, need_dwfl, frames;
+	double dwfl_s, table_s; /* CPU time in each unwinder (noted, never asserted) */
 };
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void compare_sample(struct perfrec_unwinder *u, struct space *s, const struct perf_event_header *rec,
 			   const struct perf_event_attr *a, const struct perfrec_sample *smp, struct tally *t)
@@ -867,8 +877,14 @@ static void compare_sample(struct perfrec_unwinder *u, struct space *s, const st
 	struct unwtab_result res;
 	unsigned nm, nt;
 
+	double t0 = cpu_now(), t1, t2;
+
 	nt = dwfl_frames(u, rec, a, theirs);
+	t1 = cpu_now();
 	nm = table_frames(s, smp, mine, &res);
+	t2 = cpu_now();
+	t->dwfl_s += t1 - t0;
+	t->table_s += t2 - t1;
 	t->samples++;
 	t->frames += nm;
 	if (res.end == UNWTAB_END_NEED_DWFL)
@@ -936,6 +952,10 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 	cr_log_info("nofp: %u samples, %u the same as libdwfl's (%.1f%%), %u needing libdwfl, %.1f frames each",
 		    t.samples, t.same, t.samples ? 100.0 * t.same / t.samples : 0, t.need_dwfl,
 		    t.samples ? (double)t.frames / t.samples : 0);
+	if (t.samples)
+		cr_log_info("CPU per sample: libdwfl %.1f us, tables %.2f us (%.0f ns per frame)",
+			    t.dwfl_s * 1e6 / t.samples, t.table_s * 1e6 / t.samples,
+			    t.frames ? t.table_s * 1e9 / t.frames : 0);
 	{
 		struct perfrec_unwinder_stats us;
 

@@ -130,7 +130,8 @@ int unwtab_save(const struct unwtab *t, int dirfd)
 	if (!r && linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
 		r = -errno;
 	close(fd);
-	return r;
+	/* No /proc to name the unnamed file by: write it under a name of its own. */
+	return r == -ENOENT ? save_named(t, dirfd, name) : r;
 }
 
 static int check_header(const struct unwtab_file_header *h, size_t len, const uint8_t *build_id,

@@ -283,6 +283,41 @@ Test(unwtab, debug_frame_is_read_where_there_is_no_eh_frame, .init = make_tmpdir
 	unwtab_free(t);
 }
 
+/* The .debug_frame of a separate debug file (objcopy --only-keep-debug) serves a stripped program. */
+Test(unwtab, debug_frame_of_a_separate_debug_file, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char src[PATH_MAX], bin[PATH_MAX], dbg[PATH_MAX], cmd[6 * PATH_MAX];
+	struct unwtab_build_opts o = { .sz = sizeof(o) };
+	struct unwtab *t = NULL;
+	size_t fdes;
+	int fd;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/sep.c", tmpdir);
+	snprintf(bin, sizeof(bin), "%s/sep", tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/sep.debug", tmpdir);
+	f = fopen(src, "w");
+	cr_assert_not_null(f);
+	fputs("int leaf(int x); int leaf(int x) { volatile int a[8]; a[x & 7] = x; return a[1]; }\n"
+	      "int main(int c, char **v) { (void)v; return leaf(c); }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -Wl,--build-id "
+		 "-o '%s' '%s' && objcopy --only-keep-debug '%s' '%s' && strip -g '%s'", bin, src, bin, dbg, bin);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	/* Stripped, only the C runtime's objects (_start) keep .eh_frame. */
+	cr_assert_eq(unwtab_build_fd(fd, NULL, &t), 0);
+	fdes = t->nr_fdes;
+	unwtab_free(t);
+	o.debug_fd = open(dbg, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(unwtab_build_fd(fd, &o, &t), 0);
+	cr_assert_geq(t->nr_fdes, fdes + 2, "leaf() and main() from the debug file: %zu FDEs, %zu without",
+		      t->nr_fdes, fdes);
+	close(o.debug_fd);
+	close(fd);
+	unwtab_free(t);
+}
+
 /* --- on disk -------------------------------------------------------------------- */
 
 static void path_in(char *buf, size_t len, const struct unwtab *t)

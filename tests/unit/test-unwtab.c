@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,6 +545,33 @@ Test(unwtab_hostile, not_an_x86_64_program_is_refused, .init = make_tmpdir, .fin
 	t = build_path(path, &r);
 	cr_assert_eq(r, -EINVAL);
 	cr_assert_null(t);
+	/* An .eh_frame whose header claims 1 TiB: refused before anything is read. */
+	{
+		Elf64_Ehdr eh;
+		uint64_t huge = 1ull << 40, off, size;
+		size_t idx = 0;
+		int fd = open("tests/e2e/nofp", O_RDONLY | O_CLOEXEC);
+		Elf *elf;
+		Elf_Scn *scn;
+
+		cr_assert(section_of("tests/e2e/nofp", ".eh_frame", &off, &size));
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+		for (scn = NULL; (scn = elf_nextscn(elf, scn));) {
+			GElf_Shdr sh;
+
+			gelf_getshdr(scn, &sh);
+			if (sh.sh_offset == off && sh.sh_size == size)
+				idx = elf_ndxscn(scn);
+		}
+		elf_end(elf);
+		close(fd);
+		cr_assert_gt(idx, 0);
+		memcpy(&eh, orig, sizeof(eh));
+		copy_with(path, orig, len, eh.e_shoff + idx * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_size),
+			  &huge, 8);
+		t = build_path(path, &r);
+		cr_assert_eq(r, -EFBIG);
+	}
 	/* A bound on rows is kept. */
 	{
 		struct unwtab_build_opts o = { .sz = sizeof(o), .debug_fd = -1, .max_rows = 100 };

@@ -52,6 +52,12 @@ struct builder {
 	struct fde_range *fdes;
 	size_t nr_fdes, cap_fdes;
 	const unsigned char *ident;
+	/*
+	 * dwarf_cfi_addrframe() calls left: one per row before merging.  Rows
+	 * are bounded by the CFI's instructions, but each call runs an FDE's
+	 * instructions again, so a hostile FDE of many rows is stopped here.
+	 */
+	uint64_t steps;
 };
 
 /* --- pointers in CFI (DW_EH_PE_*) ------------------------------------------ */
@@ -218,6 +224,7 @@ static int list_fdes(struct builder *b, const struct cfi_section *s)
 		Dwarf_CFI_Entry e;
 		uint64_t lo, hi;
 
+		next = off;
 		r = dwarf_next_cfi(b->ident, s->data, s->eh, off, &next, &e);
 		if (r == 1)
 			break;
@@ -438,6 +445,8 @@ static int fde_rows(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi)
 		bool signal;
 		int ra, r;
 
+		if (!b->steps--)
+			return -E2BIG;
 		if (dwarf_cfi_addrframe(cfi, pc, &f) < 0)
 			return push_row(b, &row); /* CFI libdw cannot read: not ours to guess */
 		ra = dwarf_frame_info(f, &s, &e, &signal);
@@ -671,6 +680,7 @@ int unwtab_build_fd(int fd, const struct unwtab_build_opts *opts, struct unwtab 
 	if (opts)
 		o = *opts;
 	b.max_rows = o.max_rows ? o.max_rows : UNWTAB_MAX_ROWS_DEFAULT;
+	b.steps = 4 * (uint64_t)b.max_rows;
 	b.t = calloc(1, sizeof(*b.t));
 	if (!b.t)
 		return -ENOMEM;

@@ -850,10 +850,10 @@ Test(unwind, a_fallback_row_asks_for_libdwfl_and_a_bad_cfa_ends_the_walk)
  * carry build ids (/work/shared/ORACLES.md): --buildid-mmap, and -N so
  * that nothing is left in ~/.debug.
  */
-static void run_perf_record(const char *out, const char *log)
+static void run_perf_record(const char *out, const char *log, const char *prog, const char *arg)
 {
 	char *const argv[] = { "perf", "record", "-q", "-N", "--buildid-mmap", "-e", "cpu-clock", "-F", "999",
-			       "--call-graph", "dwarf,8192", "-o", (char *)out, "--", "tests/e2e/nofp", "2", NULL };
+			       "--call-graph", "dwarf,8192", "-o", (char *)out, "--", (char *)prog, (char *)arg, NULL };
 	char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	int st, fd;
 	pid_t pid = fork();
@@ -905,7 +905,7 @@ static unsigned dwfl_frames(struct perfrec_unwinder *u, const struct perf_event_
 
 /* Ours, in the same form: the ip, then callers as return address - 1. */
 static unsigned table_frames(struct space *s, const struct perfrec_sample *smp, uint64_t *out,
-			     struct unwtab_result *res)
+			     struct unwtab_result *res, unsigned *fp_frames)
 {
 	struct unwtab_frame fr[128];
 	int ip = reg_index(smp->regs_mask, R_IP), sp = reg_index(smp->regs_mask, R_SP),
@@ -915,13 +915,15 @@ static unsigned table_frames(struct space *s, const struct perfrec_sample *smp, 
 	cr_assert(ip >= 0 && sp >= 0 && bp >= 0 && (uint32_t)ip < smp->nr_regs);
 	regs = (struct unwtab_regs){ .ip = smp->regs[ip], .sp = smp->regs[sp], .bp = smp->regs[bp], .bp_valid = true };
 	cr_assert_eq(unwtab_unwind(&regs, smp->stack, smp->stack_dyn_size, find, s, fr, 127, res), 0);
-	for (unsigned i = 0; i < res->nr_frames; i++)
+	for (unsigned i = 0; i < res->nr_frames; i++) {
 		out[i] = fr[i].pc - (i ? 1 : 0);
+		*fp_frames += fr[i].how == UNWTAB_FROM_FP;
+	}
 	return res->nr_frames;
 }
 
 struct tally {
-	unsigned samples, same, need_dwfl, frames;
+	unsigned samples, same, need_dwfl, frames, dwfl_frames, fp_frames, outermost;
 	double dwfl_s, table_s; /* CPU time in each unwinder (noted, never asserted) */
 };
 
@@ -944,12 +946,14 @@ static void compare_sample(struct perfrec_unwinder *u, struct space *s, const st
 
 	nt = dwfl_frames(u, rec, a, theirs);
 	t1 = cpu_now();
-	nm = table_frames(s, smp, mine, &res);
+	nm = table_frames(s, smp, mine, &res, &t->fp_frames);
 	t2 = cpu_now();
 	t->dwfl_s += t1 - t0;
 	t->table_s += t2 - t1;
 	t->samples++;
 	t->frames += nm;
+	t->dwfl_frames += nt;
+	t->outermost += res.end == UNWTAB_END_OUTERMOST;
 	if (res.end == UNWTAB_END_NEED_DWFL)
 		t->need_dwfl++;
 	if (nm == nt && !memcmp(mine, theirs, nm * 8)) {
@@ -963,7 +967,11 @@ static void compare_sample(struct perfrec_unwinder *u, struct space *s, const st
 	}
 }
 
-Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .fini = rm_tmpdir, .timeout = 180)
+/*
+ * Record @prog @arg with perf's DWARF mode and unwind every sample of the
+ * process whose exec'd name is @comm with both unwinders; the tally.
+ */
+static struct tally record_and_compare(const char *prog, const char *arg, const char *comm)
 {
 	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "" };
 	char data[PATH_MAX], log[PATH_MAX];
@@ -976,7 +984,7 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 
 	snprintf(data, sizeof(data), "%s/perf.data", tmpdir);
 	snprintf(log, sizeof(log), "%s/perf.log", tmpdir);
-	run_perf_record(data, log);
+	run_perf_record(data, log, prog, arg);
 	cr_assert_eq(perfrec_pdreader__open(data, NULL, &rd), 0);
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
 	while (perfrec_pdreader__next(rd, &rec, NULL) == 1) {
@@ -986,7 +994,7 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 		if (rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC)) {
 			const uint32_t *pid = (const void *)(rec + 1);
 
-			if (!strcmp((const char *)(pid + 2), "nofp"))
+			if (!strcmp((const char *)(pid + 2), comm))
 				wl_pid = pid[0];
 		}
 		if (rec->type == PERF_RECORD_MMAP2) {
@@ -1012,9 +1020,11 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 			continue;
 		compare_sample(u, s, rec, &pa->attr, &smp, &t);
 	}
-	cr_log_info("nofp: %u samples, %u the same as libdwfl's (%.1f%%), %u needing libdwfl, %.1f frames each",
-		    t.samples, t.same, t.samples ? 100.0 * t.same / t.samples : 0, t.need_dwfl,
-		    t.samples ? (double)t.frames / t.samples : 0);
+	cr_log_info("%s: %u samples, %u the same as libdwfl's (%.1f%%), %u needing libdwfl, %u to the stack's end",
+		    comm, t.samples, t.same, t.samples ? 100.0 * t.same / t.samples : 0, t.need_dwfl, t.outermost);
+	cr_log_info("%s: %.1f frames each (%u by frame pointers), libdwfl's %.1f", comm,
+		    t.samples ? (double)t.frames / t.samples : 0, t.fp_frames,
+		    t.samples ? (double)t.dwfl_frames / t.samples : 0);
 	if (t.samples)
 		cr_log_info("CPU per sample: libdwfl %.1f us, tables %.2f us (%.0f ns per frame)",
 			    t.dwfl_s * 1e6 / t.samples, t.table_s * 1e6 / t.samples,
@@ -1027,13 +1037,53 @@ Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .
 			    " sessions, %" PRIu64 " without maps", us.spaces, us.elf_opened, us.elf_missing,
 			    us.sessions, us.no_space);
 	}
-	cr_assert_geq(t.samples, 200, "too few samples of the workload (%u)", t.samples);
-	cr_assert_geq(t.same * 100, t.samples * 98, "only %u of %u samples the same", t.same, t.samples);
-	cr_assert_geq(t.frames, t.samples * 4, "chains reach main (%u frames in %u samples)", t.frames, t.samples);
 	perfrec_unwinder__free(u);
 	perfrec_pdreader__free(rd);
 	free_space(s);
+	cr_assert_geq(t.samples, 200, "too few samples of %s (%u)", comm, t.samples);
+	return t;
 }
+
+Test(unwind, a_recording_of_nofp_unwinds_as_libdwfl_does, .init = make_tmpdir, .fini = rm_tmpdir, .timeout = 180)
+{
+	struct tally t = record_and_compare("tests/e2e/nofp", "2", "nofp");
+
+	cr_assert_geq(t.same * 100, t.samples * 98, "only %u of %u samples the same", t.same, t.samples);
+	cr_assert_geq(t.frames, t.samples * 4, "chains reach main (%u frames in %u samples)", t.frames, t.samples);
+}
+
+/*
+ * node: V8's JIT code has no CFI but keeps frame pointers.  Through it by
+ * rbp and on through node's own C++ by its tables, nearly every sample
+ * reaches the end of the stack, where libdwfl stops at the first JIT frame.
+ */
+Test(unwind, node_is_walked_through_its_jit_code_by_frame_pointers, .init = make_tmpdir, .fini = rm_tmpdir,
+     .timeout = 180)
+{
+	char js[PATH_MAX];
+	struct tally t;
+	FILE *f;
+
+	if (access("/usr/bin/node", X_OK) < 0)
+		cr_skip_test("the workload, /usr/bin/node, is not installed (apt-get install nodejs)");
+	snprintf(js, sizeof(js), "%s/busy.js", tmpdir);
+	f = fopen(js, "w");
+	cr_assert_not_null(f);
+	fputs("function leaf(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i) * i; return s; }\n"
+	      "function mid(n) { return leaf(n) + leaf(n / 2); }\n"
+	      "function top(n) { return mid(n) + JSON.stringify({ a: n }).length; }\n"
+	      "const end = Date.now() + 2000; let x = 0;\n"
+	      "while (Date.now() < end) x += top(20000);\n"
+	      "if (x < 0) console.log(x);\n", f);
+	fclose(f);
+	t = record_and_compare("/usr/bin/node", js, "node");
+	cr_assert_gt(t.fp_frames, t.samples, "JIT frames were walked by frame pointers (%u)", t.fp_frames);
+	cr_assert_geq(t.outermost * 100, t.samples * 90, "only %u of %u samples reach the end of the stack",
+		      t.outermost, t.samples);
+	cr_assert_geq(t.frames, t.dwfl_frames, "chains at least as deep as libdwfl's");
+}
+
+
 
 /* The index's look-ups are a plain binary search's, also over sparse and huge address spans. */
 Test(unwtab, indexed_lookups_are_plain_searches)

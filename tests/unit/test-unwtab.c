@@ -225,9 +225,10 @@ Test(unwtab, rows_are_libdws_rules_in_a_program_without_frame_pointers)
 	compare_with_libdw("tests/e2e/nofp", 20000);
 }
 
-Test(unwtab, rows_are_libdws_rules_in_libc_python_and_xz, .timeout = 120)
+Test(unwtab, rows_are_libdws_rules_in_libc_python_xz_node_and_cc1, .timeout = 300)
 {
-	const char *paths[] = { "/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11", "/usr/bin/xz" };
+	const char *paths[] = { "/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11", "/usr/bin/xz",
+				"/usr/bin/node", "/usr/lib/gcc/x86_64-linux-gnu/12/cc1" };
 	unsigned done = 0;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++) {

@@ -192,6 +192,9 @@ tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 # the unit link): rebuild it when that changes.
 tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
 
+# test-unwtab builds tables of tests/e2e/nofp and unwinds a recording of it.
+tests/unit/test-unwtab build-asan/tests/test-unwtab: tests/e2e/nofp
+
 # test-cut compiles perfrecctl's cut, ls and window modules in.
 tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: tools/cut.c tools/window.c tools/window.h tools/unwind.c tools/perfrecctl.h
 tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h
@@ -295,7 +298,7 @@ torture: all tests/e2e/workload tests/e2e/blocker
 	$(Q)tests/torture/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.
-BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads
+BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads tests/bench/bench-unwtab
 bench: all tests/e2e/workload $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 tests/bench/bench-%: tests/bench/bench-%.c $(LIB_OBJS)

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The unwinder over unwind tables (lib/unwtab.h): per frame, one call of
+ * the caller's @find (which mapping, which table) and one binary search;
+ * memory is read only from the sample's stack copy.
+ *
+ * Where the code has no table (JIT code, anonymous executable memory, a
+ * gap between FDEs) the frame-pointer chain is followed, but only while it
+ * is consistent: rbp inside the stack copy, at or above the stack pointer,
+ * each saved rbp above the last, and every return address in executable
+ * memory.  Such frames are marked UNWTAB_FROM_FP.  A row the table could
+ * not express ends the walk with UNWTAB_END_NEED_DWFL: the caller decides
+ * (libdwfl), this code never guesses.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "unwtab.h"
+
+struct walk {
+	const uint8_t *stack;
+	uint64_t base;
+	size_t size;
+	unwtab_find_fn find;
+	void *ctx;
+};
+
+static bool read_u64(const struct walk *w, uint64_t addr, uint64_t *v)
+{
+	if (addr < w->base || addr - w->base > w->size || w->size - (addr - w->base) < 8)
+		return false;
+	memcpy(v, w->stack + (addr - w->base), 8);
+	return true;
+}
+
+/* A step: -1 when the walk goes on with @st the caller's registers, else its end. */
+#define STEP_OK (-1)
+
+static int step_table(const struct walk *w, const struct unwtab_row *row, struct unwtab_regs *st)
+{
+	uint64_t cfa, ra, bp = st->bp;
+	unsigned kind = row->kind & UNWTAB_KIND_MASK;
+
+	switch (kind) {
+	case UNWTAB_OUTERMOST:
+		return UNWTAB_END_OUTERMOST;
+	case UNWTAB_CFA_SP:
+		cfa = st->sp + (uint64_t)(int64_t)row->cfa_off;
+		break;
+	case UNWTAB_CFA_BP:
+		if (!st->bp_valid)
+			return UNWTAB_END_NO_INFO;
+		cfa = st->bp + (uint64_t)(int64_t)row->cfa_off;
+		break;
+	case UNWTAB_PLT:
+		cfa = st->sp + (uint64_t)(int64_t)row->cfa_off + ((st->ip & 15) >= (uint64_t)row->fp_off ? 8 : 0);
+		break;
+	default:
+		return UNWTAB_END_NEED_DWFL;
+	}
+	/* The CFA is the caller's stack pointer: above ours, or this is not a call. */
+	if (cfa <= st->sp)
+		return UNWTAB_END_INCONSISTENT;
+	if (!read_u64(w, cfa + (uint64_t)(int64_t)row->ra_off, &ra))
+		return UNWTAB_END_STACK;
+	if (kind != UNWTAB_PLT && row->fp_off && !read_u64(w, cfa + (uint64_t)(int64_t)row->fp_off, &bp))
+		return UNWTAB_END_STACK;
+	if (kind != UNWTAB_PLT && row->fp_off)
+		st->bp_valid = true;
+	if (row->kind & UNWTAB_FP_UNDEFINED)
+		st->bp_valid = false;
+	st->bp = bp;
+	st->sp = cfa;
+	st->ip = ra;
+	return STEP_OK;
+}
+
+/* Code without a table: rbp points at the saved rbp, the return address above it. */
+static int step_fp(const struct walk *w, struct unwtab_regs *st)
+{
+	uint64_t next_bp, ra;
+
+	if (!st->bp_valid || !st->bp)
+		return UNWTAB_END_NO_INFO;
+	if (st->bp < st->sp || st->bp > UINT64_MAX - 16)
+		return UNWTAB_END_INCONSISTENT;
+	if (!read_u64(w, st->bp, &next_bp) || !read_u64(w, st->bp + 8, &ra))
+		return UNWTAB_END_STACK;
+	st->sp = st->bp + 16;
+	/* A chain that does not go up is not a chain: the caller's rbp is not known. */
+	st->bp_valid = next_bp > st->bp;
+	st->bp = next_bp;
+	st->ip = ra;
+	return STEP_OK;
+}
+
+/* One frame up from @st at its pc @lookup (the ip, or a return address - 1). */
+static int step(const struct walk *w, uint64_t lookup, struct unwtab_regs *st, uint8_t *how)
+{
+	const struct unwtab *tab = NULL;
+	const struct unwtab_row *row = NULL;
+	uint64_t bias = 0;
+	int r = w->find(w->ctx, lookup, &tab, &bias);
+
+	if (r < 0)
+		return UNWTAB_END_NO_MAP;
+	if (r > 0 && tab)
+		row = unwtab_lookup(tab, lookup - bias);
+	if (row && (row->kind & UNWTAB_KIND_MASK) != UNWTAB_GAP) {
+		*how = UNWTAB_FROM_TABLE;
+		return step_table(w, row, st);
+	}
+	*how = UNWTAB_FROM_FP;
+	return step_fp(w, st);
+}
+
+int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stack_size,
+		  unwtab_find_fn find, void *ctx, struct unwtab_frame *frames, unsigned max_frames,
+		  struct unwtab_result *ret)
+{
+	struct walk w = { .stack = stack, .base = regs ? regs->sp : 0, .size = stack_size, .find = find, .ctx = ctx };
+	struct unwtab_regs st;
+	int end = UNWTAB_END_MAX_FRAMES;
+	unsigned n = 0;
+
+	if (!regs || !find || !frames || !max_frames || !ret || (stack_size && !stack))
+		return -EINVAL;
+	st = *regs;
+	frames[n++] = (struct unwtab_frame){ .pc = st.ip, .how = UNWTAB_FROM_REGS };
+	while (n < max_frames) {
+		struct unwtab_regs next = st;
+		const struct unwtab *tab;
+		uint64_t bias;
+		uint8_t how;
+
+		/* A caller's pc is after its call: look up the call, which may end the function. */
+		end = step(&w, n == 1 ? st.ip : st.ip - 1, &next, &how);
+		if (end != STEP_OK)
+			break;
+		if (!next.ip) {
+			end = UNWTAB_END_OUTERMOST;
+			break;
+		}
+		if (find(ctx, next.ip - 1, &tab, &bias) < 0) {
+			end = UNWTAB_END_NO_MAP;
+			break;
+		}
+		st = next;
+		frames[n++] = (struct unwtab_frame){ .pc = st.ip, .how = how };
+		end = UNWTAB_END_MAX_FRAMES;
+	}
+	*ret = (struct unwtab_result){ .nr_frames = n, .end = (enum unwtab_end)end, .at = st };
+	return 0;
+}

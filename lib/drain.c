@@ -29,6 +29,8 @@ struct drain {
 	struct drain_opts opts;
 	struct drain_id *ids; /* sorted by id */
 	size_t nr_ids, cap_ids;
+	/* the last sample's event: a ring's samples are mostly one event's */
+	const struct drain_id *last_id;
 	/* NULL slots are sinks removed during a pass, compacted after it */
 	struct sink **sinks;
 	size_t nr_sinks, cap_sinks;
@@ -96,9 +98,14 @@ int drain_add_ids(struct drain *d, const uint64_t *ids, size_t nr, uint64_t samp
 		d->ids = n;
 		d->cap_ids = cap;
 	}
-	for (size_t i = 0; i < nr; i++)
-		d->ids[d->nr_ids++] = (struct drain_id){ ids[i], sample_type, read_format };
+	for (size_t i = 0; i < nr; i++) {
+		struct drain_id *f = &d->ids[d->nr_ids++];
+
+		*f = (struct drain_id){ .id = ids[i], .sample_type = sample_type, .read_format = read_format };
+		sample_layout_init(&f->layout, sample_type, read_format);
+	}
 	qsort(d->ids, d->nr_ids, sizeof(*d->ids), cmp_id);
+	d->last_id = NULL; /* moved */
 	return 0;
 }
 
@@ -122,6 +129,22 @@ const struct drain_id *drain_find_id(const struct drain *d, const struct perf_ev
 	if (perfrec_event__identifier(h, &key.id) < 0)
 		return NULL;
 	return bsearch(&key, d->ids, d->nr_ids, sizeof(key), cmp_id);
+}
+
+/* drain_find_id() for a sample in a pass: the last one's event first. */
+static const struct drain_id *find_sample_id(struct drain *d, const struct perf_event_header *h)
+{
+	const struct drain_id *f;
+	struct drain_id key;
+
+	if (perfrec_event__identifier(h, &key.id) < 0)
+		return NULL;
+	if (d->last_id && d->last_id->id == key.id)
+		return d->last_id;
+	f = bsearch(&key, d->ids, d->nr_ids, sizeof(key), cmp_id);
+	if (f)
+		d->last_id = f;
+	return f;
 }
 
 int drain_add_sink(struct drain *d, struct sink *s)
@@ -174,19 +197,16 @@ uint64_t drain_repaired(const struct drain *d)
 }
 
 /*
- * @h repaired into @buf (@bufsz bytes) when the kernel got it wrong, which
- * is returned (logged once per kind), else @h as it is.
+ * @h (a sample of event @f, when known) repaired into @buf (@bufsz bytes)
+ * when the kernel got it wrong, which is returned (logged once per kind),
+ * else @h as it is.
  */
 static const struct perf_event_header *drain_repair(struct drain *d, const struct perf_event_header *h,
-						    void *buf, size_t bufsz)
+						    const struct drain_id *f, void *buf, size_t bufsz)
 {
 	if (h->type == PERF_RECORD_SAMPLE) {
-		const struct drain_id *f;
-		size_t n;
-
 		/* Only user callchains need it: nothing else for a sample. */
-		if (!d->opts.callchain || !(f = drain_find_id(d, h)) ||
-		    !(n = perfrec_sample__end_user_chain(h, f->sample_type, f->read_format, buf, bufsz)))
+		if (!d->opts.callchain || !f || !sample_layout_end_user_chain(&f->layout, h, buf, bufsz))
 			return h;
 		/*
 		 * Nothing a user can act on (any -g recording of code without frame
@@ -226,27 +246,19 @@ static const struct drain_id *rec_id(struct drain_rec *r)
  */
 static void decode_sample(struct drain_rec *r)
 {
-	const unsigned char *p = (const unsigned char *)(r->h + 1);
+	const unsigned char *p = (const unsigned char *)r->h;
 	const struct drain_id *f = rec_id(r);
-	uint64_t type;
-	size_t off = 0, need;
+	const struct sample_layout *l;
 
 	if (!f)
 		return;
-	type = f->sample_type;
-	if (type & PERF_SAMPLE_IDENTIFIER)
-		off += 8;
-	if (type & PERF_SAMPLE_IP)
-		off += 8;
-	need = off + (type & PERF_SAMPLE_TID ? 8 : 0) + (type & PERF_SAMPLE_TIME ? 8 : 0);
-	if (sizeof(*r->h) + need > r->h->size)
+	l = &f->layout;
+	if ((l->pid_off && l->pid_off + 8u > r->h->size) || (l->time_off && l->time_off + 8u > r->h->size))
 		return;
-	if (type & PERF_SAMPLE_TID) {
-		memcpy(&r->pid, p + off, sizeof(r->pid));
-		off += 8;
-	}
-	if (type & PERF_SAMPLE_TIME)
-		memcpy(&r->time, p + off, sizeof(r->time));
+	if (l->pid_off)
+		memcpy(&r->pid, p + l->pid_off, sizeof(r->pid));
+	if (l->time_off)
+		memcpy(&r->time, p + l->time_off, sizeof(r->time));
 	r->sample_ok = true;
 	r->timed = true;
 }
@@ -266,9 +278,11 @@ uint64_t drain_rec_time(struct drain_rec *r)
 	return r->time;
 }
 
-static void decode(const struct drain *d, struct drain_rec *r, const struct perf_event_header *h, size_t idx)
+/* @f: the sample's event when the pass looked it up already */
+static void decode(const struct drain *d, struct drain_rec *r, const struct perf_event_header *h, size_t idx,
+		   const struct drain_id *f)
 {
-	*r = (struct drain_rec){ .h = h, .ring = idx, .d = d };
+	*r = (struct drain_rec){ .h = h, .ring = idx, .d = d, .id = f, .looked_up = f != NULL };
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		decode_sample(r);
@@ -288,7 +302,7 @@ static void decode(const struct drain *d, struct drain_rec *r, const struct perf
 
 void drain_decode(const struct drain *d, const struct perf_event_header *h, struct drain_rec *ret)
 {
-	decode((struct drain *)d, ret, h, 0);
+	decode(d, ret, h, 0, NULL);
 }
 
 struct sink *drain_sink_of(const struct drain *d, const struct sink_ops *ops)
@@ -339,6 +353,7 @@ static void to_corrupt(struct drain *d, size_t idx)
 uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 {
 	const struct perf_event_header *h, *fh;
+	const struct drain_id *f;
 	struct perfrec_ring_batch b;
 	struct drain_rec r;
 	struct iovec iov[2];
@@ -353,20 +368,22 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 	start = b.start;
 	d->in_pass = true;
 	while ((rr = perfrec_ring__next(ring, &b, &h)) > 0) {
-		fh = drain_repair(d, h, d->fixed, sizeof(d->fixed));
+		/* A sample's event, looked up once for the repair and the sinks. */
+		f = h->type == PERF_RECORD_SAMPLE ? find_sample_id(d, h) : NULL;
+		fh = drain_repair(d, h, f, d->fixed, sizeof(d->fixed));
 		if (fh != h) {
 			/* The records before it from the ring, it from the copy. */
 			struct perfrec_ring_batch before = b;
 
 			before.pos = b.pos - h->size;
 			to_writes(d, idx, iov, perfrec_ring__iov(ring, &before, iov));
-			decode(d, &r, fh, idx);
+			decode(d, &r, fh, idx, f);
 			to_records(d, &r);
 			to_writes(d, idx, &(struct iovec){ (void *)fh, fh->size }, 1);
 			b.start = b.pos;
 			continue;
 		}
-		decode(d, &r, fh, idx);
+		decode(d, &r, fh, idx, f);
 		to_records(d, &r);
 	}
 	if (rr < 0) {

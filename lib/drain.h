@@ -23,6 +23,7 @@
 
 #include <perfrec/perfrec.h>
 
+#include "sample-layout.h"
 #include "sink.h"
 
 /* How one event's records are laid out, found by their IDENTIFIER. */
@@ -30,6 +31,7 @@ struct drain_id {
 	uint64_t id;
 	uint64_t sample_type;
 	uint64_t read_format;
+	struct sample_layout layout; /* of sample_type and read_format */
 };
 
 /* PERF_RECORD_LOST and PERF_RECORD_LOST_SAMPLES as the kernel lays them out. */

@@ -10,6 +10,8 @@
 
 #include <perfrec/event.h>
 
+#include "sample-layout.h"
+
 size_t perfrec_sample_id__size(uint64_t st)
 {
 	size_t n = 0;
@@ -390,43 +392,139 @@ const char *perfrec_event__type_name(uint32_t type)
 	return n ? n : "UNKNOWN";
 }
 
-size_t perfrec_sample__end_user_chain(const struct perf_event_header *h, uint64_t sample_type,
-				      uint64_t read_format, void *buf, size_t bufsz)
+/* The sample fields before READ, 8 bytes each, in the order parse() takes them. */
+#define PREFIX_BITS                                                                                     \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | \
+	 PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
+
+/* What parse_tail() takes without an attr: nothing after a variable-size field. */
+static uint32_t tail_len(uint64_t st)
+{
+	uint64_t var = PERF_SAMPLE_BRANCH_STACK | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+		       PERF_SAMPLE_REGS_INTR;
+	uint32_t n = 0;
+
+	if (st & var)
+		return 0;
+	if (st & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT))
+		n += 8;
+	n += 8 * (uint32_t)__builtin_popcountll(st & (PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_TRANSACTION |
+						      PERF_SAMPLE_PHYS_ADDR | PERF_SAMPLE_CGROUP));
+	return n;
+}
+
+void sample_layout_init(struct sample_layout *l, uint64_t st, uint64_t rf)
+{
+	const uint32_t hdr = sizeof(struct perf_event_header);
+	uint32_t off = hdr;
+
+	*l = (struct sample_layout){ .sample_type = st, .read_format = rf, .fixed = true };
+	off += 8 * (uint32_t)__builtin_popcountll(st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP));
+	if (st & PERF_SAMPLE_TID)
+		l->pid_off = off;
+	l->time_off = st & PERF_SAMPLE_TIME ? off + (st & PERF_SAMPLE_TID ? 8 : 0) : 0;
+	off = hdr + 8 * (uint32_t)__builtin_popcountll(st & PREFIX_BITS);
+	if (st & PERF_SAMPLE_READ) {
+		if (rf & PERF_FORMAT_GROUP)
+			l->fixed = false;
+		off += 8 * (1 + (uint32_t)__builtin_popcountll(rf & (PERF_FORMAT_TOTAL_TIME_ENABLED |
+								       PERF_FORMAT_TOTAL_TIME_RUNNING |
+								       PERF_FORMAT_ID | PERF_FORMAT_LOST)));
+	}
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		l->chain_off = off;
+		off += 8;
+	}
+	/* RAW's size is in the record: only parse() knows what follows it. */
+	if (st & PERF_SAMPLE_RAW)
+		l->fixed = false;
+	l->head_len = off;
+	l->tail_len = tail_len(st);
+}
+
+int sample_layout_chain(const struct sample_layout *l, const struct perf_event_header *h,
+			const uint64_t **ret_chain, uint64_t *ret_nr)
+{
+	struct perfrec_sample s;
+	uint64_t nr;
+	size_t room;
+
+	if (!(l->sample_type & PERF_SAMPLE_CALLCHAIN))
+		return -ENOENT;
+	if (!l->fixed) {
+		if (perfrec_sample__parse(h, l->sample_type, l->read_format, &s) < 0)
+			return -EINVAL;
+		*ret_chain = s.callchain;
+		*ret_nr = s.nr_callchain;
+		return 0;
+	}
+	/* Fields are taken in order: the record is whole iff each fits after the last. */
+	if (h->size < l->head_len)
+		return -EINVAL;
+	memcpy(&nr, (const unsigned char *)h + l->chain_off, sizeof(nr));
+	room = h->size - l->head_len;
+	if (nr > room / 8 || room - nr * 8 < l->tail_len)
+		return -EINVAL;
+	*ret_chain = (const uint64_t *)((const unsigned char *)h + l->head_len);
+	*ret_nr = nr;
+	return 0;
+}
+
+/* @h, whose callchain is @nr entries at @chain, with its user chain ended (see below). */
+static size_t end_chain(const struct perf_event_header *h, const uint64_t *chain, uint64_t nr,
+			void *buf, size_t bufsz)
 {
 	const uint64_t user = (uint64_t)PERF_CONTEXT_USER, ctx_max = (uint64_t)PERF_CONTEXT_MAX;
 	const unsigned char *p = (const unsigned char *)h;
-	struct perfrec_sample s;
 	size_t nr_off, chain_end, cut, size;
-	uint64_t end = 0, nr;
-	bool in_user = false;
+	uint64_t end = 0, i = 0, v;
 
-	if (!h || !buf || h->type != PERF_RECORD_SAMPLE || !(sample_type & PERF_SAMPLE_CALLCHAIN) ||
-	    perfrec_sample__parse(h, sample_type, read_format, &s) < 0 || !s.callchain)
-		return 0;
-	for (uint64_t i = 0; i < s.nr_callchain; i++) {
-		uint64_t v;
-
-		memcpy(&v, s.callchain + i, sizeof(v));
-		if (in_user && v >= ctx_max) {
+	/* Entries before PERF_CONTEXT_USER are the kernel's: not looked at. */
+	for (; i < nr; i++) {
+		memcpy(&v, chain + i, sizeof(v));
+		if (v == user)
+			break;
+	}
+	for (i++; i < nr; i++) {
+		memcpy(&v, chain + i, sizeof(v));
+		if (v >= ctx_max) {
 			end = i;
 			break;
 		}
-		if (v == user)
-			in_user = true;
 	}
 	if (!end)
 		return 0;
-	nr_off = (size_t)((const unsigned char *)s.callchain - p) - sizeof(uint64_t);
-	chain_end = nr_off + sizeof(uint64_t) + (size_t)s.nr_callchain * sizeof(uint64_t);
-	cut = (size_t)(s.nr_callchain - end) * sizeof(uint64_t);
+	nr_off = (size_t)((const unsigned char *)chain - p) - sizeof(uint64_t);
+	chain_end = nr_off + sizeof(uint64_t) + (size_t)nr * sizeof(uint64_t);
+	cut = (size_t)(nr - end) * sizeof(uint64_t);
 	size = h->size - cut;
 	if (size > bufsz)
 		return 0;
-	nr = end;
 	memcpy(buf, p, nr_off);
-	memcpy((unsigned char *)buf + nr_off, &nr, sizeof(nr));
-	memcpy((unsigned char *)buf + nr_off + sizeof(nr), s.callchain, (size_t)end * sizeof(uint64_t));
+	memcpy((unsigned char *)buf + nr_off, &end, sizeof(end));
+	memcpy((unsigned char *)buf + nr_off + sizeof(end), chain, (size_t)end * sizeof(uint64_t));
 	memcpy((unsigned char *)buf + chain_end - cut, p + chain_end, h->size - chain_end);
 	((struct perf_event_header *)buf)->size = (uint16_t)size;
 	return size;
+}
+
+size_t sample_layout_end_user_chain(const struct sample_layout *l, const struct perf_event_header *h,
+				    void *buf, size_t bufsz)
+{
+	const uint64_t *chain;
+	uint64_t nr;
+
+	if (!h || !buf || h->type != PERF_RECORD_SAMPLE || h->size < sizeof(*h) ||
+	    sample_layout_chain(l, h, &chain, &nr) < 0)
+		return 0;
+	return end_chain(h, chain, nr, buf, bufsz);
+}
+
+size_t perfrec_sample__end_user_chain(const struct perf_event_header *h, uint64_t sample_type,
+				      uint64_t read_format, void *buf, size_t bufsz)
+{
+	struct sample_layout l;
+
+	sample_layout_init(&l, sample_type, read_format);
+	return sample_layout_end_user_chain(&l, h, buf, bufsz);
 }

@@ -32,7 +32,9 @@
 # Environment: BENCH_PARTS ("record steady drain synth ratio timing
 # callchain views"; the last two take their own knobs, see their scripts),
 # BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
-# BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none), BENCH_RESULTS
+# BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none),
+# BENCH_STEADY_DEFAULT_RATES ("10000 50000": rows "d", perfrecd with its
+# shipped compress=yes beside perf's plain default), BENCH_RESULTS
 # (tests/bench/results: where the CSVs go), BENCH_RATES
 # ("99 1000 10000 50000"), BENCH_RUNS (3), BENCH_SECS (3, workload seconds
 # per run), BENCH_MMAP_PAGES (128 = 512 KiB), BENCH_COMPRESS_RATES ("10000":
@@ -59,6 +61,7 @@ STEADY_SECS=${BENCH_STEADY_SECS:-20}
 STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
+STEADY_DRATES=${BENCH_STEADY_DEFAULT_RATES-10000 50000}
 PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain views}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
@@ -108,9 +111,20 @@ one_run() {
 			--buildid-mmap -m "$PAGES" "${zopt[@]}" -o "$out/perf.data" -- sleep "$dur" \
 			>/dev/null 2>"$out.err" &
 	else
-		printf '[record]\nmmap-size=%s\ndrain-priority=%s\n[output]\ncompress=%s\n' "$MMAP_BYTES" "$DRAINPRIO" \
-			"$([ "$z" = 1 ] && echo "$ZLEVEL" || echo 0)" > "$out.conf"
-		python3 "$RUSAGE" "$ru" "$PERFRECD" -c "$out.conf" --socket '' \
+		# z=d: perfrecd's shipped default (compress=yes, zstd 3) beside
+		# perf's default (plain): what a new user of each gets.
+		# max-frequency=: perfrecd caps -F at 10 kHz by default, perf at
+		# perf_event_max_sample_rate; both sample at the rate asked here.
+		printf '[record]\nmmap-size=%s\ndrain-priority=%s\nmax-frequency=%s\n' "$MMAP_BYTES" "$DRAINPRIO" \
+			"$rate" > "$out.conf"
+		case $z in
+		1) printf '[output]\ncompress=%s\n' "$ZLEVEL" >> "$out.conf" ;;
+		d) ;;
+		*) printf '[output]\ncompress=0\n' >> "$out.conf" ;;
+		esac
+		# daemon/perfrecd, not tests/plain-perfrecd: its --compress 0
+		# would win over the config file's compress=.
+		python3 "$RUSAGE" "$ru" "$ROOT/daemon/perfrecd" -c "$out.conf" --socket '' \
 			-o "$out" -e cpu-clock -F "$rate" -g -d "$dur" \
 			>/dev/null 2>"$out.err" &
 	fi
@@ -143,12 +157,13 @@ one_run() {
 # alternating which goes first, at each rate (and each of ZRATES
 # compressed); results/NAME-runs.csv and NAME-summary.csv.
 side_by_side() {
-	local name=$1 secs=$2 runs=$3 rates=$4 zrates=$5 csv c z rate run order tool configs=()
+	local name=$1 secs=$2 runs=$3 rates=$4 zrates=$5 drates=${6-} csv c z rate run order tool configs=()
 	csv=$RESULTS/$name-runs.csv
 	echo "$RUNS_HDR" > "$csv"
 	echo "bench: $name: $NCPU CPUs, rings $PAGES pages ($MMAP_BYTES bytes) per CPU for both, -g, cpu-clock, ${secs}s workload, $runs runs per config, zstd level $ZLEVEL for -z, perfrecd drain-priority=$DRAINPRIO"
 	for r in $rates; do configs+=("0:$r"); done
 	for r in $zrates; do configs+=("1:$r"); done
+	for r in $drates; do configs+=("d:$r"); done
 	for c in "${configs[@]}"; do
 		z=${c%%:*}; rate=${c#*:}
 		for run in $(seq 1 "$runs"); do
@@ -173,7 +188,7 @@ esac
 # and finish (synthesis, build ids) weigh much in its CPU time.
 case " $PARTS " in *" steady "*)
 	echo
-	side_by_side steady "$STEADY_SECS" "$STEADY_RUNS" "$STEADY_RATES" "$STEADY_ZRATES"
+	side_by_side steady "$STEADY_SECS" "$STEADY_RUNS" "$STEADY_RATES" "$STEADY_ZRATES" "$STEADY_DRATES"
 	;;
 esac
 

@@ -398,3 +398,69 @@ Test(drain, a_repaired_record_reaches_every_sink_in_its_place)
 	drain_free(d);
 	fake_exit(&f);
 }
+
+/*
+ * Samples of two events laid out differently, interleaved in one ring, and
+ * a third event added between passes (the drain's table moves): each
+ * sample is decoded, and its user chain ended, by its own event's layout,
+ * though the drain remembers the last sample's event.
+ */
+Test(drain, each_sample_is_read_by_its_own_events_layout)
+{
+	const uint64_t st_a = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	const uint64_t st_b = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME | PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN |
+			      PERF_SAMPLE_CPU; /* TID and TIME at other offsets, a chain */
+	struct drain_opts o = { .sz = sizeof(o), .sideband_sample_type = SAMPLE_TYPE, .callchain = true };
+	static struct seen v;
+	struct drain *d = NULL;
+	uint64_t ida = 100, idb = 200, idc = 50;
+	struct fake f;
+
+	cr_assert_eq(drain_new(&o, &d), 0);
+	cr_assert_eq(drain_add_ids(d, &ida, 1, st_a, 0), 0);
+	cr_assert_eq(drain_add_ids(d, &idb, 1, st_b, 0), 0);
+	fake_init(&f, 4096, 0);
+	add_seen(d, &v);
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t i = 1; i <= 4; i++) {
+			/* a: id, ip, pid/tid, time */
+			uint64_t a[5] = { 0, ida, 0x401000, 10 * i | (10 * i) << 32, 1000 * i };
+			/* b: id, pid/tid, time, cpu, nr, USER, frame, -1 (ended), frame */
+			uint64_t b[10] = { 0, idb, 20 * i | (20 * i) << 32, 2000 * i, 1, 4,
+					   (uint64_t)PERF_CONTEXT_USER, 0x402000, ~0ull, 0x403000 };
+			struct perf_event_header ha = { .type = PERF_RECORD_SAMPLE, .size = sizeof(a) };
+			struct perf_event_header hb = { .type = PERF_RECORD_SAMPLE, .size = sizeof(b) };
+
+			memcpy(a, &ha, sizeof(ha));
+			memcpy(b, &hb, sizeof(hb));
+			produce(&f, a);
+			produce(&f, b);
+		}
+		v.records_len = v.samples = 0;
+		pass(d, &f);
+		cr_assert_eq(v.samples, 8, "round %d", round);
+		for (size_t off = 0, n = 0; off < v.records_len; n++) {
+			struct perf_event_header h;
+			uint64_t w[10];
+			uint64_t i = n / 2 + 1;
+
+			memcpy(&h, v.records + off, sizeof(h));
+			memcpy(w, v.records + off, h.size);
+			if (n % 2 == 0) {
+				cr_expect_eq(h.size, 40);
+				cr_expect_eq(w[3], 10 * i | (10 * i) << 32);
+			} else {
+				cr_expect_eq(h.size, 64, "b's chain ended before the -1 (%u bytes)", h.size);
+				cr_expect_eq(w[5], 2, "b's chain holds USER and one frame");
+			}
+			off += h.size;
+		}
+		cr_expect_eq(v.last_pid, 80, "the last sample read by b's layout");
+		cr_expect_eq(v.last_time, 8000);
+		/* A third event: the table is sorted again, the remembered one moves. */
+		cr_assert_eq(drain_add_ids(d, &idc, 1, st_a, 0), 0);
+	}
+	cr_expect_eq(drain_repaired(d), 8);
+	drain_free(d);
+	fake_exit(&f);
+}

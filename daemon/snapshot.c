@@ -67,7 +67,7 @@ static const struct sink_ops history_sink_ops;
 
 static struct snapshot *of(const struct recorder *rec)
 {
-	struct sink *s = drain_sink_of(rec->drain, &history_sink_ops);
+	struct sink *s = pipeline_sink_of(rec->pipe, &history_sink_ops);
 
 	return s ? s->ctx : NULL;
 }
@@ -131,7 +131,7 @@ int snapshot_open(struct recorder *rec)
 		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
 	}
 	sn->last = calloc(rec->nr_rings, sizeof(*sn->last));
-	r = sn->last ? recorder_add_sink(rec, &sn->sink) : -ENOMEM;
+	r = sn->last ? recorder_add_output(rec, PIPELINE_HISTORY, &sn->sink) : -ENOMEM;
 	if (r < 0)
 		snapshot_free(sn);
 	return r;
@@ -379,7 +379,7 @@ static void log_spans(const struct perfrec_spans_feature *sf)
 
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_HISTORY);
 	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
 	struct outfile_features_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
@@ -472,7 +472,7 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r < 0)
 		return r;
 	/* The file's records hold its state already: only its attrs, as it has them (unwound or not). */
-	src = recorder_file_source(rec);
+	src = recorder_source(rec, PIPELINE_FILE);
 	r = outfile_add_attrs(&src, w);
 	if (r < 0)
 		goto out;
@@ -534,7 +534,7 @@ int recorder_snapshot(struct recorder *rec, int fd)
 
 	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
-	recorder_drain(rec);
+	recorder_flush(rec);
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	return snapshot_into(rec, fd, !S_ISREG(st.st_mode));
@@ -562,7 +562,7 @@ int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd)
 
 	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
-	recorder_drain(rec);
+	recorder_flush(rec);
 	fd = spool_open(rec);
 	if (fd < 0)
 		return fd;
@@ -587,7 +587,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		log_error("Snapshot refused: no history is kept (set history= or mode=flight)");
 		return -ENODATA;
 	}
-	recorder_drain(rec);
+	recorder_flush(rec);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* Named like rotated files, so retention counts snapshots too. */
 	path = recorder_file_name(rec, (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec,

@@ -494,15 +494,82 @@ static int copy_args(struct perfrec_record *r, const struct perfrec_record_opts 
 	return 0;
 }
 
+/*
+ * The events @opts asks for, on the CPUs it names, opened (disabled) with
+ * their rings into r->el; whether they carry callchains in *ret_callchain.
+ * What is wrong is said through the msg callback.
+ */
+static int open_events(struct perfrec_record *r, const struct perfrec_record_opts *opts,
+		       const struct perfrec_evspec *specs, size_t nr_specs, bool *ret_callchain)
+{
+	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
+	struct perfrec_cpumap *cpus = NULL;
+	const char *cpulist;
+	int e;
+
+	cpulist = PERFREC_OPTS_GET(opts, cpus, (const char *)NULL);
+	e = cpulist ? perfrec_cpumap__parse(cpulist, &cpus) : perfrec_cpumap__read(NULL, &cpus);
+	if (e < 0) {
+		say(r, e, cpulist ? "CPU list \"%s\": %s" : "%sonline CPUs: %s", cpulist ? cpulist : "",
+		    strerror(-e));
+		goto out;
+	}
+
+	eo.freq = PERFREC_OPTS_GET(opts, freq, (uint64_t)0);
+	eo.period = PERFREC_OPTS_GET(opts, period, (uint64_t)0);
+	if (!eo.freq && !eo.period)
+		eo.freq = 1000;
+	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
+	eo.clockid = r->clockid;
+	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
+	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
+	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
+	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
+		eo.pid = getpid();
+	eo.tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
+	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
+	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
+	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
+	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
+		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
+		goto out;
+	}
+	if (e < 0) {
+		int max = perfrec_evlist__max_sample_rate();
+
+		if (eo.freq && max > 0 && eo.freq > (uint64_t)max)
+			say(r, e, "frequency %llu above kernel.perf_event_max_sample_rate (%d)",
+			    (unsigned long long)eo.freq, max);
+		else
+			say(r, e, "bad target, ring size (%zu pages, a power of 2) or sampling options",
+			    eo.mmap_pages);
+		goto out;
+	}
+	e = target_pids(r, &eo);
+	if (e < 0)
+		goto out;
+	e = perfrec_evlist__open(r->el, open_failed, r);
+	if (e < 0) {
+		if (e == -ESRCH)
+			say(r, e, "process %d: no such process", (int)eo.pid);
+		else if (e == -ENOENT && eo.target == PERFREC_TARGET_CGROUP)
+			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
+		goto out;
+	}
+	*ret_callchain = eo.callchain;
+out:
+	perfrec_cpumap__free(cpus);
+	return e;
+}
+
 int perfrec_record__start(const char *path, const struct perfrec_record_opts *opts,
 			  struct perfrec_record **ret_record)
 {
 	struct perfrec_evspec specs[MAX_EVENTS];
-	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
-	struct perfrec_cpumap *cpus = NULL;
 	struct perfrec_record *r;
-	const char *cpulist, *clock;
+	const char *clock;
 	size_t nr_specs = 0;
+	bool callchain = false;
 	int e;
 
 	if (!path || !*path || !ret_record)
@@ -538,56 +605,10 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	if (e < 0)
 		goto fail;
 
-	cpulist = PERFREC_OPTS_GET(opts, cpus, (const char *)NULL);
-	e = cpulist ? perfrec_cpumap__parse(cpulist, &cpus) : perfrec_cpumap__read(NULL, &cpus);
-	if (e < 0) {
-		say(r, e, cpulist ? "CPU list \"%s\": %s" : "%sonline CPUs: %s", cpulist ? cpulist : "",
-		    strerror(-e));
-		goto fail;
-	}
-
-	eo.freq = PERFREC_OPTS_GET(opts, freq, (uint64_t)0);
-	eo.period = PERFREC_OPTS_GET(opts, period, (uint64_t)0);
-	if (!eo.freq && !eo.period)
-		eo.freq = 1000;
-	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
-	eo.clockid = r->clockid;
-	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
-	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
-	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
-	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
-		eo.pid = getpid();
-	eo.tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
-	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
-	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
-	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
-	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
-		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
-		goto fail;
-	}
-	if (e < 0) {
-		int max = perfrec_evlist__max_sample_rate();
-
-		if (eo.freq && max > 0 && eo.freq > (uint64_t)max)
-			say(r, e, "frequency %llu above kernel.perf_event_max_sample_rate (%d)",
-			    (unsigned long long)eo.freq, max);
-		else
-			say(r, e, "bad target, ring size (%zu pages, a power of 2) or sampling options",
-			    eo.mmap_pages);
-		goto fail;
-	}
-	e = target_pids(r, &eo);
+	e = open_events(r, opts, specs, nr_specs, &callchain);
 	if (e < 0)
 		goto fail;
-	e = perfrec_evlist__open(r->el, open_failed, r);
-	if (e < 0) {
-		if (e == -ESRCH)
-			say(r, e, "process %d: no such process", (int)eo.pid);
-		else if (e == -ENOENT && eo.target == PERFREC_TARGET_CGROUP)
-			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
-		goto fail;
-	}
-	e = open_drain(r, eo.callchain);
+	e = open_drain(r, callchain);
 	if (e < 0)
 		goto fail;
 
@@ -608,11 +629,9 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	if (e < 0)
 		goto fail;
 	r->thread_started = true;
-	perfrec_cpumap__free(cpus);
 	*ret_record = r;
 	return 0;
 fail:
-	perfrec_cpumap__free(cpus);
 	record_free(r);
 	return e;
 }

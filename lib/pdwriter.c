@@ -35,6 +35,7 @@
 #include <perfrec/event.h>
 #include <perfrec/pdwriter.h>
 
+#include "buildid-internal.h"
 #include "featbuf.h"
 #include "fsutil.h"
 
@@ -1393,4 +1394,25 @@ fail:
 	w->fd = -1;
 	perfrec_pdwriter__free(w, false);
 	return r;
+}
+
+/*
+ * Here rather than in buildid.c, which builds the feature's body and
+ * knows nothing of writers: the table is noted by the writer's tracking
+ * (above), and buildid.c calling back into the writer made the two files
+ * a circle.
+ */
+int perfrec_buildid_table__add_feature(struct perfrec_buildid_table *t, struct perfrec_pdwriter *w)
+{
+	struct featbuf fb;
+	int r;
+
+	if (!t || !w)
+		return -EINVAL;
+	featbuf_init(&fb);
+	r = buildid_table_build_feature(t, &fb);
+	if (r > 0)
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BUILD_ID, fb.buf, fb.len);
+	featbuf_exit(&fb);
+	return r < 0 ? r : 0;
 }

@@ -33,6 +33,9 @@ static struct stage *place_of(const struct pipeline *p, const struct config *c, 
 	case PIPELINE_HISTORY:
 	case PIPELINE_STREAM:
 		return c->unwind_host ? unwind_stage_stage(p->unwind) : NULL;
+	case PIPELINE_NOTES:
+		/* MMAP2, KSYMBOL, BPF_EVENT: the same in either form, soonest from the drain */
+		return NULL;
 	default:
 		return NULL;
 	}
@@ -103,11 +106,16 @@ void pipeline_free(struct pipeline *p)
 	free(p);
 }
 
-void pipeline_move(struct pipeline *p, void *owner, struct sink *old, struct sink *s)
+void pipeline_move(struct pipeline *p, void *owner)
+{
+	if (p)
+		p->owner = owner;
+}
+
+void pipeline_replace(struct pipeline *p, struct sink *old, struct sink *s)
 {
 	if (!p)
 		return;
-	p->owner = owner;
 	drain_replace_sink(p->drain, old, s);
 	if (p->unwind)
 		stage_replace_sink(unwind_stage_stage(p->unwind), old, s);

@@ -30,6 +30,7 @@ enum pipeline_output {
 	PIPELINE_FILE,     /* the file being recorded (continuous mode) */
 	PIPELINE_HISTORY,  /* the flight history: snapshots, flight snapshots */
 	PIPELINE_STREAM,   /* live subscribers */
+	PIPELINE_NOTES,    /* consumers of side-band records only (build-id cache, BPF programs) */
 	_PIPELINE_OUTPUT_MAX,
 };
 
@@ -48,8 +49,10 @@ struct pipeline_opts {
 int pipeline_new(const struct pipeline_opts *opts, struct pipeline **ret);
 /* Stop the stages (their sinks are their owners').  NULL is fine. */
 void pipeline_free(struct pipeline *p);
-/* The owner moved (recorder_move()): @owner for the lost callback, @s for @old. */
-void pipeline_move(struct pipeline *p, void *owner, struct sink *old, struct sink *s);
+/* The owner moved (recorder_move()): @owner for the lost callback. */
+void pipeline_move(struct pipeline *p, void *owner);
+/* @s in @old's place, wherever @old is (its owner moved). */
+void pipeline_replace(struct pipeline *p, struct sink *old, struct sink *s);
 
 /* Put @s, an output of kind @out, where that kind goes.  0 or -ENOMEM. */
 int pipeline_add(struct pipeline *p, enum pipeline_output out, struct sink *s);

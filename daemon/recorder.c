@@ -33,6 +33,8 @@
 #include <perfrec/bpfmeta.h>
 
 #include "bidcache.h"
+#include "bpfmeta-sink.h"
+#include "manifest-cgroup.h"
 #include "hook.h"
 #include "offcpu-rec.h"
 #include "outfile.h"
@@ -137,6 +139,26 @@ static int open_pipeline(struct recorder *rec)
 	return pipeline_add(rec->pipe, PIPELINE_FILE, &rec->file_sink);
 }
 
+/*
+ * The consumers that are not the file, each a sink where its kind goes:
+ * cgroup counts behind the file (they count what it gets), the build-id
+ * cache and the BPF programs on the side-band records.
+ */
+static int open_notes(struct recorder *rec)
+{
+	int r;
+
+	rec->cgroup_sink = (struct sink){ .ops = &cgroup_counts_sink_ops, .ctx = &rec->cur.cgroups };
+	rec->bidcache_sink = (struct sink){ .ops = &bidcache_sink_ops, .ctx = &rec->cfg };
+	rec->bpf_sink = (struct sink){ .ops = &bpfmeta_sink_ops, .ctx = rec->bpfmeta };
+	r = pipeline_add(rec->pipe, PIPELINE_FILE, &rec->cgroup_sink);
+	if (r == 0)
+		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bidcache_sink);
+	if (r == 0)
+		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bpf_sink);
+	return r;
+}
+
 void recorder_note_freq(struct recorder *rec, uint64_t hz)
 {
 	rec->cur_freq = hz;
@@ -188,7 +210,13 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
 	dst->file_sink.ctx = dst;
-	pipeline_move(dst->pipe, dst, &src->file_sink, &dst->file_sink);
+	dst->cgroup_sink.ctx = &dst->cur.cgroups;
+	dst->bidcache_sink.ctx = &dst->cfg;
+	pipeline_move(dst->pipe, dst);
+	pipeline_replace(dst->pipe, &src->file_sink, &dst->file_sink);
+	pipeline_replace(dst->pipe, &src->cgroup_sink, &dst->cgroup_sink);
+	pipeline_replace(dst->pipe, &src->bidcache_sink, &dst->bidcache_sink);
+	pipeline_replace(dst->pipe, &src->bpf_sink, &dst->bpf_sink);
 }
 
 /*
@@ -318,7 +346,7 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 		if (perfrec_synth__kernel_text(&so, &rec->kernel_text, &rec->kernel_etext) < 0)
 			rec->kernel_text = rec->kernel_etext = 0;
 	}
-	return 0;
+	return open_notes(rec);
 }
 
 static int seed_emit(void *ctx, const struct perf_event_header *h)
@@ -449,6 +477,17 @@ static void drain_during_synth(struct recorder *rec, bool force)
 		drain_rings(rec);
 }
 
+/* The file's synthesized state, to the consumers beside it as if drained (open_notes()). */
+static void note_synth(struct recorder *rec, const struct perf_event_header *h)
+{
+	struct sink *notes[] = { &rec->cgroup_sink, &rec->bidcache_sink };
+	struct drain_rec dr;
+
+	drain_decode(rec->drain, h, &dr);
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
+		notes[i]->ops->record(notes[i], &dr);
+}
+
 static int emit_synth(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *rec = ctx;
@@ -459,11 +498,9 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 		drain_during_synth(rec, false);
 		return 0;
 	}
-	if (h->type == PERF_RECORD_MMAP2) {
+	if (h->type == PERF_RECORD_MMAP2)
 		perfrec_buildid_table__note_mmap2(rec->buildids, h);
-		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
-	} else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
-		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
+	note_synth(rec, h);
 	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);
@@ -674,25 +711,14 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 			o->last_time = r->time;
 		perfrec_buildid_table__note_sample_pid(rec->buildids, r->pid,
 			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
-		if (o->cgroups)
-			cgroup_counts_note_sample(o->cgroups, h, r->id->sample_type, r->id->read_format);
-		break;
-	case PERF_RECORD_CGROUP:
-		if (o && o->cgroups)
-			cgroup_counts_note_cgroup(o->cgroups, h);
 		break;
 	case PERF_RECORD_MMAP2:
 		if (!rec->flight)
 			perfrec_buildid_table__note_mmap2(rec->buildids, h);
-		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
 		break;
 	case PERF_RECORD_EXIT:
 		if (!rec->flight)
 			perfrec_buildid_table__note_exit(rec->buildids, h);
-		break;
-	case PERF_RECORD_KSYMBOL:
-	case PERF_RECORD_BPF_EVENT:
-		perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
 		break;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES: {

@@ -117,6 +117,10 @@ struct recorder {
 	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
 	/* the stages between the drain and the outputs, the file sink among them (pipeline.h) */
 	struct pipeline *pipe;
+	/* consumers of records beside the file (pipeline.h's kinds): */
+	struct sink cgroup_sink;   /* the current file's cgroup counts (manifest-cgroup.h) */
+	struct sink bidcache_sink; /* the build-id cache (bidcache.h) */
+	struct sink bpf_sink;      /* BPF programs that come and go (bpfmeta) */
 };
 
 /* With unwind=host: the unwinding stage's counters (false: not unwinding on the host). */

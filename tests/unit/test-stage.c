@@ -8,11 +8,13 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include <perfrec/event.h>
+#include <perfrec/ring.h>
 
 #include "stage.h"
 
@@ -164,4 +166,164 @@ Test(stage, a_sink_leaves_inside_its_callback_and_the_rest_still_get_the_record)
 	cr_expect_eq(stage_sink_of(&st, &seen_ops), &b.sink);
 	stage_exit(&st);
 	drain_free(d);
+}
+
+/*
+ * Where a stage changes no record, what reaches a sink behind it is byte
+ * for byte what the same sink gets straight from the drain: the same
+ * records in the same order, the same rounds.  Two fake rings get the
+ * same records (one of them straddling the end of the data area); one
+ * drain feeds a tape directly, the other through a stage that hands every
+ * record on unchanged at its round, as the unwinding stage hands on what
+ * it does not rewrite.
+ */
+#define PAGE 4096u
+#define RING 8192u
+
+struct fake {
+	unsigned char *mem;
+	struct perf_event_mmap_page *meta;
+	struct perfrec_ring r;
+};
+
+static void fake_init(struct fake *f)
+{
+	f->mem = aligned_alloc(PAGE, PAGE + RING);
+	cr_assert_not_null(f->mem);
+	memset(f->mem, 0, PAGE + RING);
+	f->meta = (struct perf_event_mmap_page *)f->mem;
+	f->meta->data_head = f->meta->data_tail = RING - 100;
+	cr_assert_eq(perfrec_ring__init(&f->r, f->mem, PAGE, RING, 0), 0);
+}
+
+static void produce(struct fake *f, const void *rec)
+{
+	const struct perf_event_header *h = rec;
+	uint64_t head = f->meta->data_head;
+
+	for (size_t i = 0; i < h->size; i++)
+		f->mem[PAGE + ((head + i) & (RING - 1))] = ((const unsigned char *)rec)[i];
+	__atomic_store_n(&f->meta->data_head, head + h->size, __ATOMIC_RELEASE);
+}
+
+/* A file sink's bytes: every write, and a FINISHED_ROUND after a round that wrote. */
+struct tape {
+	struct sink sink;
+	unsigned char buf[16384];
+	size_t len;
+	bool wrote;
+};
+
+static void tape_put(struct tape *t, const void *p, size_t n)
+{
+	cr_assert(t->len + n <= sizeof(t->buf));
+	memcpy(t->buf + t->len, p, n);
+	t->len += n;
+}
+
+static int tape_write(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes)
+{
+	struct tape *t = s->ctx;
+
+	for (int i = 0; i < n; i++)
+		tape_put(t, iov[i].iov_base, iov[i].iov_len);
+	t->wrote = true;
+	return 0;
+}
+
+static void tape_round(struct sink *s, uint64_t bytes)
+{
+	static const struct perf_event_header round = {
+		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
+	};
+	struct tape *t = s->ctx;
+
+	if (t->wrote)
+		tape_put(t, &round, sizeof(round));
+	t->wrote = false;
+}
+
+static const struct sink_ops tape_ops = { .write = tape_write, .round = tape_round };
+
+/* The stage that changes nothing: records kept until its round, then handed on. */
+struct same {
+	struct stage stage;
+	unsigned char buf[16384];
+	size_t len, ring[64], nr;
+};
+
+static void same_record(struct sink *s, struct drain_rec *r)
+{
+	struct same *x = s->ctx;
+
+	cr_assert(x->len + r->h->size <= sizeof(x->buf) && x->nr < 64);
+	memcpy(x->buf + x->len, r->h, r->h->size);
+	x->len += r->h->size;
+	x->ring[x->nr++] = r->ring;
+}
+
+static void same_round(struct sink *s, uint64_t bytes)
+{
+	struct same *x = s->ctx;
+	size_t off = 0;
+
+	for (size_t i = 0; i < x->nr; i++) {
+		const struct perf_event_header *h = (const void *)(x->buf + off);
+
+		stage_emit(&x->stage, x->ring[i], h);
+		off += h->size;
+	}
+	x->len = x->nr = 0;
+	stage_round(&x->stage);
+}
+
+static const struct sink_ops same_ops = { .record = same_record, .round = same_round };
+
+Test(stage, a_stage_that_changes_nothing_leaves_the_bytes_and_rounds_as_they_were)
+{
+	static struct tape direct, behind;
+	static struct same same;
+	struct fake fa, fb;
+	struct drain *da = layout(), *db = layout();
+	struct perf_event_header other = { .type = PERF_RECORD_EXIT, .size = 48 };
+	unsigned char ex[48] = { 0 };
+	uint64_t bytes;
+
+	fake_init(&fa);
+	fake_init(&fb);
+	direct.sink = (struct sink){ .ops = &tape_ops, .ctx = &direct };
+	behind.sink = (struct sink){ .ops = &tape_ops, .ctx = &behind };
+	cr_assert_eq(drain_add_sink(da, &direct.sink), 0);
+	stage_init(&same.stage, &same_ops, &same, db);
+	cr_assert_eq(drain_add_sink(db, &same.stage.sink), 0);
+	cr_assert_eq(stage_add_sink(&same.stage, &behind.sink), 0);
+	memcpy(ex, &other, sizeof(other));
+	for (int pass = 0; pass < 6; pass++) {
+		/* passes of 0, 1, 2 ... records; the first crosses the end of the ring */
+		for (int i = 0; i < (pass * 5) % 7; i++) {
+			struct sample s = {
+				.h = { .type = PERF_RECORD_SAMPLE, .size = sizeof(s) },
+				.id = ID, .pid = (uint32_t)(100 + i), .tid = (uint32_t)pass, .time = (uint64_t)(pass * 10 + i),
+			};
+
+			produce(&fa, &s);
+			produce(&fb, &s);
+			produce(&fa, ex);
+			produce(&fb, ex);
+		}
+		bytes = drain_ring(da, &fa.r, 0);
+		drain_round(da, bytes);
+		bytes = drain_ring(db, &fb.r, 0);
+		drain_round(db, bytes);
+	}
+	cr_assert_gt(direct.len, 0);
+	cr_assert_eq(behind.len, direct.len, "%zu bytes behind the stage, %zu from the drain", behind.len, direct.len);
+	cr_assert_eq(memcmp(behind.buf, direct.buf, direct.len), 0, "the bytes behind the stage differ");
+	stage_exit(&same.stage);
+	drain_free(da);
+	drain_free(db);
+	perfrec_ring__exit(&fa.r);
+	perfrec_ring__exit(&fb.r);
+	free(fa.mem);
+	free(fb.mem);
 }

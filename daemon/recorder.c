@@ -326,6 +326,7 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
+	rec->track = (struct track){ .bids = rec->buildids };
 	/* A reload hands over the program loaded at start: loading needs CAP_BPF, dropped since. */
 	rec->offcpu = offcpu;
 	r = load_offcpu ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
@@ -498,8 +499,7 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 		drain_during_synth(rec, false);
 		return 0;
 	}
-	if (h->type == PERF_RECORD_MMAP2)
-		perfrec_buildid_table__note_mmap2(rec->buildids, h);
+	track_sideband(&rec->track, h);
 	note_synth(rec, h);
 	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
@@ -595,6 +595,7 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
 	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
+	o->track.bids = rec->buildids;
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
@@ -705,20 +706,13 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 			counted->cpu[r->ring].samples++;
 			counted->samples++;
 		}
-		if (!o->first_time || r->time < o->first_time)
-			o->first_time = r->time;
-		if (r->time > o->last_time)
-			o->last_time = r->time;
-		perfrec_buildid_table__note_sample_pid(rec->buildids, r->pid,
-			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		track_sample(&o->track, h, r->pid, r->time);
 		break;
 	case PERF_RECORD_MMAP2:
-		if (!rec->flight)
-			perfrec_buildid_table__note_mmap2(rec->buildids, h);
-		break;
 	case PERF_RECORD_EXIT:
+		/* (flight mode: no file; each snapshot tracks what it writes) */
 		if (!rec->flight)
-			perfrec_buildid_table__note_exit(rec->buildids, h);
+			track_sideband(&rec->track, h);
 		break;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES: {
@@ -1254,7 +1248,7 @@ struct outfile_features_opts recorder_features_opts(const struct recorder *rec)
 	return (struct outfile_features_opts){
 		.sz = sizeof(struct outfile_features_opts), .what = o->path,
 		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
-		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
+		.first_sample_time = o->track.first_time, .last_sample_time = o->track.last_time,
 		.buildids = rec->buildids,
 	};
 }

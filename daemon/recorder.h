@@ -20,6 +20,7 @@
 #include "outfile.h"
 #include "pipeline.h"
 #include "sink.h"
+#include "track.h"
 #include "unwind-sink.h"
 
 struct cpu_stats {
@@ -38,7 +39,7 @@ struct recfile {
 	uint64_t seq;
 	uint64_t start_wall_ns;
 	uint64_t start_clock_ns;
-	uint64_t first_time, last_time;
+	struct track track;     /* its samples: their times, their pids into the build-id table */
 	uint64_t samples, lost, bytes;
 	uint64_t dropped;       /* of lost: samples the disk refused, in LOST records of this file */
 	struct cpu_stats *cpu;  /* per ring */
@@ -66,6 +67,7 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
+	struct track track;        /* the maps and exits of every file, into buildids */
 	/* one pass over each ring feeds every sink (drain.h) */
 	struct drain *drain;
 	/* the recorder's own sink: counts, and the current file in continuous mode */

@@ -4,8 +4,10 @@
  * and which output sits behind which, decided here and nowhere else.
  *
  *   ring -> drain -> [unwind stage] -> file sink      (recorder.c)
+ *                                   -> cgroup counts  (manifest-cgroup.c)
  *                                   -> history sink   (snapshot.c)
  *                                   -> stream sinks   (control.c)
+ *                -> build-id cache feed (bidcache.c), BPF notes (bpf-meta.c)
  *
  * Each output's sink is added with its kind (pipeline_add()); the
  * pipeline puts it behind the stages that kind gets, or straight on the

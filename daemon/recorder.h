@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder: owns the events, their rings and the drain over them
- * (drain.h), whose first sink is its own: it counts what the rings held
- * and, in continuous mode, writes it into the current file, which it
- * starts (outfile.h), finishes and publishes.  Other consumers add their
- * own sinks (snapshot.c's history, control.c's streams).  One thread
- * drives it; the event loop in manager.c calls in.
+ * The recorder: owns the events, their rings, the drain over them
+ * (drain.h) and the pipeline of stages after it (pipeline.h).  Its own
+ * sink, the file sink, counts what reaches it and, in continuous mode,
+ * writes it into the current file, which it starts (outfile.h), finishes
+ * and publishes.  Other outputs add their sinks with their kind
+ * (recorder_add_output(): snapshot.c's history, control.c's streams), and
+ * the pipeline puts each where its kind goes.  One thread drives it; the
+ * event loop in manager.c calls in.
  */
 #ifndef PERFRECD_RECORDER_H
 #define PERFRECD_RECORDER_H

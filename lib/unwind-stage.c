@@ -232,7 +232,9 @@ static void in_record(struct sink *s, struct drain_rec *r)
 			us->lost(us->ctx, r->ring, 1);
 		return;
 	}
-	us->queued[r->ring] += sample;
+	/* Counted by the ring it comes out on (a sample of no known event comes out uncounted). */
+	if (sample && e)
+		us->queued[e->ring]++;
 	us->round_open = true;
 }
 

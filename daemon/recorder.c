@@ -549,11 +549,31 @@ uint64_t recorder_clock_ns(const struct recorder *rec)
 	return recording_clock_ns(rec->cfg->clockid);
 }
 
+/* What perfrecd adds to every output (outfile.h): its kernel maps, off-CPU time, its log. */
+static int hook_kernel(void *ctx, const struct perfrec_synth_opts *so, perfrec_synth_emit_fn emit, void *ectx)
+{
+	return kcache_emit(so, emit, ectx);
+}
+
+static int hook_add_attrs(void *ctx, const struct perfrec_evlist *el, struct perfrec_pdwriter *w)
+{
+	return offcpu_rec_add_attr(ctx, el, w);
+}
+
+static void hook_say(void *ctx, int level, const char *msg)
+{
+	log_msg(level, "%s", msg);
+}
+
+static const struct outfile_hooks outfile_hooks = {
+	.kernel = hook_kernel, .add_attrs = hook_add_attrs, .say = hook_say,
+};
+
 struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out)
 {
 	return (struct outfile_source){
 		.evlist = rec->evlist, .specs = rec->specs, .nr_specs = rec->nr_specs,
-		.offcpu = rec->offcpu, .bpfmeta = rec->bpfmeta,
+		.hooks = &outfile_hooks, .hooks_ctx = rec->offcpu, .bpfmeta = rec->bpfmeta,
 		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
 		.kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
 		.argc = rec->argc, .argv = rec->argv, .clockid = rec->cfg->clockid,

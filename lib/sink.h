@@ -6,8 +6,9 @@
  * nothing else.  One that hands records on, rewritten, to other sinks (the
  * host unwinder) is a stage (stage.h): a sink upstream, a drain to the
  * sinks behind it.  Beginning an output (attrs, synthesized state,
- * FINISHED_INIT) and ending it are the owner's: perfrecd's outfile_begin()
- * (daemon/outfile.h), the record object's file in lib/record.c.  A sink
+ * FINISHED_INIT) and ending it are the owner's, through the one
+ * outfile_begin() (outfile.h) for perfrecd's outputs and the record
+ * object's files alike.  A sink
  * behind a stage is called the same way, on the same thread, with the
  * stage's records.
  *

@@ -57,6 +57,8 @@
 #include <perfrec/pdreader.h>
 
 #include "bidcache.h"
+#include "config.h"
+#include "drain.h"
 #include "fsutil.h"
 #include "vdso.h"
 #include "log.h"
@@ -942,3 +944,13 @@ void bidcache_clear(void)
 	bc.warned_drop = bc.warned_copy = false;
 	pthread_mutex_unlock(&bc.lock);
 }
+
+static void bidcache_sink_record(struct sink *s, struct drain_rec *r)
+{
+	const struct config *const *cfg = s->ctx;
+
+	if (r->h->type == PERF_RECORD_MMAP2)
+		bidcache_note_mmap2((*cfg)->buildid_cache, (*cfg)->buildid_cache_size, r->h);
+}
+
+const struct sink_ops bidcache_sink_ops = { .record = bidcache_sink_record };

@@ -15,6 +15,8 @@
 
 #include <perfrec/format.h>
 
+#include "sink.h"
+
 #define BIDCACHE_DEFAULT_SIZE (1ULL << 30)
 
 /*
@@ -35,6 +37,13 @@ int bidcache_prepare(const char *dir, const char *user, const char *group);
  * @dir (a reload) starts over with the new one.
  */
 void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec);
+
+/*
+ * The cache fed by the drain: a sink (sink.h) whose record() notes each
+ * MMAP2 with bidcache_note_mmap2(), its ctx pointing at the recording's
+ * config pointer (const struct config **: a reload swaps the config).
+ */
+extern const struct sink_ops bidcache_sink_ops;
 
 /*
  * The cache's cap in bytes for buildid-cache-size=: @bytes, @percent of

@@ -330,7 +330,7 @@ int stream_subscribe(struct control *ctl, struct client *c)
 	struct perfrec_pdwriter_pipe_opts po = { .sz = sizeof(po), .sink = stream_sink, .sink_ctx = c };
 	struct outfile_features_opts fo = { .sz = sizeof(fo), .what = "a stream" };
 	struct recorder *rec = ctl->rec;
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_STREAM);
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "a stream" };
 	int r;
 
@@ -353,7 +353,7 @@ int stream_subscribe(struct control *ctl, struct client *c)
 		r = outfile_synthesize(&src, c->sub, &bo);
 	c->sink = (struct sink){ .ops = &stream_sink_ops, .ctx = c };
 	if (r >= 0)
-		r = recorder_add_sink(rec, &c->sink);
+		r = recorder_add_output(rec, PIPELINE_STREAM, &c->sink);
 	if (r < 0) {
 		perfrec_pdwriter__free(c->sub, false);
 		c->sub = NULL;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * What a killed run left in the output directory, put right at start
- * (recorder_recover_leftovers()): publications cut between manifest and
+ * (leftovers_recover()): publications cut between manifest and
  * rename are completed, NAME.data.tmp files no live writer holds are
  * recovered (empty ones removed), missing manifests are written.
  */
@@ -18,7 +18,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "recorder.h"
-#include "recorder-internal.h"
+#include "leftovers.h"
 
 /* Whether @name is one of ours ending in @suffix: "PREFIX-...SUFFIX". */
 static bool our_file(const struct config *c, const char *name, const char *suffix)
@@ -83,7 +83,8 @@ static int manifest_from_file(struct recorder *rec, const char *path, bool recov
  * other is finished into NAME-recovered.data, its manifest read from the
  * result.  The source goes only once the result is published.
  */
-static int recover_one(struct recorder *rec, const char *src, const char *base, size_t baselen)
+static int recover_one(struct recorder *rec, const char *src, const char *base, size_t baselen,
+		       leftovers_published_fn published)
 {
 	struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
 	struct perfrec_recover_stats st = { 0 };
@@ -122,7 +123,7 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
 	log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
 		   " samples, %" PRIu64 " bytes after the last whole record dropped",
 		   dst, st.records, st.samples, st.dropped_bytes);
-	recorder_after_publish(rec, dst, NULL, true);
+	published(rec, dst, true);
 	free(dst);
 	return 1;
 }
@@ -137,7 +138,7 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
  * to call again later (manager.c, once a file could be written).  Returns
  * how many files were published.
  */
-int recorder_recover_leftovers(struct recorder *rec)
+int leftovers_recover(struct recorder *rec, leftovers_published_fn published)
 {
 	const struct config *c = rec->cfg;
 	struct dirent *de;
@@ -175,9 +176,9 @@ int recorder_recover_leftovers(struct recorder *rec)
 				if (r > 0) {
 					log_notice("Published %s, whose publication an interrupted run did not finish",
 						   final);
-					recorder_after_publish(rec, final, NULL, false);
+					published(rec, final, false);
 					n++;
-				} else if (r == 0 && recover_one(rec, path, de->d_name, len - 9) > 0) {
+				} else if (r == 0 && recover_one(rec, path, de->d_name, len - 9, published) > 0) {
 					n++;
 				}
 			} else if (pass == 1 && our_file(c, de->d_name, ".data")) {

@@ -20,6 +20,7 @@
 #include <perfrec/pdreader.h>
 
 #include "cgroup-label.h"
+#include "drain.h"
 #include "manifest-cgroup.h"
 
 struct slot {
@@ -261,3 +262,17 @@ out:
 	perfrec_pdreader__free(r);
 	return ret;
 }
+
+static void counts_sink_record(struct sink *s, struct drain_rec *r)
+{
+	struct cgroup_counts *t = *(struct cgroup_counts **)s->ctx;
+
+	if (!t)
+		return;
+	if (r->h->type == PERF_RECORD_SAMPLE && r->sample_ok)
+		cgroup_counts_note_sample(t, r->h, r->id->sample_type, r->id->read_format);
+	else if (r->h->type == PERF_RECORD_CGROUP)
+		cgroup_counts_note_cgroup(t, r->h);
+}
+
+const struct sink_ops cgroup_counts_sink_ops = { .record = counts_sink_record };

@@ -15,6 +15,8 @@
 #include <json-c/json.h>
 #include <linux/perf_event.h>
 
+#include "sink.h"
+
 /*
  * Counts kept while a file is written: every CGROUP record and every sample
  * that goes into it, as a reader of the file would count them.  A note
@@ -28,6 +30,12 @@ void cgroup_counts_free(struct cgroup_counts *t);
 int cgroup_counts_note_cgroup(struct cgroup_counts *t, const struct perf_event_header *h);
 int cgroup_counts_note_sample(struct cgroup_counts *t, const struct perf_event_header *h,
 			      uint64_t sample_type, uint64_t read_format);
+/*
+ * The counts as a sink (sink.h) behind wherever the file sits: its ctx
+ * points at the counts of the file being written (struct cgroup_counts
+ * **, NULL: no file or none kept), so it counts what the file gets.
+ */
+extern const struct sink_ops cgroup_counts_sink_ops;
 /* The JSON array manifest_cgroups() returns, from the counts.  0 or -ENOMEM. */
 int cgroup_counts_json(const struct cgroup_counts *t, json_object **ret_array);
 

@@ -11,17 +11,11 @@
  * something comes a FINISHED_ROUND, which tells readers that nothing older
  * than this pass will follow.
  *
- * With unwind=host the file sink writes no ring bytes itself: it hands
- * each record to the unwind sink (unwind-sink.h), whose worker unwinds the
- * DWARF samples and writes every record, FINISHED_ROUND included, into the
- * current file through host_out (recorder-host.c).  The writer is then shared by two
- * threads: host_out's lock guards every use of it while a round may be in
- * the worker's hands, and the worker is synced (idle, its queue written)
- * before a file is synthesized, checkpointed for a copy, finished or
- * freed, so each file gets exactly its own records.  The records handed
- * to the worker are counted by the worker, as it writes them (in the file
- * they went into) or sees them refused (lost); the file sink counts only
- * what it keeps itself or refuses on the spot (no file, below min-free).
+ * Stages may sit between the drain and the file sink (pipeline.h: host
+ * unwinding); the file sink is the same behind them, called on the same
+ * thread, and counts what reaches it.  The pipeline is synced (every
+ * stage emptied into the file) before a file is synthesized, checkpointed
+ * for a copy or finished, so each file gets exactly its own records.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,16 +33,19 @@
 #include <perfrec/bpfmeta.h>
 
 #include "bidcache.h"
+#include "bpfmeta-sink.h"
+#include "manifest-cgroup.h"
 #include "hook.h"
 #include "offcpu-rec.h"
 #include "outfile.h"
 #include "log.h"
+#include "pipeline.h"
 #include "pipeout.h"
 #include "recorder.h"
 #include "safename.h"
-#include "recorder-internal.h"
 #include "retention.h"
 #include "kcache.h"
+#include "leftovers.h"
 #include "manifest.h"
 #include "upload.h"
 
@@ -68,6 +65,10 @@ uint64_t recording_clock_ns(int clockid)
 	clock_gettime(clockid < 0 ? CLOCK_MONOTONIC : clockid, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+static int recorder_note_write(struct recorder *rec, int r);
+static void recorder_after_publish(struct recorder *rec, const char *path, const struct recfile *o,
+				   bool recovered);
 
 static void open_error(void *ctx, const char *event, int cpu, int err)
 {
@@ -115,8 +116,47 @@ static int open_drain(struct recorder *rec)
 	rec->marks = calloc(rec->nr_rings, sizeof(*rec->marks));
 	if (!rec->total || !rec->pending_dropped || !rec->marks)
 		return -ENOMEM;
+	return 0;
+}
+
+static void stage_lost(void *owner, size_t ring, uint64_t samples);
+
+/*
+ * The stages the config asks for, and the file sink where the file's kind
+ * of output goes (pipeline.h decides).  Other outputs add theirs later.
+ */
+static int open_pipeline(struct recorder *rec)
+{
+	struct pipeline_opts po = {
+		.cfg = rec->cfg, .drain = rec->drain, .evlist = rec->evlist,
+		.lost = stage_lost, .owner = rec,
+	};
+	int r = pipeline_new(&po, &rec->pipe);
+
+	if (r < 0)
+		return r;
 	rec->file_sink = (struct sink){ .ops = &file_sink_ops, .ctx = rec };
-	return drain_add_sink(rec->drain, &rec->file_sink);
+	return pipeline_add(rec->pipe, PIPELINE_FILE, &rec->file_sink);
+}
+
+/*
+ * The consumers that are not the file, each a sink where its kind goes:
+ * cgroup counts behind the file (they count what it gets), the build-id
+ * cache and the BPF programs on the side-band records.
+ */
+static int open_notes(struct recorder *rec)
+{
+	int r;
+
+	rec->cgroup_sink = (struct sink){ .ops = &cgroup_counts_sink_ops, .ctx = &rec->cur.cgroups };
+	rec->bidcache_sink = (struct sink){ .ops = &bidcache_sink_ops, .ctx = &rec->cfg };
+	rec->bpf_sink = (struct sink){ .ops = &bpfmeta_sink_ops, .ctx = rec->bpfmeta };
+	r = pipeline_add(rec->pipe, PIPELINE_FILE, &rec->cgroup_sink);
+	if (r == 0)
+		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bidcache_sink);
+	if (r == 0)
+		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bpf_sink);
+	return r;
 }
 
 void recorder_note_freq(struct recorder *rec, uint64_t hz)
@@ -128,6 +168,11 @@ void recorder_note_freq(struct recorder *rec, uint64_t hz)
 		rec->cur.freq_min = hz;
 	if (hz > rec->cur.freq_max)
 		rec->cur.freq_max = hz;
+}
+
+bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret)
+{
+	return rec && pipeline_unwind_stats(rec->pipe, ret);
 }
 
 uint64_t recorder_busy_samples(const struct recorder *rec)
@@ -143,21 +188,21 @@ bool recorder_output_closed(const struct recorder *rec)
 
 	if (!pipeout_enabled(rec->cfg))
 		return false;
-	recorder_out_lock(rec);
 	gone = rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE);
-	recorder_out_unlock(rec);
 	return gone;
 }
 
-int recorder_add_sink(struct recorder *rec, struct sink *s)
+int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct sink *s)
 {
-	return drain_add_sink(rec->drain, s);
+	/* What the stages still hold was drained before @s came: not for it. */
+	pipeline_sync(rec->pipe);
+	return pipeline_add(rec->pipe, out, s);
 }
 
 void recorder_remove_sink(struct recorder *rec, struct sink *s)
 {
 	if (rec)
-		drain_remove_sink(rec->drain, s);
+		pipeline_remove(rec->pipe, s);
 }
 
 void recorder_move(struct recorder *dst, struct recorder *src)
@@ -165,12 +210,13 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
 	dst->file_sink.ctx = dst;
-	if (dst->host_out) {
-		pthread_mutex_lock(&dst->host_out->lock);
-		dst->host_out->rec = dst;
-		pthread_mutex_unlock(&dst->host_out->lock);
-	}
-	drain_replace_sink(dst->drain, &src->file_sink, &dst->file_sink);
+	dst->cgroup_sink.ctx = &dst->cur.cgroups;
+	dst->bidcache_sink.ctx = &dst->cfg;
+	pipeline_move(dst->pipe, dst);
+	pipeline_replace(dst->pipe, &src->file_sink, &dst->file_sink);
+	pipeline_replace(dst->pipe, &src->cgroup_sink, &dst->cgroup_sink);
+	pipeline_replace(dst->pipe, &src->bidcache_sink, &dst->bidcache_sink);
+	pipeline_replace(dst->pipe, &src->bpf_sink, &dst->bpf_sink);
 }
 
 /*
@@ -274,12 +320,13 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	r = open_drain(rec);
 	if (r < 0)
 		return r;
-	r = recorder_open_unwind(rec);
+	r = open_pipeline(rec);
 	if (r < 0)
 		return r;
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
+	rec->track = (struct track){ .bids = rec->buildids };
 	/* A reload hands over the program loaded at start: loading needs CAP_BPF, dropped since. */
 	rec->offcpu = offcpu;
 	r = load_offcpu ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
@@ -300,12 +347,41 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 		if (perfrec_synth__kernel_text(&so, &rec->kernel_text, &rec->kernel_etext) < 0)
 			rec->kernel_text = rec->kernel_etext = 0;
 	}
+	return open_notes(rec);
+}
+
+static int seed_emit(void *ctx, const struct perf_event_header *h)
+{
+	struct recorder *rec = ctx;
+
+	pipeline_state(rec->pipe, PIPELINE_HISTORY, h);
 	return 0;
+}
+
+/*
+ * Without a file (flight mode) no output begins with the state of the
+ * processes that already run, which the stages need (the unwinder: their
+ * maps): they get it once, here, while still idle.
+ */
+static void seed_stages(struct recorder *rec)
+{
+	struct outfile_source src = recorder_source(rec, PIPELINE_HISTORY);
+	struct outfile_begin_opts bo = {
+		.sz = sizeof(bo), .time = recorder_clock_ns(rec), .what = "the host unwinder",
+		.emit = seed_emit, .ctx = rec,
+	};
+	int r;
+
+	if (!rec->flight || !pipeline_wants_state(rec->pipe))
+		return;
+	r = outfile_synthesize(&src, NULL, &bo);
+	if (r < 0)
+		log_warning("The host unwinder starts without the state of running processes: %s", strerror(-r));
 }
 
 int recorder_enable(struct recorder *rec)
 {
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_FILE);
 	struct perfrec_synth_opts so = outfile_synth_opts(&src, 0);
 	int r;
 
@@ -315,6 +391,8 @@ int recorder_enable(struct recorder *rec)
 
 	if (r < 0)
 		log_error("Cannot enable events: %s", strerror(-r));
+	else
+		seed_stages(rec);
 	return r;
 }
 
@@ -334,7 +412,7 @@ int recorder_disable(struct recorder *rec)
  */
 #define WRITE_ERROR_QUIET_USEC (60 * 1000000ULL)
 
-int recorder_note_write(struct recorder *rec, int r)
+static int recorder_note_write(struct recorder *rec, int r)
 {
 	/* Only stdout can be a pipe: its reader left (recorder_output_closed() ends the run). */
 	if (r == -EPIPE) {
@@ -400,25 +478,29 @@ static void drain_during_synth(struct recorder *rec, bool force)
 		drain_rings(rec);
 }
 
+/* The file's synthesized state, to the consumers beside it as if drained (open_notes()). */
+static void note_synth(struct recorder *rec, const struct perf_event_header *h)
+{
+	struct sink *notes[] = { &rec->cgroup_sink, &rec->bidcache_sink };
+	struct drain_rec dr;
+
+	drain_decode(rec->drain, h, &dr);
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
+		notes[i]->ops->record(notes[i], &dr);
+}
+
 static int emit_synth(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *rec = ctx;
 	int r;
 
-	/* The unwinder starts from the same state as the file (the worker is idle: recorder_start_file()). */
-	if (rec->unwind && h->type < PERF_RECORD_MAX) {
-		unwind_sink_state(rec->unwind, h, recorder_sideband_attr(rec));
-		/* (as host_emit() leaves them out) */
-		if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA)) {
-			drain_during_synth(rec, false);
-			return 0;
-		}
+	/* The stages start from the same state as the file (idle: recorder_start_file() synced them). */
+	if (!pipeline_state(rec->pipe, PIPELINE_FILE, h)) {
+		drain_during_synth(rec, false);
+		return 0;
 	}
-	if (h->type == PERF_RECORD_MMAP2) {
-		perfrec_buildid_table__note_mmap2(rec->buildids, h);
-		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
-	} else if (h->type == PERF_RECORD_CGROUP && rec->cur.cgroups)
-		cgroup_counts_note_cgroup(rec->cur.cgroups, h);
+	track_sideband(&rec->track, h);
+	note_synth(rec, h);
 	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);
@@ -467,24 +549,37 @@ uint64_t recorder_clock_ns(const struct recorder *rec)
 	return recording_clock_ns(rec->cfg->clockid);
 }
 
-struct outfile_source recorder_source(const struct recorder *rec)
+/* What perfrecd adds to every output (outfile.h): its kernel maps, off-CPU time, its log. */
+static int hook_kernel(void *ctx, const struct perfrec_synth_opts *so, perfrec_synth_emit_fn emit, void *ectx)
+{
+	return kcache_emit(so, emit, ectx);
+}
+
+static int hook_add_attrs(void *ctx, const struct perfrec_evlist *el, struct perfrec_pdwriter *w)
+{
+	return offcpu_rec_add_attr(ctx, el, w);
+}
+
+static void hook_say(void *ctx, int level, const char *msg)
+{
+	log_msg(level, "%s", msg);
+}
+
+static const struct outfile_hooks outfile_hooks = {
+	.kernel = hook_kernel, .add_attrs = hook_add_attrs, .say = hook_say,
+};
+
+struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out)
 {
 	return (struct outfile_source){
 		.evlist = rec->evlist, .specs = rec->specs, .nr_specs = rec->nr_specs,
-		.offcpu = rec->offcpu, .bpfmeta = rec->bpfmeta,
+		.hooks = &outfile_hooks, .hooks_ctx = rec->offcpu, .bpfmeta = rec->bpfmeta,
 		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
 		.kernel_text = rec->kernel_text, .kernel_etext = rec->kernel_etext,
 		.argc = rec->argc, .argv = rec->argv, .clockid = rec->cfg->clockid,
 		.data_maps = rec->cfg->callchain && rec->cfg->dwarf,
+		.unwound = pipeline_unwound(rec->pipe, out),
 	};
-}
-
-struct outfile_source recorder_file_source(const struct recorder *rec)
-{
-	struct outfile_source src = recorder_source(rec);
-
-	src.unwound = rec->unwind != NULL;
-	return src;
 }
 
 static void synth_step(void *ctx)
@@ -495,7 +590,7 @@ static void synth_step(void *ctx)
 /* A file's first records: attrs, state, FINISHED_INIT (outfile.c). */
 static int begin_file(struct recorder *rec, struct recfile *o)
 {
-	struct outfile_source src = recorder_file_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_FILE);
 	struct outfile_begin_opts bo = {
 		.sz = sizeof(bo), .time = o->start_clock_ns, .what = o->path,
 		.emit = emit_synth, .step = synth_step, .ctx = rec,
@@ -503,10 +598,9 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 
 	/*
 	 * Nothing of an earlier file is still on its way: recorder_start_file()
-	 * synced the worker, and it stays idle (unwind_sink_state() needs it so).
+	 * synced the pipeline, and its stages stay idle (pipeline_state()).
 	 */
-	if (rec->unwind)
-		unwind_sink_stats(rec->unwind, &o->unwind_start);
+	o->unwound = pipeline_unwind_stats(rec->pipe, &o->unwind_start);
 	rec->have_file = true;
 	perfrec_buildid_table__reset_samples(rec->buildids);
 	return outfile_begin(&src, o->w, &bo);
@@ -521,6 +615,7 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
 	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
 	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
+	o->track.bids = rec->buildids;
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
@@ -552,7 +647,7 @@ static void lose_unstarted(struct recorder *rec, const struct recfile *o)
 		rec->marks[i].lost += c->samples;
 		rec->pending_dropped[i] += c->samples + c->lost + c->lost_samples;
 	}
-	rec->dropped_bytes += rec->unwind ? 0 : o->bytes;
+	rec->dropped_bytes += o->bytes;
 }
 
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
@@ -562,11 +657,8 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 
 	if (!rec->rotate_anchor_usec)
 		rec->rotate_anchor_usec = now_usec();
-	/*
-	 * The worker writes into rec->cur: idle before it is set up (see the
-	 * top), and what it could not write is pending for this file's LOST.
-	 */
-	recorder_host_sync(rec);
+	/* What the stages hold was drained for the file before (see the top). */
+	pipeline_sync(rec->pipe);
 	r = new_outfile(rec, o, synth_time);
 	if (r < 0)
 		return r;
@@ -598,9 +690,8 @@ fail:
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
 	rec->retry_start_usec = now_usec() + START_RETRY_USEC;
 	/*
-	 * Ring records drained during synthesis went down with the file.
-	 * (unwind=host: they wait for the worker, which finds no file and
-	 * counts them lost.)
+	 * Ring records drained during synthesis went down with the file
+	 * (those still in a stage find no file and are refused there).
 	 */
 	lose_unstarted(rec, o);
 	perfrec_pdwriter__free(o->w, true);
@@ -611,28 +702,22 @@ fail:
 }
 
 /*
- * The recorder's count of each drained record (file_sink's record()).
- * Samples and lost counts go into the totals and the file here unless the
- * record is handed to the unwinding worker, which counts it once it is
- * written or refused (recorder-host.c).
+ * The recorder's count of each record that reaches the file sink (its
+ * record()): samples and lost counts into the totals and the file.
  */
 static void file_record(struct sink *sk, struct drain_rec *r)
 {
 	struct recorder *rec = sk->ctx;
 	struct recfile *o = rec->have_file ? &rec->cur : NULL;
-	/* Refused in file_write() as the raw path refuses it: not queued either. */
-	bool queue = rec->unwind && o && !rec->below_floor;
-	struct cpu_stats *t = queue ? NULL : &rec->total[r->ring];
-	/* (unwind=host: the file counts only what the worker wrote into it) */
-	struct recfile *counted = rec->unwind ? NULL : o;
+	struct cpu_stats *t = &rec->total[r->ring];
+	struct recfile *counted = o;
 	const struct perf_event_header *h = r->h;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		if (!r->sample_ok)
 			return;
-		if (t)
-			t->samples++;
+		t->samples++;
 		if (r->pid)
 			rec->busy_samples++;
 		if (!o)
@@ -641,39 +726,20 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 			counted->cpu[r->ring].samples++;
 			counted->samples++;
 		}
-		if (!o->first_time || r->time < o->first_time)
-			o->first_time = r->time;
-		if (r->time > o->last_time)
-			o->last_time = r->time;
-		perfrec_buildid_table__note_sample_pid(rec->buildids, r->pid,
-			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
-		if (o->cgroups)
-			cgroup_counts_note_sample(o->cgroups, h, r->id->sample_type, r->id->read_format);
-		break;
-	case PERF_RECORD_CGROUP:
-		if (o && o->cgroups)
-			cgroup_counts_note_cgroup(o->cgroups, h);
+		track_sample(&o->track, h, r->pid, r->time);
 		break;
 	case PERF_RECORD_MMAP2:
-		if (!rec->flight)
-			perfrec_buildid_table__note_mmap2(rec->buildids, h);
-		bidcache_note_mmap2(rec->cfg->buildid_cache, rec->cfg->buildid_cache_size, h);
-		break;
 	case PERF_RECORD_EXIT:
+		/* (flight mode: no file; each snapshot tracks what it writes) */
 		if (!rec->flight)
-			perfrec_buildid_table__note_exit(rec->buildids, h);
-		break;
-	case PERF_RECORD_KSYMBOL:
-	case PERF_RECORD_BPF_EVENT:
-		perfrec_bpfmeta__note_record(rec->bpfmeta, h); /* programs come and go */
+			track_sideband(&rec->track, h);
 		break;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES: {
 		/* LOST: records the kernel dropped; LOST_SAMPLES: samples it could not make */
 		bool records = h->type == PERF_RECORD_LOST;
 
-		if (t)
-			*(records ? &t->lost : &t->lost_samples) += r->lost;
+		*(records ? &t->lost : &t->lost_samples) += r->lost;
 		if (counted) {
 			struct cpu_stats *c = &counted->cpu[r->ring];
 
@@ -684,11 +750,6 @@ static void file_record(struct sink *sk, struct drain_rec *r)
 	}
 	default:
 		break;
-	}
-	if (queue) {
-		const struct drain_id *id = h->type == PERF_RECORD_SAMPLE ? r->id : drain_find_id(rec->drain, h);
-
-		recorder_host_queue(rec, r->ring, h, recorder_attr_of(rec, id));
 	}
 }
 
@@ -711,8 +772,7 @@ static void refuse_span(struct recorder *rec, size_t idx)
 	uint64_t n = rec->total[idx].samples - m->samples;
 	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
 
-	/* (unwind=host: file_record() counted nothing into the file) */
-	if (rec->have_file && !rec->unwind) {
+	if (rec->have_file) {
 		rec->cur.cpu[idx].samples -= n;
 		rec->cur.samples -= n;
 		rec->cur.cpu[idx].lost -= dl;
@@ -743,21 +803,17 @@ static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int 
 		r = -ENOSPC;
 	else if (rec->below_floor)
 		r = -ENOSPC;
-	else if (!rec->unwind)
+	else
 		r = recorder_note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
-	/* (unwind=host: file_record() queued the records; the worker writes them) */
 	if (r < 0) {
 		rec->dropped_bytes += bytes;
 		refuse_span(rec, idx);
 		if (rec->have_file)
 			rec->pass_err = r;
 	} else if (!rec->flight) {
-		/* (unwind=host: the worker counts the bytes it writes, unwound) */
-		if (!rec->unwind) {
-			rec->cur.cpu[idx].bytes += bytes;
-			rec->total[idx].bytes += bytes;
-			rec->cur.bytes += bytes;
-		}
+		rec->cur.cpu[idx].bytes += bytes;
+		rec->total[idx].bytes += bytes;
+		rec->cur.bytes += bytes;
 		rec->pass_written += bytes;
 	}
 	rec->marks[idx] = span_mark(rec, idx);
@@ -785,21 +841,6 @@ static void file_round(struct sink *sk, uint64_t bytes)
 	struct recorder *rec = sk->ctx;
 
 	(void)bytes;
-	if (rec->unwind) {
-		/* The worker's writes failing: the disk still refuses (as pass_err). */
-		bool failed = recorder_host_collect(rec);
-
-		if (!rec->pass_written || !rec->have_file)
-			return;
-		rec->pass_written = 0;
-		/* In this round, before its end (note_dropped_in_file()). */
-		if (rec->pass_err == 0 && !failed)
-			note_dropped_in_file(rec);
-		/* The round ends in the file where the worker has written it. */
-		if (unwind_sink_record(rec->unwind, &round, NULL) < 0 || recorder_host_round(rec) < 0)
-			log_warning("Out of memory for the host unwinder's round");
-		return;
-	}
 	if (!rec->pass_written || !rec->have_file)
 		return;
 	rec->pass_written = 0;
@@ -825,15 +866,6 @@ static void note_dropped_in_file(struct recorder *rec)
 	uint64_t total = 0;
 
 	if (!rec->have_file || tlen > 64)
-		return;
-	/*
-	 * unwind=host: only while the worker has written every round handed
-	 * over, so that a LOST stamped now lands after the records of
-	 * earlier rounds (in the round being drained, which readers sort),
-	 * and its write is known to succeed or fail here; else later (at
-	 * the latest when the file is finished, after a sync).
-	 */
-	if (rec->unwind && !unwind_sink_idle(rec->unwind))
 		return;
 	for (size_t i = 0; i < rec->nr_rings; i++) {
 		struct perf_event_header h = { .type = PERF_RECORD_LOST, .size = (uint16_t)(sizeof(h) + 16 + tlen) };
@@ -865,6 +897,23 @@ static void note_dropped_in_file(struct recorder *rec)
 			"%s: %" PRIu64 " samples that the disk refused are recorded as lost", o->path, total);
 }
 
+/*
+ * Samples a stage took in and never handed on (the unwinder could not
+ * rewrite them): lost, as the samples a full disk refuses, reported in
+ * the file by a PERF_RECORD_LOST (note_dropped_in_file()).  The ring's
+ * span mark moves with the totals: they are no part of a span not yet
+ * written (refuse_span()).
+ */
+static void stage_lost(void *owner, size_t ring, uint64_t samples)
+{
+	struct recorder *rec = owner;
+
+	rec->total[ring].lost += samples;
+	rec->total[ring].dropped += samples;
+	rec->marks[ring].lost += samples;
+	rec->pending_dropped[ring] += samples;
+}
+
 /* One pass over every ring, without the round: the bytes drained. */
 static uint64_t drain_rings(struct recorder *rec)
 {
@@ -882,6 +931,18 @@ int recorder_drain(struct recorder *rec)
 	rec->pass_err = 0;
 	drain_round(rec->drain, drain_rings(rec));
 	r = rec->pass_err;
+	rec->pass_err = 0;
+	return r;
+}
+
+int recorder_flush(struct recorder *rec)
+{
+	int r = recorder_drain(rec);
+
+	rec->pass_err = 0;
+	pipeline_sync(rec->pipe);
+	if (!r)
+		r = rec->pass_err;
 	rec->pass_err = 0;
 	return r;
 }
@@ -912,9 +973,7 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
-	recorder_out_lock(rec);
 	full = c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes;
-	recorder_out_unlock(rec);
 	if (full)
 		return true;
 	deadline = recorder_rotation_deadline(rec);
@@ -1004,7 +1063,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 	struct manifest_cpu *cpus = NULL;
 	int r;
 
-	if (rec->unwind)
+	if (o->unwound)
 		mi.unwind = &mu;
 
 	if (o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
@@ -1023,7 +1082,8 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 }
 
 /* What follows a publication: upload, retention, the on-rotate hook. */
-void recorder_after_publish(struct recorder *rec, const char *path, const struct recfile *o, bool recovered)
+static void recorder_after_publish(struct recorder *rec, const char *path, const struct recfile *o,
+				   bool recovered)
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
@@ -1036,6 +1096,17 @@ void recorder_after_publish(struct recorder *rec, const char *path, const struct
 	apply_retention(rec, path);
 	if (rec->cfg->on_rotate)
 		hook_run(rec->cfg->on_rotate, &hi);
+}
+
+/* A file leftovers.c published (it has no counts of its own). */
+static void leftover_published(struct recorder *rec, const char *path, bool recovered)
+{
+	recorder_after_publish(rec, path, NULL, recovered);
+}
+
+int recorder_recover_leftovers(struct recorder *rec)
+{
+	return leftovers_recover(rec, leftover_published);
 }
 
 /*
@@ -1112,9 +1183,7 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
 		return 0;
 	rec->cur.last_checkpoint_usec = now;
-	recorder_out_lock(rec);
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
-	recorder_out_unlock(rec);
 	if (r < 0)
 		return recorder_note_write(rec, r);
 	/* Files the full disk left unfinished are published now, not at the next start. */
@@ -1199,7 +1268,7 @@ struct outfile_features_opts recorder_features_opts(const struct recorder *rec)
 	return (struct outfile_features_opts){
 		.sz = sizeof(struct outfile_features_opts), .what = o->path,
 		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
-		.first_sample_time = o->first_time, .last_sample_time = o->last_time,
+		.first_sample_time = o->track.first_time, .last_sample_time = o->track.last_time,
 		.buildids = rec->buildids,
 	};
 }
@@ -1211,7 +1280,7 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 	if (!rec->have_file)
 		return -ENODATA;
 	/* A copy holds what was drained so far: written, not on its way. */
-	recorder_host_sync(rec);
+	pipeline_sync(rec->pipe);
 	r = perfrec_pdwriter__checkpoint(rec->cur.w);
 	if (r < 0)
 		return r;
@@ -1223,19 +1292,18 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 static int finish_file(struct recorder *rec, char **ret_path, struct recfile *ret_finished)
 {
 	struct recfile *o = &rec->cur;
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_FILE);
 	struct outfile_features_opts eo;
 	int r;
 
 	if (!rec->have_file)
 		return -ENOENT;
 	recorder_drain(rec);
-	/* Everything drained into this file is in it before it ends. */
-	if (rec->unwind) {
-		recorder_host_sync(rec);
-		note_dropped_in_file(rec);
-		unwind_sink_stats(rec->unwind, &o->unwind_end);
-	}
+	/* Everything drained for this file is in it before it ends. */
+	pipeline_sync(rec->pipe);
+	/* (samples a stage reported lost meanwhile are this file's) */
+	note_dropped_in_file(rec);
+	pipeline_unwind_stats(rec->pipe, &o->unwind_end);
 	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
 	eo = recorder_features_opts(rec);
 	outfile_add_features(&src, o->w, &eo);
@@ -1319,10 +1387,9 @@ void recorder_close(struct recorder *rec)
 {
 	if (rec->have_stalled)
 		abandon_file(rec, &rec->stalled);
-	/* Its worker writes into the current file and borrows the events' attrs: first. */
-	unwind_sink_free(rec->unwind);
-	rec->unwind = NULL;
-	recorder_host_close(rec);
+	/* Its stages borrow the events' attrs and the sinks: first. */
+	pipeline_free(rec->pipe);
+	rec->pipe = NULL;
 	if (rec->have_file) {
 		perfrec_pdwriter__free(rec->cur.w, false);
 		rec->cur.w = NULL;

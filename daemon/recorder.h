@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder: owns the events, their rings and the drain over them
- * (drain.h), whose first sink is its own: it counts what the rings held
- * and, in continuous mode, writes it into the current file, which it
- * starts (outfile.h), finishes and publishes.  Other consumers add their
- * own sinks (snapshot.c's history, control.c's streams).  One thread
- * drives it; the event loop in manager.c calls in.
+ * The recorder: owns the events, their rings, the drain over them
+ * (drain.h) and the pipeline of stages after it (pipeline.h).  Its own
+ * sink, the file sink, counts what reaches it and, in continuous mode,
+ * writes it into the current file, which it starts (outfile.h), finishes
+ * and publishes.  Other outputs add their sinks with their kind
+ * (recorder_add_output(): snapshot.c's history, control-transfer.c's streams), and
+ * the pipeline puts each where its kind goes.  One thread drives it; the
+ * event loop in manager.c calls in.
  */
 #ifndef PERFRECD_RECORDER_H
 #define PERFRECD_RECORDER_H
@@ -18,7 +20,9 @@
 #include "config.h"
 #include "drain.h"
 #include "outfile.h"
+#include "pipeline.h"
 #include "sink.h"
+#include "track.h"
 #include "unwind-sink.h"
 
 struct cpu_stats {
@@ -37,7 +41,7 @@ struct recfile {
 	uint64_t seq;
 	uint64_t start_wall_ns;
 	uint64_t start_clock_ns;
-	uint64_t first_time, last_time;
+	struct track track;     /* its samples: their times, their pids into the build-id table */
 	uint64_t samples, lost, bytes;
 	uint64_t dropped;       /* of lost: samples the disk refused, in LOST records of this file */
 	struct cpu_stats *cpu;  /* per ring */
@@ -45,7 +49,8 @@ struct recfile {
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
 	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
 	struct cgroup_counts *cgroups; /* for the manifest (NULL: it reads the file) */
-	/* unwind=host: the unwind sink's counters at the file's start and end, for its manifest */
+	/* behind the unwinding stage: its counters at the file's start and end, for its manifest */
+	bool unwound;
 	struct unwind_sink_stats unwind_start, unwind_end;
 };
 
@@ -64,6 +69,7 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
+	struct track track;        /* the maps and exits of every file, into buildids */
 	/* one pass over each ring feeds every sink (drain.h) */
 	struct drain *drain;
 	/* the recorder's own sink: counts, and the current file in continuous mode */
@@ -113,16 +119,15 @@ struct recorder {
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
 	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
-	/*
-	 * unwind=host (continuous mode): the file sink hands its records to
-	 * the unwind sink, whose worker writes them unwound into the current
-	 * file through host_out (recorder.c); NULL otherwise.
-	 */
-	struct unwind_sink *unwind;
-	struct host_out *host_out;
+	/* the stages between the drain and the outputs, the file sink among them (pipeline.h) */
+	struct pipeline *pipe;
+	/* consumers of records beside the file (pipeline.h's kinds): */
+	struct sink cgroup_sink;   /* the current file's cgroup counts (manifest-cgroup.h) */
+	struct sink bidcache_sink; /* the build-id cache (bidcache.h) */
+	struct sink bpf_sink;      /* BPF programs that come and go (bpfmeta) */
 };
 
-/* With unwind=host: the unwind sink's counters (false: not unwinding on the host). */
+/* With unwind=host: the unwinding stage's counters (false: not unwinding on the host). */
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret);
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
@@ -151,13 +156,11 @@ uint64_t recorder_take_seq(struct recorder *rec);
 /* The current time in the recording's clock. */
 uint64_t recorder_clock_ns(const struct recorder *rec);
 
-/* What an output of this recording begins with (outfile_begin()); borrowed from @rec. */
-struct outfile_source recorder_source(const struct recorder *rec);
 /*
- * The same for the file being written, which holds samples unwound on the
- * host under unwind=host (the drain's other outputs keep the raw ones).
+ * What output @out of this recording begins with (outfile_begin()):
+ * its attrs say its stacks' form (pipeline_unwound()); borrowed from @rec.
  */
-struct outfile_source recorder_file_source(const struct recorder *rec);
+struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out);
 int recorder_enable(struct recorder *rec);
 int recorder_disable(struct recorder *rec);
 /*
@@ -174,9 +177,18 @@ void recorder_note_freq(struct recorder *rec, uint64_t hz);
 uint64_t recorder_busy_samples(const struct recorder *rec);
 /* -o -: whether the reader of stdout closed it (the stream is cut; the run ends). */
 bool recorder_output_closed(const struct recorder *rec);
-/* Add @s to the sinks every drained record goes to (drain_add_sink()). */
-int recorder_add_sink(struct recorder *rec, struct sink *s);
+/*
+ * Add @s, an output of kind @out, where that kind sits (pipeline_add()):
+ * it gets every record drained from now on, in the form its kind takes.
+ */
+int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct sink *s);
+/* Take @s off (allowed inside its own callbacks). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s);
+/*
+ * recorder_drain(), then every stage emptied into its outputs: before an
+ * output is read (a snapshot of the history) or begins.
+ */
+int recorder_flush(struct recorder *rec);
 /*
  * Move the recorder @src into @dst (a reload's new recorder into place):
  * what points into the struct is pointed at @dst.  @src is left empty.

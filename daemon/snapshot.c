@@ -34,6 +34,7 @@
 #include "pipeout.h"
 #include "recorder.h"
 #include "snapshot.h"
+#include "track.h"
 
 /* Drain the rings after this many bytes of snapshot output. */
 #define DRAIN_EVERY_BYTES (4u << 20)
@@ -67,7 +68,7 @@ static const struct sink_ops history_sink_ops;
 
 static struct snapshot *of(const struct recorder *rec)
 {
-	struct sink *s = drain_sink_of(rec->drain, &history_sink_ops);
+	struct sink *s = pipeline_sink_of(rec->pipe, &history_sink_ops);
 
 	return s ? s->ctx : NULL;
 }
@@ -131,7 +132,7 @@ int snapshot_open(struct recorder *rec)
 		return log_error_errno(r, "Cannot set up the history: %s", strerror(-r));
 	}
 	sn->last = calloc(rec->nr_rings, sizeof(*sn->last));
-	r = sn->last ? recorder_add_sink(rec, &sn->sink) : -ENOMEM;
+	r = sn->last ? recorder_add_output(rec, PIPELINE_HISTORY, &sn->sink) : -ENOMEM;
 	if (r < 0)
 		snapshot_free(sn);
 	return r;
@@ -171,11 +172,11 @@ struct snap {
 	struct recorder *rec;
 	struct history *history;
 	struct perfrec_pdwriter *w;
-	struct perfrec_buildid_table *buildids;
+	struct track track;     /* build ids and sample times of what it writes; its table is ours */
 	uint64_t since_drain;
 	uint64_t max_time;      /* records newer than the snapshot are left for the next */
 	struct perfrec_cpu_span *span; /* the CPU being written */
-	uint64_t samples, first, last;
+	uint64_t samples;
 	int err;
 };
 
@@ -184,8 +185,8 @@ static int emit(void *ctx, const struct perf_event_header *h)
 	struct snap *s = ctx;
 	int r;
 
-	if (h->type == PERF_RECORD_MMAP2)
-		perfrec_buildid_table__note_mmap2(s->buildids, h);
+	if (h->type != PERF_RECORD_SAMPLE)
+		track_sideband(&s->track, h);
 	r = perfrec_pdwriter__write(s->w, h, h->size);
 	if (r < 0)
 		return r;
@@ -207,8 +208,7 @@ static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
 		return 0;
 	if (h->type == PERF_RECORD_SAMPLE) {
 		drain_decode(s->rec->drain, h, &dr);
-		perfrec_buildid_table__note_sample_pid(s->buildids, dr.pid,
-			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		track_sample(&s->track, h, dr.pid, t);
 		s->samples++;
 		if (s->span) {
 			if (!s->span->samples || t < s->span->first_time)
@@ -217,10 +217,6 @@ static int emit_timed(void *ctx, const struct perf_event_header *h, uint64_t t)
 				s->span->last_time = t;
 			s->span->samples++;
 		}
-		if (!s->first || t < s->first)
-			s->first = t;
-		if (t > s->last)
-			s->last = t;
 	}
 	return emit(ctx, h);
 }
@@ -379,7 +375,7 @@ static void log_spans(const struct perfrec_spans_feature *sf)
 
 static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 {
-	struct outfile_source src = recorder_source(rec);
+	struct outfile_source src = recorder_source(rec, PIPELINE_HISTORY);
 	struct snap s = { .rec = rec, .history = of(rec)->history, .w = w };
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
 	struct outfile_features_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
@@ -396,7 +392,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 		min_time = now - window;
 	s.max_time = now;
 
-	r = perfrec_buildid_table__new(&s.buildids);
+	r = perfrec_buildid_table__new(&s.track.bids);
 	if (r < 0)
 		return r;
 	sf = new_spans(rec, window, now, &sf_len);
@@ -422,9 +418,9 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	eo.clock_ns = now;
 	eo.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-	eo.first_sample_time = s.first;
-	eo.last_sample_time = s.last;
-	eo.buildids = s.buildids;
+	eo.first_sample_time = s.track.first_time;
+	eo.last_sample_time = s.track.last_time;
+	eo.buildids = s.track.bids;
 	outfile_add_features(&src, w, &eo);
 	r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SPANS, sf, sf_len);
 	if (r < 0)
@@ -435,7 +431,7 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 out:
 	history_freeze(s.history, false);
 	history_trim(s.history, recorder_clock_ns(rec));
-	perfrec_buildid_table__free(s.buildids);
+	perfrec_buildid_table__free(s.track.bids);
 	if (r >= 0)
 		log_spans(sf);
 	free(sf);
@@ -472,7 +468,7 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	if (r < 0)
 		return r;
 	/* The file's records hold its state already: only its attrs, as it has them (unwound or not). */
-	src = recorder_file_source(rec);
+	src = recorder_source(rec, PIPELINE_FILE);
 	r = outfile_add_attrs(&src, w);
 	if (r < 0)
 		goto out;
@@ -534,7 +530,7 @@ int recorder_snapshot(struct recorder *rec, int fd)
 
 	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
-	recorder_drain(rec);
+	recorder_flush(rec);
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	return snapshot_into(rec, fd, !S_ISREG(st.st_mode));
@@ -562,7 +558,7 @@ int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd)
 
 	if (!of(rec) && !rec->have_file)
 		return -ENODATA;
-	recorder_drain(rec);
+	recorder_flush(rec);
 	fd = spool_open(rec);
 	if (fd < 0)
 		return fd;
@@ -587,7 +583,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		log_error("Snapshot refused: no history is kept (set history= or mode=flight)");
 		return -ENODATA;
 	}
-	recorder_drain(rec);
+	recorder_flush(rec);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* Named like rotated files, so retention counts snapshots too. */
 	path = recorder_file_name(rec, (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec,

@@ -22,6 +22,8 @@
 
 #include <perfrec/bpfmeta.h>
 
+#include "bpfmeta-sink.h"
+#include "drain.h"
 #include "featbuf.h"
 
 #define ALIGN8(x) (((x) + 7) & ~(uint64_t)7)
@@ -1300,3 +1302,11 @@ int perfrec_bpfmeta__feature_text(int feat, const void *data, size_t len, char *
 	}
 	return (int)(t.used < sz ? t.used : sz - 1);
 }
+
+static void bpfmeta_sink_record(struct sink *s, struct drain_rec *r)
+{
+	if (r->h->type == PERF_RECORD_KSYMBOL || r->h->type == PERF_RECORD_BPF_EVENT)
+		perfrec_bpfmeta__note_record(s->ctx, r->h);
+}
+
+const struct sink_ops bpfmeta_sink_ops = { .record = bpfmeta_sink_record };

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <perfrec/buildid.h>
-#include <perfrec/pdwriter.h>
 
 #include "buildid-internal.h"
 #include "fsutil.h"
@@ -859,19 +858,4 @@ int buildid_table_build_feature(struct perfrec_buildid_table *t, struct featbuf 
 		}
 	}
 	return featbuf_err(fb) ? featbuf_err(fb) : nr;
-}
-
-int perfrec_buildid_table__add_feature(struct perfrec_buildid_table *t, struct perfrec_pdwriter *w)
-{
-	struct featbuf fb;
-	int r;
-
-	if (!t || !w)
-		return -EINVAL;
-	featbuf_init(&fb);
-	r = buildid_table_build_feature(t, &fb);
-	if (r > 0)
-		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BUILD_ID, fb.buf, fb.len);
-	featbuf_exit(&fb);
-	return r < 0 ? r : 0;
 }

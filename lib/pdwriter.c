@@ -35,6 +35,8 @@
 #include <perfrec/event.h>
 #include <perfrec/pdwriter.h>
 
+#include "buildid-internal.h"
+#include "track.h"
 #include "featbuf.h"
 #include "fsutil.h"
 
@@ -101,10 +103,9 @@ struct perfrec_pdwriter {
 	bool rec_unsynced;
 
 	/* __track(): what the writer learns from the records it writes. */
-	struct perfrec_buildid_table *bids; /* NULL: not tracking */
+	struct track track;                 /* its table is ours (NULL: not tracking) */
 	uint64_t *track_buf;                /* a record split across iovecs */
 	const struct wattr *last_attr;      /* of the last sample's id */
-	uint64_t first_time, last_time;
 	bool rec_raw;      /* the record in rec_left goes out uncompressed */
 };
 
@@ -926,29 +927,14 @@ static void track_record(struct perfrec_pdwriter *w, const struct perf_event_hea
 	struct perfrec_sample smp;
 	uint64_t id;
 
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
-		if (perfrec_event__identifier(h, &id) < 0 || !(a = attr_of(w, id)) ||
-		    perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0)
-			return;
-		if (a->attr.sample_type & PERF_SAMPLE_TIME) {
-			if (!w->first_time || smp.time < w->first_time)
-				w->first_time = smp.time;
-			if (smp.time > w->last_time)
-				w->last_time = smp.time;
-		}
-		perfrec_buildid_table__note_sample_pid(w->bids, smp.pid,
-			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
-		break;
-	case PERF_RECORD_MMAP2:
-		perfrec_buildid_table__note_mmap2(w->bids, h);
-		break;
-	case PERF_RECORD_EXIT:
-		perfrec_buildid_table__note_exit(w->bids, h);
-		break;
-	default:
-		break;
+	if (h->type != PERF_RECORD_SAMPLE) {
+		track_sideband(&w->track, h);
+		return;
 	}
+	if (perfrec_event__identifier(h, &id) < 0 || !(a = attr_of(w, id)) ||
+	    perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &smp) < 0)
+		return;
+	track_sample(&w->track, h, smp.pid, a->attr.sample_type & PERF_SAMPLE_TIME ? smp.time : 0);
 }
 
 /* Copy @len bytes at the cursor (@seg, @off) of @iov into @dst, moving it. */
@@ -1027,14 +1013,14 @@ int perfrec_pdwriter__track(struct perfrec_pdwriter *w)
 
 	if (!w)
 		return -EINVAL;
-	if (w->bids)
+	if (w->track.bids)
 		return 0;
 	if (w->data_started || w->finished)
 		return -EBUSY;
 	w->track_buf = malloc(PERFREC_RECORD_MAX + 1);
 	if (!w->track_buf)
 		return -ENOMEM;
-	r = perfrec_buildid_table__new(&w->bids);
+	r = perfrec_buildid_table__new(&w->track.bids);
 	if (r < 0) {
 		free(w->track_buf);
 		w->track_buf = NULL;
@@ -1048,10 +1034,10 @@ int perfrec_pdwriter__sample_times(const struct perfrec_pdwriter *w, uint64_t *r
 {
 	if (!w || !ret_first || !ret_last)
 		return -EINVAL;
-	if (!w->bids || !w->first_time)
+	if (!w->track.bids || !w->track.first_time)
 		return -ENODATA;
-	*ret_first = w->first_time;
-	*ret_last = w->last_time;
+	*ret_first = w->track.first_time;
+	*ret_last = w->track.last_time;
 	return 0;
 }
 
@@ -1076,7 +1062,7 @@ int perfrec_pdwriter__writev(struct perfrec_pdwriter *w, const struct iovec *iov
 	r = begin_data(w);
 	if (r < 0)
 		return r;
-	if (w->bids)
+	if (w->track.bids)
 		track_iov(w, iov, iovcnt);
 	r = w->zc ? compress_records(w, iov, iovcnt) : data_out(w, iov, iovcnt, total);
 	/*
@@ -1200,15 +1186,15 @@ static int tracked_features(struct perfrec_pdwriter *w)
 {
 	int r;
 
-	if (!w->bids)
+	if (!w->track.bids)
 		return 0;
 	if (!w->feats[PERFREC_FEAT_BUILD_ID].set) {
-		r = perfrec_buildid_table__add_feature(w->bids, w);
+		r = perfrec_buildid_table__add_feature(w->track.bids, w);
 		if (r < 0)
 			return r;
 	}
-	if (w->first_time && !w->feats[PERFREC_FEAT_SAMPLE_TIME].set) {
-		uint64_t t[2] = { w->first_time, w->last_time };
+	if (w->track.first_time && !w->feats[PERFREC_FEAT_SAMPLE_TIME].set) {
+		uint64_t t[2] = { w->track.first_time, w->track.last_time };
 
 		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_SAMPLE_TIME, t, sizeof(t));
 		if (r < 0)
@@ -1375,7 +1361,7 @@ void perfrec_pdwriter__free(struct perfrec_pdwriter *w, bool discard)
 	for (int f = 0; f < PERFREC_FEAT_BITS; f++)
 		free(w->feats[f].data);
 	perfrec_compress__free(w->zc);
-	perfrec_buildid_table__free(w->bids);
+	perfrec_buildid_table__free(w->track.bids);
 	free(w->track_buf);
 	free(w->buf);
 	free(w->path);
@@ -1449,4 +1435,25 @@ fail:
 	w->fd = -1;
 	perfrec_pdwriter__free(w, false);
 	return r;
+}
+
+/*
+ * Here rather than in buildid.c, which builds the feature's body and
+ * knows nothing of writers: the table is noted by the writer's tracking
+ * (above), and buildid.c calling back into the writer made the two files
+ * a circle.
+ */
+int perfrec_buildid_table__add_feature(struct perfrec_buildid_table *t, struct perfrec_pdwriter *w)
+{
+	struct featbuf fb;
+	int r;
+
+	if (!t || !w)
+		return -EINVAL;
+	featbuf_init(&fb);
+	r = buildid_table_build_feature(t, &fb);
+	if (r > 0)
+		r = perfrec_pdwriter__set_feature(w, PERFREC_FEAT_BUILD_ID, fb.buf, fb.len);
+	featbuf_exit(&fb);
+	return r < 0 ? r : 0;
 }

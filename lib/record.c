@@ -2,9 +2,10 @@
 /*
  * The record object: the whole job of a recording behind start and stop,
  * on the same lower layer perfrecd drives (evlist for the events and rings,
- * synth for the state before the start, pdwriter with tracking for the file,
- * its build ids and sample times, hostinfo for the features) and through
- * the same drain (drain.h): the object is that drain with one file sink.
+ * outfile for beginning and ending its files as perfrecd begins and ends
+ * its outputs, pdwriter with tracking for the file, its build ids and
+ * sample times) and through the same drain (drain.h): the object is that
+ * drain with one file sink.
  * The drain walks and repairs the records, the file sink writes each pass
  * into the pdwriter followed by FINISHED_ROUND.  One drain thread per
  * recording polls the rings; a mutex makes the drain, rotate, snapshot and
@@ -31,6 +32,7 @@
 #include <perfrec/synth.h>
 
 #include "drain.h"
+#include "outfile.h"
 #include "sink.h"
 
 #define DEFAULT_EVENTS "cpu-clock"
@@ -235,21 +237,33 @@ static int target_pids(struct perfrec_record *r, const struct perfrec_evlist_opt
 	}
 }
 
-/* Called with the lock held (or before the drain thread runs). */
-static int emit(void *ctx, const struct perf_event_header *h)
+/* What the record object's files begin with and end with (outfile.h). */
+static void outfile_said(void *ctx, int level, const char *msg)
 {
-	struct perfrec_record *r = ctx;
-
-	return perfrec_pdwriter__write(r->w, h, h->size);
+	say(ctx, 0, "%s", msg);
 }
 
-/* A new file at @path: attrs, tracking, the state before now, FINISHED_INIT. */
-static int begin_file(struct perfrec_record *r, const char *path)
+static const struct outfile_hooks record_hooks = { .say = outfile_said };
+
+static struct outfile_source source_of(struct perfrec_record *r)
 {
-	struct perfrec_synth_opts so = {
-		.sz = sizeof(so), .sample_type = r->sideband_type, .id = r->sideband_id,
-		.build_ids = true,
+	return (struct outfile_source){
+		.evlist = r->el, .hooks = &record_hooks, .hooks_ctx = r,
+		.pids = r->pids, .nr_pids = r->nr_pids, .only_pids = !r->synth_all,
+		.program = r->program, .argc = r->argc, .argv = r->argv, .clockid = r->clockid,
+		.sideband_sample_type = r->sideband_type, .sideband_id = r->sideband_id,
 	};
+}
+
+/*
+ * A new file at @path: its writer (tracking build ids and sample times),
+ * then the way every output begins (outfile_begin()): attrs, the state
+ * before now, FINISHED_INIT.
+ */
+static int start_file(struct perfrec_record *r, const char *path)
+{
+	struct outfile_source src = source_of(r);
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = path };
 	int e;
 
 	e = perfrec_pdwriter__create(path, &r->w);
@@ -269,13 +283,6 @@ static int begin_file(struct perfrec_record *r, const char *path)
 	e = perfrec_pdwriter__track(r->w);
 	if (e < 0)
 		return e;
-	for (size_t i = 0; i < perfrec_evlist__nr_evsels(r->el); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
-
-		e = perfrec_pdwriter__add_attr(r->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
-		if (e < 0)
-			return e;
-	}
 	/*
 	 * Stamped with the start: every ring record is newer, so readers
 	 * apply this state first.  The perf clock cannot be read here; time 0
@@ -283,37 +290,21 @@ static int begin_file(struct perfrec_record *r, const char *path)
 	 */
 	r->start_wall_ns = now_ns(CLOCK_REALTIME);
 	r->start_clock_ns = now_ns(r->clockid);
-	so.time = r->start_clock_ns;
-	if (!r->synth_all) {
-		so.pids = r->pids;
-		so.nr_pids = r->nr_pids;
-	}
-	e = perfrec_synth__kernel(&so, emit, r);
-	if (e == -EPERM)
-		say(r, 0, "kernel addresses are hidden (kernel.kptr_restrict): kernel symbols will not resolve");
-	else if (e < 0)
-		return e;
-	/* A filter that matches nothing would mean every process: skip instead. */
-	if (r->synth_all || r->nr_pids) {
-		e = perfrec_synth__tasks(&so, emit, r);
-		if (e < 0)
-			return e;
-	}
-	return perfrec_synth__marker(PERFREC_RECORD_FINISHED_INIT, emit, r);
+	bo.time = r->start_clock_ns;
+	return outfile_begin(&src, r->w, &bo);
 }
 
-/* Features, build ids and sample times, finish, rename.  Frees the writer. */
+/* Features (the writer's tracking adds build ids and sample times), finish, rename.  Frees the writer. */
 static int end_file(struct perfrec_record *r)
 {
-	struct perfrec_hostinfo_opts ho = {
-		.sz = sizeof(ho), .argc = r->argc, .argv = r->argv, .clockid = r->clockid,
-		.clock_ns = r->start_clock_ns, .wall_ns = r->start_wall_ns, .program = r->program,
+	struct outfile_source src = source_of(r);
+	struct outfile_features_opts fo = {
+		.sz = sizeof(fo), .what = r->path, .clock_ns = r->start_clock_ns, .wall_ns = r->start_wall_ns,
 	};
 	int e;
 
-	e = perfrec_hostinfo__add_features(r->w, &ho);
-	if (e == 0)
-		e = perfrec_pdwriter__finish(r->w);
+	outfile_add_features(&src, r->w, &fo);
+	e = perfrec_pdwriter__finish(r->w);
 	if (e == 0)
 		e = perfrec_pdwriter__publish(r->w);
 	if (e < 0)
@@ -342,6 +333,10 @@ static int file_write(struct sink *s, size_t ring, const struct iovec *iov, int 
 	return e;
 }
 
+static const struct perf_event_header finished_round = {
+	.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(finished_round),
+};
+
 /* After a pass that wrote: FINISHED_ROUND, so readers sort what came before. */
 static void file_round(struct sink *s, uint64_t bytes)
 {
@@ -351,7 +346,7 @@ static void file_round(struct sink *s, uint64_t bytes)
 	if (!r->pass_wrote || !r->w)
 		return;
 	r->pass_wrote = false;
-	e = perfrec_synth__marker(PERFREC_RECORD_FINISHED_ROUND, emit, r);
+	e = perfrec_pdwriter__write(r->w, &finished_round, sizeof(finished_round));
 	if (e < 0 && !r->pass_err)
 		r->pass_err = e;
 }
@@ -494,15 +489,82 @@ static int copy_args(struct perfrec_record *r, const struct perfrec_record_opts 
 	return 0;
 }
 
+/*
+ * The events @opts asks for, on the CPUs it names, opened (disabled) with
+ * their rings into r->el; whether they carry callchains in *ret_callchain.
+ * What is wrong is said through the msg callback.
+ */
+static int open_events(struct perfrec_record *r, const struct perfrec_record_opts *opts,
+		       const struct perfrec_evspec *specs, size_t nr_specs, bool *ret_callchain)
+{
+	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
+	struct perfrec_cpumap *cpus = NULL;
+	const char *cpulist;
+	int e;
+
+	cpulist = PERFREC_OPTS_GET(opts, cpus, (const char *)NULL);
+	e = cpulist ? perfrec_cpumap__parse(cpulist, &cpus) : perfrec_cpumap__read(NULL, &cpus);
+	if (e < 0) {
+		say(r, e, cpulist ? "CPU list \"%s\": %s" : "%sonline CPUs: %s", cpulist ? cpulist : "",
+		    strerror(-e));
+		goto out;
+	}
+
+	eo.freq = PERFREC_OPTS_GET(opts, freq, (uint64_t)0);
+	eo.period = PERFREC_OPTS_GET(opts, period, (uint64_t)0);
+	if (!eo.freq && !eo.period)
+		eo.freq = 1000;
+	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
+	eo.clockid = r->clockid;
+	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
+	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
+	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
+	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
+		eo.pid = getpid();
+	eo.tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
+	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
+	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
+	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
+	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
+		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
+		goto out;
+	}
+	if (e < 0) {
+		int max = perfrec_evlist__max_sample_rate();
+
+		if (eo.freq && max > 0 && eo.freq > (uint64_t)max)
+			say(r, e, "frequency %llu above kernel.perf_event_max_sample_rate (%d)",
+			    (unsigned long long)eo.freq, max);
+		else
+			say(r, e, "bad target, ring size (%zu pages, a power of 2) or sampling options",
+			    eo.mmap_pages);
+		goto out;
+	}
+	e = target_pids(r, &eo);
+	if (e < 0)
+		goto out;
+	e = perfrec_evlist__open(r->el, open_failed, r);
+	if (e < 0) {
+		if (e == -ESRCH)
+			say(r, e, "process %d: no such process", (int)eo.pid);
+		else if (e == -ENOENT && eo.target == PERFREC_TARGET_CGROUP)
+			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
+		goto out;
+	}
+	*ret_callchain = eo.callchain;
+out:
+	perfrec_cpumap__free(cpus);
+	return e;
+}
+
 int perfrec_record__start(const char *path, const struct perfrec_record_opts *opts,
 			  struct perfrec_record **ret_record)
 {
 	struct perfrec_evspec specs[MAX_EVENTS];
-	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
-	struct perfrec_cpumap *cpus = NULL;
 	struct perfrec_record *r;
-	const char *cpulist, *clock;
+	const char *clock;
 	size_t nr_specs = 0;
+	bool callchain = false;
 	int e;
 
 	if (!path || !*path || !ret_record)
@@ -538,60 +600,14 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	if (e < 0)
 		goto fail;
 
-	cpulist = PERFREC_OPTS_GET(opts, cpus, (const char *)NULL);
-	e = cpulist ? perfrec_cpumap__parse(cpulist, &cpus) : perfrec_cpumap__read(NULL, &cpus);
-	if (e < 0) {
-		say(r, e, cpulist ? "CPU list \"%s\": %s" : "%sonline CPUs: %s", cpulist ? cpulist : "",
-		    strerror(-e));
-		goto fail;
-	}
-
-	eo.freq = PERFREC_OPTS_GET(opts, freq, (uint64_t)0);
-	eo.period = PERFREC_OPTS_GET(opts, period, (uint64_t)0);
-	if (!eo.freq && !eo.period)
-		eo.freq = 1000;
-	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
-	eo.clockid = r->clockid;
-	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
-	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
-	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
-	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)
-		eo.pid = getpid();
-	eo.tids = PERFREC_OPTS_GET(opts, tids, (const int32_t *)NULL);
-	eo.nr_tids = PERFREC_OPTS_GET(opts, nr_tids, (size_t)0);
-	eo.cgroup = PERFREC_OPTS_GET(opts, cgroup, (const char *)NULL);
-	e = perfrec_evlist__new(cpus, specs, nr_specs, &eo, &r->el);
-	if (e < 0 && (eo.target < PERFREC_TARGET_CPUS || eo.target > PERFREC_TARGET_CGROUP)) {
-		say(r, e, "target %d: not one of PERFREC_TARGET_*", eo.target);
-		goto fail;
-	}
-	if (e < 0) {
-		int max = perfrec_evlist__max_sample_rate();
-
-		if (eo.freq && max > 0 && eo.freq > (uint64_t)max)
-			say(r, e, "frequency %llu above kernel.perf_event_max_sample_rate (%d)",
-			    (unsigned long long)eo.freq, max);
-		else
-			say(r, e, "bad target, ring size (%zu pages, a power of 2) or sampling options",
-			    eo.mmap_pages);
-		goto fail;
-	}
-	e = target_pids(r, &eo);
+	e = open_events(r, opts, specs, nr_specs, &callchain);
 	if (e < 0)
 		goto fail;
-	e = perfrec_evlist__open(r->el, open_failed, r);
-	if (e < 0) {
-		if (e == -ESRCH)
-			say(r, e, "process %d: no such process", (int)eo.pid);
-		else if (e == -ENOENT && eo.target == PERFREC_TARGET_CGROUP)
-			say(r, e, "cgroup %s: %s", eo.cgroup, strerror(-e));
-		goto fail;
-	}
-	e = open_drain(r, eo.callchain);
+	e = open_drain(r, callchain);
 	if (e < 0)
 		goto fail;
 
-	e = begin_file(r, path);
+	e = start_file(r, path);
 	if (e < 0)
 		goto fail;
 	r->stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -608,11 +624,9 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 	if (e < 0)
 		goto fail;
 	r->thread_started = true;
-	perfrec_cpumap__free(cpus);
 	*ret_record = r;
 	return 0;
 fail:
-	perfrec_cpumap__free(cpus);
 	record_free(r);
 	return e;
 }
@@ -660,7 +674,7 @@ int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
 	/* No file after a failed rotate: only the new one to start. */
 	e = r->w ? end_file(r) : 0;
 	/* The events still run: a new file takes them whatever became of the old one. */
-	e2 = begin_file(r, new_path);
+	e2 = start_file(r, new_path);
 	if (e2 < 0) {
 		say(r, e2, "starting %s: %s", new_path, strerror(-e2));
 		perfrec_pdwriter__free(r->w, true);
@@ -743,10 +757,10 @@ int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
 		goto out;
 	}
 	e = perfrec_pdwriter__track(r->w);
-	for (size_t i = 0; e == 0 && i < perfrec_evlist__nr_evsels(r->el); i++) {
-		const struct perfrec_evsel *ev = perfrec_evlist__evsel(r->el, i);
+	if (e == 0) {
+		struct outfile_source src = source_of(r);
 
-		e = perfrec_pdwriter__add_attr(r->w, &ev->attr, ev->ids, ev->nr_ids, ev->name);
+		e = outfile_add_attrs(&src, r->w);
 	}
 	if (e == 0) {
 		struct perfrec_pdwriter *copy = r->w;

@@ -2,10 +2,15 @@
 /*
  * A sink: one consumer of what the drain (drain.h) takes out of the rings.
  * The file being recorded, the flight history and every live subscriber
- * are sinks; a new consumer (an unwinder, an exporter) is a new sink and
- * touches nothing else.  Beginning an output (attrs, synthesized state,
- * FINISHED_INIT) and ending it are the owner's: perfrecd's outfile_begin()
- * (daemon/outfile.h), the record object's file in lib/record.c.
+ * are sinks; a new consumer (an exporter) is a new sink and touches
+ * nothing else.  One that hands records on, rewritten, to other sinks (the
+ * host unwinder) is a stage (stage.h): a sink upstream, a drain to the
+ * sinks behind it.  Beginning an output (attrs, synthesized state,
+ * FINISHED_INIT) and ending it are the owner's, through the one
+ * outfile_begin() (outfile.h) for perfrecd's outputs and the record
+ * object's files alike.  A sink
+ * behind a stage is called the same way, on the same thread, with the
+ * stage's records.
  *
  * Per ring pass the drain calls, for each sink in turn:
  *

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # "What was this host doing in the last seconds" with host unwinding
-# (--call-graph dwarf --unwind host): the published files hold plain
-# callchains, while the daemon's snapshot of its history holds the raw
-# DWARF records (user registers and stack) of the same events.
+# (--call-graph dwarf --unwind host): the unwinding stage sits in front of
+# the history as of the files, so the published files and the daemon's
+# snapshot of its history both hold plain callchains of the same events.
 # `perfrecctl cut` of the last seconds over the published files and the
-# snapshot (standing in for the file being written) unwinds the snapshot on
-# this host and merges it with the files into one file that:
+# snapshot (standing in for the file being written) has nothing to unwind
+# and merges them into one file that:
 #   - passes perfrecctl verify, perf report and perf script with a clean
 #     stderr, and perfparser;
 #   - asks for no user registers or stacks (perf evlist -v), has
@@ -61,20 +61,22 @@ for f in "$T"/out/*.data; do
 	[ -n "$m" ] && [ "$m" -gt "$snap_max" ] && pubs="$pubs $f"
 done
 [ -n "$pubs" ] || fail "no published file starts after the snapshot"
-# What the cut has to join: a raw snapshot, unwound files of the same events.
+# What the cut has to join: unwound files and an unwound snapshot of the
+# same events (a raw snapshot, as older perfrecd wrote, is unwound by the
+# cut: tests/unit/test-cut-unwind.c).
 for f in $pubs; do
 	perf evlist -v -i "$f" 2>&1 | grep -q "cpu-clock.*STACK_USER" && fail "published $(basename "$f") is raw"
 done
-perf evlist -v -i "$T/snap.data" 2>&1 | grep -q "cpu-clock.*STACK_USER" ||
-	fail "the snapshot holds no raw DWARF samples: nothing here needs unwinding"
+perf evlist -v -i "$T/snap.data" 2>&1 | grep -q "cpu-clock.*STACK_USER" &&
+	fail "the snapshot of the history holds raw DWARF samples: the unwinding stage is not in front of it"
 note "the snapshot's records end at $snap_max; published files after it:$pubs"
 
 # shellcheck disable=SC2086
 "$PERFRECCTL" cut --no-live --from -12s --to now -o "$T/cut.data" "$T/snap.data" $pubs 2>"$T/cut.err" ||
 	{ cat "$T/cut.err"; fail "cut of the last seconds failed"; }
 sed 's/^/# /' "$T/cut.err"
-grep -q "snap.data: raw DWARF stacks .* unwound on this host" "$T/cut.err" ||
-	fail "cut does not say it unwound the snapshot"
+grep -q "snap.data: raw DWARF stacks .* unwound on this host" "$T/cut.err" &&
+	fail "cut unwound the snapshot again"
 # Both kinds of input gave samples: a published file and the snapshot.
 grep -Eq "used perfrecd-[^ ]*\.data: [1-9][0-9]* samples" "$T/cut.err" || fail "no published file gave samples"
 grep -Eq "used snap\.data: [1-9][0-9]* samples" "$T/cut.err" || fail "the snapshot gave no samples"

@@ -9,9 +9,11 @@
 # Rotated files, each standalone, pass perfrecctl verify, perf report /
 # script with a clean stderr and perfparser, and at least 95% of the
 # samples in by_key and in read carry the whole path; the bytes per sample
-# stay within 1.5x of a -g recording of the same workload; -z, a live
-# stream, a snapshot, a reload into it and flight mode work with it.  Settings that do not go
-# together get one clear line.
+# stay within 1.5x of a -g recording of the same workload; -z, a reload
+# into it work with it.  The unwinding stage sits in front of every
+# output: a live stream, a snapshot of the history and a flight snapshot
+# carry the unwound callchains too, not raw stacks.  Settings that do not
+# go together get one clear line.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 [ -x "$TOP/tests/e2e/nofp" ] || fail "tests/e2e/nofp is not built (make tests/e2e/nofp)"
@@ -134,9 +136,9 @@ check_paths "$hz" "-z host-unwound file"
 
 note "rotated, with a live stream and a snapshot"
 mkdir -p "$T/out"
-# The history holds raw 8 KiB samples; writing the snapshot pauses the
-# drain, while the unwinding worker shares the 2 CPUs: rings of a few
-# seconds, so that the kernel loses nothing meanwhile (perf report warns).
+# Writing the snapshot pauses the drain, while the unwinding worker shares
+# the 2 CPUs: rings of a few seconds, so that the kernel loses nothing
+# meanwhile (perf report warns).
 "$PERFRECD" -o "$T/out" --socket "$S" -e cpu-clock -F 499 --call-graph dwarf --unwind host --rotate-size 512K \
 	-m 32M --history 20s 2>"$T/log" &
 DAEMON_PID=$!
@@ -170,8 +172,10 @@ done
 whole_enough "$nfiles rotated files" "$hot" "$hw" "$rd" "$rw"
 n=$(check_perfparser "$(ls "$T"/out/*.data | tail -1)") || { echo "$n"; exit 1; }
 
-# The stream and the snapshot carry the recording's own records: raw DWARF
-# samples, unwound by their reader (see perfrecd.8).
+# The stream and the snapshot sit behind the unwinding stage too: unwound
+# callchains, no user registers or stacks (see perfrecd.8).
+check_unwound "$T/live.data" "live stream"
+check_unwound "$T/snap.data" "snapshot"
 perf script -i - -F comm,ip,sym <"$T/live.data" >/dev/null 2>"$T/pipe.err" || { cat "$T/pipe.err"; fail "perf script -i - refused the live stream"; }
 check_perf_stderr "perf script -i - of the live stream" "$T/pipe.err"
 "$PERFRECCTL" verify "$T/live.data" >/dev/null || fail "perfrecctl verify rejects the live stream"
@@ -218,6 +222,7 @@ kill -TERM $DAEMON_PID
 wait $DAEMON_PID
 DAEMON_PID=
 f=$(only_file "$T/fl") || exit 1
+check_unwound "$f" "flight snapshot"
 check_file "$f" "flight snapshot"
 check_paths "$f" "flight snapshot"
 exit 0

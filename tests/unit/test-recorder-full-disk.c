@@ -72,8 +72,9 @@ static void open_recorder(const char *callchain, const char *unwind)
 	if (recorder_open(&rec, &cfg, 0, NULL) < 0)
 		cr_skip_test("cannot open cpu-clock with DWARF stacks on CPU 0 here");
 	opened = true;
-	cr_assert_eq(rec.unwind != NULL, !strcmp(unwind, "host"), "unwind=%s, and the worker %s", unwind,
-		     rec.unwind ? "runs" : "does not");
+	cr_assert_eq(pipeline_unwound(rec.pipe, PIPELINE_FILE), !strcmp(unwind, "host"),
+		     "unwind=%s, and the file %s behind the unwinder", unwind,
+		     pipeline_unwound(rec.pipe, PIPELINE_FILE) ? "sits" : "does not sit");
 	cr_assert_eq(recorder_enable(&rec), 0);
 	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &fsize0), 0);
 	/* Writes past the limit fail with EFBIG rather than kill the process. */
@@ -197,9 +198,9 @@ static void check_totals(void)
 }
 
 /*
- * unwind=host, in the order that lost counts: refusals learnt on the
- * worker are settled (a checkpoint syncs with it), then the draining
- * thread refuses spans itself (below min-free), then space returns.
+ * unwind=host, in the order that lost counts: refusals of what the
+ * unwinding stage hands on (a checkpoint syncs it), then of what the
+ * draining thread refuses (below min-free), then space returns.
  */
 Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counted_once)
 {
@@ -222,7 +223,7 @@ Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counte
 		free(tmp);
 		tmp = NULL;
 	}
-	cr_assert_gt(rec.dropped_bytes, 0, "the worker had no write refused");
+	cr_assert_gt(rec.dropped_bytes, 0, "no write of the unwound records was refused");
 	cr_assert_lt(recorder_checkpoint(&rec, &tmp), 0, "a checkpoint succeeded on a full disk");
 	free(tmp);
 	/* Below the floor: the draining thread refuses what it drains, the file stays. */
@@ -237,7 +238,7 @@ Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counte
 	recorder_maybe_checkpoint(&rec, now_usec());
 	cr_assert_not(rec.below_floor);
 	busy(200);
-	unwind_sink_stats(rec.unwind, &st);
+	cr_assert(recorder_unwind_stats(&rec, &st));
 	cr_assert_gt(st.unwinder.samples, 0, "the worker unwound nothing");
 	cr_assert_eq(recorder_finish_file(&rec, NULL), 0);
 	check_totals();

@@ -6,16 +6,31 @@
  * BPF programs, and each tolerated a different list of errors.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include <perfrec/bpfmeta.h>
 #include <perfrec/unwind.h>
 
-#include "kcache.h"
-#include "log.h"
-#include "offcpu-rec.h"
 #include "outfile.h"
+
+/* What is worth saying goes to the owner's hook (lib/ prints nothing). */
+__attribute__((format(printf, 3, 4)))
+static void say(const struct outfile_source *src, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!src->hooks || !src->hooks->say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	src->hooks->say(src->hooks_ctx, level, msg);
+}
 
 struct perfrec_synth_opts outfile_synth_opts(const struct outfile_source *src, uint64_t time)
 {
@@ -51,7 +66,8 @@ static int add_tracing_data(const struct outfile_source *src, struct perfrec_pdw
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		log_warning("Tracepoint formats not written (perf cannot decode those samples): %s", strerror(-r));
+		say(src, LOG_WARNING, "Tracepoint formats not written (perf cannot decode those samples): %s",
+		    strerror(-r));
 		return 0;
 	}
 	r = nr ? perfrec_pdwriter__set_feature(w, PERFREC_FEAT_TRACING_DATA, data, len) : 0;
@@ -74,7 +90,7 @@ int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter 
 		if (r < 0)
 			return r;
 	}
-	r = offcpu_rec_add_attr(src->offcpu, src->evlist, w);
+	r = src->hooks && src->hooks->add_attrs ? src->hooks->add_attrs(src->hooks_ctx, src->evlist, w) : 0;
 	if (r < 0)
 		return r;
 	return add_tracing_data(src, w);
@@ -104,15 +120,23 @@ static int synthesize(const struct outfile_source *src, struct perfrec_pdwriter 
 	void *ctx = o->emit ? o->ctx : w;
 	int r;
 
-	/* Kernel maps as read before the rings ran, unless modules changed (kcache.c). */
-	r = kcache_emit(&so, emit, ctx);
+	/* Kernel maps: the owner's (perfrecd's as read before the rings ran) or read now. */
+	if (src->hooks && src->hooks->kernel)
+		r = src->hooks->kernel(src->hooks_ctx, &so, emit, ctx);
+	else
+		r = perfrec_synth__kernel(&so, emit, ctx);
 	if (r == -EPERM)
-		log_warning("Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve in %s",
+		say(src, LOG_WARNING, "Kernel addresses are hidden (kptr_restrict); kernel symbols will not resolve in %s",
 			    o->what);
 	else if (r < 0)
 		return r;
 	step(o);
-	r = perfrec_synth__tasks(&so, emit, ctx);
+	if (src->only_pids) {
+		so.pids = src->pids;
+		so.nr_pids = src->nr_pids;
+	}
+	/* A filter that matches nothing would mean every process: none instead. */
+	r = src->only_pids && !src->nr_pids ? 0 : perfrec_synth__tasks(&so, emit, ctx);
 	if (r < 0)
 		return r;
 	step(o);
@@ -120,7 +144,7 @@ static int synthesize(const struct outfile_source *src, struct perfrec_pdwriter 
 	r = src->bpfmeta ? perfrec_bpfmeta__synthesize(src->bpfmeta, &so, emit, ctx) : 0;
 	/* Not worth losing the output over: samples in BPF code stay unnamed. */
 	if (r < 0)
-		log_debug("BPF programs not synthesized into %s: %s", o->what, strerror(-r));
+		say(src, LOG_DEBUG, "BPF programs not synthesized into %s: %s", o->what, strerror(-r));
 	step(o);
 	/* No cgroup hierarchy mounted/readable: samples' cgroups stay numbers. */
 	r = perfrec_synth__cgroups(&so, NULL, emit, ctx);
@@ -160,17 +184,18 @@ void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwri
 	ho.argc = src->argc;
 	ho.argv = src->argv;
 	ho.clockid = src->clockid;
+	ho.program = src->program;
 	ho.clock_ns = o.clock_ns;
 	ho.wall_ns = o.wall_ns;
 	ho.first_sample_time = o.first_sample_time;
 	ho.last_sample_time = o.last_sample_time;
 	r = perfrec_hostinfo__add_features(w, &ho);
 	if (r < 0)
-		log_warning("Some host features could not be gathered for %s: %s", o.what, strerror(-r));
+		say(src, LOG_WARNING, "Some host features could not be gathered for %s: %s", o.what, strerror(-r));
 	r = o.buildids ? perfrec_buildid_table__add_feature(o.buildids, w) : 0;
 	if (r < 0)
-		log_warning("Build-id table not written to %s: %s", o.what, strerror(-r));
+		say(src, LOG_WARNING, "Build-id table not written to %s: %s", o.what, strerror(-r));
 	r = perfrec_bpfmeta__add_features(src->bpfmeta, w);
 	if (r < 0)
-		log_warning("BPF program info not written to %s: %s", o.what, strerror(-r));
+		say(src, LOG_WARNING, "BPF program info not written to %s: %s", o.what, strerror(-r));
 }

@@ -15,22 +15,41 @@
  * What is not worth losing an output over is the same for all of them:
  * hidden kernel addresses, BPF programs that cannot be read, no cgroup
  * hierarchy.
+ *
+ * It is libperfrec's and internal, like the drain: perfrecd begins its
+ * outputs here, and so does the record object (record.c) its files.  What
+ * only perfrecd has (its kernel maps read while privileged, the off-CPU
+ * attr, its log) comes in through struct outfile_hooks.
  */
-#ifndef PERFRECD_OUTFILE_H
-#define PERFRECD_OUTFILE_H
+#ifndef PERFREC_OUTFILE_H
+#define PERFREC_OUTFILE_H
 
 #include <stdint.h>
 
 #include <perfrec/perfrec.h>
 
-struct offcpu_rec;
+/* What an owner adds to every output it begins (any may be NULL). */
+struct outfile_hooks {
+	/* the kernel's maps (NULL: perfrec_synth__kernel() now) */
+	int (*kernel)(void *ctx, const struct perfrec_synth_opts *so, perfrec_synth_emit_fn emit, void *emit_ctx);
+	/* attrs beyond the events' (perfrecd: off-CPU time) */
+	int (*add_attrs)(void *ctx, const struct perfrec_evlist *evlist, struct perfrec_pdwriter *w);
+	/* what is worth saying (syslog.h @level), @msg without a newline */
+	void (*say)(void *ctx, int level, const char *msg);
+};
 
 /* What beginning an output needs from the recording; all borrowed. */
 struct outfile_source {
 	const struct perfrec_evlist *evlist;
 	const struct perfrec_evspec *specs;
 	size_t nr_specs;
-	const struct offcpu_rec *offcpu;   /* NULL: no off-CPU attr */
+	const struct outfile_hooks *hooks; /* NULL: none */
+	void *hooks_ctx;
+	/* only_pids: the state of these processes only (none: no process at all); else every one */
+	const uint32_t *pids;
+	size_t nr_pids;
+	bool only_pids;
+	const char *program;               /* the recording program, for the features (NULL: perfrecd) */
 	struct perfrec_bpfmeta *bpfmeta;   /* NULL: no BPF programs synthesized */
 	uint64_t sideband_sample_type, sideband_id;
 	uint64_t kernel_text, kernel_etext; /* read once while privileged (0: synth reads them) */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Host unwinding as a sink of the drain (--unwind host): DWARF samples in,
- * callchain samples out, unwound on a worker thread so that the drain never
- * waits for it.
+ * The worker of host unwinding (--unwind host; the stage around it is
+ * unwind-stage.h): DWARF samples in, callchain samples out, unwound on a
+ * worker thread so that the drain never waits for it.
  *
  * The draining thread hands over every record (unwind_sink_record()) and
  * closes a round at each FINISHED_ROUND (unwind_sink_round()); the worker

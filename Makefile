@@ -38,14 +38,14 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
-# libcurl is dlopen()ed by lib/s3.c when uploads or the bucket are used (its
+# libcurl is dlopen()ed by internal/s3.c when uploads or the bucket are used (its
 # headers are needed, its ~25 libraries are not, at each start); --as-needed
 # keeps perfrecctl and libperfrec from loading what they never call.
 DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DEPS_PC)) 2>/dev/null)
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
-	-D_GNU_SOURCE -Ilib/include -Ilib -Ibuild
+	-D_GNU_SOURCE -Ilib/include -Iinternal -Ibuild
 PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
 # Every compiler run also writes the headers its output was built from into
 # OUTPUT.d (-MMD), with an empty rule per header (-MP) so a deleted header is
@@ -59,7 +59,12 @@ else
 Q := @
 endif
 
-LIB_SRCS := $(sort $(wildcard lib/*.c))
+# lib/ is libperfrec, the public library: each of its sources implements
+# headers of lib/include/perfrec/, which `make install` installs.  internal/
+# is the private code libperfrec, the daemon and perfrecctl share (its
+# headers are not installed); libperfrec carries what it uses of it, with
+# hidden visibility, and exports only lib/libperfrec.map's names.
+LIB_SRCS := $(sort $(wildcard lib/*.c) $(wildcard internal/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:.c=.o)
@@ -98,6 +103,10 @@ deps:
 
 # --- library ----------------------------------------------------------------
 lib/%.o: lib/%.c
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+internal/%.o: internal/%.c
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -206,11 +215,16 @@ tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h t
 tests/unit/test-pprof build-asan/tests/test-pprof: PR_CFLAGS += -Ibuild
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
+ASAN_LIB_OBJS := $(addprefix build-asan/,$(LIB_SRCS:.c=.o)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 ASAN_UNIT_TESTS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_TEST_SRCS))
 
 build-asan/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
+build-asan/internal/%.o: internal/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
@@ -229,10 +243,14 @@ build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
 FUZZ_CC := clang
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
-FUZZ_LIB_OBJS := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(addprefix build-fuzz/,$(LIB_SRCS:.c=.o))
 FUZZ_TIME ?= 20
 
 build-fuzz/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+build-fuzz/internal/%.o: internal/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
@@ -403,10 +421,10 @@ uninstall:
 # Everything a target of this Makefile writes (the globs also catch outputs
 # of sources since removed); tests/e2e/test-build-deps.sh holds it to that.
 clean:
-	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
+	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) internal/*.o daemon/*.o daemon/perfrecd \
 	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
 	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
-	rm -f lib/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
+	rm -f lib/*.d internal/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
 # --- generated dependencies -------------------------------------------------

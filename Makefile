@@ -68,6 +68,13 @@ LIB_SRCS := $(sort $(wildcard lib/*.c) $(wildcard internal/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:.c=.o)
+# views/ is the logic of perfrecctl's views of recorded files (the profile
+# walk, time windows, cut, pprof, flame graphs, unwinding a file, summaries,
+# the bucket): an internal static library perfrecctl and the tests link.
+# tools/ is perfrecctl's commands: argument parsing and printing.
+VIEWS_SRCS := $(sort $(wildcard views/*.c))
+VIEWS_OBJS := $(VIEWS_SRCS:.c=.o) build/pprof.pb-c.o
+VIEWS_LIB := build/libperfrec-views.a
 TOOLS_SRCS := $(sort $(wildcard tools/*.c))
 TOOLS_OBJS := $(TOOLS_SRCS:.c=.o)
 UNIT_TEST_SRCS := $(sort $(wildcard tests/unit/test-*.c))
@@ -153,7 +160,15 @@ daemon/%.o: daemon/%.c
 
 tools/%.o: tools/%.c
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+views/%.o: views/%.c
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(VIEWS_LIB): $(VIEWS_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # PERFREC_VERSION (--version, the perf.data header's version string) comes
 # from build/version.h, rewritten only when VERSION differs from what it holds:
@@ -166,27 +181,26 @@ build/version.h: FORCE
 # The control socket serves daemon/io.perfrec.varlink as it is (.incbin).
 daemon/varlink.o build-asan/daemon/varlink.o build-fuzz/fuzz-control build-fuzz/fuzz-control-dispatch: \
 	daemon/io.perfrec.varlink
-# pprof's profile.proto (written out in tools/pprof.proto) to C with protoc-c;
+# pprof's profile.proto (written out in views/pprof.proto) to C with protoc-c;
 # generated code gets the library's flags, not our warnings.  A pattern
 # rule, so that make knows one protoc-c run makes both files (-j).
-build/%.pb-c.c build/%.pb-c.h: tools/%.proto
+build/%.pb-c.c build/%.pb-c.h: views/%.proto
 	@mkdir -p build
 	@$(if $(Q),echo "  PROTOC  $@")
-	$(Q)protoc-c --c_out=build --proto_path=tools $<
+	$(Q)protoc-c --c_out=build --proto_path=views $<
 build/pprof.pb-c.o: build/pprof.pb-c.c
 	$(Q)$(CC) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
-tools/pprof.o build-fuzz/fuzz-pprof: build/pprof.pb-c.h
-tools/pprof.o build-fuzz/fuzz-pprof: PR_CFLAGS += -Ibuild
-TOOLS_OBJS += build/pprof.pb-c.o
+views/pprof.o build-fuzz/fuzz-pprof: build/pprof.pb-c.h
+views/pprof.o build-fuzz/fuzz-pprof: PR_CFLAGS += -Ibuild
 
 
 daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
 
-tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
+tools/perfrecctl: $(TOOLS_OBJS) $(VIEWS_LIB) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOLS_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOLS_OBJS) $(VIEWS_LIB) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
 
 # --- tests ------------------------------------------------------------------
 # Unit tests link the library's objects directly so they can see internal
@@ -195,22 +209,22 @@ tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
 DAEMON_MOD_OBJS := $(filter-out daemon/main.o,$(DAEMON_OBJS))
 tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
-# test-bucket compiles tools/bucket.c into itself (tools/ objects are not in
+# test-bucket compiles views/bucket.c into itself (tools/ objects are not in
 # the unit link): rebuild it when that changes.
-tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
+tests/unit/test-bucket build-asan/tests/test-bucket: views/bucket.c views/bucket.h
 
 # test-cut compiles perfrecctl's cut, ls and window modules in.
-tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: tools/cut.c tools/window.c tools/window.h tools/unwind.c tools/perfrecctl.h
-tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h
+tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: views/cut.c views/window.c views/window.h views/unwind.c tools/perfrecctl.h
+tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: views/cut.c tools/ls.c views/cgroup-summary.c views/cgroup-summary.h views/window.c views/window.h tools/perfrecctl.h
 
 # Tests of perfrecctl's modules #include their .c (tools/ is not a library).
-tests/unit/test-cgroup-summary build-asan/tests/test-cgroup-summary: tools/cgroup-summary.c tools/cgroup-summary.h
-tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
+tests/unit/test-cgroup-summary build-asan/tests/test-cgroup-summary: views/cgroup-summary.c views/cgroup-summary.h
+tests/unit/test-flamegraph build-asan/tests/test-flamegraph: views/flamegraph.c views/flamegraph.h views/profile.h
 
 # test-pprof compiles pprof.c, profile.c and the generated protobuf code in.
-tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h tools/summary.c \
+tests/unit/test-pprof build-asan/tests/test-pprof: views/pprof.c views/pprof.h views/profile.c views/profile.h views/summary.c \
 	build/pprof.pb-c.c build/pprof.pb-c.h
 tests/unit/test-pprof build-asan/tests/test-pprof: PR_CFLAGS += -Ibuild
 
@@ -237,7 +251,7 @@ build-asan/daemon/%.o: daemon/%.c
 build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
 
 # Fuzzers: clang's libFuzzer with ASan/UBSan, each run for a short time.
 FUZZ_CC := clang
@@ -258,7 +272,7 @@ build-fuzz/internal/%.o: internal/%.c
 # their .d files list those as well as the headers.
 build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
 
 # Every stage runs even when an earlier one failed, so one run shows all
 # failures; the closing line totals them and the exit status reflects them.
@@ -422,15 +436,15 @@ uninstall:
 # of sources since removed); tests/e2e/test-build-deps.sh holds it to that.
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) internal/*.o daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
+	  views/*.o tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
 	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
-	rm -f lib/*.d internal/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
+	rm -f lib/*.d internal/*.d daemon/*.d views/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
 # --- generated dependencies -------------------------------------------------
 # Written by the compiler next to each output (DEPFLAGS); missing ones are
 # fine: their output has not been built yet, so it will be.
-DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
+DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(VIEWS_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
 	$(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
 	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp \
 	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
@@ -438,5 +452,5 @@ DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TEST
 
 # A first build has no .d files yet: make the generated header before any C
 # compile, without making every output depend on it.
-$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) $(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) \
+$(LIB_OBJS) $(DAEMON_OBJS) $(VIEWS_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) $(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) \
 	$(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS): | build/version.h

@@ -42,18 +42,18 @@ includers() {
 		*.h) pat="^#[[:space:]]*include[[:space:]]*[<\"]([^\">]*/)?$(basename "$f")[\">]" ;;
 		*) pat="^#[[:space:]]*include[[:space:]]*\"[^\"]*$(basename "$(dirname "$f")")/$(basename "$f")\"" ;;
 		esac
-		for g in $(cd "$SRC" && grep -rlE --include='*.c' --include='*.h' "$pat" lib internal daemon tools tests); do
+		for g in $(cd "$SRC" && grep -rlE --include='*.c' --include='*.h' "$pat" lib internal daemon views tools tests); do
 			case $seen in *" $g "*) continue ;; esac
 			seen="$seen$g "; queue+=("$g"); echo "$g"
 		done
 	done
 }
 # expect_objs PREFIX FILES...: the objects PREFIX builds from those of
-# FILES that are lib/, internal/, daemon/ or tools/ sources.
+# FILES that are lib/, internal/, daemon/, views/ or tools/ sources.
 expect_objs() {
 	local p=$1 f; shift
 	for f in "$@"; do
-		case $f in lib/*.c | internal/*.c | daemon/*.c | tools/*.c) echo "$p${f%.c}.o" ;; esac
+		case $f in lib/*.c | internal/*.c | daemon/*.c | views/*.c | tools/*.c) echo "$p${f%.c}.o" ;; esac
 	done | LC_ALL=C sort -u
 }
 same() {
@@ -109,7 +109,7 @@ same "touching daemon/metrics.c relinked the wrong fuzz targets" "build-fuzz/fuz
 # programs and the .pc say the new version; the next make is quiet again.
 # (First catch up with the touches above.)
 mk all >/dev/null
-want=$(expect_objs "" $(cd "$SRC" && grep -rlE '^#[[:space:]]*include[[:space:]]*"version.h"' lib internal daemon tools))
+want=$(expect_objs "" $(cd "$SRC" && grep -rlE '^#[[:space:]]*include[[:space:]]*"version.h"' lib internal daemon views tools))
 [ -n "$want" ] || fail "nothing includes version.h"
 got=$(mk VERSION=9.8.7 all | objs)
 same "make VERSION=9.8.7 rebuilt other objects than the users of PERFREC_VERSION" "$want" "$got"

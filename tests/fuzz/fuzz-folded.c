@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/flamegraph.c"
+#include "../../views/flamegraph.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,9 +16,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../tools/profile.c"
-#include "../../tools/pprof.c"
-#include "../../tools/summary.c"
+#include "../../views/profile.c"
+#include "../../views/pprof.c"
+#include "../../views/summary.c"
 #include "pprof.pb-c.c"
 
 /* window.c's, as far as pprof.c's command line calls it (never, here). */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/bucket.c"
+#include "../../views/bucket.c"
 
 #define S 1000000000ULL
 /* 2026-11-23T14:03:00Z */

@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../../tools/cgroup-summary.c"
+#include "../../views/cgroup-summary.c"
 
 #define ID "4f1c2a9e0b7d3c6a5e8f9012ab34cd56ef7890123456789abcdef0123456789a"
 #define CRI "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

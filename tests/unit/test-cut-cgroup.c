@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include "../../views/window.c"
+#include "../../views/unwind.c"
+#include "../../views/cut.c"
 
 #include "cut-standins.h"
 

@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include "../../views/window.c"
+#include "../../views/unwind.c"
+#include "../../views/cut.c"
 #include "../../tools/ls.c"
-#include "../../tools/cgroup-summary.c"
+#include "../../views/cgroup-summary.c"
 
 #define S 1000000000ULL
 #define MS 1000000ULL

@@ -28,9 +28,9 @@
 #include <perfrec/event.h>
 #include <perfrec/evlist.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include "../../views/window.c"
+#include "../../views/unwind.c"
+#include "../../views/cut.c"
 #include "unwind-capture.h"
 
 #include "cut-standins.h"

@@ -23,11 +23,11 @@
 #include <linux/bpf.h>
 #include <perfrec/bpfmeta.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include "../../views/window.c"
+#include "../../views/unwind.c"
+#include "../../views/cut.c"
 #include "../../tools/ls.c"
-#include "../../tools/cgroup-summary.c"
+#include "../../views/cgroup-summary.c"
 
 #include "cut-standins.h"
 

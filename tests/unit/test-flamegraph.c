@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/flamegraph.c"
+#include "../../views/flamegraph.c"
 
 #define U(n) { .name = (n), .module = "/bin/app", .kind = PFRAME_USER }
 #define K(n) { .name = (n), .module = "[kernel.kallsyms]", .kind = PFRAME_KERNEL }

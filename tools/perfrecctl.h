@@ -13,8 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define EXIT_BAD 1
-#define EXIT_USAGE 2
+#include "exitcode.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,7 +75,7 @@ bool perfrecctl_is_bucket_opt(const char *arg);
  */
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
 			    size_t *ret_nr);
-/* ls.c, cut.c: looking back over recorded files */
+/* ls.c, cut-cmd.c: looking back over recorded files */
 int cmd_ls(int argc, char **argv);
 int cmd_cut(int argc, char **argv);
 /* Take leading --socket PATH / --json off argv (argv[0] kept in front). */

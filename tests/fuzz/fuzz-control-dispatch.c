@@ -13,13 +13,18 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "../../daemon/log.c"
-#include "../../daemon/config.c"
-#include "../../daemon/safename.c"
-#include "../../daemon/varlink.c"
-#include "../../daemon/ctlsock.c"
-#include "../../daemon/filecopy.c"
-#include "../../daemon/control.c"
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "outfile.h"
+#include "pipeout.h"
+#include "recorder.h"
+#include "snapshot.h"
+#include "unwind-sink.h"
 
 /* The daemon around the control server, reduced to answers. */
 uint64_t now_usec(void)
@@ -40,8 +45,21 @@ int recorder_rotate(struct recorder *rec, char **ret_path) { (void)rec; *ret_pat
 int recorder_snapshot(struct recorder *rec, int fd) { (void)rec; (void)fd; return -ENOSYS; }
 int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd) { (void)rec; (void)pipe_mode; (void)ret_fd; return -ENOSYS; }
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
-/* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
+/* Streams are sinks of the recorder's drain, begun as files are (never here: Subscribe is refused). */
+int recorder_add_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; return -ENOSYS; }
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
+struct outfile_source recorder_source(const struct recorder *rec) { (void)rec; return (struct outfile_source){ 0 }; }
+int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter *w) { (void)src; (void)w; return -ENOSYS; }
+int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter *w, const struct outfile_begin_opts *opts)
+{
+	(void)src, (void)w, (void)opts;
+	return -ENOSYS;
+}
+void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
+			  const struct outfile_features_opts *opts)
+{
+	(void)src, (void)w, (void)opts;
+}
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
 
 static struct config cfg;

@@ -15,7 +15,7 @@
 
 #include <perfrec/pdreader.h>
 
-#include "../../tools/decompress.c"
+#include "perfrecctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

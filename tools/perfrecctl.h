@@ -81,7 +81,9 @@ int cmd_cut(int argc, char **argv);
 /* Take leading --socket PATH / --json off argv (argv[0] kept in front). */
 int perfrecctl_global_opts(int *argc, char ***argv);
 
-/* Print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
+/* usage.c: print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
 int perfrecctl_usage(const char *name);
+/* usage.c: the table perfrecctl_usage() looks @name up in (main.c's). */
+void perfrecctl_set_commands(const struct perfrecctl_cmd *cmds, size_t nr);
 
 #endif

@@ -5,7 +5,7 @@
  * [DIR|FILE...]`: one self-contained perf.data of a wall-clock window
  * [from, to), however many rotated files it spans; with --container,
  * --pod or --unit, only the samples of the cgroups they select (by the
- * labels lib/cgroup-label.c reads from the files' CGROUP records), the
+ * labels internal/cgroup-label.c reads from the files' CGROUP records), the
  * side-band whole.
  *
  * Each file's samples are kept when their time, converted by that file's

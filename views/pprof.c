@@ -9,7 +9,7 @@
  * pprof's tables (strings, functions, mappings, locations) and sums equal
  * samples (same event, stack, pid, tid, comm, cpu and cgroup) into one.
  * Samples are labelled with what their cgroup path says (runtime,
- * container, pod, qos, unit, slice: lib/cgroup-label.h) beside the path.
+ * container, pod, qos, unit, slice: internal/cgroup-label.h) beside the path.
  * Each event gets two value columns, its sample count and its summed
  * period; cpu-clock's period is CPU time in ns ("cpu"), offcpu-time's
  * blocked time in ns.
@@ -603,7 +603,7 @@ static void event_types(const char *event, const char **count_type, const char *
 
 /*
  * What the cgroup path says, as string labels beside "cgroup" (runtime,
- * container, pod, qos, unit, slice: lib/cgroup-label.h), so Parca and go
+ * container, pod, qos, unit, slice: internal/cgroup-label.h), so Parca and go
  * tool pprof -tagfocus can select a container or pod without knowing how
  * its runtime names cgroups.  Empty ones are left out.
  */

@@ -19,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* main.c's; decompress.c calls it only for a wrong argument count. */
+/* usage.c's; decompress.c calls it only for a wrong argument count. */
 int perfrecctl_usage(const char *name)
 {
 	(void)name;

@@ -48,7 +48,7 @@ static uint64_t W, M;
 /* What "the daemon" does when cut asks for its snapshot: write it into @fd. */
 static void (*on_snapshot)(int fd);
 
-/* perfrecctl's main.c and ctl.c, as far as cut.c and ls.c call them. */
+/* perfrecctl's usage.c, ctl.c and fetch.c, as far as cut-cmd.c and ls.c call them. */
 int perfrecctl_usage(const char *name)
 {
 	(void)name;

@@ -32,8 +32,9 @@ objs() { grep '\.o$' || :; }
 
 # includers FILE: every source and header that includes FILE (a path under
 # $SRC), directly or through others, found from the #include lines alone.
-# Header names are unique in the tree; an included .c is matched with its
-# directory (the fuzz targets include ../../daemon/x.c).
+# Header names are unique in the tree (but views/unwind.h and
+# <perfrec/unwind.h>, not touched here); an included .c would be matched
+# with its directory, though no source or test includes one now.
 includers() {
 	local queue=("$1") seen=" $1 " f pat g
 	while [ ${#queue[@]} -gt 0 ]; do

@@ -5,7 +5,8 @@
  * dump.c, and later the control-socket commands).  Each entry point gets
  * argv with argv[0] = the subcommand name and returns the process exit code:
  * 0 success, 1 the thing checked is bad / the request failed, 2 usage error
- * or cannot open.
+ * or cannot open (exitcode.h).  The commands parse and print; what the
+ * views of recorded files compute is views/'s (libperfrec-views.a).
  */
 #ifndef PERFRECCTL_H
 #define PERFRECCTL_H

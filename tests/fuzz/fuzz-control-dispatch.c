@@ -45,21 +45,15 @@ int recorder_rotate(struct recorder *rec, char **ret_path) { (void)rec; *ret_pat
 int recorder_snapshot(struct recorder *rec, int fd) { (void)rec; (void)fd; return -ENOSYS; }
 int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd) { (void)rec; (void)pipe_mode; (void)ret_fd; return -ENOSYS; }
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
-/* Streams are sinks of the recorder's drain, begun as files are (never here: Subscribe is refused). */
-int recorder_add_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; return -ENOSYS; }
+/* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
+int recorder_add_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; return -ENOSYS; }
 struct outfile_source recorder_source(const struct recorder *rec) { (void)rec; return (struct outfile_source){ 0 }; }
 int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter *w) { (void)src; (void)w; return -ENOSYS; }
-int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter *w, const struct outfile_begin_opts *opts)
-{
-	(void)src, (void)w, (void)opts;
-	return -ENOSYS;
-}
 void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
-			  const struct outfile_features_opts *opts)
-{
-	(void)src, (void)w, (void)opts;
-}
+			  const struct outfile_features_opts *opts) { (void)src; (void)w; (void)opts; }
+int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter *w,
+		       const struct outfile_begin_opts *opts) { (void)src; (void)w; (void)opts; return -ENOSYS; }
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
 
 static struct config cfg;

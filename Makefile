@@ -38,14 +38,14 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib
 DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
-# libcurl is dlopen()ed by lib/s3.c when uploads or the bucket are used (its
+# libcurl is dlopen()ed by internal/s3.c when uploads or the bucket are used (its
 # headers are needed, its ~25 libraries are not, at each start); --as-needed
 # keeps perfrecctl and libperfrec from loading what they never call.
 DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DEPS_PC)) 2>/dev/null)
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
-	-D_GNU_SOURCE -Ilib/include -Ilib -Ibuild
+	-D_GNU_SOURCE -Ilib/include -Iinternal -Ibuild
 PR_LIB_CFLAGS := -fPIC -fvisibility=hidden -DPERFREC_BUILDING_LIB
 # Every compiler run also writes the headers its output was built from into
 # OUTPUT.d (-MMD), with an empty rule per header (-MP) so a deleted header is
@@ -59,10 +59,22 @@ else
 Q := @
 endif
 
-LIB_SRCS := $(sort $(wildcard lib/*.c))
+# lib/ is libperfrec, the public library: each of its sources implements
+# headers of lib/include/perfrec/, which `make install` installs.  internal/
+# is the private code libperfrec, the daemon and perfrecctl share (its
+# headers are not installed); libperfrec carries what it uses of it, with
+# hidden visibility, and exports only lib/libperfrec.map's names.
+LIB_SRCS := $(sort $(wildcard lib/*.c) $(wildcard internal/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:.c=.o)
+# views/ is the logic of perfrecctl's views of recorded files (the profile
+# walk, time windows, cut, pprof, flame graphs, unwinding a file, summaries,
+# the bucket): an internal static library perfrecctl and the tests link.
+# tools/ is perfrecctl's commands: argument parsing and printing.
+VIEWS_SRCS := $(sort $(wildcard views/*.c))
+VIEWS_OBJS := $(VIEWS_SRCS:.c=.o) build/pprof.pb-c.o
+VIEWS_LIB := build/libperfrec-views.a
 TOOLS_SRCS := $(sort $(wildcard tools/*.c))
 TOOLS_OBJS := $(TOOLS_SRCS:.c=.o)
 UNIT_TEST_SRCS := $(sort $(wildcard tests/unit/test-*.c))
@@ -98,6 +110,10 @@ deps:
 
 # --- library ----------------------------------------------------------------
 lib/%.o: lib/%.c
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+internal/%.o: internal/%.c
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -144,7 +160,15 @@ daemon/%.o: daemon/%.c
 
 tools/%.o: tools/%.c
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+views/%.o: views/%.c
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(VIEWS_LIB): $(VIEWS_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # PERFREC_VERSION (--version, the perf.data header's version string) comes
 # from build/version.h, rewritten only when VERSION differs from what it holds:
@@ -155,66 +179,62 @@ build/version.h: FORCE
 	  '$(VERSION)' > $@.tmp; cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 # The control socket serves daemon/io.perfrec.varlink as it is (.incbin).
-daemon/varlink.o build-asan/daemon/varlink.o build-fuzz/fuzz-control build-fuzz/fuzz-control-dispatch: \
-	daemon/io.perfrec.varlink
-# pprof's profile.proto (written out in tools/pprof.proto) to C with protoc-c;
+daemon/varlink.o build-asan/daemon/varlink.o build-fuzz/daemon/varlink.o: daemon/io.perfrec.varlink
+# pprof's profile.proto (written out in views/pprof.proto) to C with protoc-c;
 # generated code gets the library's flags, not our warnings.  A pattern
 # rule, so that make knows one protoc-c run makes both files (-j).
-build/%.pb-c.c build/%.pb-c.h: tools/%.proto
+build/%.pb-c.c build/%.pb-c.h: views/%.proto
 	@mkdir -p build
 	@$(if $(Q),echo "  PROTOC  $@")
-	$(Q)protoc-c --c_out=build --proto_path=tools $<
+	$(Q)protoc-c --c_out=build --proto_path=views $<
 build/pprof.pb-c.o: build/pprof.pb-c.c
 	$(Q)$(CC) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
-tools/pprof.o build-fuzz/fuzz-pprof: build/pprof.pb-c.h
-tools/pprof.o build-fuzz/fuzz-pprof: PR_CFLAGS += -Ibuild
-TOOLS_OBJS += build/pprof.pb-c.o
+views/pprof.o build-asan/views/pprof.o build-fuzz/views/pprof.o: build/pprof.pb-c.h
+views/pprof.o build-asan/views/pprof.o build-fuzz/views/pprof.o: PR_CFLAGS += -Ibuild
 
 
 daemon/perfrecd: $(DAEMON_OBJS) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
 
-tools/perfrecctl: $(TOOLS_OBJS) $(STATIC_LIB)
+tools/perfrecctl: $(TOOLS_OBJS) $(VIEWS_LIB) $(STATIC_LIB)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOLS_OBJS) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOLS_OBJS) $(VIEWS_LIB) $(STATIC_LIB) $(DEPS_LIBS) -lpthread
 
 # --- tests ------------------------------------------------------------------
 # Unit tests link the library's objects directly so they can see internal
-# (hidden) symbols; a second build under ASan/UBSan lives in build-asan/.
-# Daemon modules (all but main.o) are linked in too, for their own tests.
+# (hidden) symbols, the daemon's modules (all but main.o) for their own
+# tests, and the views library; a second build under ASan/UBSan lives in
+# build-asan/.  No test #includes a .c file.
 DAEMON_MOD_OBJS := $(filter-out daemon/main.o,$(DAEMON_OBJS))
-tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS)
+tests/unit/test-%: tests/unit/test-%.c $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(VIEWS_LIB)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	  $(filter tools/%.o,$^) $(LIB_OBJS) $(DAEMON_MOD_OBJS) $(VIEWS_LIB) $(DEPS_LIBS) -lcriterion -lpthread
 
-# test-bucket compiles tools/bucket.c into itself (tools/ objects are not in
-# the unit link): rebuild it when that changes.
-tests/unit/test-bucket build-asan/tests/test-bucket: tools/bucket.c tools/bucket.h
+# Tests of perfrecctl's commands link the command's object as well, with
+# stand-ins for the helpers it calls (tests/unit/cut-standins.h).
+tests/unit/test-cut tests/unit/test-cut-race: tools/cut-cmd.o tools/ls.o
+tests/unit/test-cut-cgroup tests/unit/test-cut-unwind: tools/cut-cmd.o
+build-asan/tests/test-cut build-asan/tests/test-cut-race: build-asan/tools/cut-cmd.o build-asan/tools/ls.o
+build-asan/tests/test-cut-cgroup build-asan/tests/test-cut-unwind: build-asan/tools/cut-cmd.o
 
 # test-unwtab builds tables of tests/e2e/nofp and unwinds a recording of it.
 tests/unit/test-unwtab build-asan/tests/test-unwtab: tests/e2e/nofp
 
-# test-cut compiles perfrecctl's cut, ls and window modules in.
-tests/unit/test-cut-cgroup build-asan/tests/test-cut-cgroup: tools/cut.c tools/window.c tools/window.h tools/unwind.c tools/perfrecctl.h
-tests/unit/test-cut build-asan/tests/test-cut tests/unit/test-cut-race build-asan/tests/test-cut-race: tools/cut.c tools/ls.c tools/cgroup-summary.c tools/cgroup-summary.h tools/window.c tools/window.h tools/perfrecctl.h
-
-# Tests of perfrecctl's modules #include their .c (tools/ is not a library).
-tests/unit/test-cgroup-summary build-asan/tests/test-cgroup-summary: tools/cgroup-summary.c tools/cgroup-summary.h
-tests/unit/test-flamegraph build-asan/tests/test-flamegraph: tools/flamegraph.c tools/flamegraph.h tools/profile.h
-tests/unit/test-profile-walk build-asan/tests/test-profile-walk: tools/profile.c tools/profile.h
-
-# test-pprof compiles pprof.c, profile.c and the generated protobuf code in.
-tests/unit/test-pprof build-asan/tests/test-pprof: tools/pprof.c tools/pprof.h tools/profile.c tools/profile.h tools/summary.c \
-	build/pprof.pb-c.c build/pprof.pb-c.h
-tests/unit/test-pprof build-asan/tests/test-pprof: PR_CFLAGS += -Ibuild
-
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-ASAN_LIB_OBJS := $(patsubst lib/%.c,build-asan/lib/%.o,$(LIB_SRCS)) \
+ASAN_LIB_OBJS := $(addprefix build-asan/,$(LIB_SRCS:.c=.o)) \
 	$(patsubst daemon/%.c,build-asan/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
+ASAN_VIEWS_OBJS := $(addprefix build-asan/,$(VIEWS_SRCS:.c=.o))
+ASAN_VIEWS_LIB := build-asan/libperfrec-views.a
 ASAN_UNIT_TESTS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_TEST_SRCS))
 
 build-asan/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
+build-asan/internal/%.o: internal/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
@@ -224,27 +244,73 @@ build-asan/daemon/%.o: daemon/%.c
 	@$(if $(Q),echo "  CC-ASAN $@")
 	$(Q)$(CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
 
-build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS)
+build-asan/views/%.o: views/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-ASAN $@")
-	$(Q)$(CC) $(PR_CFLAGS) -Idaemon $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(DEPS_LIBS) -lcriterion -lpthread
+	$(Q)$(CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
+build-asan/tools/%.o: tools/%.c | build/version.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+
+$(ASAN_VIEWS_LIB): $(ASAN_VIEWS_OBJS) build/pprof.pb-c.o
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+build-asan/tests/test-%: tests/unit/test-%.c $(ASAN_LIB_OBJS) $(ASAN_VIEWS_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-ASAN $@")
+	$(Q)$(CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(ASAN_FLAGS) -o $@ $< \
+	  $(filter build-asan/tools/%.o,$^) $(ASAN_LIB_OBJS) $(ASAN_VIEWS_LIB) $(DEPS_LIBS) -lcriterion -lpthread
 
 # Fuzzers: clang's libFuzzer with ASan/UBSan, each run for a short time.
 FUZZ_CC := clang
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_OBJ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
-FUZZ_LIB_OBJS := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(addprefix build-fuzz/,$(LIB_SRCS:.c=.o))
+FUZZ_VIEWS_OBJS := $(addprefix build-fuzz/,$(VIEWS_SRCS:.c=.o))
+FUZZ_VIEWS_LIB := build-fuzz/libperfrec-views.a
 FUZZ_TIME ?= 20
 
 build-fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
 
-# The fuzz targets #include the daemon's and tools' .c files they exercise;
-# their .d files list those as well as the headers.
+build-fuzz/internal/%.o: internal/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(PR_LIB_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
+
+build-fuzz/daemon/%.o: daemon/%.c | build/version.h
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
+
+build-fuzz/views/%.o: views/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
+
+build-fuzz/tools/%.o: tools/%.c | build/version.h
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Iviews $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
+
+$(FUZZ_VIEWS_LIB): $(FUZZ_VIEWS_OBJS) build/pprof.pb-c.o
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# What each fuzz target links besides libperfrec: the daemon's, the views'
+# and perfrecctl's objects it exercises, built for fuzzing.  A target is
+# relinked when one of those changes, not when another does.
+FUZZ_D := build-fuzz/daemon
+build-fuzz/fuzz-config: $(FUZZ_D)/config.o $(FUZZ_D)/safename.o
+build-fuzz/fuzz-control: $(FUZZ_D)/varlink.o
+build-fuzz/fuzz-control-dispatch: $(addprefix $(FUZZ_D)/,log.o config.o safename.o varlink.o ctlsock.o filecopy.o control.o control-buffers.o control-transfer.o control-methods.o)
+build-fuzz/fuzz-decompress: build-fuzz/tools/decompress.o
+build-fuzz/fuzz-folded build-fuzz/fuzz-pprof: $(FUZZ_VIEWS_LIB)
+build-fuzz/fuzz-metrics: $(FUZZ_D)/log.o $(FUZZ_D)/metrics.o
+
 build-fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
+	$(Q)$(FUZZ_CC) $(PR_CFLAGS) -Idaemon -Iviews -Itools $(DEPFLAGS) $(DEPS_CFLAGS) $(FUZZ_FLAGS) -o $@ $< \
+	  $(filter-out $(FUZZ_LIB_OBJS),$(filter %.o %.a,$^)) $(FUZZ_LIB_OBJS) $(DEPS_LIBS) -lpthread
 
 # Every stage runs even when an earlier one failed, so one run shows all
 # failures; the closing line totals them and the exit status reflects them.
@@ -407,22 +473,23 @@ uninstall:
 # Everything a target of this Makefile writes (the globs also catch outputs
 # of sources since removed); tests/e2e/test-build-deps.sh holds it to that.
 clean:
-	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) daemon/*.o daemon/perfrecd \
-	  tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
+	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) internal/*.o daemon/*.o daemon/perfrecd \
+	  views/*.o tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
 	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
-	rm -f lib/*.d daemon/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
+	rm -f lib/*.d internal/*.d daemon/*.d views/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
 # --- generated dependencies -------------------------------------------------
 # Written by the compiler next to each output (DEPFLAGS); missing ones are
 # fine: their output has not been built yet, so it will be.
-DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
-	$(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
+DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(VIEWS_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
+	$(ASAN_LIB_OBJS) $(ASAN_VIEWS_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_VIEWS_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
+	$(wildcard build-asan/tools/*.o build-fuzz/daemon/*.o build-fuzz/tools/*.o) \
 	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp \
 	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
 -include $(DEP_FILES)
 
 # A first build has no .d files yet: make the generated header before any C
 # compile, without making every output depend on it.
-$(LIB_OBJS) $(DAEMON_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) $(ASAN_LIB_OBJS) $(ASAN_UNIT_TESTS) \
-	$(FUZZ_LIB_OBJS) $(FUZZ_BINS) $(BENCH_BINS): | build/version.h
+$(LIB_OBJS) $(DAEMON_OBJS) $(VIEWS_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) $(ASAN_LIB_OBJS) $(ASAN_VIEWS_OBJS) \
+	$(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_VIEWS_OBJS) $(FUZZ_BINS) $(BENCH_BINS): | build/version.h

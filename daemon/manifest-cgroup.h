@@ -44,7 +44,7 @@ int cgroup_counts_json(const struct cgroup_counts *t, json_object **ret_array);
  * {"id", "path", "samples", ["runtime"], ["container"], ["pod"], ["qos"],
  * ["unit"], ["slice"]} for every cgroup its samples (those with
  * PERF_SAMPLE_CGROUP) name, most samples first; the labels are
- * cgroup_label_parse()'s of the path (lib/cgroup-label.h), each left out
+ * cgroup_label_parse()'s of the path (internal/cgroup-label.h), each left out
  * when empty; "path" is left out when the file has no CGROUP record for
  * the id.  0 and
  * *ret_array (owned by the caller), or -errno (-EBADMSG: unreadable file).

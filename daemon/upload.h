@@ -2,7 +2,7 @@
 /*
  * Shipping published files to S3-compatible object storage.  One thread
  * with its own curl handle PUTs each published file (and its JSON manifest)
- * through lib/s3.c (AWS SigV4 signing, Content-MD5 and the payload's SHA-256),
+ * through internal/s3.c (AWS SigV4 signing, Content-MD5 and the payload's SHA-256),
  * retrying with exponential backoff and jitter.  The spool is the output
  * directory itself: a published file without a "<file>.uploaded" marker is
  * still to be shipped, so a restart finds the backlog again.

@@ -53,19 +53,9 @@ static void help(FILE *f)
 		"\n`perfrecctl COMMAND --help` shows one command's usage.\n");
 }
 
-int perfrecctl_usage(const char *name)
-{
-	for (size_t i = 0; i < NR_CMDS; i++) {
-		if (!strcmp(cmds[i].name, name)) {
-			fprintf(stderr, "usage: perfrecctl %s %s\n  %s\n", cmds[i].name, cmds[i].args, cmds[i].summary);
-			break;
-		}
-	}
-	return EXIT_USAGE;
-}
-
 int main(int argc, char **argv)
 {
+	perfrecctl_set_commands(cmds, NR_CMDS);
 	/* perfrecctl [--socket PATH] [--json] COMMAND ...: options before the command too. */
 	perfrecctl_global_opts(&argc, &argv);
 	if (argc < 2) {

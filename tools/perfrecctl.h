@@ -5,7 +5,8 @@
  * dump.c, and later the control-socket commands).  Each entry point gets
  * argv with argv[0] = the subcommand name and returns the process exit code:
  * 0 success, 1 the thing checked is bad / the request failed, 2 usage error
- * or cannot open.
+ * or cannot open (exitcode.h).  The commands parse and print; what the
+ * views of recorded files compute is views/'s (libperfrec-views.a).
  */
 #ifndef PERFRECCTL_H
 #define PERFRECCTL_H
@@ -13,8 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define EXIT_BAD 1
-#define EXIT_USAGE 2
+#include "exitcode.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,13 +76,15 @@ bool perfrecctl_is_bucket_opt(const char *arg);
  */
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
 			    size_t *ret_nr);
-/* ls.c, cut.c: looking back over recorded files */
+/* ls.c, cut-cmd.c: looking back over recorded files */
 int cmd_ls(int argc, char **argv);
 int cmd_cut(int argc, char **argv);
 /* Take leading --socket PATH / --json off argv (argv[0] kept in front). */
 int perfrecctl_global_opts(int *argc, char ***argv);
 
-/* Print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
+/* usage.c: print "usage: perfrecctl NAME ARGS" for @name to stderr; returns EXIT_USAGE. */
 int perfrecctl_usage(const char *name);
+/* usage.c: the table perfrecctl_usage() looks @name up in (main.c's). */
+void perfrecctl_set_commands(const struct perfrecctl_cmd *cmds, size_t nr);
 
 #endif

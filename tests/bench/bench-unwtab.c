@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unwind tables (lib/unwtab.h) of real binaries: for each file named,
+ * Unwind tables (internal/unwtab.h) of real binaries: for each file named,
  * the time to build its table, the rows and bytes in memory and on disk,
  * and the cost of one look-up (a frame's binary search) at random
  * addresses of its code.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libFuzzer target for the cgroup path labeller (lib/cgroup-label.c): the
+ * libFuzzer target for the cgroup path labeller (internal/cgroup-label.c): the
  * paths come from files, so any bytes.  Besides no out-of-bounds access
  * under ASan, its promises are checked: every label is a terminated
  * string in its buffer, a pod UID is written with '-' only, and each label

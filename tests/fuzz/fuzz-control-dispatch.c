@@ -13,16 +13,18 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "../../daemon/log.c"
-#include "../../daemon/config.c"
-#include "../../daemon/safename.c"
-#include "../../daemon/varlink.c"
-#include "../../daemon/ctlsock.c"
-#include "../../daemon/filecopy.c"
-#include "../../daemon/control.c"
-#include "../../daemon/control-buffers.c"
-#include "../../daemon/control-transfer.c"
-#include "../../daemon/control-methods.c"
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "outfile.h"
+#include "pipeout.h"
+#include "recorder.h"
+#include "snapshot.h"
+#include "unwind-sink.h"
 
 /* The daemon around the control server, reduced to answers. */
 uint64_t now_usec(void)
@@ -45,8 +47,8 @@ int recorder_snapshot_spool(struct recorder *rec, bool pipe_mode, int *ret_fd) {
 int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec; *ret_path = NULL; return -ENOSYS; }
 /* Streams are sinks of the recorder's drain (never added here: Subscribe is refused). */
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
-int recorder_add_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; return -ENOSYS; }
-struct outfile_source recorder_source(const struct recorder *rec) { (void)rec; return (struct outfile_source){ 0 }; }
+int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct sink *s) { (void)rec; (void)out; (void)s; return -ENOSYS; }
+struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out) { (void)rec; (void)out; return (struct outfile_source){ 0 }; }
 int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter *w) { (void)src; (void)w; return -ENOSYS; }
 void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
 			  const struct outfile_features_opts *opts) { (void)src; (void)w; (void)opts; }

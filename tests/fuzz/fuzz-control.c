@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/varlink.c"
+#include "varlink.h"
 
 /* The shape of the daemon's table (control-methods.c), without handlers: each kind of parameter. */
 static const struct varlink_method methods[] = {

@@ -15,11 +15,11 @@
 
 #include <perfrec/pdreader.h>
 
-#include "../../tools/decompress.c"
+#include "perfrecctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* main.c's; decompress.c calls it only for a wrong argument count. */
+/* usage.c's; decompress.c calls it only for a wrong argument count. */
 int perfrecctl_usage(const char *name)
 {
 	(void)name;

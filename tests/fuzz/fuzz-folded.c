@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libFuzzer target for the flame graph's input path (tools/flamegraph.c):
+ * libFuzzer target for the flame graph's input path (views/flamegraph.c):
  * every input is a folded-stacks file for `perfrecctl flamegraph --folded`.
  * Besides no memory error under ASan/UBSan, checked on each accepted input:
  * every frame weighs its own samples plus its callees'; the folded output
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/flamegraph.c"
+#include "flamegraph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,7 +25,7 @@ static void check_node(const struct fg_node *n, const struct fg_tree *t, const s
 	for (size_t i = 0; i < n->nr_children; i++) {
 		const struct fg_node *c = n->children[i];
 
-		if (i && cmp_node(&n->children[i - 1], &n->children[i]) >= 0)
+		if (i && fg_node_cmp(&n->children[i - 1], &n->children[i]) >= 0)
 			abort();        /* children sorted, no duplicates */
 		w += c->weight;
 		s += c->samples;
@@ -59,7 +59,7 @@ static void check_escape(const uint8_t *data, size_t size)
 	fg_xml_escape(f, in);
 	fclose(f);
 	for (size_t i = 0; i < len;) {
-		size_t l = xml_char_len((const unsigned char *)out + i);
+		size_t l = fg_xml_char_len((const unsigned char *)out + i);
 
 		if (!l || strchr("<>\"'\n\r\t", out[i]))
 			abort();

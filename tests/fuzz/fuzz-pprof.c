@@ -16,24 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../tools/profile.c"
-#include "../../tools/pprof.c"
-#include "../../tools/summary.c"
-#include "pprof.pb-c.c"
-
-/* window.c's, as far as pprof.c's command line calls it (never, here). */
-int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *ret_wall_ns)
-{
-	(void)cmd, (void)opt, (void)v, (void)ret_wall_ns;
-	return -EINVAL;
-}
-
-/* pprof.c's usage path calls into main.c, which is not linked here. */
-int perfrecctl_usage(const char *name)
-{
-	(void)name;
-	return EXIT_USAGE;
-}
+#include "pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

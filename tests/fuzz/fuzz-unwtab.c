@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libFuzzer target for unwind tables (lib/unwtab.h).  The first byte says
+ * libFuzzer target for unwind tables (internal/unwtab.h).  The first byte says
  * what the rest is:
  *   0: a table file as unwtab_load() reads it, with the build id it names;
  *   1: the same with its checksum made right first, so that the checks of

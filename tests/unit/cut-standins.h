@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * For the tests that include tools/cut.c (test-cut.c, test-cut-unwind.c):
- * perfrecctl's main.c, ctl.c and fetch.c, as far as cut.c calls them.  No
- * daemon answers (the socket does not exist, a snapshot fails) and the
- * bucket is never reached (it is test-bucket's and the e2e test-bucket's).
+ * For the tests that link tools/cut-cmd.o (test-cut.c, test-cut-cgroup.c,
+ * test-cut-unwind.c): perfrecctl's helpers (usage.c, ctl.c, fetch.c), as
+ * far as the command calls them.  No daemon answers (the socket does not
+ * exist, a snapshot fails) and the bucket is never reached (it is
+ * test-bucket's and the e2e test-bucket's).
  */
 #ifndef PERFREC_TEST_CUT_STANDINS_H
 #define PERFREC_TEST_CUT_STANDINS_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests of lib/array.c: how much room array_reserve() makes (a table
+ * Unit tests of internal/array.c: how much room array_reserve() makes (a table
  * of capacities before and after), that what was in the array stays, and
  * that a size that would overflow fails without touching the array.
  */

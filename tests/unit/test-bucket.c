@@ -5,8 +5,7 @@
  * and labels, their spans against a window (inclusive at both ends), and
  * the gaps of a window per host: small separations between rotated files
  * are not gaps, a lagging host (data not uploaded, or nothing past some
- * time) is.  tools/ objects are not in the unit link, so bucket.c is
- * compiled in here.
+ * time) is (views/bucket.c).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -14,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/bucket.c"
+#include "bucket.h"
 
 #define S 1000000000ULL
 /* 2026-11-23T14:03:00Z */
@@ -252,7 +251,7 @@ Test(bucket, keys_name_their_host_by_the_template)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *h = key_host(cases[i].tmpl, cases[i].key);
+		char *h = bucket_key_host(cases[i].tmpl, cases[i].key);
 
 		if (cases[i].host) {
 			cr_assert_not_null(h, "%s in %s", cases[i].key, cases[i].tmpl);

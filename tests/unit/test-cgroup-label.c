@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Tests of lib/cgroup-label.c: cgroup paths, in the shapes docker,
+ * Tests of internal/cgroup-label.c: cgroup paths, in the shapes docker,
  * containerd, CRI-O, podman, systemd-nspawn, libvirt, kubelet (both cgroup
  * drivers, every QoS class) and systemd write them, to runtime, container,
  * pod, QoS, unit and slice (table-driven); and the views' selection by

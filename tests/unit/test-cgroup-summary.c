@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Tests of perfrecctl's busiest containers and units (tools/cgroup-summary.c):
+ * Tests of perfrecctl's busiest containers and units (views/cgroup-summary.c):
  * two manifests' per-cgroup entries summed per container (across files and
  * cgroups) and per unit, busiest first, a container's scope not listed as a
  * unit, shares of the cgroup-tagged samples, and files without a manifest
  * or without cgroups left out.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
-#include "../../tools/cgroup-summary.c"
+#include "cgroup-summary.h"
 
 #define ID "4f1c2a9e0b7d3c6a5e8f9012ab34cd56ef7890123456789abcdef0123456789a"
 #define CRI "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for `perfrecctl cut --container/--pod/--unit` (tools/cut.c,
- * compiled in here) on a file built with the writer: samples of a pod's
+ * Unit tests for `perfrecctl cut --container/--pod/--unit` (views/cut.c,
+ * tools/cut-cmd.c) on a file built with the writer: samples of a pod's
  * container, a docker container and a service, with the pod's CGROUP
  * record written after its first samples (as a reader sorting by time
  * still resolves them, and the recorder's rings can write them): each
@@ -19,9 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
+
+#include "perfrecctl.h"
+#include "unwind.h"
+#include "window.h"
 
 #include "cut-standins.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * `perfrecctl cut` and `ls` while perfrecd rotates and retention removes
- * (tools/cut.c, tools/window.c, tools/ls.c compiled in): what the daemon
+ * (views/cut.c and window.c, tools/ls.c and cut-cmd.c): what the daemon
  * does between the listing of a directory and the reading of its files is
  * done here, deterministically, by the stand-in for the daemon's Snapshot
  * call, which cut makes exactly there.  A cut either holds every sample
@@ -20,17 +20,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
-#include "../../tools/ls.c"
-#include "../../tools/cgroup-summary.c"
+#include <perfrec/pdwriter.h>
+
+#include "cut.h"
+#include "perfrecctl.h"
+#include "window.h"
 
 #define S 1000000000ULL
 #define MS 1000000ULL
@@ -47,7 +48,7 @@ static uint64_t W, M;
 /* What "the daemon" does when cut asks for its snapshot: write it into @fd. */
 static void (*on_snapshot)(int fd);
 
-/* perfrecctl's main.c and ctl.c, as far as cut.c and ls.c call them. */
+/* perfrecctl's usage.c, ctl.c and fetch.c, as far as cut-cmd.c and ls.c call them. */
 int perfrecctl_usage(const char *name)
 {
 	(void)name;
@@ -171,7 +172,7 @@ static void begin(struct dfile *f, uint64_t wall0, uint64_t clk0, int seq)
 {
 	char stamp[48];
 
-	name_stamp(wall0, stamp, sizeof(stamp));
+	window_name_stamp(wall0, stamp, sizeof(stamp));
 	f->wall0 = wall0;
 	f->clk0 = clk0;
 	cr_assert_neq(asprintf(&f->path, "%s/perfrec-host%s%06d.data", dir, stamp, seq), -1);
@@ -384,9 +385,7 @@ Test(race, a_file_removed_after_listing_is_read_whole)
  */
 Test(race, names_gone_between_readdir_and_open)
 {
-	struct builder b = { 0 };
 	struct window_listing l = { 0 };
-	struct cut c = { 0 };
 	char *tmpname, *aname;
 	int dfd;
 
@@ -400,28 +399,21 @@ Test(race, names_gone_between_readdir_and_open)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(dfd, 0);
 	/* Listed as B.data.tmp; published before it was opened. */
-	cr_expect_eq(take_name(&b, dfd, dir, tmpname, 0), 1);
-	cr_assert_eq(b.nr, 1);
-	cr_expect_str_eq(b.files[0].path, B.path);
-	cr_expect(!b.files[0].in_progress && !b.files[0].error, "%s", b.files[0].error ?: "in progress");
-	cr_expect_eq(b.files[0].samples, 200);
+	cr_expect_eq(window_list_name(&l, dfd, dir, tmpname), 1);
+	cr_assert_eq(l.nr, 1);
+	cr_expect_str_eq(l.files[0].path, B.path);
+	cr_expect(!l.files[0].in_progress && !l.files[0].error, "%s", l.files[0].error ?: "in progress");
+	cr_expect_eq(l.files[0].samples, 200);
 	/* Listed as A.data; removed by retention before it was opened. */
 	cr_assert_eq(unlink(A.path), 0);
-	cr_expect_eq(take_name(&b, dfd, dir, aname, 0), 0);
-	cr_assert_eq(b.nr_gone, 1);
-	cr_expect_str_eq(b.gone[0].path, A.path);
-	cr_expect_eq(b.gone[0].start_wall, W - 6 * S - (W - 6 * S) % MS);
+	cr_expect_eq(window_list_name(&l, dfd, dir, aname), 0);
+	cr_assert_eq(l.nr_gone, 1);
+	cr_expect_str_eq(l.gone[0].path, A.path);
+	cr_expect_eq(l.gone[0].start_wall, W - 6 * S - (W - 6 * S) % MS);
 	close(dfd);
-	l.files = b.files;
-	l.nr = b.nr;
-	l.gone = b.gone;
-	l.nr_gone = b.nr_gone;
 	/* A window inside A: refused; one after A: A does not matter. */
-	c.from = W - 5 * S;
-	c.to = W;
-	cr_expect_eq(check_gone(&c, &l), EXIT_BAD);
-	c.from = W - 3 * S;
-	cr_expect_eq(check_gone(&c, &l), 0);
+	cr_expect_eq(cut_check_gone(&l, W - 5 * S, W), EXIT_BAD);
+	cr_expect_eq(cut_check_gone(&l, W - 3 * S, W), 0);
 	window_listing_free(&l);
 	free(tmpname);
 	end(&A);
@@ -489,7 +481,7 @@ Test(race, ls_of_a_file_just_begun_is_not_unreadable)
 	char path[160], stamp[48], *text;
 	int fd;
 
-	name_stamp(W, stamp, sizeof(stamp));
+	window_name_stamp(W, stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "%s/perfrec-host%s000001.data.tmp", dir, stamp);
 	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
 	cr_assert_geq(fd, 0);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for raw DWARF recordings in perfrecctl (tools/unwind.c and
- * tools/cut.c, compiled in here), on files holding this very process's
+ * Unit tests for raw DWARF recordings in perfrecctl (views/unwind.c and
+ * cut.c, tools/cut-cmd.c), on files holding this very process's
  * mappings and a sample of its own registers and stack (unwind-capture.h):
- * perfrecctl_unwind_file() rewrites a file into the callchain form with
+ * unwind_file() rewrites a file into the callchain form with
  * the sample's callers, and refuses a file that does not verify, naming
  * where it breaks and leaving nothing behind; `cut` of a raw file beside a host-unwound file of the
  * same events (a snapshot of an unwind=host recording and its published
@@ -28,9 +28,14 @@
 #include <perfrec/event.h>
 #include <perfrec/evlist.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
+#include <perfrec/timespec.h>
+
+#include "perfrecctl.h"
+#include "unwind.h"
+#include "window.h"
 #include "unwind-capture.h"
 
 #include "cut-standins.h"
@@ -252,7 +257,7 @@ Test(cut_unwind, a_raw_file_is_rewritten_with_the_callers_of_its_samples)
 	struct chains c;
 
 	snprintf(out, sizeof(out), "%s/unwound.data", dir);
-	cr_assert_eq(perfrecctl_unwind_file("test", in, out, &st), 0);
+	cr_assert_eq(unwind_file("test", in, out, &st), 0);
 	cr_expect_eq(st.samples, 1);
 	cr_expect_eq(st.unwound, 1);
 	c = read_chains(out, &a);
@@ -288,7 +293,7 @@ Test(cut_unwind, a_file_that_does_not_verify_is_refused_where_it_breaks_and_noth
 	snprintf(out, sizeof(out), "%s/unwound.data", dir);
 	snprintf(want, sizeof(want), "at offset %" PRIu64 " (perfrecctl verify", at);
 	capture_begin();
-	cr_expect_eq(perfrecctl_unwind_file("test", in, out, NULL), EXIT_BAD);
+	cr_expect_eq(unwind_file("test", in, out, NULL), EXIT_BAD);
 	err = capture_end();
 	cr_expect(strstr(err, "perfrecctl test: ") && strstr(err, "SAMPLE (size 168)") && strstr(err, want),
 		  "%s (want '%s')", err, want);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for `perfrecctl cut` and the window module (tools/cut.c,
- * tools/window.c, compiled in here) on files built with the writer, whose
+ * Unit tests for `perfrecctl cut` and the window module (views/cut.c
+ * and window.c, tools/cut-cmd.c and ls.c) on files built with the writer, whose
  * every record time is known: the window's edges (from included, to not),
  * which side-band records stay, attrs merged across files or refused with
  * the difference named, files of another boot refused, samples two inputs
@@ -20,14 +20,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
 #include <linux/bpf.h>
 #include <perfrec/bpfmeta.h>
+#include <perfrec/timespec.h>
 
-#include "../../tools/window.c"
-#include "../../tools/unwind.c"
-#include "../../tools/cut.c"
-#include "../../tools/ls.c"
-#include "../../tools/cgroup-summary.c"
+#include <perfrec/event.h>
+#include <perfrec/pdreader.h>
+#include <perfrec/pdwriter.h>
+
+#include "perfrecctl.h"
+#include "unwind.h"
+#include "window.h"
 
 #include "cut-standins.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests of the drain (lib/drain.c) on an in-memory fake ring laid
+ * Unit tests of the drain (internal/drain.c) on an in-memory fake ring laid
  * out like the kernel's mapping: every sink sees every record and every
  * byte, whole, in ring order, including records that straddle the end of
  * the data area; a sink that refuses bytes costs only itself; LOST records

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The drain reads samples at offsets worked out once per layout
- * (lib/sample-layout.h) instead of parsing each one.  That is only right
+ * (internal/sample-layout.h) instead of parsing each one.  That is only right
  * if it sees exactly what perfrec_sample__parse() sees, on every record:
  * here random layouts (every sample_type bit and read_format the library
  * knows) and random records, whole, cut short, with a callchain's nr or a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for the flame graph writer (tools/flamegraph.c): the call tree
+ * Unit tests for the flame graph writer (views/flamegraph.c): the call tree
  * built from leaf-first stacks, merging by name+module+kind, per-event
  * trees, differential shares, folded stacks in and out, XML escaping of
  * hostile names, the SVG's widths and layout, deep stacks cut at
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/flamegraph.c"
+#include "flamegraph.h"
 
 #define U(n) { .name = (n), .module = "/bin/app", .kind = PFRAME_USER }
 #define K(n) { .name = (n), .module = "[kernel.kallsyms]", .kind = PFRAME_KERNEL }
@@ -433,7 +433,7 @@ Test(flamegraph, one_graph_per_event_one_under_the_other)
 	/* Each graph has its own root, the second drawn below the first. */
 	cr_assert_eq(sscanf(strstr(strstr(g0, "n=\"all\">"), "<rect "), "<rect x=\"%*f\" y=\"%u\"", &y0), 1);
 	cr_assert_eq(sscanf(strstr(strstr(g1, "n=\"all\">"), "<rect "), "<rect x=\"%*f\" y=\"%u\"", &y1), 1);
-	cr_assert_gt(y1, y0 + 2 * FRAME_H);
+	cr_assert_gt(y1, y0 + 2 * FG_FRAME_H);
 	/* Off-CPU weights are nanoseconds blocked; kernel frames are marked as such. */
 	cr_assert(strstr(g1, "offcpu-time: 1 samples, 50000000 ns"));
 	cr_assert(strstr(g1, "t=\"k\" n=\"schedule\""));

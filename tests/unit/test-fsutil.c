@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests of lib/fsutil.c's write_all(), the one loop perfrecd's
+ * Unit tests of internal/fsutil.c's write_all(), the one loop perfrecd's
  * manifests and metrics textfile and perfrecctl's stream output share:
  * everything arrives through a pipe smaller than the data (so writes are
  * short or block part-way), and a full device is an error, not a silent

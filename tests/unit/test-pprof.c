@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for the pprof writer's tables (tools/pprof.c): stacks go in
+ * Unit tests for the pprof writer's tables (views/pprof.c): stacks go in
  * through pprof_add_stack() as profile_walk() hands them over, the packed
  * profile comes back out through protobuf-c and is read as a pprof reader
  * would (sample -> location -> mapping and lines -> function -> strings).
@@ -15,24 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/profile.c"
-#include "../../tools/pprof.c"
-#include "../../tools/summary.c"
-#include "pprof.pb-c.c"
-
-/* window.c's, as far as pprof.c's command line calls it (never, here). */
-int window_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *ret_wall_ns)
-{
-	(void)cmd, (void)opt, (void)v, (void)ret_wall_ns;
-	return -EINVAL;
-}
-
-/* pprof.c's usage path calls into main.c, which is not linked here. */
-int perfrecctl_usage(const char *name)
-{
-	(void)name;
-	return EXIT_USAGE;
-}
+#include "pprof.h"
+#include "pprof.pb-c.h"
 
 static const uint8_t bid_a[20] = { 0xaa, 1, 2, 3 };
 static const uint8_t bid_b[20] = { 0xbb, 1, 2, 3 };
@@ -166,7 +150,7 @@ Test(pprof, frames_differing_in_one_field_stay_distinct_locations)
 	};
 	size_t nr = sizeof(cases) / sizeof(cases[0]);
 	Perfrec__Pprof__Profile *prof;
-	struct pprof p;
+	struct pprof *p;
 	char got[1024];
 
 	cases[2].f.map_end = cases[0].f.map_end;       /* only the start differs */
@@ -180,12 +164,12 @@ Test(pprof, frames_differing_in_one_field_stay_distinct_locations)
 	cases[8].f.build_id_len = 16;
 	cases[10].f.file = src;
 	cases[11].f.line = 42;
-	pprof_init(&p);
-	cr_assert_eq(str_id(&p, ""), 0);
+	p = pprof_new();
+	cr_assert(p);
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < nr; i++)
-			add(&p, &cases[i].f, 1, (uint32_t)(100 * round + i + 1));
-	prof = pack(&p);
+			add(p, &cases[i].f, 1, (uint32_t)(100 * round + i + 1));
+	prof = pack(p);
 	cr_assert_eq(prof->n_location, nr, "%zu locations for %zu distinct frames", prof->n_location, nr);
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < nr; i++) {
@@ -194,7 +178,7 @@ Test(pprof, frames_differing_in_one_field_stay_distinct_locations)
 					 round ? "looked up again" : "first time", got);
 		}
 	perfrec__pprof__profile__free_unpacked(prof, NULL);
-	pprof_exit(&p);
+	pprof_free(p);
 }
 
 /*
@@ -206,16 +190,16 @@ Test(pprof, equal_frames_with_copied_strings_are_one_location)
 	char name2[] = "hot", mod2[] = "/bin/app";
 	struct pframe a = fr("hot", "/bin/app", 0x400000, 0x401000), b = fr(name2, mod2, 0x400000, 0x401000);
 	Perfrec__Pprof__Profile *prof;
-	struct pprof p;
+	struct pprof *p;
 
 	a.build_id = b.build_id = bid_a;
 	a.build_id_len = b.build_id_len = 20;
-	pprof_init(&p);
-	cr_assert_eq(str_id(&p, ""), 0);
-	add(&p, &a, 1, 1);
-	add(&p, &b, 1, 1);
-	add(&p, &a, 1, 1);
-	prof = pack(&p);
+	p = pprof_new();
+	cr_assert(p);
+	add(p, &a, 1, 1);
+	add(p, &b, 1, 1);
+	add(p, &a, 1, 1);
+	prof = pack(p);
 	cr_assert_eq(prof->n_location, 1);
 	cr_assert_eq(prof->n_mapping, 1);
 	cr_assert_eq(prof->n_function, 1);
@@ -223,7 +207,7 @@ Test(pprof, equal_frames_with_copied_strings_are_one_location)
 	cr_assert_eq(prof->sample[0]->value[0], 3);
 	cr_assert_eq(prof->sample[0]->value[1], 3000);
 	perfrec__pprof__profile__free_unpacked(prof, NULL);
-	pprof_exit(&p);
+	pprof_free(p);
 }
 
 /*
@@ -236,20 +220,20 @@ Test(pprof, inline_chains_at_one_address_are_told_apart)
 	struct pframe in2[2] = { fr("other_inner", "/bin/app", 0x400000, 0x401000), fr("outer", "/bin/app", 0x400000, 0x401000) };
 	struct pframe plain = fr("outer", "/bin/app", 0x400000, 0x401000);
 	Perfrec__Pprof__Profile *prof;
-	struct pprof p;
+	struct pprof *p;
 	char got[1024];
 
 	in1[0].inlined = in2[0].inlined = true;
 	in1[0].line = in2[0].line = 7;
 	in1[1].line = in2[1].line = 30;
-	pprof_init(&p);
-	cr_assert_eq(str_id(&p, ""), 0);
+	p = pprof_new();
+	cr_assert(p);
 	for (uint32_t round = 0; round < 2; round++) {
-		add(&p, in1, 2, 10 * round + 1);
-		add(&p, in2, 2, 10 * round + 2);
-		add(&p, &plain, 1, 10 * round + 3);
+		add(p, in1, 2, 10 * round + 1);
+		add(p, in2, 2, 10 * round + 2);
+		add(p, &plain, 1, 10 * round + 3);
 	}
-	prof = pack(&p);
+	prof = pack(p);
 	cr_assert_eq(prof->n_location, 3);
 	for (uint32_t round = 0; round < 2; round++) {
 		sample_text(prof, 10 * round + 1, got, sizeof(got));
@@ -260,7 +244,7 @@ Test(pprof, inline_chains_at_one_address_are_told_apart)
 		cr_expect_str_eq(got, "/bin/app@400000-410000+0/:401000:outer@:0");
 	}
 	perfrec__pprof__profile__free_unpacked(prof, NULL);
-	pprof_exit(&p);
+	pprof_free(p);
 }
 
 /* Samples differing only in a label stay apart; those sharing a label set read back the same labels. */
@@ -269,17 +253,17 @@ Test(pprof, labels_follow_their_samples)
 	struct pframe f[2] = { fr("leaf", "/bin/app", 0x400000, 0x401000), fr("main", "/bin/app", 0x400000, 0x402000) };
 	struct pstack s = { .event = "cpu-clock", .frames = f, .nr_frames = 2, .period = 5, .pid = 7, .comm = "app" };
 	Perfrec__Pprof__Profile *prof;
-	struct pprof p;
+	struct pprof *p;
 
-	pprof_init(&p);
-	cr_assert_eq(str_id(&p, ""), 0);
+	p = pprof_new();
+	cr_assert(p);
 	for (uint32_t i = 0; i < 6; i++) {
 		s.tid = 100 + i % 3;
 		s.cpu = i % 2;
 		s.nr_frames = 1 + i % 2;
-		cr_assert_eq(pprof_add_stack(&p, &s), 0);
+		cr_assert_eq(pprof_add_stack(p, &s), 0);
 	}
-	prof = pack(&p);
+	prof = pack(p);
 	cr_assert_eq(prof->n_sample, 6);
 	for (size_t i = 0; i < prof->n_sample; i++) {
 		const Perfrec__Pprof__Sample *sm = prof->sample[i];
@@ -297,5 +281,5 @@ Test(pprof, labels_follow_their_samples)
 		cr_assert_eq(sm->n_location_id, 1 + i % 2);
 	}
 	perfrec__pprof__profile__free_unpacked(prof, NULL);
-	pprof_exit(&p);
+	pprof_free(p);
 }

@@ -24,7 +24,7 @@
 #include <perfrec/event.h>
 #include <perfrec/pdwriter.h>
 
-#include "../../tools/profile.c"
+#include "profile.h"
 
 /* Aligned, so the byte before it is padding or another function, never it. */
 __attribute__((noinline, aligned(64))) void walk_target(void);

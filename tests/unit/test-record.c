@@ -460,7 +460,7 @@ static void on_chain_note(void *ctx, int err, const char *msg)
 
 /*
  * A user chain with -1 in it is ended before it, as perfrecd writes it:
- * the record object drains through perfrecd's drain (lib/drain.c), whose
+ * the record object drains through perfrecd's drain (internal/drain.c), whose
  * repair is told once, as a note, to the msg callback.
  */
 Test(record, user_chains_end_before_a_context_range_value, .init = setup, .fini = teardown)

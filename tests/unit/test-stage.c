@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * lib/stage.c: what a stage emits reaches each sink behind it as the drain
+ * internal/stage.c: what a stage emits reaches each sink behind it as the drain
  * would hand it over (record() decoded in the stage's layout, then write()
  * of the whole record), rounds end once per stage_round() with the bytes
  * emitted in them, a refused write is that sink's alone, and a sink may

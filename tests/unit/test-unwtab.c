@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unwind tables (lib/unwtab.h) on real binaries of this machine: their
+ * Unwind tables (internal/unwtab.h) on real binaries of this machine: their
  * rows must say what libdw's own dwarf_cfi_addrframe() says at thousands
  * of addresses; a table must come back from disk the same, and a damaged,
  * cut, foreign or odd file must be refused; hostile CFI and non-ELF input
@@ -83,7 +83,7 @@ static struct unwtab *must_build(const char *path)
 
 /* --- rows against libdw ---------------------------------------------------------- */
 
-/* What libdw says at one address, read here independently of lib/unwtab.c. */
+/* What libdw says at one address, read here independently of internal/unwtab.c. */
 struct expect {
 	bool covered, simple;
 	int cfa_reg;

@@ -384,7 +384,7 @@ static int cmp_str(const char *a, const char *b)
 	return strcmp(a, b);
 }
 
-static int cmp_node(const void *pa, const void *pb)
+int fg_node_cmp(const void *pa, const void *pb)
 {
 	const struct fg_node *a = *(const struct fg_node *const *)pa, *b = *(const struct fg_node *const *)pb;
 	int r = strcmp(a->name, b->name);
@@ -400,7 +400,7 @@ static void sort_node(struct fg_node *n)
 {
 	if (!n->nr_children)
 		return;         /* qsort's base must not be NULL, even for 0 elements */
-	qsort(n->children, n->nr_children, sizeof(*n->children), cmp_node);
+	qsort(n->children, n->nr_children, sizeof(*n->children), fg_node_cmp);
 	for (size_t i = 0; i < n->nr_children; i++)
 		sort_node(n->children[i]);
 }
@@ -636,7 +636,7 @@ int flamegraph__write_folded(const struct fg_tree *t, FILE *f)
  * Length of the valid UTF-8 sequence at @s that is also a character XML 1.0
  * allows, 0 if there is none (the caller writes U+FFFD for one byte).
  */
-static size_t xml_char_len(const unsigned char *s)
+size_t fg_xml_char_len(const unsigned char *s)
 {
 	unsigned c = s[0];
 
@@ -669,7 +669,7 @@ static size_t xml_chars(const char *s)
 	size_t n = 0, l;
 
 	while (*s) {
-		l = xml_char_len((const unsigned char *)s);
+		l = fg_xml_char_len((const unsigned char *)s);
 		s += l ? l : 1;
 		n++;
 	}
@@ -680,7 +680,7 @@ static size_t xml_chars(const char *s)
 static void xml_escape_n(FILE *f, const char *s, size_t max)
 {
 	for (size_t n = 0; *s && n < max; n++) {
-		size_t l = xml_char_len((const unsigned char *)s);
+		size_t l = fg_xml_char_len((const unsigned char *)s);
 
 		switch (l ? *s : 0) {
 		case '&': fputs("&amp;", f); break;
@@ -705,7 +705,7 @@ void fg_xml_escape(FILE *f, const char *s)
 
 /* ---- SVG -------------------------------------------------------------- */
 
-#define FRAME_H 16
+#define FRAME_H FG_FRAME_H
 #define FONT_SIZE 12
 #define CHAR_W 7.0              /* a 12 px Verdana character, about; the script uses the same */
 #define XPAD 10

@@ -107,6 +107,16 @@ bool window_file_held(const struct window_file *f);
 void window_files_sort(struct window_file *files, size_t n);
 /* The wall-clock start perfrecd writes into a file name, or 0. */
 uint64_t window_name_stamp_ns(const char *path);
+/* The stamp of @wall_ns as perfrecd puts it in a file's name: "-20261123T140300.250Z-". */
+void window_name_stamp(uint64_t wall_ns, char *buf, size_t sz);
+/*
+ * Read @name of @dir (open as @dfd) into @l, as window_list() does with
+ * each name it lists: a .tmp published since it was listed is taken under
+ * its final name, a file gone is added to l->gone.  For a test that does
+ * between the listing and the opening what the daemon may do there.  1 if
+ * the listing changed, 0 if not, -errno.
+ */
+int window_list_name(struct window_listing *l, int dfd, const char *dir, const char *name);
 
 /*
  * The paths of the recorded files under @paths whose span overlaps

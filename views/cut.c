@@ -5,7 +5,7 @@
  * [DIR|FILE...]`: one self-contained perf.data of a wall-clock window
  * [from, to), however many rotated files it spans; with --container,
  * --pod or --unit, only the samples of the cgroups they select (by the
- * labels lib/cgroup-label.c reads from the files' CGROUP records), the
+ * labels internal/cgroup-label.c reads from the files' CGROUP records), the
  * side-band whole.
  *
  * Each file's samples are kept when their time, converted by that file's
@@ -33,7 +33,6 @@
  * cut together, or an output that would not verify (nothing is left
  * behind); 2 usage, unparseable times, unreadable paths, I/O errors.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -55,7 +54,8 @@
 
 #include "cgroup-label.h"
 #include "fsutil.h"
-#include "perfrecctl.h"
+#include "cut.h"
+#include "exitcode.h"
 #include "unwind.h"
 #include "window.h"
 
@@ -77,6 +77,7 @@ struct cut_cgroup {
 };
 
 struct cut {
+	const struct cut_opts *opts;
 	const char *out_path;
 	uint64_t from, to;              /* wall ns, [from, to) */
 	struct out_attr *attrs;
@@ -300,7 +301,7 @@ static int unwind_raw_inputs(const struct window_file *const *used, struct perfr
 			unlink(tmpl);
 			return EXIT_USAGE;
 		}
-		r = perfrecctl_unwind_file("cut", window_file_source(used[i], src, sizeof(src)), tmpl, &st);
+		r = unwind_file("cut", window_file_source(used[i], src, sizeof(src)), tmpl, &st);
 		if (r) {
 			fprintf(stderr, "perfrecctl cut: %s holds raw DWARF stacks of the events %s holds unwound, "
 				"and cannot be unwound here to go with it\n", name, base(used[j]->path));
@@ -650,18 +651,6 @@ static int copy_file(struct cut *c, const struct window_file *f, struct perfrec_
 
 /* ------------------------------------------------------------------ live */
 
-/* The stamp perfrecd puts in a file's name for its start: "20261123T140300.250Z". */
-static void name_stamp(uint64_t wall_ns, char *buf, size_t sz)
-{
-	time_t secs = (time_t)(wall_ns / NSEC);
-	struct tm tm;
-	char s[32];
-
-	gmtime_r(&secs, &tm);
-	strftime(s, sizeof(s), "%Y%m%dT%H%M%S", &tm);
-	snprintf(buf, sz, "-%s.%03uZ-", s, (unsigned)(wall_ns / 1000000 % 1000));
-}
-
 /* The file of @l being written that the window [.., @to) reaches, or NULL. */
 static struct window_file *find_live(struct window_listing *l, uint64_t to)
 {
@@ -741,7 +730,7 @@ static int relist(const char *const *paths, size_t np, const struct window_scan_
 }
 
 /* The daemon's Snapshot into a new temporary file, loaded into @snap; its path, or NULL having said why. */
-static char *take_snapshot(struct window_file *snap, const char *live_name)
+static char *take_snapshot(const struct cut_opts *o, struct window_file *snap, const char *live_name)
 {
 	char tmpl[] = "/tmp/perfrecctl-cut-XXXXXX";
 	int fd, r;
@@ -751,7 +740,7 @@ static char *take_snapshot(struct window_file *snap, const char *live_name)
 		fprintf(stderr, "perfrecctl cut: cannot create a file for the daemon's snapshot: %m\n");
 		return NULL;
 	}
-	r = perfrecctl_snapshot_into(fd, NULL);
+	r = o->snapshot_into(fd, NULL);
 	close(fd);
 	if (r != 0) {
 		fprintf(stderr, "perfrecctl cut: perfrecd gave no snapshot of %s\n", live_name);
@@ -777,26 +766,26 @@ static char *take_snapshot(struct window_file *snap, const char *live_name)
  * then) and the snapshot stands in for the file it is of.  Returns the
  * snapshot's path (the caller unlinks it) or NULL, having said why.
  */
-static char *live_snapshot(struct window_listing *l, uint64_t to, const char *const *paths, size_t np,
+static char *live_snapshot(const struct cut_opts *o, struct window_listing *l, const char *const *paths, size_t np,
 			   const struct window_scan_opts *so)
 {
-	struct window_file *live = find_live(l, to), snap;
-	const char *sock = perfrecctl_socket_path();
+	struct window_file *live = find_live(l, o->to), snap;
+	const char *sock = o->socket_path;
 	char stamp[48], *path, *name;
 	struct stat st;
 
 	if (!live)
 		return NULL;
-	if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+	if (!sock || !o->snapshot_into || stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
 		fprintf(stderr, "perfrecctl cut: no perfrecd at %s: %s is read as far as it was checkpointed\n", sock,
 			base(live->path));
 		return NULL;
 	}
-	path = take_snapshot(&snap, base(live->path));
+	path = take_snapshot(o, &snap, base(live->path));
 	if (!path)
 		return NULL;
 	/* Only a snapshot of a file of these paths stands in for it (the daemon may record elsewhere). */
-	name_stamp(snap.clock.wall_ns, stamp, sizeof(stamp));
+	window_name_stamp(snap.clock.wall_ns, stamp, sizeof(stamp));
 	if (!strstr(base(live->path), stamp)) {
 		fprintf(stderr, "perfrecctl cut: perfrecd began another file after %s was listed: listing again\n",
 			base(live->path));
@@ -953,26 +942,6 @@ static int verify_out(const char *path)
 	return e;
 }
 
-/* The files fetch_window() put in @dir, then @dir. */
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.')
-			unlinkat(dirfd(d), e->d_name, 0);
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
-static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
-{
-	(void)now;
-	return window_parse_time("cut", opt, v, ret);
-}
-
 /*
  * Files the window needs that retention removed between their listing and
  * their opening: their data is gone, and a cut without it would show a
@@ -1101,7 +1070,7 @@ static int list_inputs(const struct cut *c, const char *const *paths, size_t np,
 			strerror(-r));
 		return r;
 	}
-	*ret_snap = live ? live_snapshot(l, c->to, paths, np, &so) : NULL;
+	*ret_snap = live ? live_snapshot(c->opts, l, paths, np, &so) : NULL;
 	return 0;
 }
 
@@ -1303,160 +1272,12 @@ out:
 	return rc;
 }
 
-/* The command line of cut, before the window is worked out. */
-struct cut_args {
-	const char **paths;
-	size_t np;
-	char **bargv;           /* "cut" then --bucket and its options, for perfrecctl_fetch_window() */
-	int bargc;
-	const char *from_s, *to_s, *at_s, *around_s;
-	bool bucket, force, live;
-	int level;
-};
-
-/* Options into @a (and -o into @c); -EINVAL, said on stderr, for a usage error. */
-static int parse_cut_args(int argc, char **argv, struct cut *c, struct cut_args *a)
+int cut_write(const struct cut_opts *o, const char *const *paths, size_t nr_paths)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		const char **slot = !strcmp(o, "--from") ? &a->from_s : !strcmp(o, "--to") ? &a->to_s
-				   : !strcmp(o, "--at") ? &a->at_s : !strcmp(o, "--around") ? &a->around_s
-				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c->out_path : NULL;
-
-		if (perfrecctl_is_bucket_opt(o)) {
-			/* --bucket URL [--host H] [--label K=V]...: for fetch_window() */
-			if (i + 1 >= argc) {
-				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				return -EINVAL;
-			}
-			a->bucket |= !strcmp(o, "--bucket");
-			a->bargv[a->bargc++] = argv[i++];
-			a->bargv[a->bargc++] = argv[i];
-		} else if (slot) {
-			if (++i >= argc) {
-				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				return -EINVAL;
-			}
-			*slot = argv[i];
-		} else if (!strcmp(o, "--container") || !strcmp(o, "--pod") || !strcmp(o, "--unit")) {
-			if (++i >= argc || !*argv[i]) {
-				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				return -EINVAL;
-			}
-			*(o[2] == 'c' ? &c->select.container : o[2] == 'p' ? &c->select.pod : &c->select.unit) = argv[i];
-		} else if (!strcmp(o, "-z")) {
-			a->level = 3;
-		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
-			a->force = true;
-		} else if (!strcmp(o, "--no-live")) {
-			a->live = false;
-		} else if (o[0] == '-' && o[1]) {
-			fprintf(stderr, "perfrecctl cut: unknown option '%s'\n", o);
-			return -EINVAL;
-		} else {
-			a->paths[a->np++] = o;
-		}
-	}
-	if (!!a->at_s == !!(a->from_s || a->to_s) || (a->from_s && !a->to_s) || (a->to_s && !a->from_s) ||
-	    (a->around_s && !a->at_s)) {
-		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
-		return -EINVAL;
-	}
-	if (a->bargc > 1 && !a->bucket) {
-		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", a->bargv[1]);
-		return -EINVAL;
-	}
-	if (a->bucket && a->np) {
-		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", a->paths[0]);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* c->from and c->to from --from/--to or --at/--around; -EINVAL, said on stderr, if bad. */
-static int cut_window(struct cut *c, const struct cut_args *a)
-{
-	uint64_t now, at = 0, around = 30 * NSEC;
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-	if (a->at_s) {
-		char err[256];
-
-		if (parse_time_arg("--at", a->at_s, now, &at) < 0)
-			return -EINVAL;
-		if (a->around_s && perfrec_timespec__parse_duration(a->around_s, &around, err, sizeof(err)) < 0) {
-			fprintf(stderr, "perfrecctl cut: --around: %s\n", err);
-			return -EINVAL;
-		}
-		c->from = at > around ? at - around : 0;
-		c->to = at + around;
-	} else if (parse_time_arg("--from", a->from_s, now, &c->from) < 0 ||
-		   parse_time_arg("--to", a->to_s, now, &c->to) < 0) {
-		return -EINVAL;
-	}
-	if (c->to <= c->from) {
-		char f[64], t[64];
-
-		fmt(c->from, true, f, sizeof(f));
-		fmt(c->to, true, t, sizeof(t));
-		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", t, f);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int cmd_cut(int argc, char **argv)
-{
-	struct cut c = { .out_path = "perf.data" };
-	struct cut_args a = {
-		.paths = calloc((size_t)argc + 1, sizeof(*a.paths)),
-		.bargv = calloc((size_t)argc + 2, sizeof(*a.bargv)),
-		.bargc = 1,
-		.live = true,
-	};
-	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
-	bool have_dir = false;
-	char *def = NULL;
+	struct cut c = { .opts = o, .out_path = o->out_path, .from = o->from, .to = o->to, .select = o->select };
 	int rc;
 
-	if (!a.paths || !a.bargv) {
-		free(a.paths);
-		free(a.bargv);
-		return EXIT_USAGE;
-	}
-	a.bargv[0] = argv[0];
-	if (parse_cut_args(argc, argv, &c, &a) < 0) {
-		free(a.paths);
-		free(a.bargv);
-		return perfrecctl_usage("cut");
-	}
-	rc = EXIT_USAGE;
-	if (cut_window(&c, &a) < 0)
-		goto out;
-	if (a.bucket) {
-		/* The fleet's files of the window, downloaded and checked, then cut as local ones. */
-		size_t nr = 0;
-
-		if (!mkdtemp(bucket_dir)) {
-			fprintf(stderr, "perfrecctl cut: cannot make a directory for the bucket's files: %m\n");
-			goto out;
-		}
-		have_dir = true;
-		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, &nr);
-		if (rc)
-			goto out;
-		a.paths[a.np++] = bucket_dir;
-		a.live = false;
-	} else if (a.np == 0) {
-		def = perfrecctl_recordings_dir("cut");
-		a.paths[a.np++] = def;
-	}
-	rc = run(&c, a.paths, a.np, a.force, a.level, a.live);
-out:
-	if (have_dir)
-		remove_dir(bucket_dir);
+	rc = run(&c, paths, nr_paths, o->force, o->level, o->live);
 	for (size_t i = 0; i < c.nr_attrs; i++) {
 		free(c.attrs[i].ids);
 		free(c.attrs[i].name);
@@ -1466,8 +1287,12 @@ out:
 	free(c.cgroups);
 	free(c.buildids);
 	perfrec_bpfmeta__free(c.bpf);
-	free(def);
-	free(a.paths);
-	free(a.bargv);
 	return rc;
+}
+
+int cut_check_gone(const struct window_listing *l, uint64_t from, uint64_t to)
+{
+	struct cut c = { .from = from, .to = to };
+
+	return check_gone(&c, l);
 }

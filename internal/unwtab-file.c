@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unwind tables on disk (lib/unwtab.h): one file per build id, a fixed
+ * Unwind tables on disk (internal/unwtab.h): one file per build id, a fixed
  * header and the rows as they are in memory (x86_64: little-endian).
  * Whatever is read is checked before it is used: the file is the daemon's
  * own cache, but a damaged disk, a crash half-way or another version must

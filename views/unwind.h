@@ -21,7 +21,6 @@
  * a sample could not be rewritten, EXIT_USAGE cannot read or write; on
  * failure @out_path is removed.
  */
-int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out_path,
-			   struct perfrec_unwinder_stats *ret_stats);
+int unwind_file(const char *cmd, const char *in_path, const char *out_path, struct perfrec_unwinder_stats *ret_stats);
 
 #endif

@@ -24,4 +24,14 @@ int pprof_write(const char *const *paths, size_t nr_paths, const struct profile_
  */
 int pprof_add_stack(void *ctx, const struct pstack *s);
 
+/*
+ * The writer's tables on their own, for a caller that adds stacks itself
+ * (pprof_add_stack() with the result as @ctx) and packs them: string 0 is
+ * "", as pprof wants.  NULL without memory.
+ */
+struct pprof *pprof_new(void);
+void pprof_free(struct pprof *p);
+/* The profile.proto message of what was added, packed but not gzip'ed, into *@ret_buf (freed by the caller). */
+int pprof_pack(struct pprof *p, uint8_t **ret_buf, size_t *ret_len);
+
 #endif

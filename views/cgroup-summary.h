@@ -2,7 +2,7 @@
 /*
  * The busiest containers and systemd units of a set of recorded files, from
  * their manifests' per-cgroup counts and labels (daemon/manifest-cgroup.c,
- * lib/cgroup-label.h), for `perfrecctl ls` and `status`: what an SRE asks
+ * internal/cgroup-label.h), for `perfrecctl ls` and `status`: what an SRE asks
  * first ("which pod was busy?") without opening a file.  Containers are
  * keyed by runtime and id (with their pod and QoS class), units by name;
  * a container's own scope unit is not listed again among the units.

@@ -7,7 +7,7 @@
  * works on its own and on the output of other tools.  A differential graph
  * compares each frame's share of its tree's total against a base tree.
  *
- * Nothing here reads perf.data: flamegraph-cmd.c feeds profile_walk()'s
+ * Nothing here reads perf.data: tools/flamegraph-cmd.c feeds profile_walk()'s
  * stacks to flamegraph__add().  Not thread-safe: one flamegraph per thread.
  */
 #ifndef PERFRECCTL_FLAMEGRAPH_H
@@ -26,6 +26,9 @@
  * then costs at most this many rows in the SVG, not one per frame.
  */
 #define FG_MAX_DEPTH 1024
+
+/* The height of a frame's row in the SVG, in px. */
+#define FG_FRAME_H 16
 
 struct fg_node {
 	const char *name;       /* interned in the flamegraph; "" for the root */
@@ -90,6 +93,9 @@ struct fg_tree *flamegraph__find_tree(struct flamegraph *fg, const char *event);
  */
 void flamegraph__diff(struct fg_tree *now, const struct fg_tree *base);
 
+/* qsort() order of a node's children (pointers to nodes): by name, module, then kind. */
+int fg_node_cmp(const void *pa, const void *pb);
+
 /* A node's share of its tree's total, 0..1 (0 for an empty tree). */
 double fg_share(const struct fg_node *n, const struct fg_tree *t);
 /* Share now minus share in base, for a frame of a diffed tree. */
@@ -117,6 +123,11 @@ int flamegraph__write_folded(const struct fg_tree *t, FILE *f);
 
 /* @s escaped for XML text and attributes, control characters and invalid UTF-8 replaced. */
 void fg_xml_escape(FILE *f, const char *s);
+/*
+ * Length of the valid UTF-8 sequence at @s that is also a character XML 1.0
+ * allows, 0 if there is none (fg_xml_escape() writes U+FFFD for one byte).
+ */
+size_t fg_xml_char_len(const unsigned char *s);
 
 
 #endif

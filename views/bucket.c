@@ -393,7 +393,7 @@ static int open_bucket(const struct bucket_opts *o, struct s3_client **ret)
  * up to the literal that follows it.  NULL when the template has no {host}
  * right after its literal start, or nothing after it to end the name.
  */
-static char *key_host(const char *tmpl, const char *key)
+char *bucket_key_host(const char *tmpl, const char *key)
 {
 	char *lit = s3_key_prefix(tmpl, NULL, NULL), *host = NULL;
 	size_t ll;
@@ -566,7 +566,7 @@ static int read_manifests(const struct bucket_opts *o, struct s3_client *c, cons
 			may = bucket_key_may_overlap(dkey, data ? data->mtime_ns : keys[i].mtime_ns, window[0], window[1]);
 			free(dkey);
 			if (!may) {
-				host = key_host(tmpl, k);
+				host = bucket_key_host(tmpl, k);
 				if (host && (!o->host || !strcmp(host, o->host))) {
 					struct host_seen *h = host_seen_get(&hs, host);
 

@@ -143,6 +143,18 @@ static int walk(struct perfrec_pdreader *rd, struct window_file *f, uint64_t *re
 	return r;
 }
 
+/* What window_name_stamp_ns() reads back. */
+void window_name_stamp(uint64_t wall_ns, char *buf, size_t sz)
+{
+	time_t secs = (time_t)(wall_ns / 1000000000ULL);
+	struct tm tm;
+	char s[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(s, sizeof(s), "%Y%m%dT%H%M%S", &tm);
+	snprintf(buf, sz, "-%s.%03uZ-", s, (unsigned)(wall_ns / 1000000 % 1000));
+}
+
 /* The UTC start perfrecd writes into a name ("-20261123T140300.250Z-"), or 0. */
 uint64_t window_name_stamp_ns(const char *path)
 {
@@ -663,6 +675,20 @@ out:
 		close(fd);
 	free(path);
 	free(final);
+	return r;
+}
+
+int window_list_name(struct window_listing *l, int dfd, const char *dir, const char *name)
+{
+	struct builder b = { .files = l->files, .nr = l->nr, .cap = l->nr, .gone = l->gone, .nr_gone = l->nr_gone,
+			     .cap_gone = l->nr_gone };
+	int r;
+
+	r = take_name(&b, dfd, dir, name, 0);
+	l->files = b.files;
+	l->nr = b.nr;
+	l->gone = b.gone;
+	l->nr_gone = b.nr_gone;
 	return r;
 }
 

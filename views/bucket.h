@@ -152,6 +152,14 @@ bool bucket_object_overlaps(const struct bucket_object *obj, uint64_t from_ns, u
  * Snapshots and recovered files (other names) are judged by mtime only.
  */
 bool bucket_key_may_overlap(const char *data_key, uint64_t mtime_ns, uint64_t from_ns, uint64_t to_ns);
+
+/*
+ * The host a key names, by its template @tmpl: the characters where {host}
+ * stands, up to the literal that follows it.  NULL when the template has
+ * no {host} right after its literal start, or nothing after it to end the
+ * name; else owned by the caller.
+ */
+char *bucket_key_host(const char *tmpl, const char *key);
 /* Sort objects by start, host, key. */
 void bucket_sort(struct bucket_object *objs, size_t nr);
 /*

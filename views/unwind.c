@@ -9,7 +9,8 @@
  * else by path, and only when their build id is the recorded one.  The
  * input must pass verify and so must the output.  Exit 0 done, 1 the input
  * is not sound perf data, 2 usage or I/O errors.  The work is
- * perfrecctl_unwind_file() (unwind.h), which cut uses as well.
+ * unwind_file() (unwind.h), which cut uses as well; the command's
+ * arguments are tools/unwind-cmd.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,7 @@
 #include <perfrec/unwind.h>
 
 #include "fsutil.h"
-#include "perfrecctl.h"
+#include "exitcode.h"
 #include "unwind.h"
 
 /* The attr a record belongs to: by its identifier, else the only one. */
@@ -171,8 +172,7 @@ static int verify_output(const char *cmd, const char *path)
 	return ret < 0 ? EXIT_BAD : 0;
 }
 
-int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out_path,
-			   struct perfrec_unwinder_stats *ret_stats)
+int unwind_file(const char *cmd, const char *in_path, const char *out_path, struct perfrec_unwinder_stats *ret_stats)
 {
 	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
 	struct perfrec_pdwriter_opts wo = { .sz = sizeof(wo), .owns_fd = true };
@@ -240,42 +240,5 @@ int perfrecctl_unwind_file(const char *cmd, const char *in_path, const char *out
 		return rc;
 	if (ret_stats)
 		*ret_stats = st;
-	return 0;
-}
-
-int cmd_unwind(int argc, char **argv)
-{
-	struct perfrec_unwinder_stats st;
-	const char *paths[2] = { NULL, NULL };
-	int np = 0, rc;
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc && !paths[1])
-			paths[1] = argv[++i];
-		else if (argv[i][0] == '-' && argv[i][1])
-			return perfrecctl_usage("unwind");
-		else if (np == 0)
-			paths[np++] = argv[i];
-		else if (np == 1 && !paths[1])
-			paths[np++] = argv[i];
-		else
-			return perfrecctl_usage("unwind");
-	}
-	if (!paths[0] || !paths[1])
-		return perfrecctl_usage("unwind");
-	rc = perfrecctl_unwind_file("unwind", paths[0], paths[1], &st);
-	if (rc)
-		return rc;
-	fprintf(stderr, "perfrecctl unwind: %llu samples, %llu with callers, %.1f user frames each; "
-		"ELF cache: %llu files opened, %llu hits (%.1f%%), %zu open (%.1f MiB), %llu evicted; "
-		"%llu maps without a matching file (%llu files refused: not x86_64 executables or shared objects); "
-		"%llu unwind sessions built, %llu dropped for the bounds\n",
-		(unsigned long long)st.samples, (unsigned long long)st.unwound,
-		st.samples ? (double)st.frames / (double)st.samples : 0.0,
-		(unsigned long long)st.elf_opened, (unsigned long long)st.elf_hits,
-		st.elf_opened + st.elf_hits ? 100.0 * (double)st.elf_hits / (double)(st.elf_opened + st.elf_hits) : 0.0,
-		st.elves, (double)st.elf_bytes / (1 << 20), (unsigned long long)st.elf_evicted,
-		(unsigned long long)st.elf_missing, (unsigned long long)st.elf_refused,
-		(unsigned long long)st.sessions, (unsigned long long)st.sessions_evicted);
 	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Building unwind tables (lib/unwtab.h) from an ELF file's CFI with libdw.
+ * Building unwind tables (internal/unwtab.h) from an ELF file's CFI with libdw.
  *
  * The FDEs of .eh_frame (then .debug_frame) are listed with
  * dwarf_next_cfi(), their address ranges decoded here (libdw has no call

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The unwinder over unwind tables (lib/unwtab.h): per frame, one call of
+ * The unwinder over unwind tables (internal/unwtab.h): per frame, one call of
  * the caller's @find (which mapping, which table) and one binary search;
  * memory is read only from the sample's stack copy.
  *

@@ -7,6 +7,7 @@
  * cut itself is views/cut.c's cut_write().
  */
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,105 +49,137 @@ static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t
 	return window_parse_time("cut", opt, v, ret);
 }
 
-int cmd_cut(int argc, char **argv)
-{
-	struct cut_opts c = { .out_path = "perf.data", .live = true };
-	const char **paths = calloc((size_t)argc + 1, sizeof(*paths));
-	char **bargv = calloc((size_t)argc + 2, sizeof(*bargv));
-	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
-	bool bucket = false, have_dir = false;
-	int bargc = 1;
-	const char *from_s = NULL, *to_s = NULL, *at_s = NULL, *around_s = NULL;
-	uint64_t now, at = 0, around = 30 * NSEC;
-	struct timespec ts;
-	char *def = NULL;
-	size_t np = 0;
-	int rc;
+/* The command line of cut, before the window is worked out. */
+struct cut_args {
+	const char **paths;
+	size_t np;
+	char **bargv;           /* "cut" then --bucket and its options, for perfrecctl_fetch_window() */
+	int bargc;
+	const char *from_s, *to_s, *at_s, *around_s;
+	bool bucket;
+};
 
-	if (!paths || !bargv) {
-		free(paths);
-		free(bargv);
-		return EXIT_USAGE;
-	}
-	bargv[0] = argv[0];
+/* Options into @a and @c; -EINVAL, said on stderr, for a usage error. */
+static int parse_cut_args(int argc, char **argv, struct cut_opts *c, struct cut_args *a)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
-		const char **slot = !strcmp(o, "--from") ? &from_s : !strcmp(o, "--to") ? &to_s
-				   : !strcmp(o, "--at") ? &at_s : !strcmp(o, "--around") ? &around_s
-				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c.out_path : NULL;
+		const char **slot = !strcmp(o, "--from") ? &a->from_s : !strcmp(o, "--to") ? &a->to_s
+				   : !strcmp(o, "--at") ? &a->at_s : !strcmp(o, "--around") ? &a->around_s
+				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c->out_path : NULL;
 
 		if (perfrecctl_is_bucket_opt(o)) {
 			/* --bucket URL [--host H] [--label K=V]...: for fetch_window() */
 			if (i + 1 >= argc) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
-			bucket |= !strcmp(o, "--bucket");
-			bargv[bargc++] = argv[i++];
-			bargv[bargc++] = argv[i];
+			a->bucket |= !strcmp(o, "--bucket");
+			a->bargv[a->bargc++] = argv[i++];
+			a->bargv[a->bargc++] = argv[i];
 		} else if (slot) {
 			if (++i >= argc) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
 			*slot = argv[i];
 		} else if (!strcmp(o, "--container") || !strcmp(o, "--pod") || !strcmp(o, "--unit")) {
 			if (++i >= argc || !*argv[i]) {
 				fprintf(stderr, "perfrecctl cut: %s needs a value\n", o);
-				goto usage;
+				return -EINVAL;
 			}
-			*(o[2] == 'c' ? &c.select.container : o[2] == 'p' ? &c.select.pod : &c.select.unit) = argv[i];
+			*(o[2] == 'c' ? &c->select.container : o[2] == 'p' ? &c->select.pod : &c->select.unit) = argv[i];
 		} else if (!strcmp(o, "-z")) {
-			c.level = 3;
+			c->level = 3;
 		} else if (!strcmp(o, "--force") || !strcmp(o, "-f")) {
-			c.force = true;
+			c->force = true;
 		} else if (!strcmp(o, "--no-live")) {
-			c.live = false;
+			c->live = false;
 		} else if (o[0] == '-' && o[1]) {
 			fprintf(stderr, "perfrecctl cut: unknown option '%s'\n", o);
-			goto usage;
+			return -EINVAL;
 		} else {
-			paths[np++] = o;
+			a->paths[a->np++] = o;
 		}
 	}
-	if (!!at_s == !!(from_s || to_s) || (from_s && !to_s) || (to_s && !from_s) || (around_s && !at_s)) {
+	if (!!a->at_s == !!(a->from_s || a->to_s) || (a->from_s && !a->to_s) || (a->to_s && !a->from_s) ||
+	    (a->around_s && !a->at_s)) {
 		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
-		goto usage;
+		return -EINVAL;
 	}
-	if (bargc > 1 && !bucket) {
-		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", bargv[1]);
-		goto usage;
+	if (a->bargc > 1 && !a->bucket) {
+		fprintf(stderr, "perfrecctl cut: %s goes with --bucket URL\n", a->bargv[1]);
+		return -EINVAL;
 	}
-	if (bucket && np) {
-		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", paths[0]);
-		goto usage;
+	if (a->bucket && a->np) {
+		fprintf(stderr, "perfrecctl cut: give --bucket or files, not both ('%s')\n", a->paths[0]);
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* c->from and c->to from --from/--to or --at/--around; -EINVAL, said on stderr, if bad. */
+static int cut_window(struct cut_opts *c, const struct cut_args *a)
+{
+	uint64_t now, at = 0, around = 30 * NSEC;
+	struct timespec ts;
+
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-	rc = EXIT_USAGE;
-	if (at_s) {
+	if (a->at_s) {
 		char err[256];
 
-		if (parse_time_arg("--at", at_s, now, &at) < 0)
-			goto out;
-		if (around_s && perfrec_timespec__parse_duration(around_s, &around, err, sizeof(err)) < 0) {
+		if (parse_time_arg("--at", a->at_s, now, &at) < 0)
+			return -EINVAL;
+		if (a->around_s && perfrec_timespec__parse_duration(a->around_s, &around, err, sizeof(err)) < 0) {
 			fprintf(stderr, "perfrecctl cut: --around: %s\n", err);
-			goto out;
+			return -EINVAL;
 		}
-		c.from = at > around ? at - around : 0;
-		c.to = at + around;
-	} else if (parse_time_arg("--from", from_s, now, &c.from) < 0 || parse_time_arg("--to", to_s, now, &c.to) < 0) {
-		goto out;
+		c->from = at > around ? at - around : 0;
+		c->to = at + around;
+	} else if (parse_time_arg("--from", a->from_s, now, &c->from) < 0 ||
+		   parse_time_arg("--to", a->to_s, now, &c->to) < 0) {
+		return -EINVAL;
 	}
-	if (c.to <= c.from) {
-		char a[64], b[64];
+	if (c->to <= c->from) {
+		char f[64], t[64];
 
-		fmt(c.from, true, a, sizeof(a));
-		fmt(c.to, true, b, sizeof(b));
-		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", b, a);
-		goto out;
+		fmt(c->from, true, f, sizeof(f));
+		fmt(c->to, true, t, sizeof(t));
+		fprintf(stderr, "perfrecctl cut: the window ends (%s) before it starts (%s)\n", t, f);
+		return -EINVAL;
 	}
-	if (bucket) {
+	return 0;
+}
+
+int cmd_cut(int argc, char **argv)
+{
+	struct cut_opts c = { .out_path = "perf.data", .live = true };
+	struct cut_args a = {
+		.paths = calloc((size_t)argc + 1, sizeof(*a.paths)),
+		.bargv = calloc((size_t)argc + 2, sizeof(*a.bargv)),
+		.bargc = 1,
+	};
+	char bucket_dir[] = "/tmp/perfrecctl-cut-XXXXXX";
+	bool have_dir = false;
+	char *def = NULL;
+	int rc;
+
+	if (!a.paths || !a.bargv) {
+		free(a.paths);
+		free(a.bargv);
+		return EXIT_USAGE;
+	}
+	a.bargv[0] = argv[0];
+	if (parse_cut_args(argc, argv, &c, &a) < 0) {
+		free(a.paths);
+		free(a.bargv);
+		return perfrecctl_usage("cut");
+	}
+	rc = EXIT_USAGE;
+	if (cut_window(&c, &a) < 0)
+		goto out;
+	if (a.bucket) {
 		/* The fleet's files of the window, downloaded and checked, then cut as local ones. */
 		size_t nr = 0;
 
@@ -155,27 +188,23 @@ int cmd_cut(int argc, char **argv)
 			goto out;
 		}
 		have_dir = true;
-		rc = perfrecctl_fetch_window("cut", bargc, bargv, c.from, c.to, bucket_dir, &nr);
+		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, &nr);
 		if (rc)
 			goto out;
-		paths[np++] = bucket_dir;
+		a.paths[a.np++] = bucket_dir;
 		c.live = false;
-	} else if (np == 0) {
+	} else if (a.np == 0) {
 		def = perfrecctl_recordings_dir("cut");
-		paths[np++] = def;
+		a.paths[a.np++] = def;
 	}
 	c.socket_path = perfrecctl_socket_path();
 	c.snapshot_into = perfrecctl_snapshot_into;
-	rc = cut_write(&c, paths, np);
+	rc = cut_write(&c, a.paths, a.np);
 out:
 	if (have_dir)
 		remove_dir(bucket_dir);
 	free(def);
-	free(paths);
-	free(bargv);
+	free(a.paths);
+	free(a.bargv);
 	return rc;
-usage:
-	free(paths);
-	free(bargv);
-	return perfrecctl_usage("cut");
 }

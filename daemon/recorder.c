@@ -668,16 +668,6 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	return 0;
 }
 
-/*
- * A file that could not be started is discarded with whatever the rings
- * gave it during its synthesis: those samples are lost after all, as a
- * refused span's, and reported in the next file (filesink_lose_file()).
- */
-static void lose_unstarted(struct recorder *rec, const struct recfile *o)
-{
-	filesink_lose_file(&rec->fsink, &o->f);
-}
-
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 {
 	struct recfile *o = &rec->cur;
@@ -718,10 +708,11 @@ fail:
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
 	rec->retry_start_usec = now_usec() + START_RETRY_USEC;
 	/*
-	 * Ring records drained during synthesis went down with the file
-	 * (those still in a stage find no file and are refused there).
+	 * Ring records drained during synthesis went down with the file:
+	 * lost after all, as a refused span's, and reported in the next
+	 * file (those still in a stage find no file and are refused there).
 	 */
-	lose_unstarted(rec, o);
+	filesink_lose_file(&rec->fsink, &o->f);
 	perfrec_pdwriter__free(o->f.w, true);
 	o->f.w = NULL;
 	recfile_reset(o);
@@ -965,7 +956,8 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
  * The free-space floor (min-free), measured this often: below it,
  * retention removes the oldest published files first; if that is not
  * enough (someone else fills the disk), records are dropped and counted as
- * lost, as on a full disk (file_write()), until there is space again.
+ * lost, as on a full disk (the file sink refuses them: file_admit()),
+ * until there is space again.
  */
 #define FLOOR_CHECK_USEC 100000
 

@@ -90,7 +90,7 @@ static struct json_object *status(struct control *ctl)
 
 	for (size_t i = 0; i < rec->nr_rings; i++) {
 		struct json_object *c = json_object_new_object();
-		const struct cpu_stats *s = &rec->total[i];
+		const struct filesink_counts *s = &rec->fsink.total[i];
 
 		J_ADD(c, "cpu", json_object_new_int(perfrec_evlist__ring_cpu(rec->evlist, i)));
 		J_ADD(c, "samples", json_object_new_int64((int64_t)s->samples));

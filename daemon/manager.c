@@ -94,12 +94,12 @@ static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_v
 	struct metrics_event *events = metrics_events(mx, n);
 
 	v->host = rec->hostname;
-	for (size_t i = 0; rec->total && i < rec->nr_rings; i++) {
-		v->samples += rec->total[i].samples;
-		v->lost += rec->total[i].lost + rec->total[i].lost_samples;
-		v->bytes_written += rec->total[i].bytes;
+	for (size_t i = 0; rec->fsink.total && i < rec->nr_rings; i++) {
+		v->samples += rec->fsink.total[i].samples;
+		v->lost += rec->fsink.total[i].lost + rec->fsink.total[i].lost_samples;
+		v->bytes_written += rec->fsink.total[i].bytes;
 	}
-	v->dropped_bytes = rec->dropped_bytes;
+	v->dropped_bytes = rec->fsink.dropped_bytes;
 	v->files_published = rec->files_published;
 	v->nr_cpus = rec->nr_rings;
 	v->paused = control_paused(m->ctl);
@@ -571,10 +571,10 @@ static void notify_status(struct manager *m)
 	char zs[96], gs[128];
 
 	for (size_t i = 0; i < m->rec.nr_rings; i++) {
-		samples += m->rec.total[i].samples;
-		lost += m->rec.total[i].lost + m->rec.total[i].lost_samples;
+		samples += m->rec.fsink.total[i].samples;
+		lost += m->rec.fsink.total[i].lost + m->rec.fsink.total[i].lost_samples;
 	}
-	pipeout_compress_status(&m->rec.compress, m->rec.have_file ? m->rec.cur.w : NULL, zs, sizeof(zs));
+	pipeout_compress_status(&m->rec.compress, m->rec.have_file ? m->rec.cur.f.w : NULL, zs, sizeof(zs));
 	governor_status_line(m->gov, gs, sizeof(gs));
 	sd_notifyf(0, "STATUS=Recording %zu CPUs: %" PRIu64 " samples, %" PRIu64
 		   " lost, %" PRIu64 " files published%s%s", m->rec.nr_rings, samples, lost,

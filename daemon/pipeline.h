@@ -3,7 +3,7 @@
  * The recorder's pipeline: the stages between its drain and its outputs,
  * and which output sits behind which, decided here and nowhere else.
  *
- *   ring -> drain -> [unwind stage] -> file sink      (recorder.c)
+ *   ring -> drain -> [unwind stage] -> file sink      (filesink.c, recorder.c)
  *                                   -> cgroup counts  (manifest-cgroup.c)
  *                                   -> history sink   (snapshot.c)
  *                                   -> stream sinks   (control.c)

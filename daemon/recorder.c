@@ -4,12 +4,15 @@
  * drained pass by pass into the current perf.data file.
  *
  * The drain (drain.c) walks each ring once per pass and hands every record
- * to every sink.  The recorder's own sink (file_sink below) counts what it
- * needs (sample counts and times, MMAP2 build ids, lost counts) and in
- * continuous mode writes the bytes into the current file as at most two
- * segments straight from the mapping.  After every pass that wrote
- * something comes a FINISHED_ROUND, which tells readers that nothing older
- * than this pass will follow.
+ * to every sink.  The recorder's own sink is the library's file sink
+ * (filesink.h, the record object's too): it counts what it needs (sample
+ * counts and times, MMAP2 build ids, lost counts) and in continuous mode
+ * writes the bytes into the current file as at most two segments straight
+ * from the mapping.  After every pass that wrote something comes a
+ * FINISHED_ROUND, which tells readers that nothing older than this pass
+ * will follow.  What only perfrecd does beside it (min-free, a full disk
+ * logged once, stalled files, checkpoints, manifests) stays here, through
+ * its hooks (file_hooks).
  *
  * Stages may sit between the drain and the file sink (pipeline.h: host
  * unwinding); the file sink is the same behind them, called on the same
@@ -83,7 +86,7 @@ static void open_error(void *ctx, const char *event, int cpu, int err)
 	log_error("Cannot open event '%s' on CPU %d: %s", event, cpu, why);
 }
 
-static const struct sink_ops file_sink_ops;
+static const struct filesink_hooks file_hooks;
 
 static void drain_log(void *ctx, int level, const char *msg)
 {
@@ -111,11 +114,6 @@ static int open_drain(struct recorder *rec)
 		r = drain_add_evlist(rec->drain, rec->evlist);
 	if (r < 0)
 		return r;
-	rec->total = calloc(rec->nr_rings, sizeof(*rec->total));
-	rec->pending_dropped = calloc(rec->nr_rings, sizeof(*rec->pending_dropped));
-	rec->marks = calloc(rec->nr_rings, sizeof(*rec->marks));
-	if (!rec->total || !rec->pending_dropped || !rec->marks)
-		return -ENOMEM;
 	return 0;
 }
 
@@ -131,12 +129,19 @@ static int open_pipeline(struct recorder *rec)
 		.cfg = rec->cfg, .drain = rec->drain, .evlist = rec->evlist,
 		.lost = stage_lost, .owner = rec,
 	};
+	struct filesink_opts fo = {
+		.sz = sizeof(fo), .evlist = rec->evlist,
+		.sideband_sample_type = rec->sideband_sample_type, .sideband_id = rec->sideband_id,
+		.sideband_ids = rec->sideband_ids, .clockid = rec->cfg->clockid,
+		.count_only = rec->flight, .hooks = &file_hooks, .hooks_ctx = rec,
+	};
 	int r = pipeline_new(&po, &rec->pipe);
 
+	if (r == 0)
+		r = filesink_init(&rec->fsink, &fo);
 	if (r < 0)
 		return r;
-	rec->file_sink = (struct sink){ .ops = &file_sink_ops, .ctx = rec };
-	return pipeline_add(rec->pipe, PIPELINE_FILE, &rec->file_sink);
+	return pipeline_add(rec->pipe, PIPELINE_FILE, &rec->fsink.sink);
 }
 
 /*
@@ -177,7 +182,7 @@ bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats 
 
 uint64_t recorder_busy_samples(const struct recorder *rec)
 {
-	return rec->busy_samples;
+	return rec->fsink.busy_samples;
 }
 
 bool recorder_output_closed(const struct recorder *rec)
@@ -188,7 +193,7 @@ bool recorder_output_closed(const struct recorder *rec)
 
 	if (!pipeout_enabled(rec->cfg))
 		return false;
-	gone = rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.w, NULL, 0) == -EPIPE);
+	gone = rec->stdout_gone || (rec->have_file && perfrec_pdwriter__write(rec->cur.f.w, NULL, 0) == -EPIPE);
 	return gone;
 }
 
@@ -209,11 +214,14 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 {
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
-	dst->file_sink.ctx = dst;
+	filesink_moved(&dst->fsink);
+	dst->fsink.opts.hooks_ctx = dst;
+	if (dst->fsink.file)
+		dst->fsink.file = &dst->cur.f;
 	dst->cgroup_sink.ctx = &dst->cur.cgroups;
 	dst->bidcache_sink.ctx = &dst->cfg;
 	pipeline_move(dst->pipe, dst);
-	pipeline_replace(dst->pipe, &src->file_sink, &dst->file_sink);
+	pipeline_replace(dst->pipe, &src->fsink.sink, &dst->fsink.sink);
 	pipeline_replace(dst->pipe, &src->cgroup_sink, &dst->cgroup_sink);
 	pipeline_replace(dst->pipe, &src->bidcache_sink, &dst->bidcache_sink);
 	pipeline_replace(dst->pipe, &src->bpf_sink, &dst->bpf_sink);
@@ -326,7 +334,8 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	r = perfrec_buildid_table__new(&rec->buildids);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate build-id table: %s", strerror(-r));
-	rec->track = (struct track){ .bids = rec->buildids };
+	/* (flight mode: no file; each snapshot tracks what it writes) */
+	rec->fsink.track = (struct track){ .bids = rec->flight ? NULL : rec->buildids };
 	/* A reload hands over the program loaded at start: loading needs CAP_BPF, dropped since. */
 	rec->offcpu = offcpu;
 	r = load_offcpu ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
@@ -443,8 +452,40 @@ static bool write_ok(struct recorder *rec, const char *path)
 	return true;
 }
 
+/* What the file sink leaves to perfrecd (filesink.h): min-free, a full disk logged once. */
+static int file_admit(void *ctx)
+{
+	struct recorder *rec = ctx;
+
+	return rec->below_floor ? -ENOSPC : 0;
+}
+
+static int file_wrote(void *ctx, int err)
+{
+	return recorder_note_write(ctx, err);
+}
+
+static void file_reported(void *ctx, uint64_t samples)
+{
+	struct recorder *rec = ctx;
+
+	log_msg(rec->write_error_logged || now_usec() - rec->write_error_usec < WRITE_ERROR_QUIET_USEC ?
+		LOG_DEBUG : LOG_NOTICE,
+		"%s: %" PRIu64 " samples that the disk refused are recorded as lost", rec->cur.path, samples);
+}
+
+static const struct filesink_hooks file_hooks = {
+	.admit = file_admit, .wrote = file_wrote, .reported = file_reported,
+};
+
+/* The file sink writes into the current file while there is one. */
+static void set_have_file(struct recorder *rec, bool have)
+{
+	rec->have_file = have;
+	rec->fsink.file = have ? &rec->cur.f : NULL;
+}
+
 static uint64_t drain_rings(struct recorder *rec);
-static void note_dropped_in_file(struct recorder *rec);
 static int retry_stalled(struct recorder *rec);
 
 /*
@@ -499,9 +540,9 @@ static int emit_synth(void *ctx, const struct perf_event_header *h)
 		drain_during_synth(rec, false);
 		return 0;
 	}
-	track_sideband(&rec->track, h);
+	track_sideband(&rec->fsink.track, h);
 	note_synth(rec, h);
-	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, h, h->size));
+	r = recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.f.w, h, h->size));
 	if (r == 0)
 		drain_during_synth(rec, false);
 	return r;
@@ -537,9 +578,9 @@ static char *make_path(struct recorder *rec, uint64_t wall_ns, uint64_t seq)
 
 static void recfile_reset(struct recfile *o)
 {
-	perfrec_pdwriter__free(o->w, false);
+	perfrec_pdwriter__free(o->f.w, false);
 	free(o->path);
-	free(o->cpu);
+	free(o->f.cpu);
 	cgroup_counts_free(o->cgroups);
 	memset(o, 0, sizeof(*o));
 }
@@ -601,9 +642,9 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 	 * synced the pipeline, and its stages stay idle (pipeline_state()).
 	 */
 	o->unwound = pipeline_unwind_stats(rec->pipe, &o->unwind_start);
-	rec->have_file = true;
+	set_have_file(rec, true);
 	perfrec_buildid_table__reset_samples(rec->buildids);
-	return outfile_begin(&src, o->w, &bo);
+	return outfile_begin(&src, o->f.w, &bo);
 }
 
 /* The current file's outfile, but its writer (pipeout.c makes it). */
@@ -614,40 +655,17 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	o->seq = rec->seq + 1;
 	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
 	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
-	o->cpu = calloc(rec->nr_rings, sizeof(*o->cpu));
-	o->track.bids = rec->buildids;
+	o->f.cpu = calloc(rec->nr_rings, sizeof(*o->f.cpu));
+	o->f.track.bids = rec->buildids;
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
 	/* Without it (no memory) the manifest reads the published file instead. */
 	if (!pipeout_enabled(rec->cfg) && cgroup_counts_new(&o->cgroups) < 0)
 		o->cgroups = NULL;
-	if (!o->cpu || !o->path) {
+	if (!o->f.cpu || !o->path) {
 		recfile_reset(o);
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-/*
- * A file that could not be started is discarded with whatever the rings
- * gave it during its synthesis: those samples are lost after all, as a
- * refused span's (refuse_span()), and reported in the next file.  The
- * ring's span mark moves with the totals: these records are no part of a
- * span not yet written.
- */
-static void lose_unstarted(struct recorder *rec, const struct recfile *o)
-{
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		const struct cpu_stats *c = &o->cpu[i];
-		struct cpu_stats *t = &rec->total[i];
-
-		t->samples -= c->samples;
-		t->lost += c->samples;
-		t->dropped += c->samples;
-		rec->marks[i].samples -= c->samples;
-		rec->marks[i].lost += c->samples;
-		rec->pending_dropped[i] += c->samples + c->lost + c->lost_samples;
-	}
-	rec->dropped_bytes += o->bytes;
 }
 
 int recorder_start_file(struct recorder *rec, uint64_t synth_time)
@@ -663,7 +681,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	if (r < 0)
 		return r;
 	r = pipeout_new_writer(rec->cfg, o->path, rec->argc, rec->argv, o->start_clock_ns,
-			       o->start_wall_ns, &o->w);
+			       o->start_wall_ns, &o->f.w);
 	if (r < 0) {
 		/* Retried every flush while the disk is full: say it once. */
 		log_msg(rec->write_error_logged ? LOG_DEBUG : LOG_ERR, "Cannot create %s.tmp: %s",
@@ -679,7 +697,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 	o->last_checkpoint_usec = o->start_usec = now_usec();
 	rec->seq = o->seq;
 	/* Samples that found no file (the disk was full) are this one's loss. */
-	note_dropped_in_file(rec);
+	filesink_report_dropped(&rec->fsink);
 	log_debug("Recording into %s.tmp", o->path);
 	return 0;
 fail:
@@ -690,228 +708,28 @@ fail:
 	/* Each attempt walks all of /proc: not on every drain while the disk is full. */
 	rec->retry_start_usec = now_usec() + START_RETRY_USEC;
 	/*
-	 * Ring records drained during synthesis went down with the file
-	 * (those still in a stage find no file and are refused there).
+	 * Ring records drained during synthesis went down with the file:
+	 * lost after all, as a refused span's, and reported in the next
+	 * file (those still in a stage find no file and are refused there).
 	 */
-	lose_unstarted(rec, o);
-	perfrec_pdwriter__free(o->w, true);
-	o->w = NULL;
+	filesink_lose_file(&rec->fsink, &o->f);
+	perfrec_pdwriter__free(o->f.w, true);
+	o->f.w = NULL;
 	recfile_reset(o);
-	rec->have_file = false;
+	set_have_file(rec, false);
 	return r;
-}
-
-/*
- * The recorder's count of each record that reaches the file sink (its
- * record()): samples and lost counts into the totals and the file.
- */
-static void file_record(struct sink *sk, struct drain_rec *r)
-{
-	struct recorder *rec = sk->ctx;
-	struct recfile *o = rec->have_file ? &rec->cur : NULL;
-	struct cpu_stats *t = &rec->total[r->ring];
-	struct recfile *counted = o;
-	const struct perf_event_header *h = r->h;
-
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
-		if (!r->sample_ok)
-			return;
-		t->samples++;
-		if (r->pid)
-			rec->busy_samples++;
-		if (!o)
-			return;
-		if (counted) {
-			counted->cpu[r->ring].samples++;
-			counted->samples++;
-		}
-		track_sample(&o->track, h, r->pid, r->time);
-		break;
-	case PERF_RECORD_MMAP2:
-	case PERF_RECORD_EXIT:
-		/* (flight mode: no file; each snapshot tracks what it writes) */
-		if (!rec->flight)
-			track_sideband(&rec->track, h);
-		break;
-	case PERF_RECORD_LOST:
-	case PERF_RECORD_LOST_SAMPLES: {
-		/* LOST: records the kernel dropped; LOST_SAMPLES: samples it could not make */
-		bool records = h->type == PERF_RECORD_LOST;
-
-		*(records ? &t->lost : &t->lost_samples) += r->lost;
-		if (counted) {
-			struct cpu_stats *c = &counted->cpu[r->ring];
-
-			*(records ? &c->lost : &c->lost_samples) += r->lost;
-			counted->lost += r->lost;
-		}
-		break;
-	}
-	default:
-		break;
-	}
-}
-
-static struct span_mark span_mark(const struct recorder *rec, size_t idx)
-{
-	return (struct span_mark){ rec->total[idx].samples, rec->total[idx].lost, rec->total[idx].lost_samples };
-}
-
-/*
- * The output refused a span of ring @idx's records (a full disk, no file
- * to go to) that file_record() counted since the ring's mark: its samples
- * become lost, in the file's counts and the totals, and the kernel's
- * LOST/LOST_SAMPLES in it, counted into the file, are not in the file
- * after all.  All of them wait in pending_dropped for a PERF_RECORD_LOST
- * in the next file write that succeeds (note_dropped_in_file()).
- */
-static void refuse_span(struct recorder *rec, size_t idx)
-{
-	const struct span_mark *m = &rec->marks[idx];
-	uint64_t n = rec->total[idx].samples - m->samples;
-	uint64_t dl = rec->total[idx].lost - m->lost, dls = rec->total[idx].lost_samples - m->lost_samples;
-
-	if (rec->have_file) {
-		rec->cur.cpu[idx].samples -= n;
-		rec->cur.samples -= n;
-		rec->cur.cpu[idx].lost -= dl;
-		rec->cur.cpu[idx].lost_samples -= dls;
-		rec->cur.lost -= dl + dls;
-	}
-	rec->total[idx].samples -= n;
-	rec->total[idx].lost += n;
-	rec->total[idx].dropped += n;
-	rec->pending_dropped[idx] += n + dl + dls;
-}
-
-/*
- * The bytes of ring @idx's records counted since its mark (file_sink's
- * write()): into the current file in continuous mode; flight mode keeps
- * them in the history sink only.  Without a file (it could not be
- * created) or below the free-space floor they are refused as a full disk
- * would refuse them: the rings keep flowing, the loss is counted.
- */
-static int file_write(struct sink *sk, size_t idx, const struct iovec *iov, int n, uint64_t bytes)
-{
-	struct recorder *rec = sk->ctx;
-	int r = 0;
-
-	if (rec->flight)
-		rec->total[idx].bytes += bytes;
-	else if (!rec->have_file)
-		r = -ENOSPC;
-	else if (rec->below_floor)
-		r = -ENOSPC;
-	else
-		r = recorder_note_write(rec, perfrec_pdwriter__writev(rec->cur.w, iov, n));
-	if (r < 0) {
-		rec->dropped_bytes += bytes;
-		refuse_span(rec, idx);
-		if (rec->have_file)
-			rec->pass_err = r;
-	} else if (!rec->flight) {
-		rec->cur.cpu[idx].bytes += bytes;
-		rec->total[idx].bytes += bytes;
-		rec->cur.bytes += bytes;
-		rec->pass_written += bytes;
-	}
-	rec->marks[idx] = span_mark(rec, idx);
-	return r;
-}
-
-static void file_corrupt(struct sink *sk, size_t idx)
-{
-	struct recorder *rec = sk->ctx;
-
-	if (rec->have_file)
-		rec->cur.cpu[idx].corrupt++;
-	rec->total[idx].corrupt++;
-}
-
-/*
- * After each pass that wrote something: FINISHED_ROUND, and once a whole
- * pass is in the file, the samples the disk refused before as lost.
- */
-static void file_round(struct sink *sk, uint64_t bytes)
-{
-	static const struct perf_event_header round = {
-		.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(round),
-	};
-	struct recorder *rec = sk->ctx;
-
-	(void)bytes;
-	if (!rec->pass_written || !rec->have_file)
-		return;
-	rec->pass_written = 0;
-	if (recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.w, &round, sizeof(round))) == 0 &&
-	    rec->pass_err == 0)
-		note_dropped_in_file(rec);
-}
-
-static const struct sink_ops file_sink_ops = {
-	.record = file_record, .write = file_write, .corrupt = file_corrupt, .round = file_round,
-};
-
-/*
- * Samples the disk refused, reported in the file once it takes writes
- * again: one PERF_RECORD_LOST per ring, attributed to the ring's side-band
- * event (so perf report's "lost" and --stats count them), stamped now.
- */
-static void note_dropped_in_file(struct recorder *rec)
-{
-	size_t tlen = perfrec_sample_id__size(rec->sideband_sample_type);
-	_Alignas(8) unsigned char buf[sizeof(struct perf_event_header) + 16 + 64];
-	struct recfile *o = &rec->cur;
-	uint64_t total = 0;
-
-	if (!rec->have_file || tlen > 64)
-		return;
-	for (size_t i = 0; i < rec->nr_rings; i++) {
-		struct perf_event_header h = { .type = PERF_RECORD_LOST, .size = (uint16_t)(sizeof(h) + 16 + tlen) };
-		struct perfrec_sample_id sid = {
-			.pid = (uint32_t)-1, .tid = (uint32_t)-1, .time = recorder_clock_ns(rec),
-			.cpu = (uint32_t)perfrec_evlist__ring_cpu(rec->evlist, i),
-		};
-		uint64_t n = rec->pending_dropped[i];
-
-		if (!n)
-			continue;
-		sid.id = sid.stream_id = rec->sideband_ids ? rec->sideband_ids[i] : rec->sideband_id;
-		memcpy(buf, &h, sizeof(h));
-		memcpy(buf + sizeof(h), &sid.id, 8);
-		memcpy(buf + sizeof(h) + 8, &n, 8);
-		perfrec_sample_id__write(buf + sizeof(h) + 16, rec->sideband_sample_type, &sid);
-		if (perfrec_pdwriter__write(o->w, buf, h.size) < 0)
-			return;
-		o->cpu[i].lost += n;
-		o->cpu[i].dropped += n;
-		o->lost += n;
-		o->dropped += n;
-		rec->pending_dropped[i] = 0;
-		total += n;
-	}
-	if (total)
-		log_msg(rec->write_error_logged || now_usec() - rec->write_error_usec < WRITE_ERROR_QUIET_USEC ?
-			LOG_DEBUG : LOG_NOTICE,
-			"%s: %" PRIu64 " samples that the disk refused are recorded as lost", o->path, total);
 }
 
 /*
  * Samples a stage took in and never handed on (the unwinder could not
  * rewrite them): lost, as the samples a full disk refuses, reported in
- * the file by a PERF_RECORD_LOST (note_dropped_in_file()).  The ring's
- * span mark moves with the totals: they are no part of a span not yet
- * written (refuse_span()).
+ * the file by a PERF_RECORD_LOST (filesink_report_dropped()).
  */
 static void stage_lost(void *owner, size_t ring, uint64_t samples)
 {
 	struct recorder *rec = owner;
 
-	rec->total[ring].lost += samples;
-	rec->total[ring].dropped += samples;
-	rec->marks[ring].lost += samples;
-	rec->pending_dropped[ring] += samples;
+	filesink_lose(&rec->fsink, ring, samples);
 }
 
 /* One pass over every ring, without the round: the bytes drained. */
@@ -926,25 +744,19 @@ static uint64_t drain_rings(struct recorder *rec)
 
 int recorder_drain(struct recorder *rec)
 {
-	int r;
-
-	rec->pass_err = 0;
+	filesink_take_err(&rec->fsink);
 	drain_round(rec->drain, drain_rings(rec));
-	r = rec->pass_err;
-	rec->pass_err = 0;
-	return r;
+	return filesink_take_err(&rec->fsink);
 }
 
 int recorder_flush(struct recorder *rec)
 {
 	int r = recorder_drain(rec);
+	int r2;
 
-	rec->pass_err = 0;
 	pipeline_sync(rec->pipe);
-	if (!r)
-		r = rec->pass_err;
-	rec->pass_err = 0;
-	return r;
+	r2 = filesink_take_err(&rec->fsink);
+	return r ? r : r2;
 }
 
 uint64_t recorder_rotation_deadline(const struct recorder *rec)
@@ -973,7 +785,7 @@ bool recorder_rotation_due(const struct recorder *rec, uint64_t now)
 
 	if (!rec->have_file || pipeout_enabled(c))
 		return false;
-	full = c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.w) >= c->rotate_bytes;
+	full = c->rotate_bytes && perfrec_pdwriter__data_size(rec->cur.f.w) >= c->rotate_bytes;
 	if (full)
 		return true;
 	deadline = recorder_rotation_deadline(rec);
@@ -1046,7 +858,7 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 	struct manifest_info mi = {
 		.path = path, .data_path = data_path, .host = rec->hostname, .cfg = rec->cfg,
 		.start_wall_ns = o->start_wall_ns, .end_wall_ns = end_ns,
-		.samples = o->samples, .lost = o->lost, .dropped = o->dropped,
+		.samples = o->f.samples, .lost = o->f.lost, .dropped = o->f.dropped,
 		.freq = rec->cur_freq,
 		.freq_min = o->freq_min ? o->freq_min : rec->cur_freq,
 		.freq_max = o->freq_max ? o->freq_max : rec->cur_freq,
@@ -1066,12 +878,12 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 	if (o->unwound)
 		mi.unwind = &mu;
 
-	if (o->cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
+	if (o->f.cpu && (cpus = calloc(rec->nr_rings, sizeof(*cpus)))) {
 		for (size_t i = 0; i < rec->nr_rings; i++) {
 			cpus[i].cpu = perfrec_evlist__ring_cpu(rec->evlist, i);
-			cpus[i].samples = o->cpu[i].samples;
-			cpus[i].lost = o->cpu[i].lost + o->cpu[i].lost_samples;
-			cpus[i].dropped = o->cpu[i].dropped;
+			cpus[i].samples = o->f.cpu[i].samples;
+			cpus[i].lost = o->f.cpu[i].lost + o->f.cpu[i].lost_samples;
+			cpus[i].dropped = o->f.cpu[i].dropped;
 		}
 		mi.cpus = cpus;
 		mi.nr_cpus = rec->nr_rings;
@@ -1087,8 +899,8 @@ static void recorder_after_publish(struct recorder *rec, const char *path, const
 {
 	struct hook_info hi = {
 		.path = path, .host = rec->hostname, .start_wall_ns = o ? o->start_wall_ns : 0,
-		.end_wall_ns = recording_clock_ns(CLOCK_REALTIME), .samples = o ? o->samples : 0,
-		.lost = o ? o->lost : 0, .recovered = recovered,
+		.end_wall_ns = recording_clock_ns(CLOCK_REALTIME), .samples = o ? o->f.samples : 0,
+		.lost = o ? o->f.lost : 0, .recovered = recovered,
 	};
 
 	rec->files_published++;
@@ -1144,7 +956,8 @@ int recorder_publish(struct recorder *rec, struct perfrec_pdwriter *w, const cha
  * The free-space floor (min-free), measured this often: below it,
  * retention removes the oldest published files first; if that is not
  * enough (someone else fills the disk), records are dropped and counted as
- * lost, as on a full disk (file_write()), until there is space again.
+ * lost, as on a full disk (the file sink refuses them: file_admit()),
+ * until there is space again.
  */
 #define FLOOR_CHECK_USEC 100000
 
@@ -1183,7 +996,7 @@ int recorder_maybe_checkpoint(struct recorder *rec, uint64_t now)
 	if (!rec->have_file || now - rec->cur.last_checkpoint_usec < rec->cfg->checkpoint_usec)
 		return 0;
 	rec->cur.last_checkpoint_usec = now;
-	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	r = perfrec_pdwriter__checkpoint(rec->cur.f.w);
 	if (r < 0)
 		return recorder_note_write(rec, r);
 	/* Files the full disk left unfinished are published now, not at the next start. */
@@ -1205,7 +1018,7 @@ static void abandon_file(struct recorder *rec, struct recfile *o)
 {
 	log_error("Giving up on finishing %s: what was recorded into it after its last checkpoint "
 		  "(of %" PRIu64 " samples) may be lost; %s.tmp is recovered once writes succeed, "
-		  "or at the next start", o->path, o->samples, o->path);
+		  "or at the next start", o->path, o->f.samples, o->path);
 	recfile_reset(o);
 }
 
@@ -1230,7 +1043,7 @@ static int retry_stalled(struct recorder *rec)
 
 	if (!rec->have_stalled)
 		return 0;
-	r = perfrec_pdwriter__finish(o->w);
+	r = perfrec_pdwriter__finish(o->f.w);
 	if (r == 0)
 		r = publish_finished(rec, o);
 	if (r < 0)
@@ -1243,16 +1056,16 @@ static int retry_stalled(struct recorder *rec)
 /* Publish a finished file (recorder_publish()) and log it. */
 static int publish_finished(struct recorder *rec, struct recfile *o)
 {
-	int r = recorder_publish(rec, o->w, o->path, o);
+	int r = recorder_publish(rec, o->f.w, o->path, o);
 
 	if (r < 0)
 		return r;
 	log_info("Wrote %s: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64 " bytes of records",
-		 o->path, o->samples, o->lost, o->bytes);
+		 o->path, o->f.samples, o->f.lost, o->f.bytes);
 	for (size_t i = 0; i < rec->nr_rings; i++)
 		log_debug("  CPU %d: %" PRIu64 " samples, %" PRIu64 " lost",
-			  perfrec_evlist__ring_cpu(rec->evlist, i), o->cpu[i].samples,
-			  o->cpu[i].lost + o->cpu[i].lost_samples);
+			  perfrec_evlist__ring_cpu(rec->evlist, i), o->f.cpu[i].samples,
+			  o->f.cpu[i].lost + o->f.cpu[i].lost_samples);
 	return 0;
 }
 
@@ -1268,7 +1081,7 @@ struct outfile_features_opts recorder_features_opts(const struct recorder *rec)
 	return (struct outfile_features_opts){
 		.sz = sizeof(struct outfile_features_opts), .what = o->path,
 		.clock_ns = o->start_clock_ns, .wall_ns = o->start_wall_ns,
-		.first_sample_time = o->track.first_time, .last_sample_time = o->track.last_time,
+		.first_sample_time = o->f.track.first_time, .last_sample_time = o->f.track.last_time,
 		.buildids = rec->buildids,
 	};
 }
@@ -1281,7 +1094,7 @@ int recorder_checkpoint(struct recorder *rec, char **ret_tmp)
 		return -ENODATA;
 	/* A copy holds what was drained so far: written, not on its way. */
 	pipeline_sync(rec->pipe);
-	r = perfrec_pdwriter__checkpoint(rec->cur.w);
+	r = perfrec_pdwriter__checkpoint(rec->cur.f.w);
 	if (r < 0)
 		return r;
 	if (asprintf(ret_tmp, "%s.tmp", rec->cur.path) < 0)
@@ -1302,18 +1115,18 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	/* Everything drained for this file is in it before it ends. */
 	pipeline_sync(rec->pipe);
 	/* (samples a stage reported lost meanwhile are this file's) */
-	note_dropped_in_file(rec);
+	filesink_report_dropped(&rec->fsink);
 	pipeline_unwind_stats(rec->pipe, &o->unwind_end);
-	offcpu_rec_write(rec->offcpu, o->w, o->path, recording_clock_ns(rec->cfg->clockid));
+	offcpu_rec_write(rec->offcpu, o->f.w, o->path, recording_clock_ns(rec->cfg->clockid));
 	eo = recorder_features_opts(rec);
-	outfile_add_features(&src, o->w, &eo);
-	r = perfrec_pdwriter__finish(o->w);
-	pipeout_note_compression(o->w, o->path, &rec->compress);
+	outfile_add_features(&src, o->f.w, &eo);
+	r = perfrec_pdwriter__finish(o->f.w);
+	pipeout_note_compression(o->f.w, o->path, &rec->compress);
 	if (pipeout_enabled(rec->cfg)) {
 		log_info("Wrote the stream to stdout: %" PRIu64 " samples, %" PRIu64 " lost, %" PRIu64
-			 " bytes of records%s", o->samples, o->lost, o->bytes, r < 0 ? " (cut short)" : "");
+			 " bytes of records%s", o->f.samples, o->f.lost, o->f.bytes, r < 0 ? " (cut short)" : "");
 		recfile_reset(o);
-		rec->have_file = false;
+		set_have_file(rec, false);
 		/* The reader leaving (EPIPE) ends a stream; it is not a recording failure. */
 		return r == -EPIPE ? 0 : r;
 	}
@@ -1322,12 +1135,12 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 			"Cannot finish %s: %s; it stays %s.tmp and is finished once writes succeed again",
 			o->path, strerror(-r), o->path);
 		rec->write_error_logged = true;
-		rec->have_file = false;
+		set_have_file(rec, false);
 		stall_file(rec, o);
 		return r;
 	}
 	write_ok(rec, o->path);
-	rec->have_file = false;
+	set_have_file(rec, false);
 	if (ret_path) {
 		*ret_path = strdup(o->path);
 		if (!*ret_path)
@@ -1391,19 +1204,17 @@ void recorder_close(struct recorder *rec)
 	pipeline_free(rec->pipe);
 	rec->pipe = NULL;
 	if (rec->have_file) {
-		perfrec_pdwriter__free(rec->cur.w, false);
-		rec->cur.w = NULL;
+		perfrec_pdwriter__free(rec->cur.f.w, false);
+		rec->cur.f.w = NULL;
 		recfile_reset(&rec->cur);
 	}
 	offcpu_rec_close(rec->offcpu);
 	drain_free(rec->drain);
-	free(rec->marks);
 	perfrec_bpfmeta__free(rec->bpfmeta);
 	perfrec_evlist__free(rec->evlist);
 	perfrec_buildid_table__free(rec->buildids);
 	perfrec_cpumap__free(rec->cpus);
 	free(rec->specs);
-	free(rec->total);
-	free(rec->pending_dropped);
+	filesink_exit(&rec->fsink);
 	memset(rec, 0, sizeof(*rec));
 }

@@ -19,32 +19,20 @@
 
 #include "config.h"
 #include "drain.h"
+#include "filesink.h"
 #include "outfile.h"
 #include "pipeline.h"
 #include "sink.h"
 #include "track.h"
 #include "unwind-sink.h"
 
-struct cpu_stats {
-	uint64_t samples;
-	uint64_t lost;          /* PERF_RECORD_LOST: records the kernel dropped */
-	uint64_t lost_samples;  /* PERF_RECORD_LOST_SAMPLES */
-	uint64_t bytes;
-	uint64_t corrupt;       /* ring passes cut short */
-	uint64_t dropped;       /* samples the output refused (disk full), counted in lost too */
-};
-
 /* A file the recorder writes: the current one, or one waiting to be published. */
 struct recfile {
-	struct perfrec_pdwriter *w;
+	struct filesink_file f; /* its writer, tracking and counts (filesink.h) */
 	char *path;             /* final name */
 	uint64_t seq;
 	uint64_t start_wall_ns;
 	uint64_t start_clock_ns;
-	struct track track;     /* its samples: their times, their pids into the build-id table */
-	uint64_t samples, lost, bytes;
-	uint64_t dropped;       /* of lost: samples the disk refused, in LOST records of this file */
-	struct cpu_stats *cpu;  /* per ring */
 	uint64_t last_checkpoint_usec;
 	uint64_t start_usec;    /* monotonic, for rotate-interval */
 	uint64_t freq_min, freq_max; /* frequencies seen (recorder_note_freq(); 0: not governed) */
@@ -52,11 +40,6 @@ struct recfile {
 	/* behind the unwinding stage: its counters at the file's start and end, for its manifest */
 	bool unwound;
 	struct unwind_sink_stats unwind_start, unwind_end;
-};
-
-/* Counts of one ring as they stood where a span of its records began. */
-struct span_mark {
-	uint64_t samples, lost, lost_samples;
 };
 
 struct recorder {
@@ -69,14 +52,14 @@ struct recorder {
 	struct perfrec_evlist *evlist;
 	size_t nr_rings;
 	struct perfrec_buildid_table *buildids;
-	struct track track;        /* the maps and exits of every file, into buildids */
 	/* one pass over each ring feeds every sink (drain.h) */
 	struct drain *drain;
-	/* the recorder's own sink: counts, and the current file in continuous mode */
-	struct sink file_sink;
-	struct span_mark *marks;   /* per ring: where the span not yet written began */
-	uint64_t pass_written;     /* bytes into the file since the last FINISHED_ROUND */
-	int pass_err;              /* a write of this pass failed */
+	/*
+	 * the recorder's own sink: counts (per ring since start, refused
+	 * spans, pending LOST), and the current file in continuous mode;
+	 * its track takes the maps and exits of every file into buildids
+	 */
+	struct filesink fsink;
 	bool flight;               /* mode=flight: no file, the history sink keeps records */
 	uint64_t sideband_id;
 	uint64_t sideband_sample_type;
@@ -88,17 +71,10 @@ struct recorder {
 	/* a finished file the disk refused (recorder.c stall_file()); retried */
 	struct recfile stalled;
 	bool have_stalled;
-	struct cpu_stats *total; /* per ring, since start */
 	uint64_t files_published;
 	bool write_error_logged;
 	uint64_t write_error_usec; /* when the last write-error episode began (0: none) */
 	int nr_open_failures;
-	uint64_t dropped_bytes;  /* drained but not written (disk full) */
-	/*
-	 * Per ring: samples the output refused that no file has reported yet;
-	 * the next write that succeeds puts them in a PERF_RECORD_LOST.
-	 */
-	uint64_t *pending_dropped;
 	const uint64_t *sideband_ids; /* per ring: the side-band event's id (for those LOST records) */
 	uint64_t retry_start_usec;  /* no file (disk full): next attempt to start one */
 	/* a killed run's .tmp the disk had no room to recover: kept, retried (leftovers.c) */
@@ -113,7 +89,6 @@ struct recorder {
 	/* published files are queued here; borrowed from the manager (NULL: upload-url unset) */
 	struct uploader *uploader;
 	uint64_t cur_freq;        /* frequency now (recorder_note_freq(); 0: as configured) */
-	uint64_t busy_samples;    /* samples not of the idle task (pid 0) */
 	/* bpf-meta.c: BPF programs of the current file, for its BPF features (NULL: none) */
 	struct perfrec_bpfmeta *bpfmeta;
 	/* _text and _etext, read once while privileged (0: synth reads them) */

@@ -596,7 +596,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 	if (r >= 0)
 		r = write_snapshot(rec, w);
 	if (r >= 0) {
-		o.samples = (uint64_t)r;
+		o.f.samples = (uint64_t)r;
 		o.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 		r = recorder_publish(rec, w, path, &o);
 	} else {
@@ -608,7 +608,7 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path)
 		return r;
 	}
 	log_info("Wrote snapshot %s: %" PRIu64 " samples, history %" PRIu64 " KiB in memory",
-		 path, o.samples, history_memory(of(rec)->history) / 1024);
+		 path, o.f.samples, history_memory(of(rec)->history) / 1024);
 	if (ret_path)
 		*ret_path = path;
 	else

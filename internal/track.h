@@ -4,7 +4,7 @@
  * ids of the binaries its sampled processes mapped (HEADER_BUILD_ID) and
  * the time its samples span (HEADER_SAMPLE_TIME).  Noted here, once, for
  * every writer of a file: the writer's own tracking (pdwriter.c's
- * __track()), perfrecd's file sink (daemon/recorder.c) and its snapshots
+ * __track()), the file sink (filesink.c) and perfrecd's snapshots
  * (daemon/snapshot.c), each with the records it writes.
  */
 #ifndef PERFREC_TRACK_H

@@ -5,7 +5,7 @@
  * outfile for beginning and ending its files as perfrecd begins and ends
  * its outputs, pdwriter with tracking for the file, its build ids and
  * sample times) and through the same drain (drain.h): the object is that
- * drain with one file sink.
+ * drain with one file sink, perfrecd's (filesink.h).
  * The drain walks and repairs the records, the file sink writes each pass
  * into the pdwriter followed by FINISHED_ROUND.  One drain thread per
  * recording polls the rings; a mutex makes the drain, rotate, snapshot and
@@ -32,8 +32,8 @@
 #include <perfrec/synth.h>
 
 #include "drain.h"
+#include "filesink.h"
 #include "outfile.h"
-#include "sink.h"
 
 #define DEFAULT_EVENTS "cpu-clock"
 #define MAX_EVENTS 32
@@ -43,7 +43,7 @@
 
 struct perfrec_record {
 	struct perfrec_evlist *el;
-	struct perfrec_pdwriter *w;
+	struct filesink_file file;   /* the file being written (w NULL: none, a rotate failed) */
 	char *path;
 
 	int clockid;                 /* -1: the perf clock */
@@ -62,9 +62,8 @@ struct perfrec_record {
 	void *msg_ctx;
 
 	struct drain *drain;
-	struct sink file;            /* the drain's only sink: ring bytes into w */
-	bool pass_wrote;             /* the file sink wrote during this pass */
-	int pass_err;                /* its first write error in this pass */
+	struct filesink fsink;       /* the drain's only sink: ring bytes into file */
+	int pass_err;                /* the first failed write into the file in this pass */
 
 	pthread_mutex_t lock;        /* the writer and the rings */
 	pthread_t thread;
@@ -266,7 +265,9 @@ static int start_file(struct perfrec_record *r, const char *path)
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = path };
 	int e;
 
-	e = perfrec_pdwriter__create(path, &r->w);
+	/* Its counts start over (the sink's totals and losses not yet reported go on). */
+	r->file = (struct filesink_file){ 0 };
+	e = perfrec_pdwriter__create(path, &r->file.w);
 	if (e < 0) {
 		say(r, e, "%s.tmp: %s", path, strerror(-e));
 		return e;
@@ -276,11 +277,11 @@ static int start_file(struct perfrec_record *r, const char *path)
 	if (!r->path)
 		return -ENOMEM;
 	if (r->compress_level) {
-		e = perfrec_pdwriter__set_compress(r->w, r->compress_level);
+		e = perfrec_pdwriter__set_compress(r->file.w, r->compress_level);
 		if (e < 0)
 			return e;
 	}
-	e = perfrec_pdwriter__track(r->w);
+	e = perfrec_pdwriter__track(r->file.w);
 	if (e < 0)
 		return e;
 	/*
@@ -291,7 +292,7 @@ static int start_file(struct perfrec_record *r, const char *path)
 	r->start_wall_ns = now_ns(CLOCK_REALTIME);
 	r->start_clock_ns = now_ns(r->clockid);
 	bo.time = r->start_clock_ns;
-	return outfile_begin(&src, r->w, &bo);
+	return outfile_begin(&src, r->file.w, &bo);
 }
 
 /* Features (the writer's tracking adds build ids and sample times), finish, rename.  Frees the writer. */
@@ -303,55 +304,34 @@ static int end_file(struct perfrec_record *r)
 	};
 	int e;
 
-	outfile_add_features(&src, r->w, &fo);
-	e = perfrec_pdwriter__finish(r->w);
+	outfile_add_features(&src, r->file.w, &fo);
+	e = perfrec_pdwriter__finish(r->file.w);
 	if (e == 0)
-		e = perfrec_pdwriter__publish(r->w);
+		e = perfrec_pdwriter__publish(r->file.w);
 	if (e < 0)
 		say(r, e, "%s: %s", r->path, strerror(-e));
-	perfrec_pdwriter__free(r->w, false);
-	r->w = NULL;
+	perfrec_pdwriter__free(r->file.w, false);
+	r->file.w = NULL;
 	return e;
 }
 
 /*
- * The file sink: the drain's bytes into the writer, whose tracking takes
- * the build ids and sample times from them.  With no file (a rotate
- * failed) the bytes are dropped and the rings keep flowing.
+ * The file sink (filesink.h) writes the drain's bytes into the writer,
+ * whose tracking takes the build ids and sample times from them.  With no
+ * file (a rotate failed) the bytes are refused and their samples reported
+ * lost in the next file; the rings keep flowing.  Every failed write is
+ * the pass's error (drain()).
  */
-static int file_write(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes)
+static int file_wrote(void *ctx, int err)
 {
-	struct perfrec_record *r = s->ctx;
-	int e;
+	struct perfrec_record *r = ctx;
 
-	if (!r->w)
-		return 0;
-	r->pass_wrote = true;
-	e = perfrec_pdwriter__writev(r->w, iov, n);
-	if (e < 0 && !r->pass_err)
-		r->pass_err = e;
-	return e;
+	if (err < 0 && !r->pass_err)
+		r->pass_err = err;
+	return err;
 }
 
-static const struct perf_event_header finished_round = {
-	.type = PERFREC_RECORD_FINISHED_ROUND, .size = sizeof(finished_round),
-};
-
-/* After a pass that wrote: FINISHED_ROUND, so readers sort what came before. */
-static void file_round(struct sink *s, uint64_t bytes)
-{
-	struct perfrec_record *r = s->ctx;
-	int e;
-
-	if (!r->pass_wrote || !r->w)
-		return;
-	r->pass_wrote = false;
-	e = perfrec_pdwriter__write(r->w, &finished_round, sizeof(finished_round));
-	if (e < 0 && !r->pass_err)
-		r->pass_err = e;
-}
-
-static const struct sink_ops file_sink_ops = { .write = file_write, .round = file_round };
+static const struct filesink_hooks file_hooks = { .wrote = file_wrote };
 
 /* What the drain says (a repair, a corrupt ring) goes to the msg callback. */
 static void drain_said(void *ctx, int level, const char *msg)
@@ -367,6 +347,12 @@ static int open_drain(struct perfrec_record *r, bool callchain)
 		.sz = sizeof(o), .sideband_sample_type = sb->attr.sample_type, .callchain = callchain,
 		.log = drain_said, .log_ctx = r,
 	};
+	struct filesink_opts fo = {
+		.sz = sizeof(fo), .evlist = r->el,
+		.sideband_sample_type = sb->attr.sample_type, .sideband_id = sb->nr_ids ? sb->ids[0] : 0,
+		.sideband_ids = sb->nr_ids == perfrec_evlist__nr_rings(r->el) ? sb->ids : NULL,
+		.clockid = r->clockid, .hooks = &file_hooks, .hooks_ctx = r,
+	};
 	int e;
 
 	r->sideband_type = sb->attr.sample_type;
@@ -374,10 +360,12 @@ static int open_drain(struct perfrec_record *r, bool callchain)
 	e = drain_new(&o, &r->drain);
 	if (e == 0)
 		e = drain_add_evlist(r->drain, r->el);
+	if (e == 0)
+		e = filesink_init(&r->fsink, &fo);
 	if (e < 0)
 		return e;
-	r->file = (struct sink){ .ops = &file_sink_ops, .ctx = r };
-	return drain_add_sink(r->drain, &r->file);
+	r->fsink.file = &r->file;
+	return drain_add_sink(r->drain, &r->fsink.sink);
 }
 
 /* One pass over every ring, then the round.  Locked.  The pass's first write error. */
@@ -389,9 +377,10 @@ static int drain(struct perfrec_record *r)
 	for (size_t i = 0; i < perfrec_evlist__nr_rings(r->el); i++)
 		bytes += drain_ring(r->drain, perfrec_evlist__ring(r->el, i), i);
 	drain_round(r->drain, bytes);
-	e = r->pass_err;
+	e = filesink_take_err(&r->fsink);
+	if (!e)
+		e = r->pass_err;
 	r->pass_err = 0;
-	r->pass_wrote = false;
 	return e;
 }
 
@@ -451,8 +440,9 @@ static void record_free(struct perfrec_record *r)
 	if (!r)
 		return;
 	/* Never published: the .tmp goes, nothing is left behind. */
-	perfrec_pdwriter__free(r->w, true);
+	perfrec_pdwriter__free(r->file.w, true);
 	drain_free(r->drain);
+	filesink_exit(&r->fsink);
 	perfrec_evlist__free(r->el);
 	if (r->stop_fd >= 0)
 		close(r->stop_fd);
@@ -647,7 +637,7 @@ int perfrec_record__stop(struct perfrec_record *r)
 
 	e = perfrec_evlist__disable(r->el);
 	pthread_mutex_lock(&r->lock);
-	if (r->w) {
+	if (r->file.w) {
 		/* What the events wrote before they were disabled. */
 		note_err(r, drain(r));
 		e2 = end_file(r);
@@ -672,13 +662,13 @@ int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
 	pthread_mutex_lock(&r->lock);
 	note_err(r, drain(r));
 	/* No file after a failed rotate: only the new one to start. */
-	e = r->w ? end_file(r) : 0;
+	e = r->file.w ? end_file(r) : 0;
 	/* The events still run: a new file takes them whatever became of the old one. */
 	e2 = start_file(r, new_path);
 	if (e2 < 0) {
 		say(r, e2, "starting %s: %s", new_path, strerror(-e2));
-		perfrec_pdwriter__free(r->w, true);
-		r->w = NULL;
+		perfrec_pdwriter__free(r->file.w, true);
+		r->file.w = NULL;
 		if (!e)
 			e = e2;
 	}
@@ -697,7 +687,7 @@ static int copy_data(struct perfrec_record *r, struct perfrec_pdwriter *to)
 	int fd, e = 0;
 
 	/* The writer's fd is write-only: read the same file through another. */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", perfrec_pdwriter__fd(r->w));
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", perfrec_pdwriter__fd(r->file.w));
 	fd = open(self, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -740,7 +730,7 @@ int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
 	if (r->compress_level)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&r->lock);
-	cur = r->w;
+	cur = r->file.w;
 	if (!cur) {
 		e = -EBADFD;
 		goto out;
@@ -750,24 +740,24 @@ int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
 	e = perfrec_pdwriter__checkpoint(cur);
 	if (e < 0)
 		goto out;
-	e = perfrec_pdwriter__create(path, &r->w);
+	e = perfrec_pdwriter__create(path, &r->file.w);
 	if (e < 0) {
-		r->w = cur;
+		r->file.w = cur;
 		say(r, e, "%s.tmp: %s", path, strerror(-e));
 		goto out;
 	}
-	e = perfrec_pdwriter__track(r->w);
+	e = perfrec_pdwriter__track(r->file.w);
 	if (e == 0) {
 		struct outfile_source src = source_of(r);
 
-		e = outfile_add_attrs(&src, r->w);
+		e = outfile_add_attrs(&src, r->file.w);
 	}
 	if (e == 0) {
-		struct perfrec_pdwriter *copy = r->w;
+		struct perfrec_pdwriter *copy = r->file.w;
 
-		r->w = cur;
+		r->file.w = cur;
 		e = copy_data(r, copy);
-		r->w = copy;
+		r->file.w = copy;
 	}
 	if (e == 0) {
 		char *keep = r->path;
@@ -776,9 +766,9 @@ int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
 		e = end_file(r);
 		r->path = keep;
 	} else {
-		perfrec_pdwriter__free(r->w, true);
+		perfrec_pdwriter__free(r->file.w, true);
 	}
-	r->w = cur;
+	r->file.w = cur;
 out:
 	pthread_mutex_unlock(&r->lock);
 	return e;

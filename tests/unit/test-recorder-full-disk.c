@@ -172,8 +172,8 @@ static void totals(uint64_t *ret_samples, uint64_t *ret_lost)
 {
 	*ret_samples = *ret_lost = 0;
 	for (size_t i = 0; i < rec.nr_rings; i++) {
-		*ret_samples += rec.total[i].samples;
-		*ret_lost += rec.total[i].lost + rec.total[i].lost_samples;
+		*ret_samples += rec.fsink.total[i].samples;
+		*ret_lost += rec.fsink.total[i].lost + rec.fsink.total[i].lost_samples;
 	}
 }
 
@@ -216,14 +216,14 @@ Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counte
 	 * until that has happened (bounded), not for a fixed time.
 	 */
 	disk_limit(64 << 10);
-	for (int i = 0; i < 100 && !rec.dropped_bytes; i++) {
+	for (int i = 0; i < 100 && !rec.fsink.dropped_bytes; i++) {
 		busy(100);
 		/* A checkpoint syncs the worker: what it could not write is settled. */
 		(void)recorder_checkpoint(&rec, &tmp);
 		free(tmp);
 		tmp = NULL;
 	}
-	cr_assert_gt(rec.dropped_bytes, 0, "no write of the unwound records was refused");
+	cr_assert_gt(rec.fsink.dropped_bytes, 0, "no write of the unwound records was refused");
 	cr_assert_lt(recorder_checkpoint(&rec, &tmp), 0, "a checkpoint succeeded on a full disk");
 	free(tmp);
 	/* Below the floor: the draining thread refuses what it drains, the file stays. */

@@ -203,7 +203,7 @@ Test(snapshot, continuous_without_history_copies_the_file_in_progress)
 	busy(300);
 	n = snapshot_file("d.data", &r);
 	/* Exactly what the file in progress holds after the snapshot's drain. */
-	cr_assert_eq((uint64_t)n, rec.cur.samples);
+	cr_assert_eq((uint64_t)n, rec.cur.f.samples);
 	cr_assert_eq(perfrec_pdreader__feature(r, PERFREC_FEAT_HOSTNAME, &(const void *){ NULL }, &(size_t){ 0 }), 0);
 	perfrec_pdreader__free(r);
 	recorder_finish_file(&rec, NULL);

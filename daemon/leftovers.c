@@ -15,9 +15,9 @@
 
 #include <perfrec/perfrec.h>
 
+#include "config.h"
 #include "log.h"
 #include "manifest.h"
-#include "recorder.h"
 #include "leftovers.h"
 
 /* Whether @name is one of ours ending in @suffix: "PREFIX-...SUFFIX". */
@@ -65,10 +65,10 @@ static int complete_publication(const char *final, const char *tmp)
 }
 
 /* A manifest read from the file itself, for files whose recording state is gone. */
-static int manifest_from_file(struct recorder *rec, const char *path, bool recovered)
+static int manifest_from_file(const struct leftovers *lo, const char *path, bool recovered)
 {
 	struct manifest_info mi = {
-		.path = path, .host = rec->hostname, .cfg = rec->cfg, .recovered = recovered,
+		.path = path, .host = lo->hostname, .cfg = lo->cfg, .recovered = recovered,
 	};
 	int r = manifest_write_from_file(&mi);
 
@@ -83,10 +83,9 @@ static int manifest_from_file(struct recorder *rec, const char *path, bool recov
  * other is finished into NAME-recovered.data, its manifest read from the
  * result.  The source goes only once the result is published.
  */
-static int recover_one(struct recorder *rec, const char *src, const char *base, size_t baselen,
-		       leftovers_published_fn published)
+static int recover_one(struct leftovers *lo, const char *src, const char *base, size_t baselen)
 {
-	struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = rec->argc, .argv = rec->argv };
+	struct perfrec_recover_opts ro = { .sz = sizeof(ro), .argc = lo->argc, .argv = lo->argv };
 	struct perfrec_recover_stats st = { 0 };
 	char *dst = NULL;
 	struct stat sb;
@@ -98,7 +97,7 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
 		unlink(src);
 		return 0;
 	}
-	if (asprintf(&dst, "%s/%.*s-recovered.data", rec->cfg->directory, (int)baselen, base) < 0)
+	if (asprintf(&dst, "%s/%.*s-recovered.data", lo->cfg->directory, (int)baselen, base) < 0)
 		return -ENOMEM;
 	r = perfrec_recover__file(src, dst, &ro, &st);
 	if (r == -ENODATA) {
@@ -113,17 +112,17 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
 
 		log_error("Cannot recover %s: %s; leaving it in place%s", src, strerror(-r),
 			  later ? " and trying again when the disk has room" : "");
-		rec->leftovers_pending |= later;
+		lo->pending |= later;
 		free(dst);
 		return r;
 	}
 	/* The manifest goes with the data; a crash here is finished by the orphan pass. */
-	manifest_from_file(rec, dst, true);
+	manifest_from_file(lo, dst, true);
 	unlink(src);
 	log_notice("Recovered %s from an interrupted run: %" PRIu64 " records, %" PRIu64
 		   " samples, %" PRIu64 " bytes after the last whole record dropped",
 		   dst, st.records, st.samples, st.dropped_bytes);
-	published(rec, dst, true);
+	lo->published(lo->userdata, dst, true);
 	free(dst);
 	return 1;
 }
@@ -134,18 +133,18 @@ static int recover_one(struct recorder *rec, const char *src, const char *base, 
  * and rename completed; every other "NAME.data.tmp" not held by a live
  * writer recovered into NAME-recovered.data (or removed when empty); and a
  * published file without a manifest gets one read from the file.  A .tmp
- * the disk has no room to recover stays, and rec->leftovers_pending says
+ * the disk has no room to recover stays, and lo->pending says
  * to call again later (manager.c, once a file could be written).  Returns
  * how many files were published.
  */
-int leftovers_recover(struct recorder *rec, leftovers_published_fn published)
+int leftovers_recover(struct leftovers *lo)
 {
-	const struct config *c = rec->cfg;
+	const struct config *c = lo->cfg;
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
 
-	rec->leftovers_pending = false;
+	lo->pending = false;
 
 	for (int pass = 0; pass < 2; pass++) {
 		d = opendir(c->directory);
@@ -172,19 +171,19 @@ int leftovers_recover(struct recorder *rec, leftovers_published_fn published)
 				/* (a .tmp a live writer holds, ours or another's, is left alone) */
 				final = strndup(path, strlen(path) - 4);
 				r = final ? complete_publication(final, path) : -ENOMEM;
-				rec->leftovers_pending |= r == -ENOSPC || r == -EDQUOT;
+				lo->pending |= r == -ENOSPC || r == -EDQUOT;
 				if (r > 0) {
 					log_notice("Published %s, whose publication an interrupted run did not finish",
 						   final);
-					published(rec, final, false);
+					lo->published(lo->userdata, final, false);
 					n++;
-				} else if (r == 0 && recover_one(rec, path, de->d_name, len - 9, published) > 0) {
+				} else if (r == 0 && recover_one(lo, path, de->d_name, len - 9) > 0) {
 					n++;
 				}
 			} else if (pass == 1 && our_file(c, de->d_name, ".data")) {
 				/* A file published without its manifest (a run that died in between). */
 				if (asprintf(&final, "%s.json", path) >= 0 && access(final, F_OK) < 0 &&
-				    errno == ENOENT && manifest_from_file(rec, path, false) == 0)
+				    errno == ENOENT && manifest_from_file(lo, path, false) == 0)
 					log_notice("Wrote the missing manifest of %s", path);
 			}
 			free(final);

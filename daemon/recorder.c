@@ -911,14 +911,21 @@ static void recorder_after_publish(struct recorder *rec, const char *path, const
 }
 
 /* A file leftovers.c published (it has no counts of its own). */
-static void leftover_published(struct recorder *rec, const char *path, bool recovered)
+static void leftover_published(void *userdata, const char *path, bool recovered)
 {
-	recorder_after_publish(rec, path, NULL, recovered);
+	recorder_after_publish(userdata, path, NULL, recovered);
 }
 
 int recorder_recover_leftovers(struct recorder *rec)
 {
-	return leftovers_recover(rec, leftover_published);
+	struct leftovers lo = {
+		.cfg = rec->cfg, .hostname = rec->hostname, .argc = rec->argc, .argv = rec->argv,
+		.published = leftover_published, .userdata = rec,
+	};
+	int r = leftovers_recover(&lo);
+
+	rec->leftovers_pending = lo.pending;
+	return r;
 }
 
 /*

@@ -49,11 +49,6 @@ int recorder_snapshot_publish(struct recorder *rec, char **ret_path) { (void)rec
 void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (void)s; }
 int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct sink *s) { (void)rec; (void)out; (void)s; return -ENOSYS; }
 struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out) { (void)rec; (void)out; return (struct outfile_source){ 0 }; }
-int outfile_add_attrs(const struct outfile_source *src, struct perfrec_pdwriter *w) { (void)src; (void)w; return -ENOSYS; }
-void outfile_add_features(const struct outfile_source *src, struct perfrec_pdwriter *w,
-			  const struct outfile_features_opts *opts) { (void)src; (void)w; (void)opts; }
-int outfile_synthesize(const struct outfile_source *src, struct perfrec_pdwriter *w,
-		       const struct outfile_begin_opts *opts) { (void)src; (void)w; (void)opts; return -ENOSYS; }
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
 
 static struct config cfg;

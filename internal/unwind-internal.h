@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What perfrecd's unwinding worker (daemon/unwind-sink.c) needs of the
+ * What perfrecd's unwinding worker (internal/unwind-sink.c) needs of the
  * unwinder beyond the public API; not exported from libperfrec.so.
  */
 #ifndef PERFREC_UNWIND_INTERNAL_H

@@ -290,7 +290,7 @@ static int count_write(struct sink *s, size_t idx, const struct iovec *iov, int 
 static const struct sink_ops count_ops = { .record = count_record, .write = count_write };
 
 /*
- * The recorder's pass (lib/drain.c's drain_ring(): event lookup, the user
+ * The recorder's pass (internal/drain.c's drain_ring(): event lookup, the user
  * callchain check, decoding, a sink's record() and write()) into
  * /dev/null: the user-space cost per record, without the page cache.
  * Timed lap by lap in this thread's CPU time, and the lap at the 10th

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A live stream, a snapshot and a rotated file of the same moment begin
-# the same way (daemon/outfile.c): the same attrs, the off-CPU attr among
+# the same way (internal/outfile.c): the same attrs, the off-CPU attr among
 # them, and the same kinds of synthesized state before FINISHED_INIT,
 # BPF programs (KSYMBOL, BPF_EVENT) included, and the same BPF program
 # features.  Each output used to have its own copy of this and they

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for the views' walk of a callchain (tools/profile.c, compiled
- * in here), on a file holding this very process's mappings: which frames
+ * Unit tests for the views' walk of a callchain (views/profile.c, linked
+ * from the views library), on a file holding this very process's mappings: which frames
  * are return addresses, looked up one byte back (in their call), and
  * which are where a context was interrupted, looked up as they are.  A
  * sample taken in the kernel (a timer interrupt, a page fault) carries,

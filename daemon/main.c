@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"  -c, --config FILE      configuration file (default " DEFAULT_CONFIG " if present)\n"
 		"  -o, --output DIR       directory for the perf.data files; - streams pipe-mode\n"
 		"                         perf data to stdout (perfrecd -o - | perf report -i -)\n"
-		"  -z                     zstd-compress records at the default level (3)\n"
+		"  -z                     zstd-compress records at the default level (1)\n"
 		"      --compress LEVEL   zstd-compress records at LEVEL (1..19; 0: off)\n"
 		"      --mode MODE        continuous (default) or flight: keep history in memory,\n"
 		"                         write it only on SIGUSR2 / Snapshot\n"

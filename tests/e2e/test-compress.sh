@@ -84,15 +84,15 @@ perf script -i "$T/plain-again.data" -F tid,cpu,time,ip --ns -G 2>/dev/null | cm
 	|| fail "the decompressed copy's samples differ from the original"
 note "decompress: perfparser $pp samples"
 
-# The key and its options: -z is level 3, a number is that level, no is off.
-for args in "-z|3" "--compress 1|1" "--compress 19|19" "--compress no|0" "--compress 0|0"; do
+# The key and its options: -z is level 1 (as perf record -z), a number is that level, no is off.
+for args in "-z|1" "--compress 1|1" "--compress 19|19" "--compress no|0" "--compress 0|0"; do
 	# shellcheck disable=SC2086
 	got=$("$PERFRECD_DEFAULT" ${args%|*} --check-config 2>&1 | sed -n 's/^compress=//p')
 	[ "$got" = "${args#*|}" ] || fail "perfrecd ${args%|*}: compress=$got, expected ${args#*|}"
 done
 printf '[output]\ncompress=yes\n' >"$T/z.conf"
-[ "$("$PERFRECD_DEFAULT" -c "$T/z.conf" --check-config | sed -n 's/^compress=//p')" = 3 ] || fail "compress=yes in a file is not level 3"
-[ "$("$PERFRECD_DEFAULT" --check-config | sed -n 's/^compress=//p')" = 3 ] || fail "files are not compressed at level 3 by default"
+[ "$("$PERFRECD_DEFAULT" -c "$T/z.conf" --check-config | sed -n 's/^compress=//p')" = 1 ] || fail "compress=yes in a file is not level 1"
+[ "$("$PERFRECD_DEFAULT" --check-config | sed -n 's/^compress=//p')" = 1 ] || fail "files are not compressed at level 1 by default"
 
 # Bad input gets one clear line.
 "$PERFRECD" -o "$T/bad" --compress 25 --duration 1 2>"$T/bad.err" && fail "perfrecd accepted --compress 25"

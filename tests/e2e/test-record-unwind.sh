@@ -63,7 +63,7 @@ check_unwound() { # FILE WHAT: callchains, no user registers or stack in the att
 }
 check_file() { # FILE WHAT
 	local f=$1 what=$2 hot hw rd rw n all named whole
-	[ -f "$f" ] && [ ! -e "$f.tmp" ] || fail "the $what was not published"
+	{ [ -f "$f" ] && [ ! -e "$f.tmp" ]; } || fail "the $what was not published"
 	check_unwound "$f" "$what"
 	"$PERFRECCTL" verify "$f" >"$T/verify" || { cat "$T/verify"; fail "perfrecctl verify rejected the $what"; }
 	perf report -i "$f" --stdio --no-children -g none --sort sym >/dev/null 2>"$T/report.err"

@@ -11,6 +11,13 @@
  * recording polls the rings; a mutex makes the drain, rotate, snapshot and
  * stop take turns on the writer and the rings, which are not thread-safe
  * themselves.
+ *
+ * With unwind_host the file sink sits behind the host unwinding stage
+ * (unwind-stage.h) instead of on the drain, as perfrecd's file does with
+ * unwind=host: DWARF samples go to its worker and come back as callchain
+ * samples, emitted on the drain thread at a later pass; before a file ends
+ * or is copied the stage is synced (flush()), so each file holds exactly
+ * what was drained for it, unwound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +41,7 @@
 #include "drain.h"
 #include "filesink.h"
 #include "outfile.h"
+#include "unwind-stage.h"
 
 #define DEFAULT_EVENTS "cpu-clock"
 #define MAX_EVENTS 32
@@ -54,6 +62,12 @@ struct perfrec_record {
 	size_t nr_pids;
 	bool synth_all;
 	int compress_level;
+	uint32_t stack_user;         /* DWARF callchains: user stack bytes per sample (0: none) */
+	bool unwind_host;
+
+	/* with unwind_host: the stage the file sink sits behind (NULL: on the drain) */
+	struct unwind_stage *unwind;
+	struct unwind_sink_stats unwind_start; /* its counters when the current file began */
 
 	char *program;
 	int argc;
@@ -251,7 +265,26 @@ static struct outfile_source source_of(struct perfrec_record *r)
 		.pids = r->pids, .nr_pids = r->nr_pids, .only_pids = !r->synth_all,
 		.program = r->program, .argc = r->argc, .argv = r->argv, .clockid = r->clockid,
 		.sideband_sample_type = r->sideband_type, .sideband_id = r->sideband_id,
+		.data_maps = r->stack_user != 0, .unwound = r->unwind != NULL,
 	};
+}
+
+/*
+ * A synthesized record of a new file: the unwinder learns the state from
+ * it too (the stage is idle: flush() ran, or nothing was drained yet).
+ * The maps of data segments are the unwinder's only, as the stage leaves
+ * the drained ones out: readers of an unwound file unwind nothing.
+ */
+static int synth_emit(void *ctx, const struct perf_event_header *h)
+{
+	struct perfrec_record *r = ctx;
+
+	if (r->unwind && h->type < PERF_RECORD_MAX) {
+		unwind_stage_state(r->unwind, h);
+		if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_DATA))
+			return 0;
+	}
+	return perfrec_pdwriter__write(r->file.w, h, h->size);
 }
 
 /*
@@ -262,7 +295,7 @@ static struct outfile_source source_of(struct perfrec_record *r)
 static int start_file(struct perfrec_record *r, const char *path)
 {
 	struct outfile_source src = source_of(r);
-	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = path };
+	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = path, .emit = synth_emit, .ctx = r };
 	int e;
 
 	/* Its counts start over (the sink's totals and losses not yet reported go on). */
@@ -292,6 +325,8 @@ static int start_file(struct perfrec_record *r, const char *path)
 	r->start_wall_ns = now_ns(CLOCK_REALTIME);
 	r->start_clock_ns = now_ns(r->clockid);
 	bo.time = r->start_clock_ns;
+	if (r->unwind)
+		unwind_stage_stats(r->unwind, &r->unwind_start);
 	return outfile_begin(&src, r->file.w, &bo);
 }
 
@@ -339,7 +374,36 @@ static void drain_said(void *ctx, int level, const char *msg)
 	say(ctx, 0, "%s", msg);
 }
 
-/* The drain over every ring, its ids, and the file sink. */
+/*
+ * Samples the stage took in and never handed on (the unwinder could not
+ * rewrite them): lost, reported in the file as perfrecd reports them, by
+ * a PERF_RECORD_LOST (filesink_lose()).
+ */
+static void stage_lost(void *ctx, size_t ring, uint64_t samples)
+{
+	struct perfrec_record *r = ctx;
+
+	filesink_lose(&r->fsink, ring, samples);
+}
+
+/* The host unwinding stage on the drain, the file sink behind it (daemon/pipeline.c's place_of()). */
+static int open_unwind(struct perfrec_record *r)
+{
+	struct unwind_stage_opts uo = { .sz = sizeof(uo), .evlist = r->el, .lost = stage_lost, .ctx = r };
+	int e;
+
+	e = unwind_stage_new(&uo, &r->unwind);
+	if (e < 0) {
+		say(r, e, "starting the host unwinder: %s", strerror(-e));
+		return e;
+	}
+	e = drain_add_sink(r->drain, &unwind_stage_stage(r->unwind)->sink);
+	if (e == 0)
+		e = stage_add_sink(unwind_stage_stage(r->unwind), &r->fsink.sink);
+	return e;
+}
+
+/* The drain over every ring, its ids, and the file sink (behind the unwinder with unwind_host). */
 static int open_drain(struct perfrec_record *r, bool callchain)
 {
 	const struct perfrec_evsel *sb = perfrec_evlist__evsel(r->el, 0);
@@ -365,6 +429,8 @@ static int open_drain(struct perfrec_record *r, bool callchain)
 	if (e < 0)
 		return e;
 	r->fsink.file = &r->file;
+	if (r->unwind_host)
+		return open_unwind(r);
 	return drain_add_sink(r->drain, &r->fsink.sink);
 }
 
@@ -382,6 +448,46 @@ static int drain(struct perfrec_record *r)
 		e = r->pass_err;
 	r->pass_err = 0;
 	return e;
+}
+
+/*
+ * A pass, then whatever the unwinding stage still holds of what was
+ * drained, into the file: before the file ends, is copied or gives way to
+ * the next, so that it holds exactly what was drained for it.  Locked.
+ */
+static int flush(struct perfrec_record *r)
+{
+	int e = drain(r), e2;
+
+	if (!r->unwind)
+		return e;
+	e2 = unwind_stage_sync(r->unwind);
+	if (!e2)
+		e2 = filesink_take_err(&r->fsink);
+	if (!e2)
+		e2 = r->pass_err;
+	r->pass_err = 0;
+	return e ? e : e2;
+}
+
+/*
+ * What perfrecd counts of falling behind, told for the file that ends:
+ * samples the worker was too far behind for kept only their sampled ip
+ * (unwind-sink.h); those it could not rewrite are in the file as lost.
+ */
+static void unwind_note(struct perfrec_record *r)
+{
+	struct unwind_sink_stats now;
+
+	if (!r->unwind)
+		return;
+	unwind_stage_stats(r->unwind, &now);
+	if (now.behind > r->unwind_start.behind)
+		say(r, 0, "%s: %llu samples kept only their sampled ip: the host unwinder fell behind",
+		    r->path, (unsigned long long)(now.behind - r->unwind_start.behind));
+	if (now.unwinder.dropped > r->unwind_start.unwinder.dropped)
+		say(r, 0, "%s: %llu samples the host unwinder could not rewrite, recorded as lost",
+		    r->path, (unsigned long long)(now.unwinder.dropped - r->unwind_start.unwinder.dropped));
 }
 
 static void note_err(struct perfrec_record *r, int e)
@@ -442,6 +548,8 @@ static void record_free(struct perfrec_record *r)
 	/* Never published: the .tmp goes, nothing is left behind. */
 	perfrec_pdwriter__free(r->file.w, true);
 	drain_free(r->drain);
+	/* Its worker borrows the events' attrs: stopped before they go. */
+	unwind_stage_free(r->unwind);
 	filesink_exit(&r->fsink);
 	perfrec_evlist__free(r->el);
 	if (r->stop_fd >= 0)
@@ -505,6 +613,7 @@ static int open_events(struct perfrec_record *r, const struct perfrec_record_opt
 	if (!eo.freq && !eo.period)
 		eo.freq = 1000;
 	eo.callchain = PERFREC_OPTS_GET(opts, callchain, false);
+	eo.stack_user = r->stack_user;
 	eo.clockid = r->clockid;
 	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
 	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
@@ -547,6 +656,35 @@ out:
 	return e;
 }
 
+/*
+ * DWARF callchains and host unwinding, checked before anything opens.
+ * unwind_host is refused without DWARF stacks rather than implying them,
+ * as perfrecd refuses unwind=host without callchain=dwarf: the stack size
+ * is a cost the caller chooses.
+ */
+static int read_stack_opts(struct perfrec_record *r, const struct perfrec_record_opts *opts)
+{
+	bool callchain = PERFREC_OPTS_GET(opts, callchain, false);
+
+	r->stack_user = PERFREC_OPTS_GET(opts, stack_user, (uint32_t)0);
+	r->unwind_host = PERFREC_OPTS_GET(opts, unwind_host, false);
+	if (r->stack_user && (r->stack_user % 8 || r->stack_user > PERFREC_STACK_USER_MAX)) {
+		say(r, -EINVAL, "stack_user %u: not a multiple of 8 up to %u", r->stack_user,
+		    PERFREC_STACK_USER_MAX);
+		return -EINVAL;
+	}
+	if (r->stack_user && !callchain) {
+		say(r, -EINVAL, "stack_user %u asks for DWARF callchains: it needs callchain", r->stack_user);
+		return -EINVAL;
+	}
+	if (r->unwind_host && (!callchain || !r->stack_user)) {
+		say(r, -EINVAL, "unwind_host unwinds DWARF stacks: it needs callchain and stack_user "
+		    "(DWARF callchains, as perf record --call-graph dwarf)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int perfrec_record__start(const char *path, const struct perfrec_record_opts *opts,
 			  struct perfrec_record **ret_record)
 {
@@ -583,6 +721,9 @@ int perfrec_record__start(const char *path, const struct perfrec_record_opts *op
 		say(r, e, "clock \"%s\": not monotonic, monotonic_raw, boottime, realtime, tai or perf", clock);
 		goto fail;
 	}
+	e = read_stack_opts(r, opts);
+	if (e < 0)
+		goto fail;
 	e = copy_args(r, opts);
 	if (e < 0)
 		goto fail;
@@ -639,7 +780,8 @@ int perfrec_record__stop(struct perfrec_record *r)
 	pthread_mutex_lock(&r->lock);
 	if (r->file.w) {
 		/* What the events wrote before they were disabled. */
-		note_err(r, drain(r));
+		note_err(r, flush(r));
+		unwind_note(r);
 		e2 = end_file(r);
 		if (!e)
 			e = e2;
@@ -660,8 +802,10 @@ int perfrec_record__rotate(struct perfrec_record *r, const char *new_path)
 	if (on_drain_thread(r))
 		return -EDEADLK;
 	pthread_mutex_lock(&r->lock);
-	note_err(r, drain(r));
+	note_err(r, flush(r));
 	/* No file after a failed rotate: only the new one to start. */
+	if (r->file.w)
+		unwind_note(r);
 	e = r->file.w ? end_file(r) : 0;
 	/* The events still run: a new file takes them whatever became of the old one. */
 	e2 = start_file(r, new_path);
@@ -735,7 +879,7 @@ int perfrec_record__snapshot(struct perfrec_record *r, const char *path)
 		e = -EBADFD;
 		goto out;
 	}
-	note_err(r, drain(r));
+	note_err(r, flush(r));
 	/* Everything so far on the file, the header saying how much. */
 	e = perfrec_pdwriter__checkpoint(cur);
 	if (e < 0)

@@ -3,7 +3,7 @@
 """What hotspot would show: the function names perfparser gave a command's
 samples.
 
-    ppsymbols.py STREAM COMM FUNCTION
+    ppsymbols.py STREAM COMM FUNCTION [CALLER...]
 
 STREAM is hotspot-perfparser's --output: "QPERFSTREAM\\0", a little-endian
 int32 QDataStream version, then events, each a little-endian uint32 size and
@@ -12,8 +12,10 @@ enum of perfparser as packaged with hotspot 1.3.0, which hotspot's own
 parser repeats).  A sample's frames are location ids; a location's symbol is
 defined on it or on its parent (the function's entry), and names are string
 ids.  Prints "SAMPLES NAMED": the samples of threads whose comm is COMM and,
-of those, the ones with FUNCTION in any frame.  Exits 2 on a stream it
-cannot read, so a test tells a format it does not know from a missing name.
+of those, the ones with FUNCTION in any frame.  With CALLERs it prints a
+third figure: of the named samples, those with every CALLER in a frame too
+(whole paths).  Exits 2 on a stream it cannot read, so a test tells a format
+it does not know from a missing name.
 """
 import struct
 import sys
@@ -41,10 +43,11 @@ class Record:
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION')
+    if len(sys.argv) < 4:
+        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION [CALLER...]')
     data = open(sys.argv[1], 'rb').read()
     comm, function = sys.argv[2].encode(), sys.argv[3].encode()
+    callers = [a.encode() for a in sys.argv[4:]]
     if data[:12] != b'QPERFSTREAM\0' or len(data) < 16:
         print('not a perfparser stream', file=sys.stderr)
         sys.exit(2)
@@ -82,8 +85,12 @@ def main():
         return b''
 
     mine = [frames for tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
-    named = sum(1 for frames in mine if any(name_of(f) == function for f in frames))
-    print(len(mine), named)
+    names = [set(name_of(f) for f in frames) for frames in mine]
+    named = [n for n in names if function in n]
+    if callers:
+        print(len(mine), len(named), sum(1 for n in named if all(c in n for c in callers)))
+    else:
+        print(len(mine), len(named))
 
 
 if __name__ == '__main__':

@@ -5,7 +5,7 @@
  * anywhere; the recordings need perf_event_open on this process and check
  * the file through our reader: the target's state only, threads started
  * after the start recorded, build ids and sample times written, rotate and
- * snapshot giving whole files.
+ * snapshot giving whole files, unwound on the host when asked.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -120,6 +120,14 @@ Test(record, bad_options_are_named_and_nothing_is_printed, .init = setup, .fini 
 		{ "cpu list", { .cpus = "0-x" }, -EINVAL, "0-x" },
 		{ "ring size", { .mmap_pages = 3 }, -EINVAL, "3 pages" },
 		{ "target", { .target = 9 }, -EINVAL, "target" },
+		{ "unwind_host with frame pointers", { .callchain = true, .unwind_host = true }, -EINVAL,
+		  "unwind_host unwinds DWARF stacks: it needs callchain and stack_user" },
+		{ "unwind_host without callchains", { .unwind_host = true }, -EINVAL,
+		  "unwind_host unwinds DWARF stacks: it needs callchain and stack_user" },
+		{ "stack_user without callchain", { .stack_user = 8192 }, -EINVAL,
+		  "stack_user 8192 asks for DWARF callchains: it needs callchain" },
+		{ "stack_user size", { .callchain = true, .stack_user = 100, .unwind_host = true }, -EINVAL,
+		  "stack_user 100: not a multiple of 8" },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -537,3 +545,93 @@ Test(record, compression_is_read_back_and_snapshot_refused, .init = setup, .fini
 	cr_assert_gt(f.samples, 0);
 	cr_assert_gt(f.own_state, 0);
 }
+
+/*
+ * The user frames of each sample: how many samples of @tid, and how many
+ * of those have at least @frames; every attr without user registers or
+ * stacks and with callchains (@unwound), or with both (raw DWARF).
+ */
+static void count_user_frames(const char *p, int tid, bool unwound, size_t frames, size_t *ret_n,
+			      size_t *ret_deep)
+{
+	struct perfrec_pdreader *rd;
+	const struct perf_event_header *h;
+
+	*ret_n = *ret_deep = 0;
+	cr_assert_eq(perfrec_pdreader__open(p, NULL, &rd), 0, "%s does not open", p);
+	while (perfrec_pdreader__next(rd, &h, NULL) > 0) {
+		const struct perfrec_pdreader_attr *a;
+		struct perfrec_sample s;
+		uint64_t id, stack = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		size_t user = 0;
+		bool in_user = false;
+
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		cr_assert_eq(perfrec_event__identifier(h, &id), 0);
+		a = perfrec_pdreader__attr_by_id(rd, id);
+		cr_assert_not_null(a);
+		cr_assert(a->attr.sample_type & PERF_SAMPLE_CALLCHAIN, "%s: samples without callchains", p);
+		cr_assert_eq(a->attr.sample_type & stack, unwound ? 0 : stack,
+			     "%s: sample_type %#llx", p, (unsigned long long)a->attr.sample_type);
+		cr_assert_eq(perfrec_sample__parse(h, a->attr.sample_type, a->attr.read_format, &s), 0);
+		if ((int)s.tid != tid)
+			continue;
+		for (uint64_t i = 0; i < s.nr_callchain; i++) {
+			if (s.callchain[i] >= (uint64_t)PERF_CONTEXT_MAX)
+				in_user = s.callchain[i] == (uint64_t)PERF_CONTEXT_USER;
+			else
+				user += in_user;
+		}
+		++*ret_n;
+		*ret_deep += user >= frames;
+	}
+	cr_assert_eq(perfrec_pdreader__verify(rd), 0, "%s: %s", p, perfrec_pdreader__error(rd, NULL));
+	perfrec_pdreader__free(rd);
+}
+
+#if defined(__x86_64__)
+/*
+ * unwind_host: the file, a snapshot and the file after a rotate carry
+ * callchains unwound on the host (the spinning thread's through its
+ * callers: spin_thread, start_thread, clone), no user registers or stacks;
+ * without it the same recording keeps the raw stacks, whose chains the
+ * kernel ends at the sampled user ip.
+ */
+Test(record, unwind_host_files_carry_unwound_callchains, .init = setup, .fini = teardown)
+{
+	struct perfrec_record_opts o = {
+		.sz = sizeof(o), .target = PERFREC_TARGET_PROCESS, .callchain = true,
+		.stack_user = PERFREC_STACK_USER_DEFAULT, .unwind_host = true, .mmap_pages = 512,
+	};
+	const char *names[] = { "u1.data", "usnap.data", "u2.data" };
+	struct perfrec_record *r = NULL;
+	size_t n, deep;
+	pthread_t th;
+
+	need_perf();
+	cr_assert_eq(perfrec_record__start(path_of(names[0]), &o, &r), 0);
+	cr_assert_eq(pthread_create(&th, NULL, spin_thread, (void *)(uintptr_t)300000000UL), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(perfrec_record__snapshot(r, path_of(names[1])), 0);
+	cr_assert_eq(perfrec_record__rotate(r, path_of(names[2])), 0);
+	spin(100000000UL);
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	for (size_t i = 0; i < 3; i++) {
+		count_user_frames(path_of(names[i]), i < 2 ? spinner_tid : (int)syscall(SYS_gettid), true, 3,
+				  &n, &deep);
+		cr_assert_gt(n, 5, "%s: %zu samples of the spinning thread", names[i], n);
+		cr_assert_geq(deep * 10, n * 9, "%s: %zu of %zu samples have 3 user frames", names[i], deep, n);
+	}
+
+	/* The same without unwind_host: raw stacks, one user frame. */
+	o.unwind_host = false;
+	cr_assert_eq(perfrec_record__start(path_of("raw.data"), &o, &r), 0);
+	cr_assert_eq(pthread_create(&th, NULL, spin_thread, (void *)(uintptr_t)200000000UL), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(perfrec_record__stop(r), 0);
+	count_user_frames(path_of("raw.data"), spinner_tid, false, 3, &n, &deep);
+	cr_assert_gt(n, 5);
+	cr_assert_eq(deep, 0, "the kernel unwound %zu DWARF samples", deep);
+}
+#endif

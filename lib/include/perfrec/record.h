@@ -8,7 +8,10 @@
  * drains what is left, adds the host features, build ids and sample times,
  * and renames the finished file to PATH.  The file is a perf.data every
  * reader takes (perf report/script, hotspot).  It is built from the same
- * pieces as perfrecd: evlist, ring, synth, pdwriter, hostinfo.
+ * pieces as perfrecd: evlist, ring, synth, pdwriter, hostinfo.  With DWARF
+ * callchains (opts->stack_user) and opts->unwind_host its files sit behind
+ * perfrecd's host unwinding stage: the stacks are unwound while recording
+ * and the files carry small callchains instead of raw stacks.
  *
  *	struct perfrec_record_opts o = {
  *		.sz = sizeof(o), .callchain = true, .target = PERFREC_TARGET_PROCESS,
@@ -89,6 +92,32 @@ struct perfrec_record_opts {
 	char *const *argv;
 	perfrec_record_msg_fn msg;
 	void *msg_ctx;
+	/*
+	 * DWARF callchains (with @callchain): bytes of user stack copied
+	 * per sample with the user registers, as perf record --call-graph
+	 * dwarf,SIZE (PERFREC_STACK_USER_DEFAULT is perf's 8192); the kernel
+	 * walks only the kernel part.  A multiple of 8, at most
+	 * PERFREC_STACK_USER_MAX; x86_64 only.  0: frame pointers.  Readers
+	 * (perf report/script, hotspot) unwind such files themselves, at the
+	 * cost of the stack bytes in every sample.
+	 */
+	uint32_t stack_user;
+	/*
+	 * Unwind the DWARF stacks on the host while recording, as perfrecd
+	 * --unwind host (needs @callchain and @stack_user: -EINVAL without
+	 * them).  A worker thread of the recording unwinds each sample's
+	 * user stack with the target's ELF files and CFI; the file, and
+	 * every file __rotate() and __snapshot() publish, then holds plain
+	 * callchains (kernel frames, PERF_CONTEXT_USER, the unwound user
+	 * frames) and no user registers or stacks: its attrs ask for
+	 * neither, any reader takes it, and a sample takes a few hundred
+	 * bytes instead of @stack_user.  When the worker falls far behind,
+	 * a sample keeps only its sampled ip as user frame; samples it could
+	 * not rewrite are recorded as lost (PERF_RECORD_LOST).  Both are
+	 * told, counted per file, to @msg as notes (err 0) when the file
+	 * ends.
+	 */
+	bool unwind_host;
 };
 
 /*
@@ -101,7 +130,8 @@ struct perfrec_record_opts {
  * at any time.  On
  * success *ret_record is the caller's, to end with perfrec_record__stop().
  * Returns 0, or a negative errno with nothing left behind: -EINVAL for a
- * bad option (opts->msg names it), -E2BIG for non-zero bytes past the
+ * bad option (opts->msg names it: unwind_host without DWARF callchains
+ * is one), -E2BIG for non-zero bytes past the
  * struct this library knows, -ENOENT/-EINVAL for an unknown event, -EACCES
  * or -EPERM when perf_event_paranoid or missing privileges refuse the
  * events, -ESRCH for a process that is gone, -EEXIST when "@path.tmp"
@@ -129,8 +159,8 @@ PERFREC_API int perfrec_record__stop(struct perfrec_record *r);
 
 /*
  * Publish what is recorded so far as @path, a complete file (its own
- * features, build ids and sample times), while the recording goes on into
- * its own file.  Returns 0, -EOPNOTSUPP with compression on, -EEXIST when
+ * features, build ids and sample times; unwound with unwind_host), while
+ * the recording goes on into its own file.  Returns 0, -EOPNOTSUPP with compression on, -EEXIST when
  * "@path.tmp" exists, -EDEADLK from the drain thread, or -errno.
  * Thread-safe; not async-signal-safe.
  */

@@ -233,7 +233,7 @@ static void *vec_push(struct vec *v)
 
 #define VEC_AT(vec, type, i) (((type *)(vec).v)[i])
 
-struct fn_row { int64_t name, file; };
+struct fn_row { int64_t name, file, system_name; };
 struct map_row { uint64_t start, limit, off; int64_t file, bid; };
 struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
 struct line_row { uint64_t fn; int64_t line; };
@@ -356,11 +356,15 @@ static int64_t walk_str_id(struct pprof *p, const char *s)
 
 static int64_t fn_id(struct pprof *p, const struct pframe *f)
 {
-	struct fn_row row = { str_id(p, f->name), str_id(p, f->file) }, *r;
+	struct fn_row row, *r;
 	size_t idx;
 	bool created;
 
-	if (row.name < 0 || row.file < 0 ||
+	/* pprof's convention: name demangled, system_name as the binary has it. */
+	row.name = str_id(p, f->name);
+	row.file = str_id(p, f->file);
+	row.system_name = str_id(p, f->system_name ? f->system_name : f->name);
+	if (row.name < 0 || row.file < 0 || row.system_name < 0 ||
 	    table_get(&p->fntab, &p->keys, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
@@ -456,7 +460,7 @@ static int64_t loc_id_slow(struct pprof *p, const struct pframe *f, size_t n)
  */
 static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 {
-	uint64_t key[7 + 3 * MAX_LOC_FRAMES];
+	uint64_t key[7 + 4 * MAX_LOC_FRAMES];
 	size_t k = 0, idx;
 	int64_t id;
 	bool created;
@@ -472,6 +476,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 	key[k++] = f->build_id_len;
 	for (size_t i = 0; i < n; i++) {
 		key[k++] = (uintptr_t)f[i].name;
+		key[k++] = (uintptr_t)f[i].system_name;
 		key[k++] = (uintptr_t)f[i].file;
 		key[k++] = f[i].line;
 	}
@@ -848,7 +853,7 @@ static void pack_code(struct pprof *p, struct pack *k)
 		perfrec__pprof__function__init(fn);
 		fn->id = i + 1;
 		fn->name = r->name;
-		fn->system_name = r->name;
+		fn->system_name = r->system_name;
 		fn->filename = r->file;
 		k->fnp[i] = fn;
 	}

@@ -11,6 +11,7 @@
 #  - `folded --no-inline` is, stack for stack and count for count, what
 #    perf script's stacks of that process collapse to (each sample counts
 #    one), and with --no-demangle what `perf script --no-demangle` gives;
+#    with --period each stack carries the sum of its periods instead;
 #  - the flame graph (--no-inline) names exactly the frames folded names,
 #    and so does the pprof profile read by go tool pprof;
 #  - the demangled names are there (perf's, not pprof's own shortening,
@@ -116,6 +117,16 @@ print("\n".join(sorted(names, key=lambda s: s.encode())))' "$T/$p.svg" >"$T/$p.s
 	done
 	note "$p: flame graph and pprof name the $(wc -l <"$T/$p.names") frames as folded does"
 done
+
+# folded --period: the same stacks, each with the sum of its samples' periods.
+P=${pid[names]}
+"$PERFRECCTL" folded --no-debuginfod --no-inline --period --pid "$P" --comm names "$f" 2>/dev/null | mains >"$T/period.folded" ||
+	fail "folded --period failed"
+perf script -i "$f" --comms names -F comm,pid,tid,time,event,period,ip,sym,dso --ns 2>/dev/null |
+	awk -v want_pid="$P" -v want_event=cpu-clock -f "$TOP/tests/e2e/perf-collapse.awk" |
+	awk '{ p = $NF; $NF = ""; sub(/ $/, ""); s[$0] += p } END { for (k in s) print k, s[k] }' | mains >"$T/period.perf"
+diff "$T/period.perf" "$T/period.folded" >"$T/diff" || { head "$T/diff"; fail "folded --period differs from perf script's periods per stack"; }
+cmp -s "$T/period.folded" "$T/names.folded.main" && fail "folded --period printed sample counts"
 
 # An inlined member function is named as its class has it.
 "$PERFRECCTL" folded --no-debuginfod --pid "${pid[names]}" -o "$T/inl.folded" "$f" 2>/dev/null || fail "folded of names failed"

@@ -33,7 +33,8 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 	systemd util-linux procps psmisc python3 e2fsprogs \
 	man-db groff-base libssl-dev \
 	libdw-dev libelf-dev libdebuginfod-dev elfutils debuginfod zlib1g-dev \
-	libprotobuf-c-dev protobuf-c-compiler golang-go chromium
+	libprotobuf-c-dev protobuf-c-compiler golang-go chromium \
+	libiberty-dev
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib
@@ -42,6 +43,9 @@ DEPS_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEPS_PC) 2>/dev/null)
 # headers are needed, its ~25 libraries are not, at each start); --as-needed
 # keeps perfrecctl and libperfrec from loading what they never call.
 DEPS_LIBS   = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DEPS_PC)) 2>/dev/null)
+# libiberty (static, no .pc): the views demangle with perf's own demangler
+# (views/demangle.c); what links no view pulls nothing out of it.
+DEPS_LIBS  += -liberty
 
 PR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \

@@ -959,11 +959,23 @@ static size_t acache_hash(const struct dso *d, uint64_t a)
 	return (size_t)(h ^ (h >> 29));
 }
 
+/*
+ * An inlined function's name: its linkage (mangled) name where it has one,
+ * as the symbol table would name it out of line and as perf names inline
+ * frames, so that the views demangle it into the qualified name
+ * ("ns::Class<T>::method", not DW_AT_name's "method"); C functions have
+ * none and keep DW_AT_name.
+ */
 static const char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 	Dwarf_Die origin;
-	const char *n = dwarf_diename(die);
+	const char *n;
+
+	if ((dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	     dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a)) && (n = dwarf_formstring(&a)))
+		return n;
+	n = dwarf_diename(die);
 
 	if (n)
 		return n;

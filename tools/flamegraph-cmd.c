@@ -37,7 +37,8 @@ struct fg_args {
 	bool base_window;       /* --base-from/--base-to given */
 	const char *base;
 	const char *symfs;
-	bool no_debuginfod, no_inline;
+	bool no_debuginfod, no_inline, no_demangle;
+	bool period;            /* folded: each stack's summed period, not its sample count */
 	char **inputs;
 	int nr_inputs;
 };
@@ -45,7 +46,7 @@ struct fg_args {
 enum {
 	OPT_FROM = 256, OPT_TO, OPT_PID, OPT_COMM, OPT_CGROUP, OPT_ICICLE, OPT_BASE,
 	OPT_BASE_FROM, OPT_BASE_TO, OPT_FOLDED, OPT_TITLE, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_NO_INLINE,
-	OPT_CONTAINER, OPT_POD, OPT_UNIT,
+	OPT_CONTAINER, OPT_POD, OPT_UNIT, OPT_NO_DEMANGLE, OPT_PERIOD,
 };
 
 static const struct option long_opts[] = {
@@ -68,6 +69,8 @@ static const struct option long_opts[] = {
 	{ "symfs", required_argument, NULL, OPT_SYMFS },
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+	{ "period", no_argument, NULL, OPT_PERIOD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -133,6 +136,8 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 		case OPT_SYMFS: a->symfs = optarg; break;
 		case OPT_NO_DEBUGINFOD: a->no_debuginfod = true; break;
 		case OPT_NO_INLINE: a->no_inline = true; break;
+		case OPT_NO_DEMANGLE: a->no_demangle = true; break;
+		case OPT_PERIOD: a->period = true; break;
 		case ':':
 			fprintf(stderr, "perfrecctl %s: %s needs a value\n", cmd, argv[optind - 1]);
 			return perfrecctl_usage(cmd);
@@ -141,13 +146,17 @@ static int parse_args(const char *cmd, bool diff_allowed, int argc, char **argv,
 			return perfrecctl_usage(cmd);
 		}
 	}
+	if (diff_allowed && a->period) {
+		fprintf(stderr, "perfrecctl %s: --period is an option of folded (widths are periods already)\n", cmd);
+		return perfrecctl_usage(cmd);
+	}
 	if (!diff_allowed && (a->base || a->base_window || a->icicle || a->folded || a->title)) {
 		fprintf(stderr, "perfrecctl %s: --base, --base-from/--base-to, --icicle, --folded and --title "
 			"are flamegraph options\n", cmd);
 		return perfrecctl_usage(cmd);
 	}
 	if (a->folded && (a->pid >= 0 || a->comm || a->cgroup || cgroup_select_any(&a->select) || a->from || a->to ||
-			  a->base_window || a->symfs || a->no_debuginfod || a->no_inline)) {
+			  a->base_window || a->symfs || a->no_debuginfod || a->no_inline || a->no_demangle)) {
 		fprintf(stderr, "perfrecctl %s: --pid, --comm, --cgroup, --container, --pod, --unit, the time windows "
 			"and the symbol options apply to perf.data files; folded stacks (--folded) have none of that\n",
 			cmd);
@@ -260,6 +269,7 @@ static int load_files(struct flamegraph *fg, const struct fg_args *a, char *cons
 		.event = a->event, .pid = a->pid, .comm = a->comm, .cgroup = a->cgroup, .select = a->select,
 		.from_wall_ns = from, .to_wall_ns = to,
 		.symfs = a->symfs, .no_debuginfod = a->no_debuginfod, .no_inline = a->no_inline,
+		.no_demangle = a->no_demangle,
 	};
 	struct paths p = { 0 };
 	int r = 0;
@@ -537,7 +547,7 @@ int cmd_folded(int argc, char **argv)
 	f = open_out(a.out, &of);
 	if (!f)
 		goto out;
-	r = flamegraph__write_folded(t, f);
+	r = a.period ? flamegraph__write_folded_periods(t, f) : flamegraph__write_folded(t, f);
 	if (close_out(f, a.out, &of, r) == 0) {
 		say_wrote("folded", a.out, &t, 1, false, &sum);
 		ret = 0;

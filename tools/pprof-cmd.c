@@ -17,25 +17,27 @@
 #include "pprof.h"
 #include "window.h"
 
+static const struct option lopts[] = {
+	{ "event", required_argument, NULL, 'e' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "comm", required_argument, NULL, 'c' },
+	{ "cgroup", required_argument, NULL, 'G' },
+	{ "container", required_argument, NULL, 'C' },
+	{ "pod", required_argument, NULL, 'P' },
+	{ "unit", required_argument, NULL, 'U' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "to", required_argument, NULL, 'T' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "symfs", required_argument, NULL, 's' },
+	{ "buildid-dir", required_argument, NULL, 'B' },
+	{ "no-debuginfod", no_argument, NULL, 'N' },
+	{ "no-inline", no_argument, NULL, 'I' },
+	{ "no-demangle", no_argument, NULL, 'M' },
+	{}
+};
+
 int cmd_pprof(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "comm", required_argument, NULL, 'c' },
-		{ "cgroup", required_argument, NULL, 'G' },
-		{ "container", required_argument, NULL, 'C' },
-		{ "pod", required_argument, NULL, 'P' },
-		{ "unit", required_argument, NULL, 'U' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "to", required_argument, NULL, 'T' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "symfs", required_argument, NULL, 's' },
-		{ "buildid-dir", required_argument, NULL, 'B' },
-		{ "no-debuginfod", no_argument, NULL, 'N' },
-		{ "no-inline", no_argument, NULL, 'I' },
-		{}
-	};
 	struct profile_opts o = { .pid = -1 };
 	const char *out = "profile.pb.gz";
 	struct output_file of;
@@ -79,6 +81,7 @@ int cmd_pprof(int argc, char **argv)
 		case 'B': o.buildid_dir = optarg; break;
 		case 'N': o.no_debuginfod = true; break;
 		case 'I': o.no_inline = true; break;
+		case 'M': o.no_demangle = true; break;
 		default:
 			return perfrecctl_usage("pprof");
 		}

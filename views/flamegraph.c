@@ -603,31 +603,44 @@ static void put_folded_name(FILE *f, const struct fg_node *n)
 		fputs("_[k]", f);
 }
 
-static void write_folded_node(const struct fg_node *n, const struct fg_node **path, size_t depth, FILE *f)
+static void write_folded_node(const struct fg_node *n, const struct fg_node **path, size_t depth,
+			      bool periods, FILE *f)
 {
-	if (n->self_weight) {
+	uint64_t v = periods ? n->self_weight : n->self_samples;
+
+	if (v) {
 		for (size_t i = 0; i < depth; i++) {
 			if (i)
 				fputc(';', f);
 			put_folded_name(f, path[i]);
 		}
-		fprintf(f, " %" PRIu64 "\n", n->self_weight);
+		fprintf(f, " %" PRIu64 "\n", v);
 	}
 	for (size_t i = 0; i < n->nr_children; i++) {
 		path[depth] = n->children[i];
-		write_folded_node(n->children[i], path, depth + 1, f);
+		write_folded_node(n->children[i], path, depth + 1, periods, f);
 	}
 }
 
-int flamegraph__write_folded(const struct fg_tree *t, FILE *f)
+static int write_folded(const struct fg_tree *t, bool periods, FILE *f)
 {
 	const struct fg_node *path[FG_MAX_DEPTH + 1];
 
 	for (size_t i = 0; i < t->root.nr_children; i++) {
 		path[0] = t->root.children[i];
-		write_folded_node(t->root.children[i], path, 1, f);
+		write_folded_node(t->root.children[i], path, 1, periods, f);
 	}
 	return fflush(f) || ferror(f) ? -EIO : 0;
+}
+
+int flamegraph__write_folded(const struct fg_tree *t, FILE *f)
+{
+	return write_folded(t, false, f);
+}
+
+int flamegraph__write_folded_periods(const struct fg_tree *t, FILE *f)
+{
+	return write_folded(t, true, f);
 }
 
 /* ---- XML -------------------------------------------------------------- */

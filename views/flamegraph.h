@@ -118,8 +118,14 @@ struct fg_svg_opts {
 int flamegraph__write_svg(struct fg_tree *const *trees, const struct fg_tree *const *bases,
 			  size_t nr, const struct fg_svg_opts *o, FILE *f);
 
-/* Write @t as folded stacks (root first, "_[k]" after kernel frames). 0 or -EIO. */
+/*
+ * Write @t as folded stacks (root first, "_[k]" after kernel frames), each
+ * with its number of samples, as Brendan Gregg's stackcollapse scripts
+ * count them.  0 or -EIO.
+ */
 int flamegraph__write_folded(const struct fg_tree *t, FILE *f);
+/* The same with each stack's summed period (ns for the clocks and offcpu-time). */
+int flamegraph__write_folded_periods(const struct fg_tree *t, FILE *f);
 
 /* @s escaped for XML text and attributes, control characters and invalid UTF-8 replaced. */
 void fg_xml_escape(FILE *f, const char *s);

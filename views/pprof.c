@@ -233,7 +233,7 @@ static void *vec_push(struct vec *v)
 
 #define VEC_AT(vec, type, i) (((type *)(vec).v)[i])
 
-struct fn_row { int64_t name, file; };
+struct fn_row { int64_t name, file, system_name; };
 struct map_row { uint64_t start, limit, off; int64_t file, bid; };
 struct loc_row { uint64_t map, addr; size_t first_line, nr_lines; };
 struct line_row { uint64_t fn; int64_t line; };
@@ -356,11 +356,15 @@ static int64_t walk_str_id(struct pprof *p, const char *s)
 
 static int64_t fn_id(struct pprof *p, const struct pframe *f)
 {
-	struct fn_row row = { str_id(p, f->name), str_id(p, f->file) }, *r;
+	struct fn_row row, *r;
 	size_t idx;
 	bool created;
 
-	if (row.name < 0 || row.file < 0 ||
+	/* pprof's convention: name demangled, system_name as the binary has it. */
+	row.name = str_id(p, f->name);
+	row.file = str_id(p, f->file);
+	row.system_name = str_id(p, f->system_name ? f->system_name : f->name);
+	if (row.name < 0 || row.file < 0 || row.system_name < 0 ||
 	    table_get(&p->fntab, &p->keys, &row, sizeof(row), p->fns.nr + 1, &idx, &created, NULL) < 0)
 		return -ENOMEM;
 	if (created) {
@@ -456,7 +460,7 @@ static int64_t loc_id_slow(struct pprof *p, const struct pframe *f, size_t n)
  */
 static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 {
-	uint64_t key[7 + 3 * MAX_LOC_FRAMES];
+	uint64_t key[7 + 4 * MAX_LOC_FRAMES];
 	size_t k = 0, idx;
 	int64_t id;
 	bool created;
@@ -472,6 +476,7 @@ static int64_t loc_id(struct pprof *p, const struct pframe *f, size_t n)
 	key[k++] = f->build_id_len;
 	for (size_t i = 0; i < n; i++) {
 		key[k++] = (uintptr_t)f[i].name;
+		key[k++] = (uintptr_t)f[i].system_name;
 		key[k++] = (uintptr_t)f[i].file;
 		key[k++] = f[i].line;
 	}
@@ -802,22 +807,93 @@ static void pack_samples(struct pprof *p, struct pack *k)
 	k->prof.sample = k->smp;
 }
 
-/* Mappings, then lines and the locations made of them, then functions. */
+/*
+ * Whether mapping @m is the executable of a process named @comm: the
+ * kernel names a task after its binary's file name, cut to 15 bytes
+ * ("python3" runs /usr/bin/python3.11: a prefix is enough).
+ */
+static bool map_is_exec_of(const struct pprof *p, const struct map_row *m, int64_t comm)
+{
+	const char *path = VEC_AT(p->strs, const char *, m->file);
+	const char *c = VEC_AT(p->strs, const char *, comm);
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return *c && path[0] != '[' && !strncmp(base, c, strlen(c));
+}
+
+/*
+ * The profile's main binary, which pprof readers take to be the first
+ * mapping (go tool pprof's "File:"): the executable of the processes with
+ * the most samples, found as the user-space mapping on the samples' stacks
+ * whose file name their comm names; failing that, the user-space mapping
+ * the most samples' leaves hit.  Never the kernel, the vdso or
+ * "[unknown]", which is what the order of first appearance gave.
+ * Returns an index into p->maps (0 when there are none).
+ */
+static size_t main_mapping(const struct pprof *p)
+{
+	uint64_t *exec = calloc(p->maps.nr, sizeof(*exec)), *leaf = calloc(p->maps.nr, sizeof(*leaf));
+	size_t *seen = calloc(p->maps.nr, sizeof(*seen)), best = 0;
+	uint64_t top = 0;
+
+	if (!exec || !leaf || !seen)
+		goto out;
+	for (size_t i = 0; i < p->samples.nr; i++) {
+		const struct sample_row *r = &VEC_AT(p->samples, struct sample_row, i);
+		int64_t comm = VEC_AT(p->label_sets, struct label_row, r->labels).comm;
+		bool leaf_done = false;
+
+		for (size_t j = 0; j < r->nr_locs; j++) {
+			/* Location and mapping ids are 1-based, as pprof's */
+			uint64_t m = VEC_AT(p->locs, struct loc_row, r->locs[j] - 1).map - 1;
+			const struct map_row *mr = &VEC_AT(p->maps, struct map_row, m);
+			const char *path = VEC_AT(p->strs, const char *, mr->file);
+
+			if (path[0] == '[' || !path[0])
+				continue;
+			if (!leaf_done) {
+				leaf[m] += r->count;
+				leaf_done = true;
+			}
+			if (seen[m] != i + 1 && map_is_exec_of(p, mr, comm))
+				exec[m] += r->count;
+			seen[m] = i + 1;
+		}
+	}
+	for (int pass = 0; pass < 2 && !top; pass++)
+		for (size_t m = 0; m < p->maps.nr; m++)
+			if ((pass ? leaf : exec)[m] > top) {
+				top = (pass ? leaf : exec)[m];
+				best = m;
+			}
+out:
+	free(exec);
+	free(leaf);
+	free(seen);
+	return best;
+}
+
+/* Mappings (the main binary first), then lines and the locations made of them, then functions. */
 static void pack_code(struct pprof *p, struct pack *k)
 {
+	size_t main_map = main_mapping(p);
+	/* Where row @i goes: the main binary to the front, the others in order behind it. */
+#define MAP_POS(i) ((i) == main_map ? 0 : (i) < main_map ? (i) + 1 : (i))
+
 	for (size_t i = 0; i < p->maps.nr; i++) {
 		struct map_row *r = &VEC_AT(p->maps, struct map_row, i);
-		Perfrec__Pprof__Mapping *mp = &k->mp[i];
+		Perfrec__Pprof__Mapping *mp = &k->mp[MAP_POS(i)];
 
 		perfrec__pprof__mapping__init(mp);
-		mp->id = i + 1;
+		mp->id = MAP_POS(i) + 1;
 		mp->memory_start = r->start;
 		mp->memory_limit = r->limit;
 		mp->file_offset = r->off;
 		mp->filename = r->file;
 		mp->build_id = r->bid;
 		mp->has_functions = true;
-		k->mpp[i] = mp;
+		k->mpp[MAP_POS(i)] = mp;
 	}
 	k->prof.n_mapping = p->maps.nr;
 	k->prof.mapping = k->mpp;
@@ -833,7 +909,7 @@ static void pack_code(struct pprof *p, struct pack *k)
 
 		perfrec__pprof__location__init(lc);
 		lc->id = i + 1;
-		lc->mapping_id = r->map;
+		lc->mapping_id = MAP_POS(r->map - 1) + 1;
 		lc->address = r->addr;
 		lc->n_line = r->nr_lines;
 		lc->line = &k->lnp[r->first_line];
@@ -848,12 +924,13 @@ static void pack_code(struct pprof *p, struct pack *k)
 		perfrec__pprof__function__init(fn);
 		fn->id = i + 1;
 		fn->name = r->name;
-		fn->system_name = r->name;
+		fn->system_name = r->system_name;
 		fn->filename = r->file;
 		k->fnp[i] = fn;
 	}
 	k->prof.n_function = p->fns.nr;
 	k->prof.function = k->fnp;
+#undef MAP_POS
 }
 
 /* Pack the tables into a profile; *@ret_buf is malloc()ed. */

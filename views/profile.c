@@ -24,6 +24,7 @@
 #include <perfrec/event.h>
 #include <perfrec/pdreader.h>
 
+#include "demangle.h"
 #include "profile.h"
 #include "symbolize.h"
 
@@ -44,6 +45,7 @@ struct cgroup_ent {
 struct walk {
 	const struct profile_opts *o;
 	struct symbolizer *sym;
+	struct demangler *dm;   /* NULL: names as the binaries have them */
 	profile_stack_fn fn;
 	void *ctx;
 
@@ -273,6 +275,12 @@ static int add_frame(struct walk *w, size_t *nr, uint32_t pid, uint64_t ip, enum
 		};
 		if (!f->module && c == CTX_KERNEL)
 			f->module = "[kernel.kallsyms]";
+		/* As perf: user-space symbols demangled, the kernel's and BPF's as they are. */
+		if (w->dm && f->kind == PFRAME_USER) {
+			f->name = demangler__name(w->dm, sf[i].name);
+			if (f->name != sf[i].name)
+				f->system_name = sf[i].name;
+		}
 	}
 	return 0;
 }
@@ -686,6 +694,11 @@ int profile_walk(const char *const *paths, size_t nr_paths, const struct profile
 		fprintf(stderr, "Cannot set up the symbolizer: %s\n", strerror(-ret));
 		return ret;
 	}
+	if (!o->no_demangle && !(w.dm = demangler__new())) {
+		fprintf(stderr, "Cannot set up the demangler: %s\n", strerror(ENOMEM));
+		symbolizer__free(w.sym);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < nr_paths && !ret; i++) {
 		struct stat st;
 
@@ -695,6 +708,7 @@ int profile_walk(const char *const *paths, size_t nr_paths, const struct profile
 			ret = walk_file(&w, paths[i]);
 	}
 	symbolizer__free(w.sym);
+	demangler__free(w.dm);
 	free(w.comms);
 	for (size_t i = 0; i < w.nr_cgroups; i++)
 		free(w.cgroups[i].path);

@@ -39,6 +39,11 @@ struct pframe {
 	uint64_t map_start, map_end, map_pgoff;
 	const uint8_t *build_id; /* NULL: none known */
 	uint8_t build_id_len;
+	/*
+	 * The symbol as the binary names it, where @name is its demangled
+	 * form (C++, Rust); NULL: @name is the symbol's own name.
+	 */
+	const char *system_name;
 };
 
 /* One sample's stack, leaf first, and what it weighs. */
@@ -69,6 +74,8 @@ struct profile_opts {
 	const char *buildid_dir;
 	/* Only samples of cgroups these select (--container, --pod, --unit); all NULL: any */
 	struct cgroup_select select;
+	/* Keep C++ and Rust names as the binaries have them (perf report --no-demangle) */
+	bool no_demangle;
 };
 
 typedef int (*profile_stack_fn)(void *ctx, const struct pstack *s);

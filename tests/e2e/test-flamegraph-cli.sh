@@ -54,5 +54,7 @@ expect 2 "unknown option '--bogus'" "$PERFRECCTL" flamegraph --bogus "$T/a.folde
 expect 2 "-o needs a value" "$PERFRECCTL" flamegraph --folded "$T/a.folded" -o
 expect 2 "no input" "$PERFRECCTL" flamegraph --folded
 expect 2 "flamegraph options" "$PERFRECCTL" folded --icicle "$T/a.folded"
+expect 2 "--period is an option of folded" "$PERFRECCTL" flamegraph --period "$T/a.folded"
+expect 2 "the symbol options" "$PERFRECCTL" flamegraph --folded --no-demangle "$T/a.folded"
 "$PERFRECCTL" flamegraph --help | grep -q -- '--base-from' || fail "flamegraph --help does not show --base-from"
 exit 0

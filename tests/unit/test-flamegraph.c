@@ -373,7 +373,7 @@ Test(flamegraph, deep_stacks_are_cut_at_max_depth)
 	f = mem();
 	cr_assert_eq(flamegraph__write_folded(t, f), 0);
 	fclose(f);
-	cr_assert(strstr(buf, ";f8977;[truncated] 10\n"));
+	cr_assert(strstr(buf, ";f8977;[truncated] 1\n"), "one sample");
 	free(fr);
 	free(names);
 	flamegraph__free(fg);
@@ -470,5 +470,30 @@ Test(flamegraph, wide_frames_merge_their_callees)
 		cr_assert_eq(c->samples, 3);
 		cr_assert_eq(c->weight, c->kind == PFRAME_KERNEL ? 3u : 3u * (k + 1), "%s", c->name);
 	}
+	flamegraph__free(fg);
+}
+
+/* Folded stacks count samples, as stackcollapse does; --period sums the periods (issue 26). */
+Test(flamegraph, folded_counts_samples_and_periods_on_request)
+{
+	struct flamegraph *fg = flamegraph__new();
+	const struct pframe s1[] = { U("hot"), U("main") };
+	const struct pframe s2[] = { K("sys_read"), U("main") };
+	struct fg_tree *t;
+	FILE *f;
+
+	cr_assert_eq(flamegraph__add(fg, "cpu-clock", s1, 2, 1001001), 0);
+	cr_assert_eq(flamegraph__add(fg, "cpu-clock", s1, 2, 999000), 0);
+	cr_assert_eq(flamegraph__add(fg, "cpu-clock", s1, 2, 1000000), 0);
+	cr_assert_eq(flamegraph__add(fg, "cpu-clock", s2, 2, 250000), 0);
+	t = flamegraph__find_tree(fg, "cpu-clock");
+	f = mem();
+	cr_assert_eq(flamegraph__write_folded(t, f), 0);
+	fclose(f);
+	cr_assert_str_eq(buf, "main;hot 3\nmain;sys_read_[k] 1\n");
+	f = mem();
+	cr_assert_eq(flamegraph__write_folded_periods(t, f), 0);
+	fclose(f);
+	cr_assert_str_eq(buf, "main;hot 3000001\nmain;sys_read_[k] 250000\n");
 	flamegraph__free(fg);
 }

@@ -283,3 +283,71 @@ Test(pprof, labels_follow_their_samples)
 	perfrec__pprof__profile__free_unpacked(prof, NULL);
 	pprof_free(p);
 }
+
+/*
+ * pprof readers take the first mapping for the main binary (go tool
+ * pprof's "File:"): the process's executable, though the kernel and libc
+ * were met first and libc holds more leaves (issue 26).  The locations
+ * still name their own mappings after the reordering.
+ */
+Test(pprof, the_main_binary_is_the_first_mapping)
+{
+	struct pprof *p = pprof_new();
+	const struct pframe k = { .name = "do_syscall_64", .module = "[kernel.kallsyms]", .kind = PFRAME_KERNEL,
+				  .addr = 0xffffffff81000100, .map_start = 0xffffffff81000000,
+				  .map_end = 0xffffffff81010000 };
+	struct pframe libc = fr("memset", "/usr/lib/libc.so.6", 0x7f0000000000, 0x7f0000000100);
+	struct pframe app = fr("work", "/opt/bin/app-server", 0x400000, 0x401000);
+	struct pframe app_main = fr("main", "/opt/bin/app-server", 0x400000, 0x400100);
+	const struct pframe s1[] = { k, libc, app_main }, s2[] = { libc, app_main }, s3[] = { app, app_main };
+	Perfrec__Pprof__Profile *prof;
+	char text[512];
+
+	add(p, s1, 3, 1);
+	add(p, s2, 2, 2);
+	add(p, s2, 2, 3);
+	add(p, s3, 2, 4);
+	prof = pack(p);
+	cr_assert_eq(prof->n_mapping, 3);
+	cr_assert_str_eq(str(prof, prof->mapping[0]->filename), "/opt/bin/app-server");
+	cr_assert_eq(prof->mapping[0]->id, 1);
+	for (size_t i = 0; i < prof->n_mapping; i++)
+		cr_assert_eq(prof->mapping[i]->id, i + 1, "mapping ids follow their order");
+	sample_text(prof, 1, text, sizeof(text));
+	cr_assert_str_eq(text, "[kernel.kallsyms]@ffffffff81000000-ffffffff81010000+0/:ffffffff81000100:do_syscall_64@:0 | "
+			       "/usr/lib/libc.so.6@7f0000000000-7f0000010000+0/:7f0000000100:memset@:0 | "
+			       "/opt/bin/app-server@400000-410000+0/:400100:main@:0");
+	sample_text(prof, 4, text, sizeof(text));
+	cr_assert_str_eq(text, "/opt/bin/app-server@400000-410000+0/:401000:work@:0 | "
+			       "/opt/bin/app-server@400000-410000+0/:400100:main@:0");
+	perfrec__pprof__profile__free_unpacked(prof, NULL);
+	pprof_free(p);
+}
+
+/* Functions carry the demangled name and the symbol the binary has (pprof's system_name). */
+Test(pprof, functions_keep_the_mangled_symbol_as_system_name)
+{
+	struct pprof *p = pprof_new();
+	struct pframe f[] = { fr("ns::Grid<int>::sweep", "/bin/app", 0x400000, 0x401000),
+			      fr("main", "/bin/app", 0x400000, 0x400100) };
+	Perfrec__Pprof__Profile *prof;
+	size_t seen = 0;
+
+	f[0].system_name = "_ZN2ns4GridIiE5sweepEv";
+	add(p, f, 2, 1);
+	prof = pack(p);
+	for (size_t i = 0; i < prof->n_function; i++) {
+		const char *n = str(prof, prof->function[i]->name), *sys = str(prof, prof->function[i]->system_name);
+
+		if (!strcmp(n, "ns::Grid<int>::sweep")) {
+			cr_assert_str_eq(sys, "_ZN2ns4GridIiE5sweepEv");
+			seen++;
+		} else if (!strcmp(n, "main")) {
+			cr_assert_str_eq(sys, "main");
+			seen++;
+		}
+	}
+	cr_assert_eq(seen, 2);
+	perfrec__pprof__profile__free_unpacked(prof, NULL);
+	pprof_free(p);
+}

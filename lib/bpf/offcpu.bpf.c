@@ -8,6 +8,17 @@
  * "offcpu-time" sample whose period is the blocked nanoseconds, the way
  * perf record --off-cpu does.  Aggregating in the kernel keeps the cost per
  * switch to a couple of map updates instead of one ring record.
+ *
+ * Whole user stacks (whole_stacks, set with callchain=dwarf and host
+ * unwinding): the frame-pointer walk above loses the callers of code built
+ * without frame pointers, so for a bounded sample of blocks (copies_per_sec
+ * per CPU, max_copies waiting at once) the blocking thread's user
+ * registers and the top of its user stack are copied too, while it is
+ * still current and its memory readable.  When it comes back, that block
+ * goes to the copies ring with its blocked time instead of into the
+ * aggregate, and user space unwinds it with the host's DWARF unwinder.
+ * Blocks not sampled, or whose copy finds the ring full, are aggregated
+ * with their frame-pointer stacks as before.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -21,6 +32,10 @@
 #define EEXIST			17	/* errno.h is not for BPF programs */
 /* Kernel frames of our own making: this program and bpf_trace_run4. */
 #define SKIP_KERNEL_FRAMES	2
+/* Keep in step with lib/offcpu.c (struct perfrec_offcpu_copy there). */
+#define COPY_CHUNK		512
+#define COPY_CHUNKS		16	/* 8 KiB of stack, perf's default */
+#define NR_PT_REGS		21	/* x86_64 struct pt_regs, in u64 */
 
 /* Keep in step with struct perfrec_offcpu_key in lib/offcpu.c. */
 struct offcpu_key {
@@ -30,6 +45,23 @@ struct offcpu_key {
 	__s32 ustack_id;
 	__u32 state;
 	__u32 cpu;
+};
+
+/* A block's user registers and stack; the ring record of a sampled block. */
+struct ucopy {
+	__u64 delta;		/* blocked ns, set when the thread comes back */
+	__u32 pid;
+	__u32 tid;
+	__s32 kstack_id;
+	__s32 ustack_id;
+	__u32 state;
+	__u32 cpu;
+	__u64 start_time;	/* the process's start (boot ns): pid reuse */
+	__u64 exe_ino;		/* its executable's inode: an exec since */
+	__u64 regs[NR_PT_REGS];	/* struct pt_regs of the user side */
+	__u32 len;		/* bytes of stack copied from regs' sp */
+	__u32 live;		/* counted in copies_out */
+	__u8 stack[COPY_CHUNK * COPY_CHUNKS];
 };
 
 struct tstart {
@@ -68,6 +100,33 @@ struct {
 	__type(value, struct tstart);
 } tstarts SEC(".maps");
 
+/* The copy of a blocked thread, from its block until it comes back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ucopy);
+} tcopies SEC(".maps");
+
+/* Sampled blocks, drained at each file end; user space sizes it (1 page: off). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} copies SEC(".maps");
+
+/* Per CPU: the second (2^30 ns) and the copies taken in it. */
+struct rate {
+	__u64 window;
+	__u64 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rate);
+} rates SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(key_size, sizeof(struct offcpu_key));
@@ -84,10 +143,117 @@ volatile __u64 min_ns = 0;
 volatile __u64 cgroup_id = 0;		/* 0: every cgroup */
 /* Set by user space before load (read-only data of the skeleton). */
 const volatile __u32 self_tgid = 0;	/* never count the profiler */
+const volatile bool whole_stacks = false;	/* copy user registers and stacks */
+const volatile __u32 copies_per_sec = 0;	/* per CPU */
+const volatile __u32 max_copies = 0;		/* waiting at once, all threads */
 
 /* Counters user space reads to report what was lost. */
 __u64 lost_full = 0;
 __u64 lost_stacks = 0;	/* stacks not recorded: their bucket held another */
+__u64 copies_taken = 0;	/* blocks whose user stack was copied */
+__u64 copies_lost = 0;	/* ... that the ring had no room for (aggregated instead) */
+__s64 copies_out = 0;	/* copies of threads still blocked */
+
+/* One more copy in this CPU's second, if the budget allows. */
+static bool copy_allowed(__u64 now)
+{
+	__u32 zero = 0;
+	struct rate *r = bpf_map_lookup_elem(&rates, &zero);
+
+	if (!r || copies_out >= max_copies)
+		return false;
+	if (r->window != now >> 30) {
+		r->window = now >> 30;
+		r->n = 0;
+	}
+	if (r->n >= copies_per_sec)
+		return false;
+	r->n++;
+	return true;
+}
+
+/* The top of the user stack from @sp, in chunks: stop where the mapping ends. */
+static __u32 copy_stack(struct ucopy *c, __u64 sp)
+{
+	__u32 i;
+
+	for (i = 0; i < COPY_CHUNKS; i++)
+		if (bpf_probe_read_user(&c->stack[i * COPY_CHUNK], COPY_CHUNK,
+					(const void *)(sp + i * COPY_CHUNK)) < 0)
+			break;
+	return i * COPY_CHUNK;
+}
+
+static void drop_copy(struct task_struct *t, struct ucopy *c)
+{
+	if (c->live)
+		__sync_fetch_and_add(&copies_out, -1);
+	bpf_task_storage_delete(&tcopies, t);
+}
+
+/*
+ * Copy @prev's user registers and stack (it is current: its memory is
+ * the one bpf_probe_read_user() reads).  bpf_task_pt_regs() came in 5.15;
+ * an older kernel gets no copies, and frame-pointer stacks as before.
+ */
+static void take_copy(struct task_struct *prev, struct tstart *st, __u64 now)
+{
+	struct pt_regs *regs;
+	struct ucopy *c;
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return;
+	if (!BPF_CORE_READ(prev, mm) || !copy_allowed(now))
+		return;
+	c = bpf_task_storage_get(&tcopies, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs || bpf_probe_read_kernel(c->regs, sizeof(c->regs), regs) < 0) {
+		drop_copy(prev, c);
+		return;
+	}
+	if (!c->live) {
+		c->live = 1;
+		__sync_fetch_and_add(&copies_out, 1);
+	}
+	c->pid = prev->tgid;
+	c->tid = prev->pid;
+	c->kstack_id = st->kstack_id;
+	c->ustack_id = st->ustack_id;
+	c->state = st->state;
+	c->cpu = st->cpu;
+	c->start_time = BPF_CORE_READ(prev, group_leader, start_boottime);
+	c->exe_ino = BPF_CORE_READ(prev, mm, exe_file, f_inode, i_ino);
+	c->len = copy_stack(c, c->regs[19]);	/* pt_regs.sp */
+	__sync_fetch_and_add(&copies_taken, 1);
+}
+
+/*
+ * @next is back after @delta ns: a copy of its block goes to the ring
+ * (true), or is dropped (false: aggregate the block as usual).
+ */
+static bool put_copy(struct task_struct *next, __u64 delta, bool counted)
+{
+	struct ucopy *c;
+	__u32 len;
+	bool done = false;
+
+	c = bpf_task_storage_get(&tcopies, next, NULL, 0);
+	if (!c)
+		return false;
+	if (counted) {
+		c->delta = delta;
+		len = c->len;
+		if (len > sizeof(c->stack))
+			len = sizeof(c->stack);
+		done = bpf_ringbuf_output(&copies, c, offsetof(struct ucopy, stack) + len, 0) == 0;
+		if (!done)
+			__sync_fetch_and_add(&copies_lost, 1);
+	}
+	drop_copy(next, c);
+	return done;
+}
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
@@ -113,6 +279,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 				__sync_fetch_and_add(&lost_stacks, 1);
 			st->state = prev_state;
 			st->cpu = bpf_get_smp_processor_id();
+			if (whole_stacks)
+				take_copy(prev, st, now);
 		}
 	}
 
@@ -122,6 +290,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 		__u64 delta = now - st->ts;
 
 		st->ts = 0;
+		if (whole_stacks && put_copy(next, delta, delta >= min_ns))
+			return 0;
 		if (delta >= min_ns) {
 			struct offcpu_key key = {
 				.pid = next->tgid,
@@ -139,6 +309,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 						     BPF_NOEXIST) != 0)
 				__sync_fetch_and_add(&lost_full, 1);
 		}
+	} else if (whole_stacks && st) {
+		put_copy(next, 0, false);
 	}
 	return 0;
 }

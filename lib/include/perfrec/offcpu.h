@@ -30,6 +30,18 @@ struct perfrec_offcpu_opts {
 	uint64_t min_ns;         /* shorter blocks are not counted */
 	const char *cgroup_path; /* only this cgroup (v2 path, absolute or under /sys/fs/cgroup); NULL: all */
 	pid_t self_pid;          /* process never counted (the profiler); 0: none */
+	/*
+	 * Whole user stacks: for a sample of blocks (copies_per_sec per CPU,
+	 * 0: 32), the blocked thread's user registers and the top 8 KiB of its
+	 * user stack are copied in the kernel and unwound at drain time with
+	 * the host unwinder (perfrec/unwind.h), in the process's mappings as
+	 * /proc shows them then; blocks not sampled, and copies that cannot be
+	 * unwound (the process exited or exec'd, a stack out of reach), keep
+	 * their frame-pointer stacks.  Set at open; needs bpf_task_pt_regs()
+	 * (Linux 5.15), without which every stack is a frame-pointer one.
+	 */
+	bool whole_stacks;
+	uint32_t copies_per_sec;
 };
 
 /* One aggregated map entry, decoded. */
@@ -95,5 +107,17 @@ PERFREC_API uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc);
  * is still counted, with the stack empty).
  */
 PERFREC_API uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc);
+
+/* What became of the blocks sampled for whole stacks (since open). */
+struct perfrec_offcpu_copy_stats {
+	uint64_t copied;    /* blocks whose user registers and stack were copied */
+	uint64_t ring_full; /* ... aggregated with their frame-pointer stack: no room in the ring */
+	uint64_t whole;     /* samples written with the unwound user stack */
+	uint64_t kept_fp;   /* ... with the frame-pointer stack: the copy did not unwind */
+	uint64_t gone;      /* of those, the process had exited or exec'd by drain time */
+};
+
+PERFREC_API void perfrec_offcpu__copy_stats(const struct perfrec_offcpu *oc,
+					    struct perfrec_offcpu_copy_stats *ret);
 
 #endif

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Off-CPU workload without frame pointers (built -O2 -fomit-frame-pointer,
+ * like Debian's libc): the main thread blocks in libc's read() of a pipe,
+ * three calls below main,
+ *
+ *   main -> level1 -> level2 -> level3 -> read -> (kernel)
+ *
+ * while a writer thread feeds the pipe one byte every INTERVAL_MS, COUNT
+ * times.  A frame-pointer walk from inside read() finds no caller; the
+ * whole path needs the CFI.  Prints the main thread's tid.
+ *
+ *   offdeep [COUNT [INTERVAL_MS]]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fds[2];
+static int count = 20, interval_ms = 50;
+
+static void *writer(void *arg)
+{
+	struct timespec ts = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L };
+
+	(void)arg;
+	for (int i = 0; i < count; i++) {
+		nanosleep(&ts, NULL);
+		if (write(fds[1], "x", 1) != 1)
+			return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Each level keeps a buffer of its own on the stack that the compiler
+ * cannot drop, and does work after the call, so the frames stay distinct
+ * (no inlining, no tail calls).
+ */
+__attribute__((noinline)) long level3(int fd);
+__attribute__((noinline)) long level3(int fd)
+{
+	volatile char buf[64];
+	long n = read(fd, (char *)buf, 1);
+
+	return n + buf[0];
+}
+
+__attribute__((noinline)) long level2(int fd);
+__attribute__((noinline)) long level2(int fd)
+{
+	volatile char pad[96];
+
+	memset((char *)pad, 2, sizeof(pad));
+	return level3(fd) + pad[5];
+}
+
+__attribute__((noinline)) long level1(int fd);
+__attribute__((noinline)) long level1(int fd)
+{
+	volatile char pad[128];
+	long sum = 0;
+
+	memset((char *)pad, 1, sizeof(pad));
+	for (int i = 0; i < count; i++)
+		sum += level2(fd);
+	return sum + pad[7];
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t;
+	long sum;
+
+	if (argc > 1)
+		count = atoi(argv[1]);
+	if (argc > 2)
+		interval_ms = atoi(argv[2]);
+	if (count <= 0 || interval_ms <= 0 || pipe(fds) < 0)
+		return 2;
+	if (pthread_create(&t, NULL, writer, NULL) != 0)
+		return 1;
+	sum = level1(fds[0]);
+	pthread_join(t, NULL);
+	printf("tid=%d sum=%ld\n", (int)getpid(), sum);
+	return 0;
+}

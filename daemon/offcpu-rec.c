@@ -128,7 +128,7 @@ static void log_copies(struct offcpu_rec *o, const char *path)
 	struct perfrec_offcpu_copy_stats s, *l = &o->copies_logged;
 
 	perfrec_offcpu__copy_stats(o->offcpu, &s);
-	if (s.copied == l->copied && s.ring_full == l->ring_full && s.kept_fp == l->kept_fp)
+	if (s.copied == l->copied && s.whole == l->whole && s.kept_fp == l->kept_fp)
 		return;
 	log_debug("Off-CPU whole stacks in %s: %" PRIu64 " blocks copied, %" PRIu64 " unwound, %" PRIu64
 		  " kept their frame-pointer stack (%" PRIu64 " of them: the process exited or exec'd)",
@@ -136,6 +136,9 @@ static void log_copies(struct offcpu_rec *o, const char *path)
 	if (s.ring_full > l->ring_full)
 		log_notice("Off-CPU: %" PRIu64 " sampled blocks kept their frame-pointer stack: the ring of "
 			   "stack copies was full", s.ring_full - l->ring_full);
+	if (s.table_full > l->table_full)
+		log_warning("Off-CPU: %" PRIu64 " sampled blocks not written: more distinct whole stacks "
+			    "than one file holds", s.table_full - l->table_full);
 	*l = s;
 }
 

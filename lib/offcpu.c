@@ -9,10 +9,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -35,41 +38,90 @@ struct perfrec_offcpu_key {
 	uint32_t cpu;
 };
 
-/* Layout of the BPF program's struct ucopy (a sampled block, whole-stack mode). */
+/* Ring records of the BPF program in whole-stack mode (struct ucopy, uwake there). */
 #define COPY_STACK 8192
 #define NR_PT_REGS 21
+#define REC_COPY 1
+#define REC_WAKE 2
 struct perfrec_offcpu_copy {
-	uint64_t delta;
-	uint32_t pid, tid;
-	int32_t kstack_id, ustack_id;
-	uint32_t state, cpu;
+	uint32_t kind, tid;
+	uint64_t ts;
+	uint32_t pid, pad;
 	uint64_t start_time, exe_ino;
 	uint64_t regs[NR_PT_REGS];
-	uint32_t len, live;
+	uint64_t len;
 	unsigned char stack[];
 };
-#define COPIES_RING (8u << 20)        /* about 1000 blocks of 8 KiB between two drains */
-#define DEFAULT_COPIES_PER_SEC 32
-#define MAX_COPIES 512                /* copies of threads blocked at once: 4 MiB */
 
-/* A process whose mappings the unwinder got from /proc in this drain. */
+struct perfrec_offcpu_wake {
+	uint32_t kind, tid;
+	uint64_t ts, delta;
+	uint32_t pid;
+	int32_t kstack_id, ustack_id;
+	uint32_t state, cpu, pad;
+};
+
+#define COPIES_RING (4u << 20)          /* ~500 copies of 8 KiB the thread has not read yet */
+#define DEFAULT_COPIES_PER_SEC 256
+#define COPY_GAP_NS (10 * 1000000ull)   /* one thread: one copy per 10 ms at most */
+#define SPACE_TTL_NS 1000000000ull      /* a process's mappings, read again after that */
+#define PEND_BUCKETS 1024
+/*
+ * Unwound copies waiting for their thread to come back: a thread blocked
+ * for hours keeps one, so the oldest go when there are this many (that
+ * block then keeps its frame-pointer stack).
+ */
+#define PEND_MAX 4096
+
+/* An unwound copy waiting for its wake record. */
+struct pend {
+	struct pend *hnext;              /* hash chain */
+	struct pend *older, *newer;      /* age list */
+	uint32_t tid;
+	uint64_t ts;
+	uint32_t nr;                     /* user frames (0: not unwound) */
+	uint64_t frames[];
+};
+#define AGG_BUCKETS 4096
+#define AGG_MAX 65536                   /* distinct whole-stack samples in one file */
+#define SAMPLE_MAX (sizeof(struct perf_event_header) + 7 * 8 + 8 * 2 * (PERFREC_OFFCPU_MAX_STACK + 1))
+
+/* A process whose mappings the unwinder got from /proc lately. */
 struct space_seen {
 	uint32_t pid;
 	bool ok;
+	uint64_t start_time, exe_ino; /* the process they are of */
+	uint64_t when;
+};
+
+/* A whole-stack sample, summed with the blocks of the same thread and path. */
+struct agg_entry {
+	struct agg_entry *next;
+	uint64_t hash;
+	uint64_t rec[];          /* the sample record; id and time set at drain */
 };
 
 struct perfrec_offcpu {
 	struct offcpu_bpf *skel;
-	struct ring_buffer *ring;          /* whole_stacks: the copies ring */
+	/* Whole stacks: the copies ring, read and unwound by a thread of ours. */
+	struct ring_buffer *ring;
 	struct perfrec_unwinder *unwinder;
-	struct perfrec_offcpu_copy **pending; /* read from the ring, this drain */
-	size_t nr_pending, cap_pending;
+	pthread_t thread;
+	bool thread_started;
+	bool stop;                        /* __atomic */
+	int kfd, ufd;
 	struct space_seen *seen;
 	size_t nr_seen, cap_seen;
-	uint64_t whole, kept_fp, gone;
-	uint64_t dwarf[(sizeof(struct perf_event_header) + 1024 + 8 * (PERFREC_OFFCPU_MAX_STACK + 2) +
-			COPY_STACK) / 8];
-	uint64_t out[65536 / 8];
+	uint64_t *kips, *uips;
+	uint64_t *dwarf, *out;            /* a copy dressed as a DWARF sample; a sample */
+	struct pend *pend[PEND_BUCKETS];
+	struct pend *oldest, *newest;
+	size_t nr_pend;
+	/* Under lock: the samples waiting for the next drain, and the counts. */
+	pthread_mutex_t lock;
+	struct agg_entry *agg[AGG_BUCKETS];
+	size_t nr_agg;
+	uint64_t whole, kept_fp, gone, evicted, agg_full;
 };
 
 void perfrec_offcpu__attr(struct perf_event_attr *attr)
@@ -157,190 +209,6 @@ static int cgroup_id_of(const char *path, uint64_t *ret_id)
 	return 0;
 }
 
-/* Before load: the program's switch and the ring's size (a page when off). */
-static int whole_stacks_setup(struct perfrec_offcpu *oc, const struct perfrec_offcpu_opts *opts)
-{
-	uint32_t rate = PERFREC_OPTS_GET(opts, copies_per_sec, 0);
-
-	if (!PERFREC_OPTS_GET(opts, whole_stacks, false))
-		return 0;
-	oc->skel->rodata->whole_stacks = true;
-	oc->skel->rodata->copies_per_sec = rate ? rate : DEFAULT_COPIES_PER_SEC;
-	oc->skel->rodata->max_copies = MAX_COPIES;
-	return bpf_map__set_max_entries(oc->skel->maps.copies, COPIES_RING);
-}
-
-/* Keep each record of the ring until the drain has walked the aggregate. */
-static int take_copy(void *ctx, void *data, size_t size)
-{
-	struct perfrec_offcpu *oc = ctx;
-	struct perfrec_offcpu_copy *c;
-
-	if (size < sizeof(*c))
-		return 0;
-	if (oc->nr_pending == oc->cap_pending) {
-		size_t cap = oc->cap_pending ? 2 * oc->cap_pending : 64;
-		void *p = realloc(oc->pending, cap * sizeof(*oc->pending));
-
-		if (!p)
-			return -ENOMEM;
-		oc->pending = p;
-		oc->cap_pending = cap;
-	}
-	c = malloc(size);
-	if (!c)
-		return -ENOMEM;
-	memcpy(c, data, size);
-	/* What the kernel says it copied, never more than it sent. */
-	if (c->len > size - sizeof(*c))
-		c->len = (uint32_t)(size - sizeof(*c));
-	oc->pending[oc->nr_pending++] = c;
-	return 0;
-}
-
-/* After load: the ring's reader and the unwinder of its copies. */
-static int whole_stacks_open(struct perfrec_offcpu *oc)
-{
-	struct perfrec_unwinder_opts uo = { .sz = sizeof(uo) };
-	int r;
-
-	if (!oc->skel->rodata->whole_stacks)
-		return 0;
-	oc->ring = ring_buffer__new(bpf_map__fd(oc->skel->maps.copies), take_copy, oc, NULL);
-	if (!oc->ring)
-		return -errno;
-	r = perfrec_unwinder__new(&uo, &oc->unwinder);
-	return r < 0 ? r : 0;
-}
-
-int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts, struct perfrec_offcpu **ret,
-			 char *why, size_t why_len)
-{
-	const char *cg = PERFREC_OPTS_GET(opts, cgroup_path, NULL);
-	struct perfrec_offcpu *oc;
-	uint64_t cgid = 0;
-	int r;
-
-	if (!PERFREC_OPTS_VALID(opts, struct perfrec_offcpu_opts) || !ret)
-		return -EINVAL;
-	*ret = NULL;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
-		r = -errno;
-		snprintf(why, why_len, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
-			 strerror(-r));
-		return r;
-	}
-	if (cg && cg[0]) {
-		r = cgroup_id_of(cg, &cgid);
-		if (r < 0) {
-			snprintf(why, why_len, "cgroup %s: %s", cg, strerror(-r));
-			return r;
-		}
-	}
-	oc = calloc(1, sizeof(*oc));
-	if (!oc)
-		return -ENOMEM;
-	/* libbpf would print to stderr; the library never prints. */
-	libbpf_set_print(silent_print);
-	oc->skel = offcpu_bpf__open();
-	if (!oc->skel) {
-		r = -errno;
-		snprintf(why, why_len, "opening the BPF object failed: %s", strerror(-r));
-		goto fail;
-	}
-	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
-	oc->skel->bss->cgroup_id = cgid;
-	oc->skel->rodata->self_tgid = (uint32_t)PERFREC_OPTS_GET(opts, self_pid, 0);
-	r = whole_stacks_setup(oc, opts);
-	if (r < 0) {
-		snprintf(why, why_len, "setting up whole stacks failed: %s", strerror(-r));
-		goto fail;
-	}
-	r = offcpu_bpf__load(oc->skel);
-	if (r < 0) {
-		snprintf(why, why_len, "loading the BPF program failed: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
-		goto fail;
-	}
-	r = whole_stacks_open(oc);
-	if (r < 0) {
-		snprintf(why, why_len, "opening the ring of stack copies failed: %s", strerror(-r));
-		goto fail;
-	}
-	r = offcpu_bpf__attach(oc->skel);
-	if (r < 0) {
-		snprintf(why, why_len, "attaching to sched_switch failed: %s", strerror(-r));
-		goto fail;
-	}
-	*ret = oc;
-	return 0;
-fail:
-	perfrec_offcpu__close(oc);
-	return r;
-}
-
-static void free_pending(struct perfrec_offcpu *oc)
-{
-	for (size_t i = 0; i < oc->nr_pending; i++)
-		free(oc->pending[i]);
-	oc->nr_pending = 0;
-	oc->nr_seen = 0;
-}
-
-void perfrec_offcpu__close(struct perfrec_offcpu *oc)
-{
-	if (!oc)
-		return;
-	ring_buffer__free(oc->ring);
-	offcpu_bpf__destroy(oc->skel);
-	perfrec_unwinder__free(oc->unwinder);
-	free_pending(oc);
-	free(oc->pending);
-	free(oc->seen);
-	free(oc);
-}
-
-int perfrec_offcpu__set_filter(struct perfrec_offcpu *oc, const struct perfrec_offcpu_opts *opts)
-{
-	const char *cg = PERFREC_OPTS_GET(opts, cgroup_path, NULL);
-	uint64_t cgid = 0;
-	int r;
-
-	if (!oc || !oc->skel || !oc->skel->bss || !PERFREC_OPTS_VALID(opts, struct perfrec_offcpu_opts))
-		return -EINVAL;
-	if (cg && cg[0]) {
-		r = cgroup_id_of(cg, &cgid);
-		if (r < 0)
-			return r;
-	}
-	/* The program reads both at every switch: a block ending now may see either. */
-	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
-	oc->skel->bss->cgroup_id = cgid;
-	return 0;
-}
-
-uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc)
-{
-	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_full : 0;
-}
-
-uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc)
-{
-	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_stacks : 0;
-}
-
-void perfrec_offcpu__copy_stats(const struct perfrec_offcpu *oc, struct perfrec_offcpu_copy_stats *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	if (!oc || !oc->skel || !oc->skel->bss)
-		return;
-	ret->copied = oc->skel->bss->copies_taken;
-	ret->ring_full = oc->skel->bss->copies_lost;
-	ret->whole = oc->whole;
-	ret->kept_fp = oc->kept_fp;
-	ret->gone = oc->gone;
-}
-
 /* Remove every stack of the map @fd. */
 static void clear_stacks(int fd)
 {
@@ -416,10 +284,38 @@ static int feed_mmap(void *ctx, const struct perf_event_header *rec)
 	return perfrec_unwinder__rewrite(oc->unwinder, rec, NULL, oc->out, sizeof(oc->out));
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* @c's process as looked at lately: -1 not lately (expired entries go). */
+static int space_seen(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, uint64_t now)
+{
+	for (size_t i = 0; i < oc->nr_seen;) {
+		struct space_seen *s = &oc->seen[i];
+
+		if (now - s->when >= SPACE_TTL_NS) {
+			*s = oc->seen[--oc->nr_seen];
+			continue;
+		}
+		if (s->pid == c->pid)
+			return s->start_time == c->start_time && s->exe_ino == c->exe_ino ? s->ok : -1;
+		i++;
+	}
+	return -1;
+}
+
 /*
- * Give the unwinder @c's process's mappings as they are now, once per
- * drain; false when it is gone or is no longer the process that blocked
- * (its space is then empty, and nothing is unwound in it).
+ * Give the unwinder @c's process's mappings as /proc has them now (read
+ * again after SPACE_TTL_NS, so a library loaded since is seen); false when
+ * it is no longer the process that blocked (it exited, its pid was
+ * reused, it exec'd; its space is then empty, and nothing is unwound in
+ * it).  A copy is read moments after it was taken, while its thread is
+ * blocked, so that is rare: a process exiting later keeps its stacks.
  */
 static bool prepare_space(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c)
 {
@@ -429,16 +325,20 @@ static bool prepare_space(struct perfrec_offcpu *oc, const struct perfrec_offcpu
 		uint64_t time;
 	} exit_rec = { { PERF_RECORD_EXIT, 0, sizeof(exit_rec) }, c->pid, 0, c->pid, 0, 0 };
 	struct perfrec_synth_opts so = { .sz = sizeof(so), .pids = &c->pid, .nr_pids = 1, .data_maps = true };
+	uint64_t now = now_ns();
+	int seen = space_seen(oc, c, now);
 	bool ok;
 
+	if (seen >= 0)
+		return seen;
 	for (size_t i = 0; i < oc->nr_seen; i++)
 		if (oc->seen[i].pid == c->pid)
-			return oc->seen[i].ok;
-	/* What the unwinder knew of this pid is a past drain's: forget it. */
-	perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, sizeof(oc->out));
+			oc->seen[i] = oc->seen[--oc->nr_seen];
+	/* What the unwinder knew of this pid is older: forget it. */
+	perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, SAMPLE_MAX);
 	ok = same_process(c) && perfrec_synth__tasks(&so, feed_mmap, oc) == 0 && same_process(c);
 	if (!ok)
-		perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, sizeof(oc->out));
+		perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, SAMPLE_MAX);
 	if (oc->nr_seen == oc->cap_seen) {
 		size_t cap = oc->cap_seen ? 2 * oc->cap_seen : 16;
 		void *p = realloc(oc->seen, cap * sizeof(*oc->seen));
@@ -448,7 +348,8 @@ static bool prepare_space(struct perfrec_offcpu *oc, const struct perfrec_offcpu
 		oc->seen = p;
 		oc->cap_seen = cap;
 	}
-	oc->seen[oc->nr_seen++] = (struct space_seen){ .pid = c->pid, .ok = ok };
+	oc->seen[oc->nr_seen++] = (struct space_seen){ .pid = c->pid, .ok = ok, .start_time = c->start_time,
+						      .exe_ino = c->exe_ino, .when = now };
 	return ok;
 }
 
@@ -462,31 +363,24 @@ static void dwarf_attr(struct perf_event_attr *a)
 }
 
 /*
- * @c as the DWARF sample --call-graph dwarf would have written: kernel
- * chain, user registers (struct pt_regs reordered to perf's x86_64
- * numbering of PERFREC_REGS_USER_X86_64), the stack copy.  Returns its size.
+ * @c as the DWARF sample --call-graph dwarf would have written, with no
+ * kernel chain: user registers (struct pt_regs reordered to perf's x86_64
+ * numbering of PERFREC_REGS_USER_X86_64) and the stack copy.
  */
-static size_t dwarf_sample(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c,
-			   const uint64_t *kips, uint32_t nk, uint64_t id, uint64_t time)
+static void dwarf_sample(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, size_t len)
 {
 	/* pt_regs index of AX BX CX DX SI DI BP SP IP FLAGS CS SS R8 ... R15 */
 	static const uint8_t order[] = { 10, 5, 11, 12, 13, 14, 4, 19, 16, 18, 17, 20, 9, 8, 7, 6, 3, 2, 1, 0 };
 	struct perf_event_header *h = (struct perf_event_header *)oc->dwarf;
 	uint64_t *p = (uint64_t *)(h + 1);
-	uint64_t len = c->len & ~7u;
 
-	*p++ = id;
-	*p++ = c->regs[16];
+	*p++ = 0;                                               /* id */
+	*p++ = c->regs[16];                                     /* ip */
 	*p++ = (uint64_t)c->pid | (uint64_t)c->tid << 32;
-	*p++ = time;
-	*p++ = c->cpu;
-	*p++ = c->delta;
-	*p++ = nk ? nk + 1 : 0;
-	if (nk) {
-		*p++ = PERF_CONTEXT_KERNEL;
-		memcpy(p, kips, nk * sizeof(uint64_t));
-		p += nk;
-	}
+	*p++ = c->ts;
+	*p++ = 0;                                               /* cpu */
+	*p++ = 1;                                               /* period */
+	*p++ = 0;                                               /* no kernel chain */
 	*p++ = PERF_SAMPLE_REGS_ABI_64;
 	for (size_t i = 0; i < sizeof(order); i++)
 		*p++ = c->regs[order[i]];
@@ -498,60 +392,447 @@ static size_t dwarf_sample(struct perfrec_offcpu *oc, const struct perfrec_offcp
 	h->type = PERF_RECORD_SAMPLE;
 	h->misc = PERF_RECORD_MISC_USER;
 	h->size = (uint16_t)((unsigned char *)p - (unsigned char *)h);
-	return h->size;
+}
+
+/* Record words that tell two samples apart: all but id, time and period. */
+static bool agg_word(size_t i)
+{
+	return i != 1 && i != 4 && i != 6;
+}
+
+static uint64_t agg_hash(const uint64_t *rec)
+{
+	const struct perf_event_header *h = (const void *)rec;
+	uint64_t x = 1469598103934665603ull;
+
+	for (size_t i = 0; i < h->size / 8; i++)
+		if (agg_word(i)) {
+			x ^= rec[i];
+			x *= 1099511628211ull;
+		}
+	return x;
+}
+
+static bool agg_same(const uint64_t *a, const uint64_t *b)
+{
+	const struct perf_event_header *h = (const void *)a;
+
+	if (h->size != ((const struct perf_event_header *)b)->size)
+		return false;
+	for (size_t i = 0; i < h->size / 8; i++)
+		if (agg_word(i) && a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* Sum the sample in oc->out into its thread and path's entry. */
+static void agg_add(struct perfrec_offcpu *oc, bool whole)
+{
+	const struct perf_event_header *h = (const void *)oc->out;
+	uint64_t hash = agg_hash(oc->out);
+	struct agg_entry **b = &oc->agg[hash % AGG_BUCKETS], *e;
+
+	pthread_mutex_lock(&oc->lock);
+	oc->whole += whole;
+	oc->kept_fp += !whole;
+	for (e = *b; e; e = e->next)
+		if (e->hash == hash && agg_same(e->rec, oc->out)) {
+			e->rec[6] += oc->out[6];
+			goto out;
+		}
+	e = oc->nr_agg < AGG_MAX ? malloc(sizeof(*e) + h->size) : NULL;
+	if (!e) {
+		oc->agg_full++;
+		goto out;
+	}
+	e->hash = hash;
+	memcpy(e->rec, oc->out, h->size);
+	e->next = *b;
+	*b = e;
+	oc->nr_agg++;
+out:
+	pthread_mutex_unlock(&oc->lock);
+}
+
+static uint32_t pend_bucket(uint32_t tid, uint64_t ts)
+{
+	return (uint32_t)((tid * 0x9e3779b97f4a7c15ull ^ ts) % PEND_BUCKETS);
+}
+
+/* Take @p out of the hash and the age list. */
+static void pend_unlink(struct perfrec_offcpu *oc, struct pend *p)
+{
+	struct pend **b = &oc->pend[pend_bucket(p->tid, p->ts)];
+
+	while (*b && *b != p)
+		b = &(*b)->hnext;
+	if (*b)
+		*b = p->hnext;
+	if (p->older)
+		p->older->newer = p->newer;
+	else
+		oc->oldest = p->newer;
+	if (p->newer)
+		p->newer->older = p->older;
+	else
+		oc->newest = p->older;
+	oc->nr_pend--;
+}
+
+static struct pend *pend_take(struct perfrec_offcpu *oc, uint32_t tid, uint64_t ts)
+{
+	struct pend *p;
+
+	for (p = oc->pend[pend_bucket(tid, ts)]; p; p = p->hnext)
+		if (p->tid == tid && p->ts == ts) {
+			pend_unlink(oc, p);
+			return p;
+		}
+	return NULL;
+}
+
+static void pend_add(struct perfrec_offcpu *oc, uint32_t tid, uint64_t ts, const uint64_t *frames, uint32_t nr)
+{
+	struct pend *p, **b;
+
+	if (oc->nr_pend >= PEND_MAX) {
+		p = oc->oldest;
+		pend_unlink(oc, p);
+		free(p);
+		pthread_mutex_lock(&oc->lock);
+		oc->evicted++;
+		pthread_mutex_unlock(&oc->lock);
+	}
+	p = malloc(sizeof(*p) + nr * sizeof(uint64_t));
+	if (!p)
+		return;
+	*p = (struct pend){ .tid = tid, .ts = ts, .nr = nr, .older = oc->newest };
+	memcpy(p->frames, frames, nr * sizeof(uint64_t));
+	b = &oc->pend[pend_bucket(tid, ts)];
+	p->hnext = *b;
+	*b = p;
+	if (oc->newest)
+		oc->newest->newer = p;
+	else
+		oc->oldest = p;
+	oc->newest = p;
+	oc->nr_pend++;
 }
 
 /*
- * One sample for a sampled block: its user stack unwound where the copy
- * allows, else the frame-pointer stack the kernel noted (never a guess).
+ * A copy, as its thread blocks: unwound now, while its process surely
+ * exists, and kept until the thread is back.  Only a chain with a caller
+ * is kept as whole (a lone ip is what the frame-pointer walk has too).
  */
-static int emit_copy(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, int kfd, int ufd,
-		     uint64_t *kips, uint64_t *uips, uint64_t id, uint64_t time,
-		     perfrec_offcpu_emit_fn emit, void *userdata)
+static void on_copy(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, size_t len)
 {
-	struct perfrec_offcpu_entry e = { .pid = c->pid, .tid = c->tid, .cpu = c->cpu, .period = c->delta,
-					  .kernel = kips, .user = uips };
+	const struct perf_event_header *h = (const void *)oc->out;
 	struct perfrec_unwinder_stats before, after;
 	struct perf_event_attr a;
+	uint32_t nr = 0;
 	int r;
 
-	if (c->delta == 0)
-		return 0;
-	e.nr_kernel = read_stack(kfd, c->kstack_id, kips);
 	if (prepare_space(oc, c)) {
 		dwarf_attr(&a);
-		dwarf_sample(oc, c, kips, e.nr_kernel, id, time);
+		dwarf_sample(oc, c, len);
 		perfrec_unwinder__stats(oc->unwinder, &before);
 		r = perfrec_unwinder__rewrite(oc->unwinder, (struct perf_event_header *)oc->dwarf, &a,
-					      oc->out, sizeof(oc->out));
+					      oc->out, SAMPLE_MAX);
 		perfrec_unwinder__stats(oc->unwinder, &after);
-		/* At least one caller found: the unwound chain; else the walked one. */
-		if (r > 0 && after.unwound > before.unwound) {
-			oc->whole++;
-			return emit((const struct perf_event_header *)oc->out, userdata);
-		}
+		/* out: header, id ip tid time cpu period nr, then USER and the frames */
+		if (r > 0 && after.unwound > before.unwound && h->size >= 8 * 10 && oc->out[7] >= 3 &&
+		    oc->out[7] <= PERFREC_OFFCPU_MAX_STACK + 1 && oc->out[8] == PERF_CONTEXT_USER)
+			nr = (uint32_t)oc->out[7] - 1;
 	} else {
+		pthread_mutex_lock(&oc->lock);
 		oc->gone++;
+		pthread_mutex_unlock(&oc->lock);
 	}
-	oc->kept_fp++;
-	e.nr_user = read_stack(ufd, c->ustack_id, uips);
-	r = perfrec_offcpu__encode_sample(oc->out, sizeof(oc->out), &e, id, time);
-	return r < 0 ? r : emit((const struct perf_event_header *)oc->out, userdata);
+	pend_add(oc, c->tid, c->ts, nr ? &oc->out[9] : NULL, nr);
 }
 
-/* The sampled blocks, after the aggregate, while their stack ids still read. */
-static int emit_copies(struct perfrec_offcpu *oc, int kfd, int ufd, uint64_t *kips, uint64_t *uips,
-		       uint64_t id, uint64_t time, perfrec_offcpu_emit_fn emit, void *userdata)
+/*
+ * The thread of a copy is back: its block summed with the unwound stack
+ * where there is one, else with the frame-pointer stack the kernel noted
+ * (never a guess).  Stack ids are read now, before a drain frees them.
+ */
+static void on_wake(struct perfrec_offcpu *oc, const struct perfrec_offcpu_wake *w)
 {
+	struct pend *p = pend_take(oc, w->tid, w->ts);
+	struct perfrec_offcpu_entry e = { .pid = w->pid, .tid = w->tid, .cpu = w->cpu, .period = w->delta,
+					  .kernel = oc->kips, .user = oc->uips };
+
+	if (w->delta) {
+		e.nr_kernel = read_stack(oc->kfd, w->kstack_id, oc->kips);
+		if (p && p->nr) {
+			e.user = p->frames;
+			e.nr_user = p->nr;
+		} else {
+			e.nr_user = read_stack(oc->ufd, w->ustack_id, oc->uips);
+		}
+		if (perfrec_offcpu__encode_sample(oc->out, SAMPLE_MAX, &e, 0, 0) > 0)
+			agg_add(oc, p && p->nr);
+	}
+	free(p);
+}
+
+static int take_record(void *ctx, void *data, size_t size)
+{
+	const struct perfrec_offcpu_copy *c = data;
+	const struct perfrec_offcpu_wake *w = data;
+
+	if (size >= sizeof(*c) && c->kind == REC_COPY)
+		on_copy(ctx, c, c->len <= size - sizeof(*c) && c->len <= COPY_STACK ? c->len & ~7ull : 0);
+	else if (size >= sizeof(*w) && w->kind == REC_WAKE)
+		on_wake(ctx, w);
+	return 0;
+}
+
+static void *copies_thread(void *arg)
+{
+	struct perfrec_offcpu *oc = arg;
+
+	while (!__atomic_load_n(&oc->stop, __ATOMIC_ACQUIRE))
+		ring_buffer__poll(oc->ring, 100);
+	return NULL;
+}
+
+/* Before load: the program's switch and the ring's size (a page when off). */
+static int whole_stacks_setup(struct perfrec_offcpu *oc, const struct perfrec_offcpu_opts *opts)
+{
+	uint32_t rate = PERFREC_OPTS_GET(opts, copies_per_sec, 0);
+
+	if (!PERFREC_OPTS_GET(opts, whole_stacks, false))
+		return 0;
+	oc->skel->rodata->whole_stacks = true;
+	oc->skel->rodata->copies_per_sec = rate ? rate : DEFAULT_COPIES_PER_SEC;
+	oc->skel->rodata->copy_gap_ns = COPY_GAP_NS;
+	return bpf_map__set_max_entries(oc->skel->maps.copies, COPIES_RING);
+}
+
+/*
+ * After load: the ring's reader, the unwinder of its copies, and the
+ * thread that runs them, so that a block is unwound soon after it ends,
+ * while its process is most likely still there, and the ring is read
+ * more often than files end.  The thread takes no signals.
+ */
+static int whole_stacks_open(struct perfrec_offcpu *oc)
+{
+	struct perfrec_unwinder_opts uo = { .sz = sizeof(uo) };
+	sigset_t all, old;
+	int r;
+
+	if (!oc->skel->rodata->whole_stacks)
+		return 0;
+	oc->kfd = bpf_map__fd(oc->skel->maps.kstacks);
+	oc->ufd = bpf_map__fd(oc->skel->maps.ustacks);
+	oc->kips = calloc(PERFREC_OFFCPU_MAX_STACK, sizeof(uint64_t));
+	oc->uips = calloc(PERFREC_OFFCPU_MAX_STACK, sizeof(uint64_t));
+	oc->dwarf = calloc(1, SAMPLE_MAX + 256 + COPY_STACK);
+	oc->out = calloc(1, 65536);
+	if (!oc->kips || !oc->uips || !oc->dwarf || !oc->out)
+		return -ENOMEM;
+	oc->ring = ring_buffer__new(bpf_map__fd(oc->skel->maps.copies), take_record, oc, NULL);
+	if (!oc->ring)
+		return -errno;
+	r = perfrec_unwinder__new(&uo, &oc->unwinder);
+	if (r < 0)
+		return r;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&oc->thread, NULL, copies_thread, oc);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	oc->thread_started = r == 0;
+	return r;
+}
+
+static void agg_free(struct agg_entry *e)
+{
+	while (e) {
+		struct agg_entry *next = e->next;
+
+		free(e);
+		e = next;
+	}
+}
+
+static void whole_stacks_close(struct perfrec_offcpu *oc)
+{
+	if (oc->thread_started) {
+		__atomic_store_n(&oc->stop, true, __ATOMIC_RELEASE);
+		pthread_join(oc->thread, NULL);
+	}
+	ring_buffer__free(oc->ring);
+	perfrec_unwinder__free(oc->unwinder);
+	for (size_t i = 0; i < AGG_BUCKETS; i++)
+		agg_free(oc->agg[i]);
+	while (oc->oldest) {
+		struct pend *p = oc->oldest;
+
+		pend_unlink(oc, p);
+		free(p);
+	}
+	free(oc->seen);
+	free(oc->kips);
+	free(oc->uips);
+	free(oc->dwarf);
+	free(oc->out);
+}
+
+/*
+ * The whole-stack samples summed since the last drain, stamped @id and
+ * @time; the table is taken under the lock and written outside it.
+ */
+static int drain_whole(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
+		       perfrec_offcpu_emit_fn emit, void *userdata)
+{
+	struct agg_entry *list = NULL;
 	int r = 0, count = 0;
 
-	for (size_t i = 0; i < oc->nr_pending && r >= 0; i++) {
-		r = emit_copy(oc, oc->pending[i], kfd, ufd, kips, uips, id, time, emit, userdata);
-		if (r >= 0 && oc->pending[i]->delta)
-			count++;
+	if (!oc->thread_started)
+		return 0;
+	pthread_mutex_lock(&oc->lock);
+	for (size_t i = 0; i < AGG_BUCKETS; i++) {
+		while (oc->agg[i]) {
+			struct agg_entry *e = oc->agg[i];
+
+			oc->agg[i] = e->next;
+			e->next = list;
+			list = e;
+		}
 	}
-	free_pending(oc);
+	oc->nr_agg = 0;
+	pthread_mutex_unlock(&oc->lock);
+	for (struct agg_entry *e = list; e && r >= 0; e = e->next) {
+		e->rec[1] = id;
+		e->rec[4] = time;
+		r = emit((const struct perf_event_header *)e->rec, userdata);
+		count++;
+	}
+	agg_free(list);
 	return r < 0 ? r : count;
+}
+
+int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts, struct perfrec_offcpu **ret,
+			 char *why, size_t why_len)
+{
+	const char *cg = PERFREC_OPTS_GET(opts, cgroup_path, NULL);
+	struct perfrec_offcpu *oc;
+	uint64_t cgid = 0;
+	int r;
+
+	if (!PERFREC_OPTS_VALID(opts, struct perfrec_offcpu_opts) || !ret)
+		return -EINVAL;
+	*ret = NULL;
+	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+		r = -errno;
+		snprintf(why, why_len, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
+			 strerror(-r));
+		return r;
+	}
+	if (cg && cg[0]) {
+		r = cgroup_id_of(cg, &cgid);
+		if (r < 0) {
+			snprintf(why, why_len, "cgroup %s: %s", cg, strerror(-r));
+			return r;
+		}
+	}
+	oc = calloc(1, sizeof(*oc));
+	if (!oc)
+		return -ENOMEM;
+	pthread_mutex_init(&oc->lock, NULL);
+	/* libbpf would print to stderr; the library never prints. */
+	libbpf_set_print(silent_print);
+	oc->skel = offcpu_bpf__open();
+	if (!oc->skel) {
+		r = -errno;
+		snprintf(why, why_len, "opening the BPF object failed: %s", strerror(-r));
+		goto fail;
+	}
+	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
+	oc->skel->bss->cgroup_id = cgid;
+	oc->skel->rodata->self_tgid = (uint32_t)PERFREC_OPTS_GET(opts, self_pid, 0);
+	r = whole_stacks_setup(oc, opts);
+	if (r < 0) {
+		snprintf(why, why_len, "setting up whole stacks failed: %s", strerror(-r));
+		goto fail;
+	}
+	r = offcpu_bpf__load(oc->skel);
+	if (r < 0) {
+		snprintf(why, why_len, "loading the BPF program failed: %s%s", strerror(-r),
+			 r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+		goto fail;
+	}
+	r = whole_stacks_open(oc);
+	if (r < 0) {
+		snprintf(why, why_len, "opening the ring of stack copies failed: %s", strerror(-r));
+		goto fail;
+	}
+	r = offcpu_bpf__attach(oc->skel);
+	if (r < 0) {
+		snprintf(why, why_len, "attaching to sched_switch failed: %s", strerror(-r));
+		goto fail;
+	}
+	*ret = oc;
+	return 0;
+fail:
+	perfrec_offcpu__close(oc);
+	return r;
+}
+
+void perfrec_offcpu__close(struct perfrec_offcpu *oc)
+{
+	if (!oc)
+		return;
+	whole_stacks_close(oc);
+	offcpu_bpf__destroy(oc->skel);
+	pthread_mutex_destroy(&oc->lock);
+	free(oc);
+}
+
+int perfrec_offcpu__set_filter(struct perfrec_offcpu *oc, const struct perfrec_offcpu_opts *opts)
+{
+	const char *cg = PERFREC_OPTS_GET(opts, cgroup_path, NULL);
+	uint64_t cgid = 0;
+	int r;
+
+	if (!oc || !oc->skel || !oc->skel->bss || !PERFREC_OPTS_VALID(opts, struct perfrec_offcpu_opts))
+		return -EINVAL;
+	if (cg && cg[0]) {
+		r = cgroup_id_of(cg, &cgid);
+		if (r < 0)
+			return r;
+	}
+	/* The program reads both at every switch: a block ending now may see either. */
+	oc->skel->bss->min_ns = PERFREC_OPTS_GET(opts, min_ns, 0);
+	oc->skel->bss->cgroup_id = cgid;
+	return 0;
+}
+
+uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc)
+{
+	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_full : 0;
+}
+
+uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc)
+{
+	return oc && oc->skel && oc->skel->bss ? oc->skel->bss->lost_stacks : 0;
+}
+
+void perfrec_offcpu__copy_stats(struct perfrec_offcpu *oc, struct perfrec_offcpu_copy_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!oc || !oc->skel || !oc->skel->bss)
+		return;
+	ret->copied = oc->skel->bss->copies_taken;
+	ret->ring_full = oc->skel->bss->copies_lost;
+	pthread_mutex_lock(&oc->lock);
+	ret->whole = oc->whole;
+	ret->kept_fp = oc->kept_fp;
+	ret->gone = oc->gone;
+	ret->evicted = oc->evicted;
+	ret->table_full = oc->agg_full;
+	pthread_mutex_unlock(&oc->lock);
 }
 
 int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
@@ -568,14 +849,6 @@ int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 	mfd = bpf_map__fd(oc->skel->maps.offcpu);
 	kfd = bpf_map__fd(oc->skel->maps.kstacks);
 	ufd = bpf_map__fd(oc->skel->maps.ustacks);
-	/* The copies sent so far: their blocks ended before this drain. */
-	if (oc->ring) {
-		r = ring_buffer__consume(oc->ring);
-		if (r < 0) {
-			free_pending(oc);
-			return r;
-		}
-	}
 	/*
 	 * Deleting the entry just emitted while walking would make the next
 	 * get_next_key restart, so delete the previous one after stepping on.
@@ -599,20 +872,16 @@ int perfrec_offcpu__drain(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 		e.nr_kernel = read_stack(kfd, key.kstack_id, kips);
 		e.nr_user = read_stack(ufd, key.ustack_id, uips);
 		r = perfrec_offcpu__encode_sample(rec, sizeof(rec), &e, id, time);
-		if (r < 0) {
-			free_pending(oc);
+		if (r < 0)
 			return r;
-		}
 		r = emit((const struct perf_event_header *)rec, userdata);
-		if (r < 0) {
-			free_pending(oc);
+		if (r < 0)
 			return r;
-		}
 		count++;
 	}
 	if (prev)
 		bpf_map_delete_elem(mfd, prev);
-	r = emit_copies(oc, kfd, ufd, kips, uips, id, time, emit, userdata);
+	r = drain_whole(oc, id, time, emit, userdata);
 	if (r < 0)
 		return r;
 	count += r;

@@ -12,13 +12,15 @@
  * Whole user stacks (whole_stacks, set with callchain=dwarf and host
  * unwinding): the frame-pointer walk above loses the callers of code built
  * without frame pointers, so for a bounded sample of blocks (copies_per_sec
- * per CPU, max_copies waiting at once) the blocking thread's user
- * registers and the top of its user stack are copied too, while it is
- * still current and its memory readable.  When it comes back, that block
- * goes to the copies ring with its blocked time instead of into the
- * aggregate, and user space unwinds it with the host's DWARF unwinder.
- * Blocks not sampled, or whose copy finds the ring full, are aggregated
- * with their frame-pointer stacks as before.
+ * per CPU, one per copy_gap_ns per thread) the blocking thread's user
+ * registers and the top of its user stack go to the copies ring while it
+ * is still current and its memory readable, and user space unwinds them
+ * with the host's DWARF unwinder at once, while the process surely exists.
+ * When the thread comes back, a small wake record with its blocked time
+ * follows, and that block is summed in user space with the unwound stack
+ * instead of here.  Nothing is held in the kernel across a block but the
+ * ring's records.  Blocks not sampled, or whose records find the ring
+ * full, are aggregated with their frame-pointer stacks as before.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -47,25 +49,43 @@ struct offcpu_key {
 	__u32 cpu;
 };
 
-/* A block's user registers and stack; the ring record of a sampled block. */
+/* Ring records of sampled blocks; keep in step with lib/offcpu.c. */
+#define REC_COPY	1
+#define REC_WAKE	2
+
+/* A block's user registers and stack, sent when it starts. */
 struct ucopy {
-	__u64 delta;		/* blocked ns, set when the thread comes back */
-	__u32 pid;
+	__u32 kind;		/* REC_COPY */
 	__u32 tid;
+	__u64 ts;		/* the block's start: (tid, ts) names it */
+	__u32 pid;
+	__u32 pad;
+	__u64 start_time;	/* the process's start (boot ns): pid reuse */
+	__u64 exe_ino;		/* its executable's inode: an exec */
+	__u64 regs[NR_PT_REGS];	/* struct pt_regs of the user side */
+	__u64 len;		/* bytes of stack copied from regs' sp */
+	__u8 stack[COPY_CHUNK * COPY_CHUNKS];
+};
+
+/* The end of a block a copy was sent for (delta 0: too short to count). */
+struct uwake {
+	__u32 kind;		/* REC_WAKE */
+	__u32 tid;
+	__u64 ts;
+	__u64 delta;
+	__u32 pid;
 	__s32 kstack_id;
 	__s32 ustack_id;
 	__u32 state;
 	__u32 cpu;
-	__u64 start_time;	/* the process's start (boot ns): pid reuse */
-	__u64 exe_ino;		/* its executable's inode: an exec since */
-	__u64 regs[NR_PT_REGS];	/* struct pt_regs of the user side */
-	__u32 len;		/* bytes of stack copied from regs' sp */
-	__u32 live;		/* counted in copies_out */
-	__u8 stack[COPY_CHUNK * COPY_CHUNKS];
+	__u32 pad;
 };
 
 struct tstart {
 	__u64 ts;
+	__u64 last_copy;	/* when this thread's last copy was taken */
+	__u32 copied;		/* this block's copy is in the ring */
+	__u32 last_short;	/* the thread's last block was shorter than min_ns */
 	__s32 kstack_id;
 	__s32 ustack_id;
 	__u32 state;
@@ -100,15 +120,7 @@ struct {
 	__type(value, struct tstart);
 } tstarts SEC(".maps");
 
-/* The copy of a blocked thread, from its block until it comes back. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct ucopy);
-} tcopies SEC(".maps");
-
-/* Sampled blocks, drained at each file end; user space sizes it (1 page: off). */
+/* Copies and wakes of sampled blocks, read by a thread of lib/offcpu.c; user space sizes it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
@@ -145,14 +157,13 @@ volatile __u64 cgroup_id = 0;		/* 0: every cgroup */
 const volatile __u32 self_tgid = 0;	/* never count the profiler */
 const volatile bool whole_stacks = false;	/* copy user registers and stacks */
 const volatile __u32 copies_per_sec = 0;	/* per CPU */
-const volatile __u32 max_copies = 0;		/* waiting at once, all threads */
+const volatile __u64 copy_gap_ns = 0;		/* per thread, between two copies */
 
 /* Counters user space reads to report what was lost. */
 __u64 lost_full = 0;
 __u64 lost_stacks = 0;	/* stacks not recorded: their bucket held another */
 __u64 copies_taken = 0;	/* blocks whose user stack was copied */
-__u64 copies_lost = 0;	/* ... that the ring had no room for (aggregated instead) */
-__s64 copies_out = 0;	/* copies of threads still blocked */
+__u64 copies_lost = 0;	/* copies or wakes the ring had no room for */
 
 /* One more copy in this CPU's second, if the budget allows. */
 static bool copy_allowed(__u64 now)
@@ -160,7 +171,7 @@ static bool copy_allowed(__u64 now)
 	__u32 zero = 0;
 	struct rate *r = bpf_map_lookup_elem(&rates, &zero);
 
-	if (!r || copies_out >= max_copies)
+	if (!r)
 		return false;
 	if (r->window != now >> 30) {
 		r->window = now >> 30;
@@ -173,7 +184,7 @@ static bool copy_allowed(__u64 now)
 }
 
 /* The top of the user stack from @sp, in chunks: stop where the mapping ends. */
-static __u32 copy_stack(struct ucopy *c, __u64 sp)
+static __u64 copy_stack(struct ucopy *c, __u64 sp)
 {
 	__u32 i;
 
@@ -184,75 +195,73 @@ static __u32 copy_stack(struct ucopy *c, __u64 sp)
 	return i * COPY_CHUNK;
 }
 
-static void drop_copy(struct task_struct *t, struct ucopy *c)
-{
-	if (c->live)
-		__sync_fetch_and_add(&copies_out, -1);
-	bpf_task_storage_delete(&tcopies, t);
-}
-
 /*
- * Copy @prev's user registers and stack (it is current: its memory is
+ * Send @prev's user registers and stack (it is current: its memory is
  * the one bpf_probe_read_user() reads).  bpf_task_pt_regs() came in 5.15;
- * an older kernel gets no copies, and frame-pointer stacks as before.
+ * an older kernel sends no copies, and keeps frame-pointer stacks.
  */
-static void take_copy(struct task_struct *prev, struct tstart *st, __u64 now)
+static bool send_copy(struct task_struct *prev, struct tstart *st, __u64 now)
 {
 	struct pt_regs *regs;
 	struct ucopy *c;
 
 	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
-		return;
-	if (!BPF_CORE_READ(prev, mm) || !copy_allowed(now))
-		return;
-	c = bpf_task_storage_get(&tcopies, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!c)
-		return;
+		return false;
+	/*
+	 * A thread blocking all the time does not take every copy, nor does
+	 * one whose last block was too short to count: most blocks are short
+	 * hand-offs, and a copy of one is wasted.
+	 */
+	if (now - st->last_copy < copy_gap_ns || st->last_short || !BPF_CORE_READ(prev, mm) ||
+	    !copy_allowed(now))
+		return false;
+	st->last_copy = now;
+	c = bpf_ringbuf_reserve(&copies, sizeof(*c), 0);
+	if (!c) {
+		__sync_fetch_and_add(&copies_lost, 1);
+		return false;
+	}
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs || bpf_probe_read_kernel(c->regs, sizeof(c->regs), regs) < 0) {
-		drop_copy(prev, c);
-		return;
+		bpf_ringbuf_discard(c, 0);
+		return false;
 	}
-	if (!c->live) {
-		c->live = 1;
-		__sync_fetch_and_add(&copies_out, 1);
-	}
-	c->pid = prev->tgid;
+	c->kind = REC_COPY;
 	c->tid = prev->pid;
-	c->kstack_id = st->kstack_id;
-	c->ustack_id = st->ustack_id;
-	c->state = st->state;
-	c->cpu = st->cpu;
+	c->ts = now;
+	c->pid = prev->tgid;
 	c->start_time = BPF_CORE_READ(prev, group_leader, start_boottime);
 	c->exe_ino = BPF_CORE_READ(prev, mm, exe_file, f_inode, i_ino);
 	c->len = copy_stack(c, c->regs[19]);	/* pt_regs.sp */
+	bpf_ringbuf_submit(c, 0);
 	__sync_fetch_and_add(&copies_taken, 1);
+	return true;
 }
 
 /*
- * @next is back after @delta ns: a copy of its block goes to the ring
- * (true), or is dropped (false: aggregate the block as usual).
+ * @next, whose block's copy was sent, is back after @delta ns: tell user
+ * space, which sums the block with the unwound stack (true) or, for a
+ * block too short to count, forgets the copy.  false: aggregate it here.
  */
-static bool put_copy(struct task_struct *next, __u64 delta, bool counted)
+static bool send_wake(struct task_struct *next, struct tstart *st, __u64 delta, bool counted)
 {
-	struct ucopy *c;
-	__u32 len;
-	bool done = false;
+	struct uwake w = {
+		.kind = REC_WAKE,
+		.tid = next->pid,
+		.ts = st->ts,
+		.delta = counted ? delta : 0,
+		.pid = next->tgid,
+		.kstack_id = st->kstack_id,
+		.ustack_id = st->ustack_id,
+		.state = st->state,
+		.cpu = st->cpu,
+	};
 
-	c = bpf_task_storage_get(&tcopies, next, NULL, 0);
-	if (!c)
-		return false;
-	if (counted) {
-		c->delta = delta;
-		len = c->len;
-		if (len > sizeof(c->stack))
-			len = sizeof(c->stack);
-		done = bpf_ringbuf_output(&copies, c, offsetof(struct ucopy, stack) + len, 0) == 0;
-		if (!done)
-			__sync_fetch_and_add(&copies_lost, 1);
-	}
-	drop_copy(next, c);
-	return done;
+	st->copied = 0;
+	if (bpf_ringbuf_output(&copies, &w, sizeof(w), 0) == 0)
+		return counted;
+	__sync_fetch_and_add(&copies_lost, 1);
+	return false;
 }
 
 SEC("tp_btf/sched_switch")
@@ -279,8 +288,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 				__sync_fetch_and_add(&lost_stacks, 1);
 			st->state = prev_state;
 			st->cpu = bpf_get_smp_processor_id();
-			if (whole_stacks)
-				take_copy(prev, st, now);
+			st->copied = whole_stacks && send_copy(prev, st, now);
 		}
 	}
 
@@ -289,9 +297,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 	if (st && st->ts) {
 		__u64 delta = now - st->ts;
 
-		st->ts = 0;
-		if (whole_stacks && put_copy(next, delta, delta >= min_ns))
+		st->last_short = delta < min_ns;
+		if (whole_stacks && st->copied && send_wake(next, st, delta, delta >= min_ns)) {
+			st->ts = 0;
 			return 0;
+		}
+		st->ts = 0;
 		if (delta >= min_ns) {
 			struct offcpu_key key = {
 				.pid = next->tgid,
@@ -309,8 +320,6 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev,
 						     BPF_NOEXIST) != 0)
 				__sync_fetch_and_add(&lost_full, 1);
 		}
-	} else if (whole_stacks && st) {
-		put_copy(next, 0, false);
 	}
 	return 0;
 }

@@ -10,12 +10,20 @@
  * times.  A frame-pointer walk from inside read() finds no caller; the
  * whole path needs the CFI.  Prints the main thread's tid.
  *
- *   offdeep [COUNT [INTERVAL_MS]]
+ * With "badsp" the main thread blocks instead in a read system call made
+ * with its stack pointer on an unmapped page: a thread whose user stack
+ * cannot be read (no signal may come meanwhile: it would have no stack).
+ * With "hold" it stays, once done and its tid printed, until its standard
+ * input ends, so that it is alive when the recording's file ends.
+ *
+ *   offdeep [badsp|hold] [COUNT [INTERVAL_MS]]
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,11 +78,34 @@ __attribute__((noinline)) long level1(int fd)
 	return sum + pad[7];
 }
 
+/* read(fd, buf, 1) with %rsp at 0x10 meanwhile; the kernel never uses it. */
+__attribute__((noinline)) long read_without_stack(int fd, char *buf);
+__attribute__((noinline)) long read_without_stack(int fd, char *buf)
+{
+	long n;
+
+	__asm__ volatile("mov %%rsp, %%r12\n\t"
+			 "mov $0x10, %%rsp\n\t"
+			 "syscall\n\t"
+			 "mov %%r12, %%rsp"
+			 : "=a"(n)
+			 : "0"((long)SYS_read), "D"((long)fd), "S"(buf), "d"(1L)
+			 : "rcx", "r11", "r12", "memory");
+	return n;
+}
+
 int main(int argc, char **argv)
 {
+	bool badsp = argc > 1 && strcmp(argv[1], "badsp") == 0;
+	bool hold = argc > 1 && strcmp(argv[1], "hold") == 0;
 	pthread_t t;
-	long sum;
+	long sum = 0;
+	char c;
 
+	if (badsp || hold) {
+		argc--;
+		argv++;
+	}
 	if (argc > 1)
 		count = atoi(argv[1]);
 	if (argc > 2)
@@ -83,8 +114,15 @@ int main(int argc, char **argv)
 		return 2;
 	if (pthread_create(&t, NULL, writer, NULL) != 0)
 		return 1;
-	sum = level1(fds[0]);
+	if (badsp)
+		for (int i = 0; i < count; i++)
+			sum += read_without_stack(fds[0], &c);
+	else
+		sum = level1(fds[0]);
 	pthread_join(t, NULL);
 	printf("tid=%d sum=%ld\n", (int)getpid(), sum);
+	fflush(stdout);
+	while (hold && read(0, &c, 1) > 0)
+		;
 	return 0;
 }

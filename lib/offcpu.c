@@ -8,12 +8,16 @@
  * the daemon to log, because on-CPU recording must go on without it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +27,6 @@
 
 #include <perfrec/evlist.h>
 #include <perfrec/offcpu.h>
-#include <perfrec/synth.h>
 #include <perfrec/unwind.h>
 
 #include "offcpu.skel.h"
@@ -63,8 +66,16 @@ struct perfrec_offcpu_wake {
 
 #define COPIES_RING (4u << 20)          /* ~500 copies of 8 KiB the thread has not read yet */
 #define DEFAULT_COPIES_PER_SEC 256
+/*
+ * The ring is read this often (the program wakes the reader only when it
+ * fills): soon enough that few processes exit between a block and the
+ * reading of its copy, which then cannot be unwound.
+ */
+#define POLL_MS 20
 #define COPY_GAP_NS (10 * 1000000ull)   /* one thread: one copy per 10 ms at most */
-#define SPACE_TTL_NS 1000000000ull      /* a process's mappings, read again after that */
+#define SPACE_TTL_NS 1000000000ull      /* a process's mappings, looked at again after that */
+#define SPACE_FORGET_NS (60 * 1000000000ull) /* ... forgotten when not used for that */
+#define MAPS_MAX (16u << 20)            /* /proc/PID/maps read at most */
 #define PEND_BUCKETS 1024
 /*
  * Unwound copies waiting for their thread to come back: a thread blocked
@@ -86,12 +97,14 @@ struct pend {
 #define AGG_MAX 65536                   /* distinct whole-stack samples in one file */
 #define SAMPLE_MAX (sizeof(struct perf_event_header) + 7 * 8 + 8 * 2 * (PERFREC_OFFCPU_MAX_STACK + 1))
 
-/* A process whose mappings the unwinder got from /proc lately. */
+/* A process whose mappings the unwinder got from /proc. */
 struct space_seen {
 	uint32_t pid;
 	bool ok;
 	uint64_t start_time, exe_ino; /* the process they are of */
-	uint64_t when;
+	uint64_t maps_hash;           /* of /proc/PID/maps as fed */
+	uint64_t checked;             /* when maps were last compared */
+	uint64_t when;                /* last used */
 };
 
 /* A whole-stack sample, summed with the blocks of the same thread and path. */
@@ -112,6 +125,8 @@ struct perfrec_offcpu {
 	int kfd, ufd;
 	struct space_seen *seen;
 	size_t nr_seen, cap_seen;
+	char *maps;
+	size_t cap_maps;
 	uint64_t *kips, *uips;
 	uint64_t *dwarf, *out;            /* a copy dressed as a DWARF sample; a sample */
 	struct pend *pend[PEND_BUCKETS];
@@ -275,13 +290,91 @@ static bool same_process(const struct perfrec_offcpu_copy *c)
 	return start == c->start_time / (1000000000ull / (unsigned long long)tck);
 }
 
-static int feed_mmap(void *ctx, const struct perf_event_header *rec)
+/* One line of /proc/PID/maps as the MMAP2 record perf would have written. */
+static void feed_map_line(struct perfrec_offcpu *oc, uint32_t pid, const char *line)
 {
-	struct perfrec_offcpu *oc = ctx;
+	struct {
+		struct perf_event_header h;
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		uint32_t maj, min;
+		uint64_t ino, ino_generation;
+		uint32_t prot, flags;
+		char name[PATH_MAX + 8];
+	} m = { .h.type = PERF_RECORD_MMAP2, .h.misc = PERF_RECORD_MISC_USER, .pid = pid, .tid = pid };
+	unsigned long long start, end, pgoff, ino;
+	unsigned maj, min;
+	char perms[8];
+	int name_at = 0;
+	size_t n;
 
-	if (rec->type != PERF_RECORD_MMAP2)
-		return 0;
-	return perfrec_unwinder__rewrite(oc->unwinder, rec, NULL, oc->out, sizeof(oc->out));
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
+		   &name_at) < 7 || !name_at || line[name_at] != '/' || end <= start)
+		return;
+	/* Code, and readable files (their .eh_frame_hdr, as perf's mmap_data). */
+	if (perms[2] != 'x' && perms[0] != 'r')
+		return;
+	n = strcspn(line + name_at, "\n");
+	if (n > PATH_MAX)
+		return;
+	memcpy(m.name, line + name_at, n);
+	memset(m.name + n, 0, 8);
+	m.addr = start;
+	m.len = end - start;
+	m.pgoff = pgoff;
+	m.maj = maj;
+	m.min = min;
+	m.ino = ino;
+	m.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+	m.flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
+	m.h.size = (uint16_t)(offsetof(__typeof__(m), name) + ((n + 8) & ~(size_t)7));
+	perfrec_unwinder__rewrite(oc->unwinder, &m.h, NULL, oc->out, SAMPLE_MAX);
+}
+
+/* @pid's /proc maps into oc->maps (NUL-terminated); false if they cannot be read. */
+static bool read_maps(struct perfrec_offcpu *oc, uint32_t pid, size_t *ret_len)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	for (;;) {
+		if (oc->cap_maps - len < 4097) {
+			size_t cap = oc->cap_maps ? 2 * oc->cap_maps : 65536;
+			char *p = cap <= MAPS_MAX ? realloc(oc->maps, cap) : NULL;
+
+			if (!p)
+				break;
+			oc->maps = p;
+			oc->cap_maps = cap;
+		}
+		n = read(fd, oc->maps + len, oc->cap_maps - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (!oc->maps || n != 0)
+		return false;
+	oc->maps[len] = 0;
+	*ret_len = len;
+	return true;
+}
+
+static uint64_t hash_bytes(const char *p, size_t len)
+{
+	uint64_t x = 1469598103934665603ull;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= (unsigned char)p[i];
+		x *= 1099511628211ull;
+	}
+	return x;
 }
 
 static uint64_t now_ns(void)
@@ -292,29 +385,58 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* @c's process as looked at lately: -1 not lately (expired entries go). */
-static int space_seen(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, uint64_t now)
+/* The entry of @pid (entries not used for SPACE_FORGET_NS go), or NULL. */
+static struct space_seen *space_seen(struct perfrec_offcpu *oc, uint32_t pid, uint64_t now)
 {
+	struct space_seen *found = NULL;
+
 	for (size_t i = 0; i < oc->nr_seen;) {
 		struct space_seen *s = &oc->seen[i];
 
-		if (now - s->when >= SPACE_TTL_NS) {
+		if (now - s->when >= SPACE_FORGET_NS) {
 			*s = oc->seen[--oc->nr_seen];
 			continue;
 		}
-		if (s->pid == c->pid)
-			return s->start_time == c->start_time && s->exe_ino == c->exe_ino ? s->ok : -1;
+		if (s->pid == pid)
+			found = s;
 		i++;
 	}
-	return -1;
+	return found;
+}
+
+static struct space_seen *space_new(struct perfrec_offcpu *oc)
+{
+	if (oc->nr_seen == oc->cap_seen) {
+		size_t cap = oc->cap_seen ? 2 * oc->cap_seen : 16;
+		void *p = realloc(oc->seen, cap * sizeof(*oc->seen));
+
+		if (!p)
+			return NULL;
+		oc->seen = p;
+		oc->cap_seen = cap;
+	}
+	return &oc->seen[oc->nr_seen++];
 }
 
 /*
- * Give the unwinder @c's process's mappings as /proc has them now (read
- * again after SPACE_TTL_NS, so a library loaded since is seen); false when
- * it is no longer the process that blocked (it exited, its pid was
- * reused, it exec'd; its space is then empty, and nothing is unwound in
- * it).  A copy is read moments after it was taken, while its thread is
+ * A copy of @pid's did not unwind: feed its maps again next time, in case
+ * the unwinder forgot them (its bound on processes) or they changed.
+ */
+static void space_recheck(struct perfrec_offcpu *oc, uint32_t pid)
+{
+	struct space_seen *s = space_seen(oc, pid, now_ns());
+
+	if (s)
+		s->checked = s->maps_hash = 0;
+}
+
+/*
+ * Give the unwinder @c's process's mappings as /proc has them now (looked
+ * at again after SPACE_TTL_NS, so a library loaded since is seen, and fed
+ * again only if they changed: a new space costs a new libdwfl session);
+ * false when it is no longer the process that blocked (it exited, its pid
+ * was reused, it exec'd; its space is then empty, and nothing is unwound
+ * in it).  A copy is read moments after it was taken, while its thread is
  * blocked, so that is rare: a process exiting later keeps its stacks.
  */
 static bool prepare_space(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c)
@@ -324,32 +446,41 @@ static bool prepare_space(struct perfrec_offcpu *oc, const struct perfrec_offcpu
 		uint32_t pid, ppid, tid, ptid;
 		uint64_t time;
 	} exit_rec = { { PERF_RECORD_EXIT, 0, sizeof(exit_rec) }, c->pid, 0, c->pid, 0, 0 };
-	struct perfrec_synth_opts so = { .sz = sizeof(so), .pids = &c->pid, .nr_pids = 1, .data_maps = true };
-	uint64_t now = now_ns();
-	int seen = space_seen(oc, c, now);
+	uint64_t now = now_ns(), hash = 0;
+	struct space_seen *s = space_seen(oc, c->pid, now);
+	bool same = s && s->start_time == c->start_time && s->exe_ino == c->exe_ino;
+	size_t len = 0;
 	bool ok;
 
-	if (seen >= 0)
-		return seen;
-	for (size_t i = 0; i < oc->nr_seen; i++)
-		if (oc->seen[i].pid == c->pid)
-			oc->seen[i] = oc->seen[--oc->nr_seen];
+	if (same && now - s->checked < SPACE_TTL_NS) {
+		s->when = now;
+		return s->ok;
+	}
+	ok = same_process(c) && read_maps(oc, c->pid, &len);
+	if (ok)
+		hash = hash_bytes(oc->maps, len);
+	if (ok && same && s->ok && s->maps_hash == hash) {
+		s->when = s->checked = now;
+		return true;
+	}
 	/* What the unwinder knew of this pid is older: forget it. */
 	perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, SAMPLE_MAX);
-	ok = same_process(c) && perfrec_synth__tasks(&so, feed_mmap, oc) == 0 && same_process(c);
-	if (!ok)
-		perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, SAMPLE_MAX);
-	if (oc->nr_seen == oc->cap_seen) {
-		size_t cap = oc->cap_seen ? 2 * oc->cap_seen : 16;
-		void *p = realloc(oc->seen, cap * sizeof(*oc->seen));
-
-		if (!p)
-			return ok;
-		oc->seen = p;
-		oc->cap_seen = cap;
+	if (ok) {
+		for (char *line = oc->maps, *end; *line; line = end + 1) {
+			end = strchrnul(line, '\n');
+			feed_map_line(oc, c->pid, line);
+			if (!*end)
+				break;
+		}
+		ok = same_process(c);
+		if (!ok)
+			perfrec_unwinder__rewrite(oc->unwinder, &exit_rec.h, NULL, oc->out, SAMPLE_MAX);
 	}
-	oc->seen[oc->nr_seen++] = (struct space_seen){ .pid = c->pid, .ok = ok, .start_time = c->start_time,
-						      .exe_ino = c->exe_ino, .when = now };
+	if (!s)
+		s = space_new(oc);
+	if (s)
+		*s = (struct space_seen){ .pid = c->pid, .ok = ok, .start_time = c->start_time,
+					  .exe_ino = c->exe_ino, .maps_hash = hash, .when = now, .checked = now };
 	return ok;
 }
 
@@ -527,7 +658,6 @@ static void pend_add(struct perfrec_offcpu *oc, uint32_t tid, uint64_t ts, const
 static void on_copy(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy *c, size_t len)
 {
 	const struct perf_event_header *h = (const void *)oc->out;
-	struct perfrec_unwinder_stats before, after;
 	struct perf_event_attr a;
 	uint32_t nr = 0;
 	int r;
@@ -535,14 +665,17 @@ static void on_copy(struct perfrec_offcpu *oc, const struct perfrec_offcpu_copy 
 	if (prepare_space(oc, c)) {
 		dwarf_attr(&a);
 		dwarf_sample(oc, c, len);
-		perfrec_unwinder__stats(oc->unwinder, &before);
 		r = perfrec_unwinder__rewrite(oc->unwinder, (struct perf_event_header *)oc->dwarf, &a,
 					      oc->out, SAMPLE_MAX);
-		perfrec_unwinder__stats(oc->unwinder, &after);
-		/* out: header, id ip tid time cpu period nr, then USER and the frames */
-		if (r > 0 && after.unwound > before.unwound && h->size >= 8 * 10 && oc->out[7] >= 3 &&
+		/*
+		 * out: header, id ip tid time cpu period nr, then USER and the
+		 * frames; with a caller (more than the ip) it was unwound.
+		 */
+		if (r > 0 && h->size >= 8 * 10 && oc->out[7] >= 3 &&
 		    oc->out[7] <= PERFREC_OFFCPU_MAX_STACK + 1 && oc->out[8] == PERF_CONTEXT_USER)
 			nr = (uint32_t)oc->out[7] - 1;
+		if (!nr)
+			space_recheck(oc, c->pid);
 	} else {
 		pthread_mutex_lock(&oc->lock);
 		oc->gone++;
@@ -593,7 +726,7 @@ static void *copies_thread(void *arg)
 	struct perfrec_offcpu *oc = arg;
 
 	while (!__atomic_load_n(&oc->stop, __ATOMIC_ACQUIRE))
-		ring_buffer__poll(oc->ring, 100);
+		ring_buffer__poll(oc->ring, POLL_MS);
 	return NULL;
 }
 
@@ -607,6 +740,7 @@ static int whole_stacks_setup(struct perfrec_offcpu *oc, const struct perfrec_of
 	oc->skel->rodata->whole_stacks = true;
 	oc->skel->rodata->copies_per_sec = rate ? rate : DEFAULT_COPIES_PER_SEC;
 	oc->skel->rodata->copy_gap_ns = COPY_GAP_NS;
+	oc->skel->rodata->copies_ring_bytes = COPIES_RING;
 	return bpf_map__set_max_entries(oc->skel->maps.copies, COPIES_RING);
 }
 
@@ -643,6 +777,8 @@ static int whole_stacks_open(struct perfrec_offcpu *oc)
 	r = -pthread_create(&oc->thread, NULL, copies_thread, oc);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	oc->thread_started = r == 0;
+	if (r == 0)
+		pthread_setname_np(oc->thread, "offcpu-unwind");
 	return r;
 }
 
@@ -673,6 +809,7 @@ static void whole_stacks_close(struct perfrec_offcpu *oc)
 		free(p);
 	}
 	free(oc->seen);
+	free(oc->maps);
 	free(oc->kips);
 	free(oc->uips);
 	free(oc->dwarf);

@@ -158,12 +158,24 @@ const volatile __u32 self_tgid = 0;	/* never count the profiler */
 const volatile bool whole_stacks = false;	/* copy user registers and stacks */
 const volatile __u32 copies_per_sec = 0;	/* per CPU */
 const volatile __u64 copy_gap_ns = 0;		/* per thread, between two copies */
+const volatile __u64 copies_ring_bytes = 4096;	/* the size of copies */
 
 /* Counters user space reads to report what was lost. */
 __u64 lost_full = 0;
 __u64 lost_stacks = 0;	/* stacks not recorded: their bucket held another */
 __u64 copies_taken = 0;	/* blocks whose user stack was copied */
 __u64 copies_lost = 0;	/* copies or wakes the ring had no room for */
+
+/*
+ * Flags for a record going to the ring: user space reads it every 20 ms
+ * anyway, so it is woken only when a quarter of the ring is waiting, not
+ * for each record.
+ */
+static __u64 ring_flags(void)
+{
+	return bpf_ringbuf_query(&copies, BPF_RB_AVAIL_DATA) > copies_ring_bytes / 4 ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 /* One more copy in this CPU's second, if the budget allows. */
 static bool copy_allowed(__u64 now)
@@ -233,7 +245,7 @@ static bool send_copy(struct task_struct *prev, struct tstart *st, __u64 now)
 	c->start_time = BPF_CORE_READ(prev, group_leader, start_boottime);
 	c->exe_ino = BPF_CORE_READ(prev, mm, exe_file, f_inode, i_ino);
 	c->len = copy_stack(c, c->regs[19]);	/* pt_regs.sp */
-	bpf_ringbuf_submit(c, 0);
+	bpf_ringbuf_submit(c, ring_flags());
 	__sync_fetch_and_add(&copies_taken, 1);
 	return true;
 }
@@ -258,7 +270,7 @@ static bool send_wake(struct task_struct *next, struct tstart *st, __u64 delta, 
 	};
 
 	st->copied = 0;
-	if (bpf_ringbuf_output(&copies, &w, sizeof(w), 0) == 0)
+	if (bpf_ringbuf_output(&copies, &w, sizeof(w), ring_flags()) == 0)
 		return counted;
 	__sync_fetch_and_add(&copies_lost, 1);
 	return false;

@@ -37,6 +37,12 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+	BPF_RB_AVAIL_DATA = 0,
+};
+
 /* Only what offcpu.bpf.c asks the running kernel about (bpf_core_enum_value_exists). */
 enum bpf_func_id {
 	BPF_FUNC_task_pt_regs = 175,

@@ -130,9 +130,10 @@ static void log_copies(struct offcpu_rec *o, const char *path)
 	perfrec_offcpu__copy_stats(o->offcpu, &s);
 	if (s.copied == l->copied && s.whole == l->whole && s.kept_fp == l->kept_fp)
 		return;
-	log_debug("Off-CPU whole stacks in %s: %" PRIu64 " blocks copied, %" PRIu64 " unwound, %" PRIu64
-		  " kept their frame-pointer stack (%" PRIu64 " of them: the process exited or exec'd)",
-		  path, s.copied - l->copied, s.whole - l->whole, s.kept_fp - l->kept_fp, s.gone - l->gone);
+	log_debug("Off-CPU whole stacks in %s: %" PRIu64 " blocks copied, %" PRIu64 " summed unwound, %" PRIu64
+		  " kept their frame-pointer stack (copies of exited or exec'd processes: %" PRIu64
+		  ", dropped for room: %" PRIu64 ")", path, s.copied - l->copied, s.whole - l->whole,
+		  s.kept_fp - l->kept_fp, s.gone - l->gone, s.evicted - l->evicted);
 	if (s.ring_full > l->ring_full)
 		log_notice("Off-CPU: %" PRIu64 " sampled blocks kept their frame-pointer stack: the ring of "
 			   "stack copies was full", s.ring_full - l->ring_full);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <limits.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,8 +69,8 @@ struct perfrec_offcpu_wake {
 #define DEFAULT_COPIES_PER_SEC 256
 /*
  * The ring is read this often (the program wakes the reader only when it
- * fills): soon enough that few processes exit between a block and the
- * reading of its copy, which then cannot be unwound.
+ * fills), and at each drain: soon enough that few processes exit between
+ * a block and the reading of its copy, which then cannot be unwound.
  */
 #define POLL_MS 20
 #define COPY_GAP_NS (10 * 1000000ull)   /* one thread: one copy per 10 ms at most */
@@ -132,6 +133,7 @@ struct perfrec_offcpu {
 	struct pend *pend[PEND_BUCKETS];
 	struct pend *oldest, *newest;
 	size_t nr_pend;
+	pthread_mutex_t reading;          /* held while the ring is read */
 	/* Under lock: the samples waiting for the next drain, and the counts. */
 	pthread_mutex_t lock;
 	struct agg_entry *agg[AGG_BUCKETS];
@@ -721,12 +723,32 @@ static int take_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * Read what the ring holds.  The thread and a drain both do, one at a
+ * time: the unwinder and the waiting copies are used under reading.
+ */
+static void read_ring(struct perfrec_offcpu *oc)
+{
+	pthread_mutex_lock(&oc->reading);
+	ring_buffer__consume(oc->ring);
+	pthread_mutex_unlock(&oc->reading);
+}
+
+/*
+ * Every POLL_MS, or sooner when the program wakes us (records come with
+ * no wakeup of their own: epoll alone would miss them).
+ */
 static void *copies_thread(void *arg)
 {
 	struct perfrec_offcpu *oc = arg;
+	int efd = ring_buffer__epoll_fd(oc->ring);
 
-	while (!__atomic_load_n(&oc->stop, __ATOMIC_ACQUIRE))
-		ring_buffer__poll(oc->ring, POLL_MS);
+	while (!__atomic_load_n(&oc->stop, __ATOMIC_ACQUIRE)) {
+		struct epoll_event ev;
+
+		epoll_wait(efd, &ev, 1, POLL_MS);
+		read_ring(oc);
+	}
 	return NULL;
 }
 
@@ -828,6 +850,8 @@ static int drain_whole(struct perfrec_offcpu *oc, uint64_t id, uint64_t time,
 
 	if (!oc->thread_started)
 		return 0;
+	/* The blocks that ended before this point are this file's. */
+	read_ring(oc);
 	pthread_mutex_lock(&oc->lock);
 	for (size_t i = 0; i < AGG_BUCKETS; i++) {
 		while (oc->agg[i]) {
@@ -878,6 +902,7 @@ int perfrec_offcpu__open(const struct perfrec_offcpu_opts *opts, struct perfrec_
 	if (!oc)
 		return -ENOMEM;
 	pthread_mutex_init(&oc->lock, NULL);
+	pthread_mutex_init(&oc->reading, NULL);
 	/* libbpf would print to stderr; the library never prints. */
 	libbpf_set_print(silent_print);
 	oc->skel = offcpu_bpf__open();
@@ -924,6 +949,7 @@ void perfrec_offcpu__close(struct perfrec_offcpu *oc)
 	whole_stacks_close(oc);
 	offcpu_bpf__destroy(oc->skel);
 	pthread_mutex_destroy(&oc->lock);
+	pthread_mutex_destroy(&oc->reading);
 	free(oc);
 }
 

@@ -8,7 +8,8 @@
  *
  * while a writer thread feeds the pipe one byte every INTERVAL_MS, COUNT
  * times.  A frame-pointer walk from inside read() finds no caller; the
- * whole path needs the CFI.  Prints the main thread's tid.
+ * whole path needs the CFI.  Prints the main thread's tid and the time it
+ * measured itself spending in read().
  *
  * With "badsp" the main thread blocks instead in a read system call made
  * with its stack pointer on an unmapped page: a thread whose user stack
@@ -29,6 +30,15 @@
 
 static int fds[2];
 static int count = 20, interval_ms = 50;
+static unsigned long long blocked_ns;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static void *writer(void *arg)
 {
@@ -52,8 +62,10 @@ __attribute__((noinline)) long level3(int fd);
 __attribute__((noinline)) long level3(int fd)
 {
 	volatile char buf[64];
+	unsigned long long t0 = now_ns();
 	long n = read(fd, (char *)buf, 1);
 
+	blocked_ns += now_ns() - t0;
 	return n + buf[0];
 }
 
@@ -115,12 +127,16 @@ int main(int argc, char **argv)
 	if (pthread_create(&t, NULL, writer, NULL) != 0)
 		return 1;
 	if (badsp)
-		for (int i = 0; i < count; i++)
+		for (int i = 0; i < count; i++) {
+			unsigned long long t0 = now_ns();
+
 			sum += read_without_stack(fds[0], &c);
+			blocked_ns += now_ns() - t0;
+		}
 	else
 		sum = level1(fds[0]);
 	pthread_join(t, NULL);
-	printf("tid=%d sum=%ld\n", (int)getpid(), sum);
+	printf("tid=%d sum=%ld blocked_ns=%llu\n", (int)getpid(), sum, blocked_ns);
 	fflush(stdout);
 	while (hold && read(0, &c, 1) > 0)
 		;

@@ -7,7 +7,8 @@
 # --offcpu --call-graph dwarf --unwind host, the offcpu-time samples of
 # that thread must show the whole path, read / level3 / level2 / level1 /
 # main in that order, to perf script, to hotspot's perfparser and in
-# perfrecctl folded; and most of its blocked time must be in them (blocks
+# perfrecctl folded; the samples must sum to within 10% of the time the
+# thread measured itself in read(), and most of it must be in those (blocks
 # are sampled for copies, up to 256 per second per CPU: the thread's 20
 # are all taken on a quiet machine, but other jobs on the host compete).
 # The copies are unwound while the thread is blocked, so a process that
@@ -81,9 +82,14 @@ paths() {
 	     }
 	     END { printf "%d %d %d\n", total, whole, partial }' "$T/script"
 }
-for t in "$tid" "$xtid"; do
+# within10 GOT TRUTH: GOT is within 10% of TRUTH
+within10() { awk -v s="$1" -v t="$2" 'BEGIN { d = s - t; if (d < 0) d = -d; exit !(t > 0 && d <= t / 10) }'; }
+truth() { sed -n 's/^tid=.* blocked_ns=\([0-9]*\)$/\1/p' "$1"; }
+for t in "$tid:$T/wl.out" "$xtid:$T/exits.out"; do
+	measured=$(truth "${t#*:}"); t=${t%%:*}
 	read -r total whole partial < <(paths "$t")
-	note "thread $t: $total ns blocked in read, $whole ns of it with read/level3/level2/level1/main"
+	note "thread $t: $total ns blocked in read (it measured $measured ns), $whole ns of it with read/level3/level2/level1/main"
+	within10 "$total" "$measured" || fail "thread $t: $total ns off-CPU in read is not within 10% of the measured $measured ns"
 	[ "$total" -gt 0 ] || { head -40 "$T/script"; fail "perf script shows no offcpu-time sample of thread $t in read"; }
 	[ "$whole" -gt 0 ] || { grep -A14 "^ *$t .*offcpu-time" "$T/script" | head -30; fail "no off-CPU sample of thread $t has the whole path read / level3 / level2 / level1 / main"; }
 	[ "$partial" = 0 ] || fail "$partial off-CPU samples of thread $t reach level3 without the whole path to main"
@@ -92,8 +98,9 @@ done
 
 # The thread that could not be copied: its blocks kept, frame-pointer stack.
 badsum=$(awk -v want="$badtid" 'BEGIN { RS = "" } $1 == want && $3 == "offcpu-time:" { s += $2 } END { printf "%d", s }' "$T/script")
-note "thread $badtid (stack unreadable): $badsum ns off-CPU"
-[ "$badsum" -gt 0 ] || fail "the blocks of the thread with an unreadable stack are missing"
+measured=$(truth "$T/bad.out")
+note "thread $badtid (stack unreadable): $badsum ns off-CPU (it measured $measured ns)"
+within10 "$badsum" "$measured" || fail "thread $badtid with an unreadable stack: $badsum ns off-CPU is not within 10% of the measured $measured ns"
 grep -q 'kept their frame-pointer stack' "$T/daemon.err" || fail "perfrecd did not count the copies that did not unwind"
 
 # hotspot: perfparser's stream names the path in the workload's samples.

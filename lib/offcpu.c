@@ -640,7 +640,8 @@ static void pend_add(struct perfrec_offcpu *oc, uint32_t tid, uint64_t ts, const
 	if (!p)
 		return;
 	*p = (struct pend){ .tid = tid, .ts = ts, .nr = nr, .older = oc->newest };
-	memcpy(p->frames, frames, nr * sizeof(uint64_t));
+	if (nr)
+		memcpy(p->frames, frames, nr * sizeof(uint64_t));
 	b = &oc->pend[pend_bucket(tid, ts)];
 	p->hnext = *b;
 	*b = p;

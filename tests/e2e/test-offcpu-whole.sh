@@ -59,7 +59,7 @@ f=$(only_file "$out") || exit 1
 tid=$(sed -n 's/^tid=\([0-9]*\) .*/\1/p' "$T/wl.out")
 xtid=$(sed -n 's/^tid=\([0-9]*\) .*/\1/p' "$T/exits.out")
 badtid=$(sed -n 's/^tid=\([0-9]*\) .*/\1/p' "$T/bad.out")
-[ -n "$tid" ] && [ -n "$xtid" ] && [ -n "$badtid" ] || { cat "$T"/*.out; fail "offdeep printed no tid"; }
+if [ -z "$tid" ] || [ -z "$xtid" ] || [ -z "$badtid" ]; then cat "$T"/*.out; fail "offdeep printed no tid"; fi
 "$PERFRECCTL" verify "$f" >/dev/null || fail "perfrecctl verify rejected the file"
 
 # perf script: per offcpu-time sample of the thread, its period and

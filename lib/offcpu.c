@@ -6,6 +6,17 @@
  * blocked-ns map into "offcpu-time" samples.  Reasons BPF cannot be used
  * (no BTF, missing capabilities, an old kernel) come back as one line for
  * the daemon to log, because on-CPU recording must go on without it.
+ *
+ * Whole stacks (opts->whole_stacks): sampled blocks come through a ring
+ * instead, as a copy of the user registers and stack when the thread
+ * blocks and a wake record with the blocked time when it is back.  A
+ * thread of ours ("offcpu-unwind") reads the ring, unwinds each copy at
+ * once with a perfrec_unwinder of its own fed from /proc/PID/maps, keeps
+ * the chain until the wake, and sums the blocks per thread and path for
+ * the next drain.  The unwinder, the chains waiting and the maps cache
+ * are used only while holding oc->reading (the thread, or a drain that
+ * reads the ring last); the summed samples and the counts are under
+ * oc->lock.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -351,6 +351,11 @@ tests/e2e/blocker: tests/e2e/blocker.c
 tests/e2e/nofp: tests/e2e/nofp.c
 	$(Q)$(CC) -O2 -g -fomit-frame-pointer -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
+# Off-CPU whole-stack e2e workload: blocks in libc's read() three calls
+# below main, no frame pointers.
+tests/e2e/offdeep: tests/e2e/offdeep.c
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -pthread $(DEPFLAGS) $(LDFLAGS) -o $@ $<
+
 # BPF-symbol e2e workload: a hot socket filter loaded with libbpf.
 tests/e2e/bpfhot: tests/e2e/bpfhot.c
 	$(Q)$(CC) -O1 -g $(DEPFLAGS) $(LDFLAGS) -o $@ $< -lbpf
@@ -359,7 +364,7 @@ tests/e2e/bpfhot: tests/e2e/bpfhot.c
 tests/e2e/phases: tests/e2e/phases.c
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $(DEPFLAGS) $(LDFLAGS) -o $@ $<
 
-check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp
+check-e2e: all tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp tests/e2e/offdeep
 	$(Q)tests/e2e/run.sh
 
 # The reliability suite (tests/torture/README.md): kill -9 trials, full-disk
@@ -479,7 +484,7 @@ uninstall:
 clean:
 	rm -f lib/*.o lib/*.a lib/*.so* $(PC_FILE) internal/*.o daemon/*.o daemon/perfrecd \
 	  views/*.o tools/*.o tools/perfrecctl $(UNIT_TESTS) tests/e2e/workload tests/e2e/blocker \
-	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
+	  tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp tests/e2e/offdeep $(BENCH_BINS) $(UNIT_GEN) unit/.paths unit/*.tmp build-check.results
 	rm -f lib/*.d internal/*.d daemon/*.d views/*.d tools/*.d tests/unit/*.d tests/e2e/*.d tests/bench/*.d
 	rm -rf build-asan build-fuzz build
 
@@ -489,7 +494,7 @@ clean:
 DEP_FILES := $(addsuffix .d,$(LIB_OBJS) $(DAEMON_OBJS) $(VIEWS_OBJS) $(TOOLS_OBJS) $(UNIT_TESTS) \
 	$(ASAN_LIB_OBJS) $(ASAN_VIEWS_OBJS) $(ASAN_UNIT_TESTS) $(FUZZ_LIB_OBJS) $(FUZZ_VIEWS_OBJS) $(FUZZ_BINS) $(BENCH_BINS) \
 	$(wildcard build-asan/tools/*.o build-fuzz/daemon/*.o build-fuzz/tools/*.o) \
-	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp \
+	tests/e2e/workload tests/e2e/blocker tests/e2e/bpfhot tests/e2e/phases tests/e2e/nofp tests/e2e/offdeep \
 	$(patsubst lib/bpf/%.bpf.c,build/%.bpf.o,$(wildcard lib/bpf/*.bpf.c)))
 -include $(DEP_FILES)
 

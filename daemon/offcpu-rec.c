@@ -23,6 +23,7 @@ struct offcpu_rec {
 	struct perfrec_offcpu *offcpu;
 	uint64_t lost_logged;  /* map-full losses already reported */
 	uint64_t stacks_lost_logged; /* stack-map collisions already reported */
+	struct perfrec_offcpu_copy_stats copies_logged; /* whole-stack counts already reported */
 };
 
 static void filter_opts(const struct config *cfg, struct perfrec_offcpu_opts *o)
@@ -30,6 +31,11 @@ static void filter_opts(const struct config *cfg, struct perfrec_offcpu_opts *o)
 	o->min_ns = cfg->offcpu_min_usec * 1000;
 	o->cgroup_path = cfg->offcpu_cgroup;
 	o->self_pid = getpid();
+	/*
+	 * Stacks as whole as the on-CPU samples': DWARF stacks unwound on the
+	 * host.  Chosen at load: a reload keeps the form the program has.
+	 */
+	o->whole_stacks = cfg->callchain && cfg->dwarf && cfg->unwind_host;
 }
 
 int offcpu_rec_load(const struct config *cfg, struct offcpu_rec **ret, char *why, size_t why_len)
@@ -51,9 +57,10 @@ int offcpu_rec_load(const struct config *cfg, struct offcpu_rec **ret, char *why
 		free(oc);
 		return r;
 	}
-	log_info("off-CPU profiling is on (blocks of at least %" PRIu64 "us%s%s)",
+	log_info("off-CPU profiling is on (blocks of at least %" PRIu64 "us%s%s%s)",
 		 cfg->offcpu_min_usec, cfg->offcpu_cgroup ? " in cgroup " : "",
-		 cfg->offcpu_cgroup ? cfg->offcpu_cgroup : "");
+		 cfg->offcpu_cgroup ? cfg->offcpu_cgroup : "",
+		 o.whole_stacks ? ", sampled blocks with whole user stacks" : "");
 	*ret = oc;
 	return 0;
 }
@@ -115,6 +122,27 @@ static int emit(const struct perf_event_header *h, void *userdata)
 	return perfrec_pdwriter__write(userdata, h, h->size);
 }
 
+/* What the blocks sampled for whole stacks became in this file. */
+static void log_copies(struct offcpu_rec *o, const char *path)
+{
+	struct perfrec_offcpu_copy_stats s, *l = &o->copies_logged;
+
+	perfrec_offcpu__copy_stats(o->offcpu, &s);
+	if (s.copied == l->copied && s.whole == l->whole && s.kept_fp == l->kept_fp)
+		return;
+	log_debug("Off-CPU whole stacks in %s: %" PRIu64 " blocks copied, %" PRIu64 " summed unwound, %" PRIu64
+		  " kept their frame-pointer stack (copies of exited or exec'd processes: %" PRIu64
+		  ", dropped for room: %" PRIu64 ")", path, s.copied - l->copied, s.whole - l->whole,
+		  s.kept_fp - l->kept_fp, s.gone - l->gone, s.evicted - l->evicted);
+	if (s.ring_full > l->ring_full)
+		log_notice("Off-CPU: %" PRIu64 " sampled blocks kept their frame-pointer stack: the ring of "
+			   "stack copies was full", s.ring_full - l->ring_full);
+	if (s.table_full > l->table_full)
+		log_warning("Off-CPU: %" PRIu64 " sampled blocks not written: more distinct whole stacks "
+			    "than one file holds", s.table_full - l->table_full);
+	*l = s;
+}
+
 void offcpu_rec_write(struct offcpu_rec *o, struct perfrec_pdwriter *w, const char *path, uint64_t time)
 {
 	uint64_t lost;
@@ -138,6 +166,7 @@ void offcpu_rec_write(struct offcpu_rec *o, struct perfrec_pdwriter *w, const ch
 			   "(another stack held its slot in the stack map)", lost - o->stacks_lost_logged);
 		o->stacks_lost_logged = lost;
 	}
+	log_copies(o, path);
 }
 
 void offcpu_rec_close(struct offcpu_rec *o)

@@ -31,8 +31,21 @@ enum { false = 0, true = 1 };
 enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_STACK_TRACE = 7,
+	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
+};
+
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+/* Only what offcpu.bpf.c asks the running kernel about (bpf_core_enum_value_exists). */
+enum bpf_func_id {
+	BPF_FUNC_task_pt_regs = 175,
 };
 
 enum {
@@ -44,9 +57,24 @@ enum {
 
 #pragma clang attribute push (__attribute__((preserve_access_index)), apply_to = record)
 
+struct inode {
+	long unsigned int i_ino;
+};
+
+struct file {
+	struct inode *f_inode;
+};
+
+struct mm_struct {
+	struct file *exe_file;
+};
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
+	struct mm_struct *mm;
+	struct task_struct *group_leader;
+	u64 start_boottime;
 };
 
 struct pt_regs {

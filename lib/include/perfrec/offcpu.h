@@ -30,6 +30,20 @@ struct perfrec_offcpu_opts {
 	uint64_t min_ns;         /* shorter blocks are not counted */
 	const char *cgroup_path; /* only this cgroup (v2 path, absolute or under /sys/fs/cgroup); NULL: all */
 	pid_t self_pid;          /* process never counted (the profiler); 0: none */
+	/*
+	 * Whole user stacks: for a sample of blocks (copies_per_sec per CPU,
+	 * 0: 32), the blocked thread's user registers and the top 8 KiB of its
+	 * user stack are copied in the kernel and unwound at once (the thread
+	 * still blocked) by a thread of the library with the host unwinder
+	 * (perfrec/unwind.h), in the process's mappings as /proc shows them
+	 * then; blocks not sampled, and copies that cannot be unwound (the
+	 * process exec'd, a stack out of reach), keep their frame-pointer
+	 * stacks.  Sampled blocks of one thread and path are
+	 * summed into one sample.  Set at open; needs bpf_task_pt_regs()
+	 * (Linux 5.15), without which every stack is a frame-pointer one.
+	 */
+	bool whole_stacks;
+	uint32_t copies_per_sec;
 };
 
 /* One aggregated map entry, decoded. */
@@ -95,5 +109,19 @@ PERFREC_API uint64_t perfrec_offcpu__lost(const struct perfrec_offcpu *oc);
  * is still counted, with the stack empty).
  */
 PERFREC_API uint64_t perfrec_offcpu__lost_stacks(const struct perfrec_offcpu *oc);
+
+/* What became of the blocks sampled for whole stacks (since open). */
+struct perfrec_offcpu_copy_stats {
+	uint64_t copied;     /* blocks whose user registers and stack were copied */
+	uint64_t ring_full;  /* copies or their ends the ring had no room for (frame-pointer stacks) */
+	uint64_t whole;      /* sampled blocks summed with the unwound user stack */
+	uint64_t kept_fp;    /* ... with the frame-pointer stack: the copy did not unwind or was dropped */
+	uint64_t gone;       /* copies whose process had exited or exec'd when they were read */
+	uint64_t evicted;    /* copies dropped: too many threads blocked with one */
+	uint64_t table_full; /* sampled blocks not written: too many distinct paths in one file */
+};
+
+PERFREC_API void perfrec_offcpu__copy_stats(struct perfrec_offcpu *oc,
+					    struct perfrec_offcpu_copy_stats *ret);
 
 #endif

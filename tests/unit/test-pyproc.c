@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Finding CPython processes and their layout (internal/pyproc.h), against
+ * the real interpreters of this machine: Debian's /usr/bin/python3 (a
+ * static interpreter without DWARF: the table) and pyenv's 3.10-3.13
+ * (libpython with DWARF).  Each runs a script that blocks in hot_leaf <-
+ * middle <- outer <- <module>; the proof is walking those frames out of
+ * the live process's memory with the offsets found, both the preferred
+ * source's and the table's.  A runtime not installed is skipped with its
+ * path; the ones that are installed are not.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pyproc.h"
+
+static const char script[] =
+	"import os, sys\n"
+	"def hot_leaf(w, r):\n"
+	"    os.write(w, b'r')\n"
+	"    os.read(r, 1)\n"
+	"def middle(w, r):\n"
+	"    hot_leaf(w, r)\n"
+	"def outer(w, r):\n"
+	"    middle(w, r)\n"
+	"outer(int(sys.argv[1]), int(sys.argv[2]))\n";
+
+struct target {
+	pid_t pid;
+	int go;                 /* write end the target reads to finish */
+	char dir[64];
+	char script[128];
+};
+
+/* Starts PYTHON on the script and waits (bounded) until it is in hot_leaf. */
+static void start_target(const char *python, struct target *t)
+{
+	int ready[2], go[2];
+	char a1[16], a2[16];
+	struct pollfd pfd;
+	char c;
+	FILE *f;
+
+	strcpy(t->dir, "/tmp/test-pyproc.XXXXXX");
+	cr_assert(mkdtemp(t->dir));
+	snprintf(t->script, sizeof(t->script), "%s/target.py", t->dir);
+	f = fopen(t->script, "wx");
+	cr_assert(f);
+	fputs(script, f);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(go), 0);
+	t->pid = fork();
+	cr_assert(t->pid >= 0);
+	if (t->pid == 0) {
+		char *env[] = { "PATH=/usr/bin:/bin", NULL };
+
+		close(ready[0]);
+		close(go[1]);
+		snprintf(a1, sizeof(a1), "%d", ready[1]);
+		snprintf(a2, sizeof(a2), "%d", go[0]);
+		execle(python, python, "-I", "-S", t->script, a1, a2, (char *)NULL, env);
+		_exit(127);
+	}
+	close(ready[1]);
+	close(go[0]);
+	t->go = go[1];
+	pfd = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 60000), 1, "%s did not reach hot_leaf", python);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "%s exited before hot_leaf", python);
+	close(ready[0]);
+}
+
+static void stop_target(struct target *t)
+{
+	int st;
+
+	if (write(t->go, "g", 1) != 1)
+		kill(t->pid, SIGKILL);
+	close(t->go);
+	waitpid(t->pid, &st, 0);
+	unlink(t->script);
+	rmdir(t->dir);
+}
+
+/* _PyRuntime as nm and the maps see it: st_value + start of the mapping. */
+static uint64_t oracle_runtime(pid_t pid, const char *path)
+{
+	char cmd[PATH_MAX + 64], line[PATH_MAX + 128], name[PATH_MAX];
+	unsigned long long v = 0, start, off, base = 0;
+	unsigned char eh[18] = { 0 };
+	FILE *f;
+	int fd;
+
+	snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s'", path);
+	f = popen(cmd, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %*s %4095s", &start, name) == 2 && !strcmp(name, "_PyRuntime"))
+			v = start;
+	pclose(f);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0 && read(fd, eh, sizeof(eh)) == sizeof(eh));
+	close(fd);
+	if (eh[16] != ET_DYN)
+		return v;
+	snprintf(cmd, sizeof(cmd), "/proc/%d/maps", (int)pid);
+	f = fopen(cmd, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*u %4095s", &start, &off, name) == 3 &&
+		    off == 0 && !strcmp(name, path) && !base)
+			base = start;
+	fclose(f);
+	return v + base;
+}
+
+static void check_walk(int memfd, const struct pyproc_info *info, const struct target *t,
+		       const char *what)
+{
+	static const char *const want[] = { "hot_leaf", "middle", "outer", "<module>" };
+	struct pyproc_frame fr[16];
+	int n = pyproc_walk(memfd, info, 0, fr, 16);
+
+	cr_assert_geq(n, 4, "%s walk: %d frames", what, n);
+	for (int i = 0; i < 4; i++) {
+		cr_expect_str_eq(fr[i].name, want[i], "%s frame %d", what, i);
+		cr_expect_str_eq(fr[i].file, t->script, "%s frame %d", what, i);
+	}
+	cr_expect_eq(fr[0].firstlineno, 2, "%s", what);
+	cr_expect_eq(fr[3].firstlineno, 1, "%s", what);
+}
+
+/* The 3.13 runtime's own _Py_DebugOffsets, read live, and damaged copies. */
+static void check_debug_offsets(int memfd, const struct pyproc_info *info,
+				const struct pyproc_offsets *table)
+{
+	uint8_t b[584], bad[584];
+	struct pyproc_offsets o;
+
+	cr_assert_eq(pread(memfd, b, sizeof(b), (off_t)info->runtime_addr), (ssize_t)sizeof(b));
+	cr_assert_eq(memcmp(b, "xdebugpy", 8), 0, "no cookie at _PyRuntime");
+	cr_assert_eq(pyproc_debug_offsets_parse(b, sizeof(b), 13, &o), 0);
+	cr_expect_eq(memcmp(&o, table, sizeof(o)), 0, "_Py_DebugOffsets differ from the table");
+	cr_expect_eq(pyproc_debug_offsets_parse(b, sizeof(b) - 1, 13, &o), -EPROTO);
+	cr_expect_eq(pyproc_debug_offsets_parse(b, sizeof(b), 12, &o), -ENOENT);
+	memcpy(bad, b, sizeof(b));
+	bad[0] = 'X';
+	cr_expect_eq(pyproc_debug_offsets_parse(bad, sizeof(bad), 13, &o), -EPROTO);
+	memcpy(bad, b, sizeof(b));
+	memset(bad + 184, 0x7f, 8);  /* thread_state.current_frame past its struct */
+	cr_expect_eq(pyproc_debug_offsets_parse(bad, sizeof(bad), 13, &o), -EINVAL);
+}
+
+/* DWARF of FILE agrees with the table, field by field. */
+static void check_dwarf(const char *file, unsigned minor, const struct pyproc_offsets *table)
+{
+	struct pyproc_offsets d;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	cr_assert(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	cr_assert_eq(pyproc_dwarf_offsets(elf, minor, &d), 0, "%s: no DWARF offsets", file);
+	for (size_t i = 0; i < sizeof(d) / sizeof(uint32_t); i++)
+		cr_expect_eq(((uint32_t *)&d)[i], ((const uint32_t *)table)[i],
+			     "%s: field %zu: DWARF %u, table %u", file, i,
+			     ((uint32_t *)&d)[i], ((const uint32_t *)table)[i]);
+	elf_end(elf);
+	close(fd);
+}
+
+static void run_python(const char *python, unsigned minor, uint32_t hex,
+		       enum pyproc_source source)
+{
+	struct pyproc_offsets table;
+	struct pyproc_info info, tinfo;
+	struct target t;
+	char p[64];
+	int memfd;
+
+	if (access(python, X_OK)) {
+		cr_skip("%s not installed", python);
+		return;
+	}
+	start_target(python, &t);
+	cr_assert_eq(pyproc_detect("/proc", t.pid, &info), 0);
+	snprintf(p, sizeof(p), "/proc/%d/mem", (int)t.pid);
+	memfd = open(p, O_RDONLY | O_CLOEXEC);
+	cr_assert(memfd >= 0);
+	cr_assert_eq(info.status, PYPROC_OK, "%s: %s", python, pyproc_status_name(info.status));
+	cr_expect_eq(info.major, 3);
+	cr_expect_eq(info.minor, minor);
+	cr_expect_eq(info.hexversion, hex, "%s: %#x", python, info.hexversion);
+	cr_expect_eq(info.source, source, "%s: offsets from %s", python,
+		     pyproc_source_name(info.source));
+	cr_expect_eq(info.runtime_addr, oracle_runtime(t.pid, info.path), "%s", info.path);
+	check_walk(memfd, &info, &t, pyproc_source_name(info.source));
+	cr_assert_eq(pyproc_table_offsets(3, minor, &table), 0);
+	tinfo = info;
+	tinfo.off = table;
+	check_walk(memfd, &tinfo, &t, "table");
+	if (minor == 13)
+		check_debug_offsets(memfd, &info, &table);
+	if (source == PYPROC_SRC_DWARF)
+		check_dwarf(info.path, minor, &table);
+	close(memfd);
+	stop_target(&t);
+}
+
+static const char *pyenv(const char *v)
+{
+	static char path[PATH_MAX];
+	const char *root = getenv("PYENV_ROOT");
+	const char *home = getenv("HOME");
+
+	if (root)
+		snprintf(path, sizeof(path), "%s/versions/%s/bin/python3", root, v);
+	else
+		snprintf(path, sizeof(path), "%s/.pyenv/versions/%s/bin/python3",
+			 home ? home : "/root", v);
+	return path;
+}
+
+Test(pyproc, debian_python3)
+{
+	/* Static, stripped, no -dbg package: Py_Version, and the table. */
+	run_python("/usr/bin/python3.11", 11, 0x030b02f0, PYPROC_SRC_TABLE);
+}
+
+Test(pyproc, pyenv_310) { run_python(pyenv("3.10.13"), 10, 0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_311) { run_python(pyenv("3.11.7"), 11, 0x030b07f0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_312) { run_python(pyenv("3.12.1"), 12, 0x030c01f0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_313) { run_python(pyenv("3.13.0"), 13, 0x030d00f0, PYPROC_SRC_DWARF); }
+
+Test(pyproc, not_python)
+{
+	struct pyproc_counters c = { { 0 } };
+	struct pyproc_info info;
+
+	cr_assert_eq(pyproc_detect("/proc", getpid(), &info), 0);
+	cr_expect_eq(info.status, PYPROC_NOT_PYTHON, "%s", pyproc_status_name(info.status));
+	pyproc_count(&c, info.status);
+	cr_expect_eq(c.n[PYPROC_NOT_PYTHON], 1);
+	cr_expect_lt(pyproc_detect("/proc", 0x7ffffff0, &info), 0);
+}
+
+Test(pyproc, garbage_elf)
+{
+	static const char *const libs[] = { "3.10.13", "3.12.1" };
+	unsigned char junk[4096];
+	struct pyproc_elf pe;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 131 + 7);
+	elf = elf_memory((char *)junk, sizeof(junk));
+	pyproc_elf_scan(elf, "libpython3.12.so", &pe);
+	cr_expect_eq(pe.status, PYPROC_BAD_ELF);
+	elf_end(elf);
+	pyproc_elf_scan(NULL, NULL, &pe);
+	cr_expect_eq(pe.status, PYPROC_BAD_ELF);
+	/* A real libpython cut short: its symbols are gone, so not one. */
+	for (size_t l = 0; l < 2; l++) {
+		char path[PATH_MAX];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s", pyenv(libs[l]));
+		strcpy(strstr(path, "/bin/python3"), "/lib/");
+		strncat(path, l ? "libpython3.12.so.1.0" : "libpython3.10.so.1.0",
+			sizeof(path) - strlen(path) - 1);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		cr_assert_eq(read(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+		close(fd);
+		elf = elf_memory((char *)junk, sizeof(junk));
+		pyproc_elf_scan(elf, path, &pe);
+		cr_expect_neq(pe.status, PYPROC_OK, "%s cut to 4 KiB", path);
+		elf_end(elf);
+	}
+}

@@ -290,3 +290,27 @@ Test(pyproc, garbage_elf)
 		elf_end(elf);
 	}
 }
+
+/* The fuzz seed: a small ELF with Py_Version and 3.13.0's own .PyRuntime. */
+Test(pyproc, seed_elf_313)
+{
+	struct pyproc_offsets o, table;
+	struct pyproc_elf pe;
+	int fd = open("tests/fuzz/corpus/pyproc/elf-3.13-runtime", O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	cr_assert(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	pyproc_elf_scan(elf, "whatever", &pe);
+	cr_assert_eq(pe.status, PYPROC_OK, "%s", pyproc_status_name(pe.status));
+	cr_expect_eq(pe.minor, 13);
+	cr_expect_eq(pe.hexversion, 0x030d00f0);
+	cr_expect_eq(pe.elf_type, ET_DYN);
+	cr_assert_eq(pyproc_elf_debug_offsets(elf, &pe, &o), 0);
+	cr_assert_eq(pyproc_table_offsets(3, 13, &table), 0);
+	cr_expect_eq(memcmp(&o, &table, sizeof(o)), 0);
+	cr_expect_eq(pyproc_dwarf_offsets(elf, 13, &o), -ENOENT);
+	elf_end(elf);
+	close(fd);
+}

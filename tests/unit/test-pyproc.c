@@ -14,9 +14,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,10 +43,54 @@ struct target {
 	int go;                 /* write end the target reads to finish */
 	char dir[64];
 	char script[128];
+	char python[128];       /* what the target runs, in its namespace */
+	char lib[128];          /* its copied libpython, if any */
 };
 
+static int write_file(const char *path, const char *text, const char *from, mode_t mode)
+{
+	int in = from ? open(from, O_RDONLY | O_CLOEXEC) : -1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	struct stat st;
+	int r = -1;
+
+	if (fd >= 0 && !from)
+		r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+	else if (fd >= 0 && in >= 0 && !fstat(in, &st))
+		r = sendfile(fd, in, NULL, (size_t)st.st_size) == st.st_size ? 0 : -1;
+	if (in >= 0)
+		close(in);
+	if (fd >= 0 && close(fd))
+		r = -1;
+	return r;
+}
+
+/*
+ * In a mount namespace of its own, the target runs a copy of PYTHON from a
+ * tmpfs over T's directory, which this namespace sees empty: only a look
+ * through /proc/PID/root finds its interpreter and script.
+ */
+static void own_namespace(const char *python, struct target *t)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", t->dir, "tmpfs", 0, "mode=0700") ||
+	    write_file(t->script, script, NULL, 0600) ||
+	    write_file(t->python, NULL, python, 0700))
+		_exit(126);
+	if (t->lib[0]) {
+		char from[PATH_MAX];
+
+		/* pyenv's python3 finds it by RUNPATH, which LD_LIBRARY_PATH beats. */
+		snprintf(from, sizeof(from), "%s", python);
+		snprintf(strrchr(from, '/'), sizeof(from) - (size_t)(strrchr(from, '/') - from),
+			 "/../lib%s", strrchr(t->lib, '/'));
+		if (write_file(t->lib, NULL, from, 0600))
+			_exit(126);
+	}
+}
+
 /* Starts PYTHON on the script and waits (bounded) until it is in hot_leaf. */
-static void start_target(const char *python, struct target *t)
+static void start_target(const char *python, bool ns, const char *lib, struct target *t)
 {
 	int ready[2], go[2];
 	char a1[16], a2[16];
@@ -52,6 +101,12 @@ static void start_target(const char *python, struct target *t)
 	strcpy(t->dir, "/tmp/test-pyproc.XXXXXX");
 	cr_assert(mkdtemp(t->dir));
 	snprintf(t->script, sizeof(t->script), "%s/target.py", t->dir);
+	snprintf(t->python, sizeof(t->python), "%s", python);
+	t->lib[0] = '\0';
+	if (ns)
+		snprintf(t->python, sizeof(t->python), "%s/python3", t->dir);
+	if (ns && lib)
+		snprintf(t->lib, sizeof(t->lib), "%s/%s", t->dir, lib);
 	f = fopen(t->script, "wx");
 	cr_assert(f);
 	fputs(script, f);
@@ -61,13 +116,18 @@ static void start_target(const char *python, struct target *t)
 	t->pid = fork();
 	cr_assert(t->pid >= 0);
 	if (t->pid == 0) {
-		char *env[] = { "PATH=/usr/bin:/bin", NULL };
+		char ldpath[128];
+		char *env[] = { "PATH=/usr/bin:/bin", ldpath, NULL };
+
+		snprintf(ldpath, sizeof(ldpath), "LD_LIBRARY_PATH=%s", t->dir);
 
 		close(ready[0]);
 		close(go[1]);
 		snprintf(a1, sizeof(a1), "%d", ready[1]);
 		snprintf(a2, sizeof(a2), "%d", go[0]);
-		execle(python, python, "-I", "-S", t->script, a1, a2, (char *)NULL, env);
+		if (ns)
+			own_namespace(python, t);
+		execle(t->python, t->python, "-I", "-S", t->script, a1, a2, (char *)NULL, env);
 		_exit(127);
 	}
 	close(ready[1]);
@@ -179,7 +239,7 @@ static void check_dwarf(const char *file, unsigned minor, const struct pyproc_of
 	close(fd);
 }
 
-static void run_python(const char *python, unsigned minor, uint32_t hex,
+static void run_python(const char *python, bool ns, const char *lib, unsigned minor, uint32_t hex,
 		       enum pyproc_source source)
 {
 	struct pyproc_offsets table;
@@ -192,7 +252,7 @@ static void run_python(const char *python, unsigned minor, uint32_t hex,
 		cr_skip("%s not installed", python);
 		return;
 	}
-	start_target(python, &t);
+	start_target(python, ns, lib, &t);
 	cr_assert_eq(pyproc_detect("/proc", t.pid, &info), 0);
 	snprintf(p, sizeof(p), "/proc/%d/mem", (int)t.pid);
 	memfd = open(p, O_RDONLY | O_CLOEXEC);
@@ -203,7 +263,14 @@ static void run_python(const char *python, unsigned minor, uint32_t hex,
 	cr_expect_eq(info.hexversion, hex, "%s: %#x", python, info.hexversion);
 	cr_expect_eq(info.source, source, "%s: offsets from %s", python,
 		     pyproc_source_name(info.source));
-	cr_expect_eq(info.runtime_addr, oracle_runtime(t.pid, info.path), "%s", info.path);
+	if (ns) {
+		const char *want = t.lib[0] ? t.lib : t.python;
+
+		cr_expect_str_eq(info.path, want);
+		cr_expect_neq(access(want, F_OK), 0, "%s is visible outside", want);
+	} else {
+		cr_expect_eq(info.runtime_addr, oracle_runtime(t.pid, info.path), "%s", info.path);
+	}
 	check_walk(memfd, &info, &t, pyproc_source_name(info.source));
 	cr_assert_eq(pyproc_table_offsets(3, minor, &table), 0);
 	tinfo = info;
@@ -211,7 +278,7 @@ static void run_python(const char *python, unsigned minor, uint32_t hex,
 	check_walk(memfd, &tinfo, &t, "table");
 	if (minor == 13)
 		check_debug_offsets(memfd, &info, &table);
-	if (source == PYPROC_SRC_DWARF)
+	if (source == PYPROC_SRC_DWARF && !ns)
 		check_dwarf(info.path, minor, &table);
 	close(memfd);
 	stop_target(&t);
@@ -234,13 +301,24 @@ static const char *pyenv(const char *v)
 Test(pyproc, debian_python3)
 {
 	/* Static, stripped, no -dbg package: Py_Version, and the table. */
-	run_python("/usr/bin/python3.11", 11, 0x030b02f0, PYPROC_SRC_TABLE);
+	run_python("/usr/bin/python3.11", false, NULL, 11, 0x030b02f0, PYPROC_SRC_TABLE);
 }
 
-Test(pyproc, pyenv_310) { run_python(pyenv("3.10.13"), 10, 0, PYPROC_SRC_DWARF); }
-Test(pyproc, pyenv_311) { run_python(pyenv("3.11.7"), 11, 0x030b07f0, PYPROC_SRC_DWARF); }
-Test(pyproc, pyenv_312) { run_python(pyenv("3.12.1"), 12, 0x030c01f0, PYPROC_SRC_DWARF); }
-Test(pyproc, pyenv_313) { run_python(pyenv("3.13.0"), 13, 0x030d00f0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_310) { run_python(pyenv("3.10.13"), false, NULL, 10, 0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_311) { run_python(pyenv("3.11.7"), false, NULL, 11, 0x030b07f0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_312) { run_python(pyenv("3.12.1"), false, NULL, 12, 0x030c01f0, PYPROC_SRC_DWARF); }
+Test(pyproc, pyenv_313) { run_python(pyenv("3.13.0"), false, NULL, 13, 0x030d00f0, PYPROC_SRC_DWARF); }
+
+/* A container's interpreter: the same, found beneath its root. */
+Test(pyproc, debian_python3_own_mount_ns)
+{
+	run_python("/usr/bin/python3.11", true, NULL, 11, 0x030b02f0, PYPROC_SRC_TABLE);
+}
+
+Test(pyproc, pyenv_312_own_mount_ns)
+{
+	run_python(pyenv("3.12.1"), true, "libpython3.12.so.1.0", 12, 0x030c01f0, PYPROC_SRC_DWARF);
+}
 
 Test(pyproc, not_python)
 {

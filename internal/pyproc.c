@@ -92,11 +92,12 @@ static void try_mapping(int rootfd, const char *path, uint64_t start, uint64_t i
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	pyproc_elf_scan(elf, path, &pe);
 	info->status = pe.status;
+	/* What was found is kept for the log, whether usable or not. */
+	snprintf(info->path, sizeof(info->path), "%s", path);
+	info->major = pe.major;
+	info->minor = pe.minor;
+	info->hexversion = pe.hexversion;
 	if (pe.status == PYPROC_OK) {
-		snprintf(info->path, sizeof(info->path), "%s", path);
-		info->major = pe.major;
-		info->minor = pe.minor;
-		info->hexversion = pe.hexversion;
 		/* An ET_EXEC is where it was linked to be. */
 		info->load_bias = pe.elf_type == ET_DYN ? start - pe.load_vaddr : 0;
 		info->runtime_addr = pe.runtime_vaddr + info->load_bias;

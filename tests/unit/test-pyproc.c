@@ -392,3 +392,29 @@ Test(pyproc, seed_elf_313)
 	elf_end(elf);
 	close(fd);
 }
+
+/* An interpreter found whose version has no layout here: a status, counted. */
+static void run_unsupported(const char *python, unsigned minor, enum pyproc_status want)
+{
+	struct pyproc_counters c = { { 0 } };
+	struct pyproc_info info;
+	struct target t;
+
+	if (access(python, X_OK)) {
+		cr_skip("%s not installed", python);
+		return;
+	}
+	start_target(python, false, NULL, &t);
+	cr_expect_eq(pyproc_detect("/proc", t.pid, &info), 0);
+	stop_target(&t);
+	cr_expect_eq(info.status, want, "%s: %s", python, pyproc_status_name(info.status));
+	if (want == PYPROC_UNSUPPORTED)
+		cr_expect_eq(info.minor, minor);
+	pyproc_count(&c, info.status);
+	cr_expect_eq(c.n[want], 1);
+	cr_expect_eq(info.source, PYPROC_SRC_NONE);
+}
+
+Test(pyproc, pyenv_39_unsupported) { run_unsupported(pyenv("3.9.18"), 9, PYPROC_UNSUPPORTED); }
+/* 3.6 has no _PyRuntime at all (3.7 brought it). */
+Test(pyproc, pyenv_36_no_runtime) { run_unsupported(pyenv("3.6.15"), 6, PYPROC_NOT_PYTHON); }

@@ -165,6 +165,7 @@ void pyproc_elf_scan(Elf *elf, const char *file_name, struct pyproc_elf *out)
 		out->status = out->load_vaddr == UINT64_MAX ? PYPROC_BAD_ELF : PYPROC_NOT_PYTHON;
 		return;
 	}
+	out->code_type_vaddr = elf_symbol(elf, "PyCode_Type");
 	read_version(elf, file_name, out);
 	if (!out->major)
 		out->status = PYPROC_UNKNOWN_VERSION;

@@ -101,6 +101,8 @@ static void try_mapping(int rootfd, const char *path, uint64_t start, uint64_t i
 		/* An ET_EXEC is where it was linked to be. */
 		info->load_bias = pe.elf_type == ET_DYN ? start - pe.load_vaddr : 0;
 		info->runtime_addr = pe.runtime_vaddr + info->load_bias;
+		if (pe.code_type_vaddr)
+			info->code_type_addr = pe.code_type_vaddr + info->load_bias;
 		offsets_for(elf, &pe, info);
 	}
 	elf_end(elf);
@@ -218,12 +220,11 @@ static uint64_t find_tstate(int fd, const struct pyproc_info *info, pid_t tid)
 	uint64_t interp = rd_ptr(fd, info->runtime_addr + o->runtime_interp_head);
 	uint64_t ts = interp ? rd_ptr(fd, interp + o->interp_threads_head) : 0;
 
+	if (tid && o->tstate_native_tid == PYPROC_OFF_NONE)
+		return 0;
 	for (int i = 0; ts && tid && i < 4096; i++) {
-		uint64_t id;
+		uint64_t id = rd_ptr(fd, ts + o->tstate_native_tid);
 
-		if (o->tstate_native_tid == PYPROC_OFF_NONE)
-			break;
-		id = rd_ptr(fd, ts + o->tstate_native_tid);
 		if (id == (uint64_t)tid)
 			break;
 		ts = rd_ptr(fd, ts + o->tstate_next);
@@ -259,6 +260,9 @@ int pyproc_walk(int memfd, const struct pyproc_info *info, pid_t tid,
 		code = rd_ptr(memfd, frame + o->frame_code);
 		if (!code)
 			break;
+		/* ob_type follows ob_refcnt in every (GIL) build of these. */
+		if (info->code_type_addr && rd_ptr(memfd, code + 8) != info->code_type_addr)
+			goto next;
 		rd_str(memfd, rd_ptr(memfd, code + o->code_name), o, frames[n].name,
 		       sizeof(frames[n].name));
 		rd_str(memfd, rd_ptr(memfd, code + o->code_filename), o, frames[n].file,

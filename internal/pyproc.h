@@ -79,6 +79,7 @@ struct pyproc_elf {
 	unsigned major, minor;
 	uint32_t hexversion;        /* Py_Version (3.11+), else 0 */
 	uint64_t runtime_vaddr;     /* _PyRuntime's st_value */
+	uint64_t code_type_vaddr;   /* PyCode_Type's, 0 when absent */
 	uint64_t load_vaddr;        /* lowest PT_LOAD p_vaddr, page aligned */
 	int elf_type;               /* ET_EXEC or ET_DYN */
 };
@@ -91,6 +92,7 @@ struct pyproc_info {
 	char path[PATH_MAX];        /* in the process's mount namespace */
 	uint64_t load_bias;
 	uint64_t runtime_addr;      /* _PyRuntime in the process */
+	uint64_t code_type_addr;    /* PyCode_Type in the process, or 0 */
 	struct pyproc_offsets off;
 };
 
@@ -131,7 +133,9 @@ int pyproc_elf_debug_offsets(Elf *elf, const struct pyproc_elf *pe,
 /*
  * Walks the Python frames of the thread TID (0: the first thread state) of
  * the process whose /proc/PID/mem is MEMFD, innermost first, into at most
- * MAX frames.  Returns the number written, or -errno.
+ * MAX frames; a frame whose code is not a code object (PyCode_Type) is
+ * left out.  3.10 keeps no native thread id: a TID there finds nothing.
+ * Returns the number written, or -errno (-ESRCH: no such thread state).
  */
 int pyproc_walk(int memfd, const struct pyproc_info *info, pid_t tid,
 		struct pyproc_frame *frames, size_t max);

@@ -197,6 +197,13 @@ static void check_walk(int memfd, const struct pyproc_info *info, const struct t
 	}
 	cr_expect_eq(fr[0].firstlineno, 2, "%s", what);
 	cr_expect_eq(fr[3].firstlineno, 1, "%s", what);
+	/* By thread: the main thread's native id is the pid (not in 3.10). */
+	n = pyproc_walk(memfd, info, t->pid, fr, 16);
+	if (info->minor >= 11)
+		cr_expect_geq(n, 4, "%s walk of thread %d: %d frames", what, (int)t->pid, n);
+	else
+		cr_expect_eq(n, -ESRCH, "%s: 3.10 has no native thread ids", what);
+	cr_expect_eq(pyproc_walk(memfd, info, 1, fr, 16), -ESRCH, "%s", what);
 }
 
 /* The 3.13 runtime's own _Py_DebugOffsets, read live, and damaged copies. */
@@ -261,6 +268,7 @@ static void run_python(const char *python, bool ns, const char *lib, unsigned mi
 	cr_expect_eq(info.major, 3);
 	cr_expect_eq(info.minor, minor);
 	cr_expect_eq(info.hexversion, hex, "%s: %#x", python, info.hexversion);
+	cr_expect_neq(info.code_type_addr, 0, "%s: no PyCode_Type", python);
 	cr_expect_eq(info.source, source, "%s: offsets from %s", python,
 		     pyproc_source_name(info.source));
 	if (ns) {

@@ -167,6 +167,10 @@ int pyproc_elf_debug_offsets(Elf *elf, const struct pyproc_elf *pe,
 		at = pe->runtime_vaddr - sh.sh_addr;
 		if (!d || !d->d_buf || at > d->d_size)
 			return -EPROTO;
+		/* The table must be this interpreter's own (Py_Version's). */
+		if (pe->hexversion && d->d_size - at >= DO_END &&
+		    u64_at((const uint8_t *)d->d_buf + at, DO_VERSION) != pe->hexversion)
+			return -EPROTO;
 		return pyproc_debug_offsets_parse((const uint8_t *)d->d_buf + at,
 						  d->d_size - at, pe->minor, off);
 	}

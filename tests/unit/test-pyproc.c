@@ -397,6 +397,9 @@ Test(pyproc, seed_elf_313)
 	cr_assert_eq(pyproc_table_offsets(3, 13, &table), 0);
 	cr_expect_eq(memcmp(&o, &table, sizeof(o)), 0);
 	cr_expect_eq(pyproc_dwarf_offsets(elf, 13, &o), -ENOENT);
+	/* A _Py_DebugOffsets of another release than Py_Version says. */
+	pe.hexversion = 0x030d01f0;
+	cr_expect_eq(pyproc_elf_debug_offsets(elf, &pe, &o), -EPROTO);
 	elf_end(elf);
 	close(fd);
 }

@@ -9,12 +9,13 @@
  *
  * Versions 3.10 to 3.13 on x86_64 (LP64, little endian).  The offsets come,
  * in this order, from
- *   1. the DWARF of the interpreter's own file (pyenv builds keep it):
- *      struct members found by name, so any build of the version works;
+ *   1. the DWARF of the interpreter's own file (pyenv builds keep it;
+ *      separate debug files are not looked up yet): struct members found
+ *      by name, so any build of the version works;
  *   2. 3.13's _Py_DebugOffsets, the table CPython keeps at the start of
  *      _PyRuntime for out-of-process tools, read from the file's
  *      .PyRuntime section and checked (cookie, version, bounds);
- *   3. pyproc_table_offsets(): the numbers of pyproc.c's table, one row
+ *   3. pyproc_table_offsets(): the numbers of pyproc-layout.c's table, one row
  *      per minor version, learnt from CPython's headers of that version
  *      (Include/internal/pycore_runtime.h, pycore_interp.h, pycore_frame.h,
  *      cpython/pystate.h, cpython/code.h, cpython/unicodeobject.h) and held

@@ -740,6 +740,7 @@ Test(unwind, this_process_unwinds_to_its_callers_and_the_end_of_the_stack)
 		unsigned nt;
 
 		cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+		cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .off = true }), 0);
 		for_each_map(NULL, NULL, take_map, u);
 		nt = dwfl_frames(u, sample(&snap, in), &a, theirs);
 		cr_assert_eq(nt, res.nr_frames, "libdwfl: %u frames, ours %u", nt, res.nr_frames);
@@ -842,6 +843,41 @@ Test(unwind, a_fallback_row_asks_for_libdwfl_and_a_bad_cfa_ends_the_walk)
 	cr_assert_eq(unwtab_unwind(&regs, NULL, 0, find, &f->s, fr, 16, &res), 0);
 	cr_assert_eq(res.end, UNWTAB_END_STACK);
 	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), find, &f->s, fr, 0, &res), -EINVAL);
+	free(f);
+}
+
+/*
+ * In an epilogue the rule for the caller's rbp outlives its pop: the slot
+ * lies below the stack pointer, outside the copy.  The walk goes on with
+ * the return address, the caller's rbp not known (as libdwfl has it), and
+ * a caller whose CFA is rbp-based then ends it.  It ended at the first
+ * frame, in 1.4% of the samples of xz, python3 and sqlite3.
+ */
+Test(unwind, a_saved_rbp_below_the_stack_pointer_is_unknown_not_the_end)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	struct unwtab_row rows[] = {
+		/* after "pop rbp; pop rbx": CFA = rsp + 16, rbp still "saved at CFA - 24" */
+		{ .start = 0x1000, .kind = UNWTAB_CFA_SP, .cfa_off = 16, .fp_off = -24, .ra_off = -8 },
+		{ .start = 0x1100, .kind = UNWTAB_CFA_SP, .cfa_off = 16, .ra_off = -8 },
+		{ .start = 0x1200, .kind = UNWTAB_CFA_BP, .cfa_off = 16, .fp_off = -16, .ra_off = -8 },
+		{ .start = 0x1300, .kind = UNWTAB_GAP },
+	};
+	struct unwtab t = { .nr_rows = 4, .rows = rows };
+	struct unwtab_frame fr[16];
+	struct unwtab_result res;
+	struct unwtab_regs regs = { .ip = 0x401010, .sp = at(f, 0), .bp = 0x1234, .bp_valid = true };
+
+	f->s.maps[f->s.nr++] = (struct tmap){ .start = 0x400000, .end = 0x402000, .bias = 0x400000, .tab = &t };
+	f->stack[1] = 0x401101;  /* return address at CFA - 8 = sp + 8 */
+	f->stack[3] = 0x401201;  /* the caller's, at its CFA (sp + 16) + 16 - 8 */
+	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), find, &f->s, fr, 16, &res), 0);
+	cr_assert_geq(res.nr_frames, 3, "%u frames, end %d: the unreadable rbp ended the walk", res.nr_frames,
+		      res.end);
+	cr_assert_eq(fr[1].pc, 0x401101);
+	cr_assert_eq(fr[2].pc, 0x401201);
+	cr_assert_eq(res.nr_frames, 3);
+	cr_assert_eq(res.end, UNWTAB_END_NO_INFO, "a CFA on an unknown rbp is not computed");
 	free(f);
 }
 

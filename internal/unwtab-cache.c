@@ -305,6 +305,8 @@ static void evict(struct unwtab_cache *c, const struct entry *keep)
 static int build(struct unwtab_cache *c, const uint8_t *build_id, size_t len, unwtab_open_fn open_fn,
 		 void *ctx, struct unwtab **ret)
 {
+	/* A file known by device and inode may have no build id: it gets a table all the same. */
+	struct unwtab_build_opts o = { .sz = sizeof(o), .debug_fd = -1, .build_id_optional = !len };
 	int r = -ENOENT;
 
 	for (int attempt = 0;; attempt++) {
@@ -315,7 +317,7 @@ static int build(struct unwtab_cache *c, const uint8_t *build_id, size_t len, un
 			return r;
 		if (fd < 0)
 			continue;
-		r = unwtab_build_fd(fd, NULL, &t);
+		r = unwtab_build_fd(fd, &o, &t);
 		close(fd);
 		if (r == 0 && len && (t->build_id_len != len || memcmp(t->build_id, build_id, len) != 0)) {
 			/* Another file at that path now: not the one mapped. */

@@ -286,6 +286,40 @@ Test(unwtab, debug_frame_is_read_where_there_is_no_eh_frame, .init = make_tmpdir
 	unwtab_free(t);
 }
 
+/*
+ * A program without a build id (static-pie from a memfd, --build-id=none):
+ * refused by default, a table (never saved) where the caller knows the
+ * file by device and inode.  It had none, and its code was walked by
+ * frame pointers where libdwfl read its CFI.
+ */
+Test(unwtab, a_program_without_a_build_id_gets_a_table_when_asked, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	struct unwtab_build_opts o = { .sz = sizeof(o), .debug_fd = -1, .build_id_optional = true };
+	char src[PATH_MAX], bin[PATH_MAX], cmd[3 * PATH_MAX];
+	struct unwtab *t = NULL;
+	FILE *f;
+	int fd;
+
+	snprintf(src, sizeof(src), "%s/noid.c", tmpdir);
+	snprintf(bin, sizeof(bin), "%s/noid", tmpdir);
+	f = fopen(src, "w");
+	cr_assert_not_null(f);
+	fputs("int leaf(int x); int leaf(int x) { volatile int a[8]; a[x & 7] = x; return a[1]; }\n"
+	      "int main(int c, char **v) { (void)v; return leaf(c); }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -Wl,--build-id=none -o '%s' '%s'", bin, src);
+	cr_assert_eq(system(cmd), 0, "cc failed: %s", cmd);
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unwtab_build_fd(fd, NULL, &t), -ENOENT, "a table without a build id, unasked");
+	cr_assert_eq(unwtab_build_fd(fd, &o, &t), 0);
+	close(fd);
+	cr_assert_eq(t->build_id_len, 0);
+	cr_assert_geq(t->nr_fdes, 2, "%zu FDEs", t->nr_fdes);
+	cr_assert_eq(unwtab_save(t, dirfd_), -EINVAL, "a table without a build id has no name to be saved by");
+	unwtab_free(t);
+}
+
 /* The .debug_frame of a separate debug file (objcopy --only-keep-debug) serves a stripped program. */
 Test(unwtab, debug_frame_of_a_separate_debug_file, .init = make_tmpdir, .fini = rm_tmpdir)
 {

@@ -53,6 +53,7 @@
 
 #include "unwind-internal.h"
 #include "unwtab-cache.h"
+#include "vdso.h"
 
 #define DEFAULT_MAX_ELVES 256
 #define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
@@ -1089,12 +1090,13 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 static const struct unwtab_row dwfl_row = { .kind = UNWTAB_FALLBACK };
 static const struct unwtab dwfl_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&dwfl_row };
 
-/* Which file table_open() looks for: the one find_elf() took for @m. */
+/* Which file table_open() looks for: the one find_elf() takes for @m. */
 struct tab_open {
-	const struct perfrec_unwinder *u;
+	struct perfrec_unwinder *u;
 	uint32_t pid;
 	const struct map *m;
 	const struct elf_entry *e;
+	bool looked;             /* find_elf() was asked */
 };
 
 /*
@@ -1130,12 +1132,27 @@ static int private_copy(int fd, uint64_t size)
  */
 static int table_open(void *ctx, int attempt)
 {
-	const struct tab_open *o = ctx;
+	struct tab_open *o = ctx;
 	char path[PATH_MAX + 300];
 	struct stat st;
 	int fd;
 
-	if (attempt > 2)
+	/*
+	 * The vdso has no file: the kernel's image, this process's, if its
+	 * build id is the map's (vdso.h).
+	 */
+	if (!strcmp(o->m->name, VDSO_MAP_NAME)) {
+		if (attempt > 0 || !o->m->build_id_len)
+			return -ESRCH;
+		fd = vdso_memfd(o->m->build_id, o->m->build_id_len);
+		return fd == -ENOENT ? -ESRCH : fd;
+	}
+	/* Only now: a table in memory or on disk needs no file. */
+	if (!o->looked) {
+		o->looked = true;
+		o->e = find_elf(o->u, o->pid, o->m);
+	}
+	if (attempt > 2 || !o->e)
 		return -ESRCH;
 	if (o->e->fd >= 0) {
 		if (attempt > 0)
@@ -1166,17 +1183,20 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 	int r;
 
 	m->tab_state = TAB_NONE;
-	if (m->name[0] != '/' || m->missing)
+	if ((m->name[0] != '/' && strcmp(m->name, VDSO_MAP_NAME)) || m->missing)
 		return TAB_NONE;
 	map_key(m, key);
-	/* The checks of the file are find_elf()'s, the ones libdwfl's sessions get. */
-	o.e = find_elf(u, s->pid, m);
-	if (!o.e) {
+	/*
+	 * A table is built only from a file find_elf() checked and took (the
+	 * checks libdwfl's sessions get), the one the map names by build id
+	 * or device and inode; one kept by build id is that file's already.
+	 */
+	r = unwtab_cache_get(u->tabs, key, m->build_id, m->build_id_len, table_open, &o, &t, &dwfl);
+	if (o.looked && !o.e) {
 		m->missing = true;
 		u->st.elf_missing++;
 		return TAB_NONE;
 	}
-	r = unwtab_cache_get(u->tabs, key, m->build_id, m->build_id_len, table_open, &o, &t, &dwfl);
 	if (r == -ENOMEM) {
 		m->tab_state = TAB_UNKNOWN;
 		return TAB_DWFL;

@@ -261,7 +261,8 @@ static void sort_fdes(struct builder *b)
 {
 	size_t n = 0;
 
-	qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), by_lo);
+	if (b->nr_fdes)
+		qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), by_lo);
 	for (size_t i = 0; i < b->nr_fdes; i++) {
 		if (n && b->fdes[i].lo < b->fdes[n - 1].hi)
 			continue;

@@ -111,7 +111,8 @@ struct map {
 enum tab_state {
 	TAB_UNKNOWN = 0,
 	TAB_TABLE,               /* file-backed code with a table */
-	TAB_NONE,                /* code without one: JIT, a file without CFI or not to be had */
+	TAB_FP,                  /* code without CFI (JIT, a file without any): frame pointers */
+	TAB_STOP,                /* a file not to be had (missing, changed, refused): the chain ends there */
 	TAB_DWFL,                /* a file whose CFI made no table: libdwfl's */
 };
 
@@ -1089,6 +1090,13 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
  */
 static const struct unwtab_row dwfl_row = { .kind = UNWTAB_FALLBACK };
 static const struct unwtab dwfl_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&dwfl_row };
+/*
+ * And a file that is not to be had: its frame is the chain's last, as
+ * with libdwfl (no module).  Its code is no JIT's: its frame pointers, if
+ * any, are not followed on the strength of a file nobody could check.
+ */
+static const struct unwtab_row stop_row = { .kind = UNWTAB_OUTERMOST };
+static const struct unwtab stop_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&stop_row };
 
 /* Which file table_open() looks for: the one find_elf() takes for @m. */
 struct tab_open {
@@ -1182,9 +1190,13 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 	bool dwfl;
 	int r;
 
-	m->tab_state = TAB_NONE;
-	if ((m->name[0] != '/' && strcmp(m->name, VDSO_MAP_NAME)) || m->missing)
-		return TAB_NONE;
+	/* Anonymous code is JIT code (a [vdso] without a build id has frame pointers). */
+	m->tab_state = TAB_FP;
+	if (m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len))
+		return TAB_FP;
+	m->tab_state = TAB_STOP;
+	if (m->missing)
+		return TAB_STOP;
 	map_key(m, key);
 	/*
 	 * A table is built only from a file find_elf() checked and took (the
@@ -1195,7 +1207,10 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 	if (o.looked && !o.e) {
 		m->missing = true;
 		u->st.elf_missing++;
-		return TAB_NONE;
+		/* memfd code that is no ELF file is a JIT's (double-mapped code) */
+		if (!strncmp(m->name, "/memfd:", 7))
+			m->tab_state = TAB_FP;
+		return m->tab_state;
 	}
 	if (r == -ENOMEM) {
 		m->tab_state = TAB_UNKNOWN;
@@ -1207,6 +1222,8 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 		m->tab_state = TAB_TABLE;
 	} else if (r > 0 || dwfl) {
 		m->tab_state = TAB_DWFL;
+	} else if (r == 0) {
+		m->tab_state = TAB_FP;  /* a file without CFI */
 	}
 	return m->tab_state;
 }
@@ -1216,7 +1233,7 @@ struct tab_walk {
 	const struct space *s;
 };
 
-/* unwtab_find_fn over a process's maps: its table, tables of no file for JIT, libdwfl's sentinel. */
+/* unwtab_find_fn over a process's maps: a file's table, none for JIT code, or a sentinel's. */
 static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, uint64_t *ret_bias)
 {
 	struct tab_walk *w = ctx;
@@ -1236,6 +1253,10 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 		return 1;
 	case TAB_DWFL:
 		*ret_table = &dwfl_table;
+		*ret_bias = 0;
+		return 1;
+	case TAB_STOP:
+		*ret_table = &stop_table;
 		*ret_bias = 0;
 		return 1;
 	default:

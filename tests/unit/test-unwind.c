@@ -32,6 +32,8 @@
 
 #include "unwind-capture.h"
 #include "unwind-internal.h"
+#include "unwtab.h"
+#include "vdso.h"
 
 static void take_map(void *ctx, const struct perf_event_header *h)
 {
@@ -816,5 +818,62 @@ Test(unwind_tables, the_memory_bound_evicts_and_unwinding_goes_on, .init = make_
 	cr_expect_geq(ts.cache.evicted, 1, "nothing evicted past a 1-byte bound");
 	cr_expect_eq(ts.cache.tables, 1, "%zu tables kept under a 1-byte bound", ts.cache.tables);
 	cr_expect_eq(ts.by_tables, 3);
+	perfrec_unwinder__free(u);
+}
+
+/*
+ * The [vdso] maps perfrecd writes carry the image's build id: its table
+ * is built from the running image (vdso.h), so a sample at the entry of a
+ * vdso function (CFA = rsp + 8) goes on to its caller.  Without it the
+ * walk had no CFI there and no frame pointer to follow: the ip alone.
+ */
+Test(unwind_tables, a_sample_in_the_vdso_goes_on_to_its_caller)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	_Alignas(8) unsigned char rec[512] = {0};
+	struct perfrec_unwinder_table_stats ts;
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	uint64_t start = 0, end = 0, entry = 0, ra = (uint64_t)(uintptr_t)outer_marker + 16;
+	struct perf_event_header *h;
+	struct unwtab *t = NULL;
+	struct snap s = { 0 };
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int idlen = vdso_build_id(id), fd;
+	struct chain c;
+
+	if (idlen <= 0)
+		cr_skip_test("this kernel's vdso has no build id");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]"))
+			cr_assert_eq(sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end), 2);
+	fclose(f);
+	cr_assert_gt(start, 0, "no [vdso] in /proc/self/maps");
+	/* A function's entry: the first row whose CFA is rsp + 8. */
+	fd = vdso_memfd(id, (size_t)idlen);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unwtab_build_fd(fd, NULL, &t), 0);
+	close(fd);
+	for (size_t i = 0; i < t->nr_rows && !entry; i++)
+		if ((t->rows[i].kind & UNWTAB_KIND_MASK) == UNWTAB_CFA_SP && t->rows[i].cfa_off == 8)
+			entry = start + t->rows[i].start;
+	unwtab_free(t);
+	cr_assert_gt(entry, 0, "no function entry in the vdso's table");
+
+	feed_maps(u, NULL, NULL);
+	h = mmap2_record(rec, start, end - start, 0, PROT_READ | PROT_EXEC, VDSO_MAP_NAME);
+	h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	rec[sizeof(*h) + 32] = (unsigned char)idlen;
+	memcpy(rec + sizeof(*h) + 36, id, (size_t)idlen);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	s.regs[R_IP] = entry;
+	s.regs[R_SP] = (uint64_t)(uintptr_t)&s.stack;
+	memcpy(s.stack, &ra, 8);
+	s.dyn = STACK;
+	c = unwind(u, &s);
+	cr_assert_geq(c.nr, 2, "the vdso sample stops at its ip");
+	cr_expect_eq(c.ip[1], ra - 1, "its caller is not the return address on the stack");
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.cache.built, 1);
 	perfrec_unwinder__free(u);
 }

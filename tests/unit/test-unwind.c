@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <libelf.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -876,4 +877,50 @@ Test(unwind_tables, a_sample_in_the_vdso_goes_on_to_its_caller)
 	perfrec_unwinder__table_stats(u, &ts);
 	cr_expect_geq(ts.cache.built, 1);
 	perfrec_unwinder__free(u);
+}
+
+static struct snap sigsnap;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	outer_marker(&sigsnap);
+}
+
+__attribute__((noinline)) void raise_marker(void);
+__attribute__((noinline)) void raise_marker(void)
+{
+	raise(SIGUSR1);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * A signal frame (glibc's __restore_rt: registers restored by DWARF
+ * expressions) is a row the tables cannot say: the sample goes to
+ * libdwfl, counted, and comes out as libdwfl alone unwinds it, through
+ * the signal frame to the interrupted code.
+ */
+Test(unwind_tables, a_signal_frame_is_libdwfls_and_the_chain_goes_through_it)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct perfrec_unwinder *u = new_unwinder(), *d = new_dwfl_unwinder();
+	struct perfrec_unwinder_table_stats ts;
+	struct chain c, cd;
+
+	cr_assert_eq(sigaction(SIGUSR1, &sa, &old), 0);
+	raise_marker();
+	cr_assert_eq(sigaction(SIGUSR1, &old, NULL), 0);
+	feed_maps(u, NULL, NULL);
+	feed_maps(d, NULL, NULL);
+	c = unwind(u, &sigsnap);
+	cd = unwind(d, &sigsnap);
+	cr_expect(chain_has(&c, outer_marker));
+	cr_expect(chain_has(&c, (void (*)(struct snap *))raise_marker), "the chain stops at the signal frame (%" PRIu64
+		  " frames)", c.nr);
+	cr_expect(c.nr == cd.nr && !memcmp(c.ip, cd.ip, c.nr * 8), "not libdwfl's chain");
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_eq(ts.by_dwfl, 1, "the signal frame was not handed to libdwfl");
+	cr_expect_eq(ts.by_tables, 0);
+	perfrec_unwinder__free(u);
+	perfrec_unwinder__free(d);
 }

@@ -221,6 +221,7 @@ build-asan/tests/test-cut-cgroup build-asan/tests/test-cut-unwind: build-asan/to
 
 # test-unwtab builds tables of tests/e2e/nofp and unwinds a recording of it.
 tests/unit/test-unwtab build-asan/tests/test-unwtab: tests/e2e/nofp
+tests/unit/test-unwtab-cache build-asan/tests/test-unwtab-cache: tests/e2e/nofp
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(addprefix build-asan/,$(LIB_SRCS:.c=.o)) \

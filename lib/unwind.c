@@ -138,6 +138,8 @@ struct current {
 	unsigned nr_frames, max_frames;
 	const struct space *space;
 	uint64_t prev_pc;        /* where the last frame was looked up */
+	/* libdwfl goes on from the tables' last frame: its rsp, rbp and rip only (NULL: the sample's) */
+	const struct unwtab_regs *from;
 };
 
 /* A record waiting in the queue (perfrec_unwinder__push()). */
@@ -176,6 +178,8 @@ struct perfrec_unwinder {
 	struct unwtab_cache *tabs;
 	struct perfrec_unwinder_table_stats tst;
 	struct unwtab_frame tframes[512];
+	struct unwtab_regs dwfl_from;  /* cur.from's */
+	unsigned dwfl_base;            /* frames the tables found before libdwfl's */
 };
 
 /* --- ELF cache ----------------------------------------------------------- */
@@ -872,6 +876,17 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	static const unsigned from_perf[8] = { P_AX, P_DX, P_CX, P_BX, P_SI, P_DI, P_BP, P_SP };
 	Dwarf_Word dw[17];
 
+	if (c->from) {
+		/* The rest is not known up there: left undefined, not guessed. */
+		Dwarf_Word sp = c->from->sp, bp = c->from->bp;
+
+		if (!dwfl_thread_state_registers(thread, 7, 1, &sp) ||
+		    (c->from->bp_valid && !dwfl_thread_state_registers(thread, 6, 1, &bp)))
+			return false;
+		dwfl_thread_state_register_pc(thread, c->from->ip);
+		return true;
+	}
+
 	for (unsigned i = 0; i < 8; i++)
 		dw[i] = reg(c, from_perf[i]);
 	for (unsigned i = 0; i < 8; i++)
@@ -920,26 +935,33 @@ static bool in_exec_map(const struct space *s, uint64_t pc)
  * where there is none (x86_64's ebl unwind), which on code built without
  * them is a guess: a frame found after a pc without CFI is not taken.
  */
-static bool has_cfi(Dwfl *dwfl, uint64_t pc)
+static bool cfi_at(Dwfl *dwfl, uint64_t pc, bool *signal)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
 	Dwarf_Frame *frame;
-	Dwarf_Addr bias;
+	Dwarf_Addr bias, start, end;
 	Dwarf_CFI *cfi;
 
+	*signal = false;
 	if (!mod)
 		return false;
 	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
-		free(frame);
-		return true;
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0)
+			return false;
 	}
-	cfi = dwfl_module_dwarf_cfi(mod, &bias);
-	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
-		free(frame);
-		return true;
-	}
-	return false;
+	if (dwarf_frame_info(frame, &start, &end, signal) < 0)
+		*signal = false;
+	free(frame);
+	return true;
+}
+
+static bool has_cfi(Dwfl *dwfl, uint64_t pc)
+{
+	bool signal;
+
+	return cfi_at(dwfl, pc, &signal);
 }
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -959,7 +981,18 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	if (c->nr_frames && !has_cfi(dwfl_thread_dwfl(dwfl_frame_thread(state)), c->prev_pc))
 		return DWARF_CB_ABORT;
-	/* The call, not the instruction after it, as perf's unwinders report callers. */
+	/*
+	 * The call, not the instruction after it, as perf's unwinders report
+	 * callers.  The first frame, when it is the tables' last, is a return
+	 * address libdwfl takes for an interrupted pc: reported as libdwfl
+	 * would have, the call, but for a signal frame's trampoline (whose
+	 * caller is an interrupted pc: libdwfl reports both as they are).
+	 */
+	if (c->from && !c->nr_frames) {
+		bool signal;
+
+		activation = cfi_at(dwfl_thread_dwfl(dwfl_frame_thread(state)), pc - 1, &signal) && signal;
+	}
 	if (!activation)
 		pc--;
 	c->prev_pc = pc;
@@ -1265,8 +1298,38 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 }
 
 /*
+ * A fallback row in the walk of @res: the frames before its frame into
+ * u->frames, and u->cur set for libdwfl to go on from that frame with the
+ * registers the tables know (unwind()).  From the start (the sample's
+ * registers) when the row is the first frame's, or when libdwfl would
+ * look the frame up elsewhere than the tables do: it takes its first pc
+ * for an interrupted one, where a return address is looked up at the
+ * call before it, so the two must fall in the same row.
+ */
+static void hand_over(struct perfrec_unwinder *u, struct tab_walk *w, const struct unwtab_result *res)
+{
+	unsigned k = res->nr_frames;
+	const struct unwtab *t;
+	uint64_t bias, ip = res->at.ip;
+
+	if (k < 2 || table_find(w, ip, &t, &bias) != 1 || unwtab_lookup(t, ip - bias) != unwtab_lookup(t, ip - 1 - bias))
+		return;
+	for (unsigned i = 0; i + 1 < k; i++) {
+		u->frames[i] = i ? u->tframes[i].pc - 1 : u->tframes[i].pc;
+		u->tst.fp_frames += u->tframes[i].how == UNWTAB_FROM_FP;
+		u->tst.table_frames += u->tframes[i].how == UNWTAB_FROM_TABLE;
+	}
+	u->dwfl_from = res->at;
+	u->dwfl_base = k - 1;
+	u->cur.from = &u->dwfl_from;
+	u->cur.frames = u->frames + u->dwfl_base;
+	u->cur.max_frames = u->max_frames - u->dwfl_base;
+}
+
+/*
  * Unwind the sample in u->cur with the tables into u->frames: how many,
- * or 0 when libdwfl has to unwind it (a fallback row on the way).
+ * or 0 when libdwfl has to unwind it, from the start or from where a
+ * fallback row stopped the tables (hand_over()).
  */
 static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp)
 {
@@ -1278,8 +1341,12 @@ static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp
 	struct unwtab_result res;
 
 	if (unwtab_unwind(&regs, u->cur.stack, u->cur.stack_len, table_find, &w, u->tframes, u->max_frames,
-			  &res) < 0 || res.end == UNWTAB_END_NEED_DWFL)
+			  &res) < 0)
 		return 0;
+	if (res.end == UNWTAB_END_NEED_DWFL) {
+		hand_over(u, &w, &res);
+		return 0;
+	}
 	for (unsigned i = 0; i < res.nr_frames; i++) {
 		/* The call, not the instruction after it, as frame_cb() gives callers. */
 		u->frames[i] = i ? u->tframes[i].pc - 1 : u->tframes[i].pc;
@@ -1335,6 +1402,17 @@ void perfrec_unwinder__rewrite_attr(const struct perf_event_attr *in, struct per
 	out->exclude_callchain_user = 0;
 }
 
+/* The chain where libdwfl found nothing: up to the frame it was to start from. */
+static unsigned no_dwfl(struct perfrec_unwinder *u)
+{
+	if (u->cur.from) {
+		u->cur.frames[0] = u->cur.from->ip - 1;
+		return u->dwfl_base + 1;
+	}
+	u->frames[0] = reg(&u->cur, P_IP);
+	return 1;
+}
+
 /* Unwind the sample into u->frames; returns how many. */
 static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *s)
 {
@@ -1352,6 +1430,7 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 		return 1;
 	}
 	sp->last_use = ++u->clock;
+	u->dwfl_base = 0;
 	if (!u->tables_off) {
 		unsigned n = unwind_tables(u, sp);
 
@@ -1365,20 +1444,17 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 	 * be built from are not tried again on every sample.
 	 */
 	if (sp->stale || (!sp->dwfl && sp->grown)) {
-		if (!build_dwfl(u, sp)) {
-			u->frames[0] = reg(&u->cur, P_IP);
-			return 1;
-		}
+		if (!build_dwfl(u, sp))
+			return no_dwfl(u);
 	} else if (!sp->dwfl) {
-		u->frames[0] = reg(&u->cur, P_IP);
-		return 1;
+		return no_dwfl(u);
 	} else if (sp->grown) {
 		grow_dwfl(u, sp);
 	}
 	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);
 	if (!u->cur.nr_frames)
-		u->frames[u->cur.nr_frames++] = reg(&u->cur, P_IP);
-	return u->cur.nr_frames;
+		return no_dwfl(u);
+	return u->dwfl_base + u->cur.nr_frames;
 }
 
 /*

@@ -896,8 +896,8 @@ __attribute__((noinline)) void raise_marker(void)
 
 /*
  * A signal frame (glibc's __restore_rt: registers restored by DWARF
- * expressions) is a row the tables cannot say: the sample goes to
- * libdwfl, counted, and comes out as libdwfl alone unwinds it, through
+ * expressions) is a row the tables cannot say: libdwfl goes on from it
+ * (counted), and the chain comes out as libdwfl alone unwinds it, through
  * the signal frame to the interrupted code.
  */
 Test(unwind_tables, a_signal_frame_is_libdwfls_and_the_chain_goes_through_it)
@@ -918,9 +918,14 @@ Test(unwind_tables, a_signal_frame_is_libdwfls_and_the_chain_goes_through_it)
 	cr_expect(chain_has(&c, (void (*)(struct snap *))raise_marker), "the chain stops at the signal frame (%" PRIu64
 		  " frames)", c.nr);
 	cr_expect(c.nr == cd.nr && !memcmp(c.ip, cd.ip, c.nr * 8), "not libdwfl's chain");
+	for (uint64_t i = 0; i < c.nr || i < cd.nr; i++)
+		cr_log_info("%2" PRIu64 " %#18" PRIx64 " %#18" PRIx64, i, i < c.nr ? c.ip[i] : 0, i < cd.nr ? cd.ip[i] : 0);
 	perfrec_unwinder__table_stats(u, &ts);
 	cr_expect_eq(ts.by_dwfl, 1, "the signal frame was not handed to libdwfl");
 	cr_expect_eq(ts.by_tables, 0);
+	/* libdwfl went on from the signal frame: the frames below it are the tables'. */
+	cr_expect_geq(ts.table_frames, 2, "libdwfl unwound the frames the tables had found (%" PRIu64 ")",
+		      ts.table_frames);
 	perfrec_unwinder__free(u);
 	perfrec_unwinder__free(d);
 }

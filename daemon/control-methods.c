@@ -63,6 +63,7 @@ static void unwind_table_status(const struct perfrec_unwinder_table_stats *t, st
 	J_ADD(u, "table_files_evicted", json_object_new_int64((int64_t)t->cache.disk_evicted));
 	J_ADD(u, "table_disk_errors", json_object_new_int64((int64_t)t->cache.disk_errors));
 	J_ADD(u, "table_disk_bytes", json_object_new_int64((int64_t)t->cache.disk_bytes));
+	J_ADD(u, "tables_deferred", json_object_new_int64((int64_t)t->cache.deferred));
 }
 
 /* unwind=host: how the unwinding worker keeps up (absent otherwise). */

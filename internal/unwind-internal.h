@@ -31,6 +31,7 @@ struct perfrec_unwinder_tables_opts {
 	const char *dir;          /* the build-id cache directory, where DIR/.unwtab goes; NULL: memory only */
 	uint64_t max_bytes;       /* tables in memory (0: unwtab-cache.h's default) */
 	uint64_t max_disk_bytes;  /* table files (0: unwtab-cache.h's default) */
+	uint64_t build_ns_per_sec; /* CPU for building tables, per second (0: no bound; unwtab-cache.h) */
 };
 int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfrec_unwinder_tables_opts *opts);
 

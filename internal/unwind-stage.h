@@ -37,6 +37,9 @@
 
 struct unwind_stage;
 
+/* CPU the worker may spend building unwind tables (unwtab-cache.h): 200 ms a second. */
+#define UNWIND_STAGE_BUILD_NS_PER_SEC 200000000ULL
+
 struct unwind_stage_opts {
 	size_t sz;
 	uint64_t max_queue_bytes;             /* 0: unwind-sink.h's default */

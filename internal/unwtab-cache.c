@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unwtab-cache.h"
@@ -36,6 +37,9 @@ struct unwtab_cache {
 	uint64_t max_bytes, max_disk_bytes;
 	size_t max_tables;
 	uint64_t clock, generation;
+	uint64_t build_rate;  /* opts' build_ns_per_sec */
+	int64_t tokens;       /* ns of building allowed now */
+	uint64_t refilled;    /* when the tokens were last added (CLOCK_MONOTONIC ns) */
 	struct entry *buckets[NR_BUCKETS];
 	struct unwtab_cache_stats st;
 };
@@ -66,6 +70,8 @@ int unwtab_cache_new(const struct unwtab_cache_opts *opts, struct unwtab_cache *
 	c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : UNWTAB_CACHE_DEFAULT_BYTES;
 	c->max_tables = opts && opts->max_tables ? opts->max_tables : UNWTAB_CACHE_DEFAULT_COUNT;
 	c->max_disk_bytes = opts && opts->max_disk_bytes ? opts->max_disk_bytes : UNWTAB_CACHE_DEFAULT_DISK_BYTES;
+	c->build_rate = opts ? opts->build_ns_per_sec : 0;
+	c->tokens = (int64_t)(2 * c->build_rate);
 	*ret = c;
 	return 0;
 }
@@ -298,6 +304,32 @@ static void evict(struct unwtab_cache *c, const struct entry *keep)
 	}
 }
 
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the budget allows a build now (tokens added for the time since the last look). */
+static bool may_build(struct unwtab_cache *c)
+{
+	uint64_t now;
+
+	if (!c->build_rate)
+		return true;
+	now = now_ns(CLOCK_MONOTONIC);
+	if (c->refilled) {
+		uint64_t add = (now - c->refilled) / 1000 * c->build_rate / 1000000;
+
+		c->tokens = c->tokens + (int64_t)add > (int64_t)(2 * c->build_rate) ? (int64_t)(2 * c->build_rate)
+										: c->tokens + (int64_t)add;
+	}
+	c->refilled = now;
+	return c->tokens > 0;
+}
+
 /*
  * Build the table from the files @open gives until one has the build id
  * wanted: 0 with *ret, or the last error (-ENOENT: none was the file).
@@ -357,8 +389,15 @@ int unwtab_cache_get(struct unwtab_cache *c, const char *key, const uint8_t *bui
 		if (strlen(key) >= KEY_MAX)
 			return -EINVAL;
 		r = load(c, build_id, build_id_len, &t);
+		if (r < 0 && !may_build(c)) {
+			c->st.deferred++;
+			return -EAGAIN;
+		}
 		if (r < 0) {
+			uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+
 			r = build(c, build_id, build_id_len, open_fn, ctx, &t);
+			c->tokens -= (int64_t)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 			if (r == -ENOENT || r == -ENOMEM)
 				return r;
 			if (r == 0 && build_id_len)

@@ -41,6 +41,13 @@ struct unwtab_cache_opts {
 	uint64_t max_bytes;       /* tables in memory (0: UNWTAB_CACHE_DEFAULT_BYTES) */
 	size_t max_tables;        /* ... and their count (0: UNWTAB_CACHE_DEFAULT_COUNT) */
 	uint64_t max_disk_bytes;  /* table files on disk (0: UNWTAB_CACHE_DEFAULT_DISK_BYTES) */
+	/*
+	 * CPU time building tables may take, in ns per second of wall time,
+	 * saved up to two seconds' worth (0: no bound).  Past it a table is
+	 * not built for now (-EAGAIN): a worker that must keep up is not held
+	 * for seconds by the first samples of every binary on the host.
+	 */
+	uint64_t build_ns_per_sec;
 };
 
 struct unwtab_cache_stats {
@@ -54,6 +61,7 @@ struct unwtab_cache_stats {
 	uint64_t evicted;         /* tables dropped from memory for the bounds */
 	uint64_t disk_evicted;    /* table files removed for the disk bound */
 	uint64_t disk_errors;     /* the directory could not be used, or a file not written */
+	uint64_t deferred;        /* look-ups answered -EAGAIN: over the build budget */
 	size_t tables;            /* in memory now */
 	uint64_t bytes;           /* their sizes */
 	uint64_t disk_bytes;      /* table files now (as far as this cache knows) */
@@ -77,8 +85,9 @@ typedef int (*unwtab_open_fn)(void *ctx, int attempt);
  * in memory, then on disk, then built.  Returns 1 with *ret_table (valid
  * until the next call), 0 when the file has no table and will not get one
  * (*ret_table NULL; *ret_dwfl set when libdwfl may still unwind it: its
- * CFI did not make a table), -ENOENT when the file is not to be had, or
- * -ENOMEM.  @open is called with attempt 0, 1, ... while it returns fds
+ * CFI did not make a table), -ENOENT when the file is not to be had,
+ * -EAGAIN when it would have to be built past the build budget (ask
+ * again later), or -ENOMEM.  @open is called with attempt 0, 1, ... while it returns fds
  * whose build id is not the one wanted.
  */
 int unwtab_cache_get(struct unwtab_cache *c, const char *key, const uint8_t *build_id, size_t build_id_len,

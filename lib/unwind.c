@@ -1245,7 +1245,8 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 			m->tab_state = TAB_FP;
 		return m->tab_state;
 	}
-	if (r == -ENOMEM) {
+	/* No memory, or no table built for now (the budget): libdwfl this time. */
+	if (r == -ENOMEM || r == -EAGAIN) {
 		m->tab_state = TAB_UNKNOWN;
 		return TAB_DWFL;
 	}
@@ -1368,6 +1369,7 @@ int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfre
 	co.dir = opts->dir;
 	co.max_bytes = opts->max_bytes;
 	co.max_disk_bytes = opts->max_disk_bytes;
+	co.build_ns_per_sec = opts->build_ns_per_sec;
 	r = unwtab_cache_new(&co, &c);
 	if (r < 0)
 		return r;

@@ -84,7 +84,8 @@ run() { # NAME COND: perfrecd until its tables unwound 50 samples, COND holds an
 }
 field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["unwind"].get(sys.argv[2], -1))' "$@"; }
 
-run first "u.get('tables_saved', 0) >= 1"
+# The worker builds tables within a budget (libdwfl meanwhile): wait for the tables to take over.
+run first "u.get('tables_saved', 0) >= 1 and u['by_tables'] >= 9 * u.get('by_libdwfl', 0)"
 python3 - "$T/first.status" <<'EOF' || fail "the first run's status does not show the tables at work"
 import json, sys
 u = json.load(open(sys.argv[1]))["unwind"]

@@ -173,3 +173,25 @@ Test(unwtab_cache, a_directory_others_may_write_is_not_used, .init = make_tmpdir
 	cr_expect_eq(table_files(), 0);
 	unwtab_cache_free(c);
 }
+
+/*
+ * Past the build budget a table is not built for now (-EAGAIN, counted),
+ * while those in memory are still answered: the live worker once spent
+ * its first seconds building every binary's table, behind its rounds.
+ */
+Test(unwtab_cache, past_the_build_budget_tables_wait, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	struct unwtab_cache_opts o = { .build_ns_per_sec = 1 };
+	struct unwtab_cache_stats st;
+	const struct unwtab *t;
+	struct unwtab_cache *c;
+
+	cr_assert_eq(unwtab_cache_new(&o, &c), 0);
+	cr_assert_eq(get(c, "/proc/self/exe", &t), 1, "the first table is within the budget");
+	cr_expect_eq(get(c, "tests/e2e/nofp", &t), -EAGAIN, "a table was built past the budget");
+	cr_expect_eq(get(c, "/proc/self/exe", &t), 1, "a table in memory is not answered past the budget");
+	unwtab_cache_stats(c, &st);
+	cr_expect_eq(st.built, 1);
+	cr_expect_eq(st.deferred, 1);
+	unwtab_cache_free(c);
+}

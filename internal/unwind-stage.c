@@ -284,7 +284,7 @@ int unwind_stage_new(const struct unwind_stage_opts *opts, struct unwind_stage *
 	wo.max_queue_bytes = opts->max_queue_bytes;
 	wo.tables.dir = PERFREC_OPTS_GET(opts, table_dir, (const char *)NULL);
 	/*
-	 * The worker must keep up: a fifth of a CPU at most for building
+	 * The worker must keep up: a twentieth of a CPU at most for making
 	 * tables, libdwfl meanwhile (the first samples of every binary on
 	 * the host held the first rounds for seconds).
 	 */

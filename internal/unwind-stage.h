@@ -37,8 +37,11 @@
 
 struct unwind_stage;
 
-/* CPU the worker may spend building unwind tables (unwtab-cache.h): 200 ms a second. */
-#define UNWIND_STAGE_BUILD_NS_PER_SEC 200000000ULL
+/*
+ * CPU the worker may spend loading and building unwind tables
+ * (unwtab-cache.h): 50 ms a second, saved up to 100 ms.
+ */
+#define UNWIND_STAGE_BUILD_NS_PER_SEC 50000000ULL
 
 struct unwind_stage_opts {
 	size_t sz;

@@ -388,21 +388,23 @@ int unwtab_cache_get(struct unwtab_cache *c, const char *key, const uint8_t *bui
 	if (!e) {
 		if (strlen(key) >= KEY_MAX)
 			return -EINVAL;
-		r = load(c, build_id, build_id_len, &t);
-		if (r < 0 && !may_build(c)) {
+		uint64_t t0;
+
+		if (!may_build(c)) {
 			c->st.deferred++;
 			return -EAGAIN;
 		}
+		/* Loading (a checksum over the rows), building and saving: all on the budget. */
+		t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		r = load(c, build_id, build_id_len, &t);
 		if (r < 0) {
-			uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-
 			r = build(c, build_id, build_id_len, open_fn, ctx, &t);
-			c->tokens -= (int64_t)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
-			if (r == -ENOENT || r == -ENOMEM)
-				return r;
 			if (r == 0 && build_id_len)
 				save(c, t);
 		}
+		c->tokens -= (int64_t)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+		if (r == -ENOENT || r == -ENOMEM)
+			return r;
 		e = calloc(1, sizeof(*e));
 		if (!e) {
 			unwtab_free(t);

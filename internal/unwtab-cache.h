@@ -42,10 +42,11 @@ struct unwtab_cache_opts {
 	size_t max_tables;        /* ... and their count (0: UNWTAB_CACHE_DEFAULT_COUNT) */
 	uint64_t max_disk_bytes;  /* table files on disk (0: UNWTAB_CACHE_DEFAULT_DISK_BYTES) */
 	/*
-	 * CPU time building tables may take, in ns per second of wall time,
-	 * saved up to two seconds' worth (0: no bound).  Past it a table is
-	 * not built for now (-EAGAIN): a worker that must keep up is not held
-	 * for seconds by the first samples of every binary on the host.
+	 * CPU time loading and building tables may take, in ns per second of
+	 * wall time, saved up to two seconds' worth (0: no bound).  Past it a
+	 * table is neither loaded nor built for now (-EAGAIN): a worker that
+	 * must keep up is not held for seconds by the first samples of every
+	 * binary on the host.
 	 */
 	uint64_t build_ns_per_sec;
 };

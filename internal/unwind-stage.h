@@ -37,9 +37,17 @@
 
 struct unwind_stage;
 
+/*
+ * CPU the worker may spend loading and building unwind tables
+ * (unwtab-cache.h): 50 ms a second, saved up to 100 ms.
+ */
+#define UNWIND_STAGE_BUILD_NS_PER_SEC 50000000ULL
+
 struct unwind_stage_opts {
 	size_t sz;
 	uint64_t max_queue_bytes;             /* 0: unwind-sink.h's default */
+	/* the build-id cache directory: unwind tables go to its .unwtab (NULL: memory only) */
+	const char *table_dir;
 	/* the events: attrs, ids and the rings they go through; borrowed for the stage's life */
 	const struct perfrec_evlist *evlist;
 	/* @samples of ring @ring were handed over and will never come out (NULL: not told) */

@@ -82,6 +82,12 @@ static void fill_header(const struct unwtab *t, struct unwtab_file_header *h)
 	h->checksum = checksum(h, t->rows, t->nr_rows);
 }
 
+/*
+ * Not synced: the unwinding worker saves tables as it goes, and an fsync
+ * on a busy disk held it (and every sample behind it) for as long as the
+ * disk liked.  A table a crash cut or lost fails its checksum at the next
+ * load and is built again.
+ */
 static int write_table(int fd, const struct unwtab *t)
 {
 	struct unwtab_file_header h;
@@ -91,7 +97,7 @@ static int write_table(int fd, const struct unwtab *t)
 	if ((r = write_all(fd, &h, sizeof(h))) < 0 ||
 	    (r = write_all(fd, t->rows, t->nr_rows * sizeof(*t->rows))) < 0)
 		return r;
-	return fsync(fd) < 0 ? -errno : 0;
+	return 0;
 }
 
 /* Where O_TMPFILE is not supported: a unique name, created exclusively, linked and removed. */

@@ -33,7 +33,8 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 	systemd util-linux procps psmisc python3 e2fsprogs \
 	man-db groff-base libssl-dev \
 	libdw-dev libelf-dev libdebuginfod-dev elfutils debuginfod zlib1g-dev \
-	libprotobuf-c-dev protobuf-c-compiler golang-go chromium
+	libprotobuf-c-dev protobuf-c-compiler golang-go chromium \
+	xz-utils sqlite3 nodejs
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib

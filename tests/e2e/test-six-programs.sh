@@ -10,7 +10,11 @@
 # reach the program's entry (main, __libc_start_main, _start; start_thread
 # or clone3 for its threads), or at least perf's share of the same run;
 # for node, the user frames per sample must on average be at least
-# perf's.  The file passes perfrecctl verify and perfparser.
+# perf's.  The file passes perfrecctl verify and perfparser.  node's two
+# checks fail now and then, marked EXPECTED GAP: its samples are mostly in
+# V8's JIT code, without CFI, where libdwfl and perf's libunwind both stop
+# after a frame or two; the table unwinder's frame-pointer fallback there
+# (issue 25) is what gets ours past perf.
 #
 # What counts, and why it is fair:
 # - A program's samples are those of its process tree (FORK records, from
@@ -33,7 +37,7 @@ six_setup
 mkdir -p "$T/out"
 "$PERFRECD" -o "$T/out" --socket= -e cpu-clock -F 499 -m 16M "${SIX_UNWIND[@]}" 2>"$T/log" &
 DAEMON_PID=$!
-wait_for 30 grep -q "Recording" "$T/log" || { cat "$T/log"; fail "perfrecd did not start"; }
+wait_for 30 grep -qs "Recording" "$T/log" || { cat "$T/log"; fail "perfrecd did not start"; }
 specs=()
 for p in $SIX_PROGRAMS; do
 	six_run "$p" perf record -q --buildid-mmap --call-graph dwarf -F 499 -e cpu-clock -o "$T/six/$p.perf" --

@@ -88,10 +88,12 @@ def reaches(sample):
 
 
 def reach_figures(samples):
-    n = len(samples)
+    """Samples with user frames, how many reach an entry, the user frames
+    per sample (all samples), and the samples without any user frame."""
+    n = sum(1 for s in samples if s[2])
     whole = sum(1 for s in samples if reaches(s))
-    depth = sum(len(s[2]) for s in samples) / max(n, 1)
-    return n, whole, depth
+    depth = sum(len(s[2]) for s in samples) / max(len(samples), 1)
+    return n, whole, depth, len(samples) - n
 
 
 def reach(argv):
@@ -101,14 +103,17 @@ def reach(argv):
     for spec in argv[2:]:
         name, root, pfile, *opt = spec.split(':')
         psamples, pfork = script(pfile, 'comm,pid,tid,ip,sym')
-        pn, pw, pd = reach_figures([s for s in psamples if s[1] in tree(pfork, int(root))])
-        on, ow, od = reach_figures([s for s in ours if s[1] in tree(ofork, int(root))])
+        pn, pw, pd, pk = reach_figures([s for s in psamples if s[1] in tree(pfork, int(root))])
+        on, ow, od, ok = reach_figures([s for s in ours if s[1] in tree(ofork, int(root))])
         on += dropped
         print(f'# {name}: ours {ow}/{on} = {100 * ow / max(on, 1):.1f}% reach the entry, '
-              f'perf {pw}/{pn} = {100 * pw / max(pn, 1):.1f}%; '
+              f'perf {pw}/{pn} = {100 * pw / max(pn, 1):.1f}% ({ok} and {pk} without user frames); '
               f'user frames per sample: ours {od:.1f}, perf {pd:.1f}')
         if on < MIN_SAMPLES or pn < MIN_SAMPLES:
             bad.append(f'{name}: too few samples (ours {on}, perf {pn})')
+        elif ok * 100 > (on + ok) * 5:
+            # Not counted above; a few are the kernel's, many would be ours.
+            bad.append(f'{name}: {ok} of {on + ok} samples have no user frame at all')
         elif ow * 100 < on * 95 and ow * pn < pw * on:
             bad.append(f'{name}: only {ow} of {on} samples reach the entry, below 95% and perf\'s {pw} of {pn}'
                        + (JIT_GAP if 'depth' in opt else ''))

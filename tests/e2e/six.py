@@ -111,7 +111,7 @@ def reach(argv):
               f'user frames per sample: ours {od:.1f}, perf {pd:.1f}')
         if on < MIN_SAMPLES or pn < MIN_SAMPLES:
             bad.append(f'{name}: too few samples (ours {on}, perf {pn})')
-        elif ok * 100 > (on + ok) * 5:
+        elif ok * 100 > (on + ok) * 10:
             # Not counted above; a few are the kernel's, many would be ours.
             bad.append(f'{name}: {ok} of {on + ok} samples have no user frame at all')
         elif ow * 100 < on * 95 and ow * pn < pw * on:

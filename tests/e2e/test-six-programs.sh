@@ -25,7 +25,8 @@
 #   the storm, an exec's or exit's own work), so no unwinder could do
 #   anything with them.  Ours keep the sampled user ip where unwinding
 #   fails (lib/unwind.c), so a failure of ours is not among them; more
-#   than 5% of a program's samples without a user frame fails the test.
+#   than 10% of a program's samples without a user frame fails the test
+#   (the storm has 2 to 4%).
 # - Samples the kernel lost (LOST records, a ring overrun) are in neither
 #   count, in our file as in perf's: perf counts its own that way.  They
 #   are printed.

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * JIT frames named from the recording alone (jitsink.h): anonymous
+ * executable mappings followed to their process's perf map, their MMAP2s
+ * doubled by ones naming an image, the images written when the file ends.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/perf_event.h>
+#include <openssl/evp.h>
+
+#include "drain.h"
+#include "jitimage.h"
+#include "jitsink.h"
+#include "log.h"
+
+/* How often the perf maps of live processes are read while recording. */
+#define READ_EVERY_NS (200 * 1000000ull)
+/* Reads of one map when the file ends: what it gained since the last pass. */
+#define FINAL_READS 16
+
+struct jitmap {
+	uint64_t start, len;
+	uint8_t bid[JITIMAGE_BID_LEN];
+};
+
+struct jitproc {
+	uint32_t pid;
+	bool exited;
+	bool open_failed;       /* said once: no perf map to follow */
+	struct perfmap pm;
+	struct jitmap *maps;    /* of the current file */
+	size_t nr_maps, cap_maps;
+};
+
+/* MMAP2 as the kernel lays it out, up to the file name. */
+struct mmap2_head {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	uint8_t build_id_size, reserved[3];
+	uint8_t build_id[20];
+	uint32_t prot, flags;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *cache_dir(const struct jitsink *js)
+{
+	const struct config *c = js->cfg ? *js->cfg : NULL;
+
+	return c && c->buildid_cache && *c->buildid_cache ? c->buildid_cache : NULL;
+}
+
+static void proc_free(struct jitsink *js, struct jitproc *p)
+{
+	const struct perfmap_stats *s = &p->pm.st;
+	struct perfmap_stats *t = &js->st.perfmap;
+
+	t->bytes += s->bytes;
+	t->lines += s->lines;
+	t->syms += s->syms;
+	t->bad_lines += s->bad_lines;
+	t->long_lines += s->long_lines;
+	t->cut_names += s->cut_names;
+	t->over_limit += s->over_limit;
+	t->restarts += s->restarts;
+	perfmap_exit(&p->pm);
+	free(p->maps);
+	free(p);
+}
+
+static struct jitproc *proc_find(struct jitsink *js, uint32_t pid)
+{
+	for (size_t i = 0; i < js->nr_procs; i++)
+		if (js->procs[i]->pid == pid && !js->procs[i]->exited)
+			return js->procs[i];
+	return NULL;
+}
+
+/* The process's state, its perf map opened on first sight (it exists from the runtime's start). */
+static struct jitproc *proc_get(struct jitsink *js, uint32_t pid)
+{
+	struct jitproc *p = proc_find(js, pid), **grown;
+	int r;
+
+	if (p)
+		return p;
+	if (js->nr_procs >= JITSINK_MAX_PROCS)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	grown = reallocarray(js->procs, js->nr_procs + 1, sizeof(*grown));
+	if (!p || !grown) {
+		free(p);
+		return NULL;
+	}
+	js->procs = grown;
+	p->pid = pid;
+	perfmap_init(&p->pm, &js->o.limits);
+	r = perfmap_open(&p->pm, (pid_t)pid);
+	if (r < 0 && r != -ENOENT)
+		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
+	js->procs[js->nr_procs++] = p;
+	js->st.procs++;
+	return p;
+}
+
+/* Read what the map gained; a map not there yet (the runtime writes it late) is looked for again. */
+static void proc_read(struct jitproc *p, unsigned passes)
+{
+	if (p->pm.fd < 0 && !p->exited && perfmap_open(&p->pm, (pid_t)p->pid) < 0)
+		return;
+	for (unsigned i = 0; i < passes && p->pm.fd >= 0; i++)
+		if (perfmap_read(&p->pm) <= 0)
+			break;
+}
+
+static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len,
+		     uint8_t out[JITIMAGE_BID_LEN])
+{
+	uint8_t in[sizeof(js->salt) + 4 + 16], md[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+
+	memcpy(in, js->salt, sizeof(js->salt));
+	memcpy(in + 16, &pid, 4);
+	memcpy(in + 20, &start, 8);
+	memcpy(in + 28, &len, 8);
+	if (!EVP_Digest(in, sizeof(in), md, &n, EVP_sha1(), NULL) || n < JITIMAGE_BID_LEN)
+		memset(md, 0, sizeof(md));  /* never happens with OpenSSL's own SHA-1 */
+	memcpy(out, md, JITIMAGE_BID_LEN);
+}
+
+/* The trailer's time field (sample_id_all), or NULL if it has none. */
+static uint8_t *trailer_time(const struct jitsink *js, uint8_t *rec, size_t size)
+{
+	uint64_t st = js->o.sideband_sample_type;
+	size_t n = 0, at;
+
+	if (!(st & PERF_SAMPLE_TIME))
+		return NULL;
+	n += !!(st & PERF_SAMPLE_TID) + 1 + !!(st & PERF_SAMPLE_ID) + !!(st & PERF_SAMPLE_STREAM_ID) +
+	     !!(st & PERF_SAMPLE_CPU) + !!(st & PERF_SAMPLE_IDENTIFIER);
+	if (size < sizeof(struct mmap2_head) + 8 * n)
+		return NULL;
+	at = size - 8 * n + ((st & PERF_SAMPLE_TID) ? 8 : 0);
+	return rec + at;
+}
+
+/*
+ * The MMAP2 naming @m's image, from the kernel's @h: same pid, range,
+ * prot, flags and trailer, pgoff 0, the image's name and build id, one
+ * nanosecond later.
+ */
+static int emit_map(struct jitsink *js, const struct perf_event_header *h, const struct jitmap *m)
+{
+	const struct mmap2_head *in = (const void *)h;
+	const uint8_t *src = (const uint8_t *)h;
+	size_t name_len, name_end, trailer;
+	uint8_t rec[sizeof(struct mmap2_head) + 128 + 64];
+	struct mmap2_head out;
+	uint8_t *t;
+	uint64_t time;
+	char name[128];
+
+	name_len = strnlen((const char *)src + sizeof(*in), h->size - sizeof(*in));
+	name_end = sizeof(*in) + ((name_len + 1 + 7) & ~(size_t)7);
+	if (name_end > h->size || h->size - name_end > 64)
+		return -EINVAL;
+	trailer = h->size - name_end;
+	snprintf(name, sizeof(name), "/perfrec-jit/jit-%u-%" PRIx64 "-%" PRIx64 ".so", in->pid, m->start, m->len);
+	name_len = (strlen(name) + 1 + 7) & ~(size_t)7;
+	out = *in;
+	out.header.misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	out.header.size = (uint16_t)(sizeof(out) + name_len + trailer);
+	out.pgoff = 0;
+	out.build_id_size = JITIMAGE_BID_LEN;
+	memset(out.reserved, 0, sizeof(out.reserved));
+	memcpy(out.build_id, m->bid, JITIMAGE_BID_LEN);
+	memset(rec, 0, sizeof(rec));
+	memcpy(rec, &out, sizeof(out));
+	memcpy(rec + sizeof(out), name, strlen(name));
+	memcpy(rec + sizeof(out) + name_len, src + name_end, trailer);
+	t = trailer_time(js, rec, out.header.size);
+	if (!t)
+		return -ENODATA;
+	memcpy(&time, t, 8);
+	time++;
+	memcpy(t, &time, 8);
+	return js->o.emit(js->o.ctx, (const struct perf_event_header *)rec);
+}
+
+static bool is_jit_mmap2(const struct perf_event_header *h)
+{
+	const struct mmap2_head *m = (const void *)h;
+	const char *name = (const char *)h + sizeof(*m);
+
+	if (h->type != PERF_RECORD_MMAP2 || h->size <= sizeof(*m) + 7 ||
+	    (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER)
+		return false;
+	if (!(m->prot & PROT_EXEC) || !m->len || m->pid == UINT32_MAX || !m->pid)
+		return false;
+	return !strncmp(name, "//anon", 6) && (name[6] == '\0' || name[6] == ' ');
+}
+
+static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
+{
+	const struct mmap2_head *in = (const void *)h;
+	struct jitproc *p;
+	struct jitmap *m;
+
+	if (!cache_dir(js) || !js->o.emit)
+		return;
+	p = proc_get(js, in->pid);
+	if (!p) {
+		js->st.skipped++;
+		return;
+	}
+	for (size_t i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].start == in->start && p->maps[i].len == in->len) {
+			/* the same range again (mprotect): its image stays the one to name */
+			if (emit_map(js, h, &p->maps[i]) == 0)
+				js->st.maps++;
+			return;
+		}
+	if (p->nr_maps >= JITSINK_MAX_MAPS) {
+		js->st.skipped++;
+		return;
+	}
+	if (p->nr_maps == p->cap_maps) {
+		size_t cap = p->cap_maps ? 2 * p->cap_maps : 8;
+
+		m = reallocarray(p->maps, cap, sizeof(*m));
+		if (!m) {
+			js->st.skipped++;
+			return;
+		}
+		p->maps = m;
+		p->cap_maps = cap;
+	}
+	m = &p->maps[p->nr_maps];
+	*m = (struct jitmap){ .start = in->start, .len = in->len };
+	make_bid(js, in->pid, in->start, in->len, m->bid);
+	if (emit_map(js, h, m) < 0) {
+		js->st.skipped++;
+		return;
+	}
+	p->nr_maps++;
+	js->st.maps++;
+}
+
+static void note_exit(struct jitsink *js, const struct perf_event_header *h)
+{
+	const struct { struct perf_event_header h; uint32_t pid, ppid, tid, ptid; } *e = (const void *)h;
+	struct jitproc *p;
+
+	if (h->size < sizeof(*e) || e->pid != e->tid || !(p = proc_find(js, e->pid)))
+		return;
+	/* what it wrote last: the open fd reads it even once the file is deleted */
+	proc_read(p, FINAL_READS);
+	p->exited = true;
+}
+
+void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
+{
+	if (is_jit_mmap2(h))
+		note_mmap2(js, h);
+	else if (h->type == PERF_RECORD_EXIT)
+		note_exit(js, h);
+}
+
+static void jitsink_record(struct sink *s, struct drain_rec *r)
+{
+	jitsink_note(s->ctx, r->h);
+}
+
+static void jitsink_round(struct sink *s, uint64_t bytes)
+{
+	struct jitsink *js = s->ctx;
+	uint64_t now;
+
+	if (!js->nr_procs)
+		return;
+	now = now_ns();
+	if (now < js->next_read_ns)
+		return;
+	js->next_read_ns = now + READ_EVERY_NS;
+	for (size_t i = 0; i < js->nr_procs; i++)
+		if (!js->procs[i]->exited)
+			proc_read(js->procs[i], 1);
+}
+
+const struct sink_ops jitsink_ops = { .record = jitsink_record, .round = jitsink_round };
+
+void jitsink_init(struct jitsink *js, const struct config *const *cfg, const struct jitsink_opts *o)
+{
+	memset(js, 0, sizeof(*js));
+	js->cfg = cfg;
+	js->o = *o;
+	js->sink = (struct sink){ .ops = &jitsink_ops, .ctx = js };
+	jitsink_file_begin(js);
+}
+
+void jitsink_moved(struct jitsink *js)
+{
+	js->sink.ctx = js;
+}
+
+void jitsink_exit(struct jitsink *js)
+{
+	if (!js)
+		return;
+	for (size_t i = 0; i < js->nr_procs; i++)
+		proc_free(js, js->procs[i]);
+	free(js->procs);
+	js->procs = NULL;
+	js->nr_procs = 0;
+}
+
+void jitsink_file_begin(struct jitsink *js)
+{
+	if (getrandom(js->salt, sizeof(js->salt), GRND_NONBLOCK) != (ssize_t)sizeof(js->salt)) {
+		/* no entropy yet (early boot): time and pid still make it this file's */
+		uint64_t t = now_ns();
+		uint32_t pid = (uint32_t)getpid();
+
+		memcpy(js->salt, &t, 8);
+		memcpy(js->salt + 8, &pid, 4);
+	}
+	for (size_t i = 0; i < js->nr_procs; i++)
+		js->procs[i]->nr_maps = 0;
+}
+
+static int by_start_then_latest(const void *a, const void *b)
+{
+	const struct perfmap_sym *x = *(const struct perfmap_sym *const *)a, *y = *(const struct perfmap_sym *const *)b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq > y->seq ? -1 : x->seq < y->seq;
+}
+
+/*
+ * The symbols of @p's map within @m, one per start address (the latest
+ * line for it: code moved or replaced), as offsets into the mapping.
+ */
+static size_t map_syms(const struct jitproc *p, const struct jitmap *m, const struct perfmap_sym **tmp,
+		       struct jitimage_sym *out)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < p->pm.nr_syms; i++) {
+		const struct perfmap_sym *s = &p->pm.syms[i];
+
+		if (s->start >= m->start && s->start - m->start < m->len && s->size <= m->len - (s->start - m->start))
+			tmp[n++] = s;
+	}
+	qsort(tmp, n, sizeof(*tmp), by_start_then_latest);
+	for (size_t i = 0; i < n; i++) {
+		if (i && tmp[i]->start == tmp[i - 1]->start)
+			continue;
+		out[k++] = (struct jitimage_sym){
+			.off = tmp[i]->start - m->start, .size = tmp[i]->size, .name = perfmap_sym_name(&p->pm, tmp[i]),
+		};
+	}
+	return k;
+}
+
+static int write_image(struct jitsink *js, int bidfd, const struct jitproc *p, const struct jitmap *m,
+		       const struct perfmap_sym **tmp, struct jitimage_sym *syms)
+{
+	size_t n = map_syms(p, m, tmp, syms), len;
+	void *buf;
+	int r;
+
+	if (!n)
+		return 0;   /* nothing known in it: perf says [unknown] as it would have */
+	r = jitimage_build(syms, n, m->len, m->bid, &buf, &len);
+	if (r == 0) {
+		r = jitimage_store(bidfd, m->bid, buf, len, 0640);
+		free(buf);
+	}
+	if (r == -EEXIST)
+		r = 0;
+	if (r == 0) {
+		js->st.images++;
+		js->st.image_syms += n;
+	}
+	return r;
+}
+
+static int open_bid_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return -errno;
+	/* bidcache_prepare() made and checked it; a link planted since is not followed */
+	fd = openat(dfd, ".build-id", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	return fd < 0 ? -errno : fd;
+}
+
+static void write_images(struct jitsink *js, const char *dir)
+{
+	const struct perfmap_sym **tmp = NULL;
+	struct jitimage_sym *syms = NULL;
+	size_t cap = 0;
+	int bidfd = open_bid_dir(dir);
+
+	if (bidfd < 0) {
+		log_warning("JIT symbols: cannot open %s/.build-id: %s", dir, strerror(-bidfd));
+		return;
+	}
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		struct jitproc *p = js->procs[i];
+
+		if (!p->nr_maps)
+			continue;
+		if (p->pm.fd < 0 && !p->pm.nr_syms) {
+			js->st.no_map += p->nr_maps;
+			continue;
+		}
+		if (p->pm.nr_syms > cap) {
+			free(tmp);
+			free(syms);
+			cap = p->pm.nr_syms;
+			tmp = calloc(cap, sizeof(*tmp));
+			syms = calloc(cap, sizeof(*syms));
+			if (!tmp || !syms) {
+				js->st.failed += p->nr_maps;
+				cap = 0;
+				continue;
+			}
+		}
+		for (size_t j = 0; j < p->nr_maps; j++)
+			if (write_image(js, bidfd, p, &p->maps[j], tmp, syms) < 0)
+				js->st.failed++;
+	}
+	free(tmp);
+	free(syms);
+	close(bidfd);
+}
+
+void jitsink_file_end(struct jitsink *js)
+{
+	const char *dir = cache_dir(js);
+	size_t k = 0;
+
+	for (size_t i = 0; i < js->nr_procs; i++)
+		if (js->procs[i]->nr_maps)
+			proc_read(js->procs[i], FINAL_READS);
+	if (dir)
+		write_images(js, dir);
+	if (js->st.maps)
+		log_debug("JIT symbols: %" PRIu64 " mappings named, %" PRIu64 " images (%" PRIu64
+			  " symbols), %" PRIu64 " without a perf map, %" PRIu64 " skipped, %" PRIu64 " failed",
+			  js->st.maps, js->st.images, js->st.image_syms, js->st.no_map, js->st.skipped, js->st.failed);
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		struct jitproc *p = js->procs[i];
+
+		p->nr_maps = 0;
+		if (p->exited)
+			proc_free(js, p);
+		else
+			js->procs[k++] = p;
+	}
+	js->nr_procs = k;
+}

@@ -4,6 +4,7 @@
  * executable mappings followed to their process's perf map, their MMAP2s
  * doubled by ones naming an image, the images written when the file ends.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +29,12 @@
 #define READ_EVERY_NS (200 * 1000000ull)
 /* Reads of one map when the file ends: what it gained since the last pass. */
 #define FINAL_READS 16
+/*
+ * Where the images' names lead in the cache too, in the layout of perf's
+ * ~/.debug (DIR/NAME/BUILDID): hotspot's perfparser finds a file by its
+ * MMAP2 name and build id there (--debug DIR), not under .build-id.
+ */
+#define LINK_DIR "perfrec-jit"
 
 struct jitmap {
 	uint64_t start, len;
@@ -145,6 +153,12 @@ static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uin
 	memcpy(out, md, JITIMAGE_BID_LEN);
 }
 
+/* What the MMAP2 of @m calls its file; unique in a file (a mapping with a build id). */
+static void map_name(uint32_t pid, const struct jitmap *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "/" LINK_DIR "/jit-%u-%" PRIx64 "-%" PRIx64 ".so", pid, m->start, m->len);
+}
+
 /* The trailer's time field (sample_id_all), or NULL if it has none. */
 static uint8_t *trailer_time(const struct jitsink *js, uint8_t *rec, size_t size)
 {
@@ -182,7 +196,7 @@ static int emit_map(struct jitsink *js, const struct perf_event_header *h, const
 	if (name_end > h->size || h->size - name_end > 64)
 		return -EINVAL;
 	trailer = h->size - name_end;
-	snprintf(name, sizeof(name), "/perfrec-jit/jit-%u-%" PRIx64 "-%" PRIx64 ".so", in->pid, m->start, m->len);
+	map_name(in->pid, m, name, sizeof(name));
 	name_len = (strlen(name) + 1 + 7) & ~(size_t)7;
 	out = *in;
 	out.header.misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
@@ -380,8 +394,38 @@ static size_t map_syms(const struct jitproc *p, const struct jitmap *m, const st
 	return k;
 }
 
-static int write_image(struct jitsink *js, int bidfd, const struct jitproc *p, const struct jitmap *m,
-		       const struct perfmap_sym **tmp, struct jitimage_sym *syms)
+/* An open directory @name under @dirfd, made 0750 if missing; never through a link. */
+static int open_subdir(int dirfd, const char *name)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* DIR/perfrec-jit/jit-....so/BUILDID -> ../../.build-id/xx/yyyy: the entry under its MMAP2 name. */
+static int link_image(int linkfd, uint32_t pid, const struct jitmap *m)
+{
+	char name[128], hex[2 * JITIMAGE_BID_LEN + 1], path[2 * JITIMAGE_BID_LEN + 2], target[128];
+	int fd, r;
+
+	map_name(pid, m, name, sizeof(name));
+	fd = open_subdir(linkfd, strrchr(name, '/') + 1);
+	if (fd < 0)
+		return fd;
+	jitimage_bid_path(m->bid, path);
+	memcpy(hex, path, 2);
+	memcpy(hex + 2, path + 3, sizeof(hex) - 2);
+	snprintf(target, sizeof(target), "../../.build-id/%s", path);
+	r = symlinkat(target, fd, hex) < 0 && errno != EEXIST ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static int write_image(struct jitsink *js, int bidfd, int linkfd, const struct jitproc *p,
+		       const struct jitmap *m, const struct perfmap_sym **tmp, struct jitimage_sym *syms)
 {
 	size_t n = map_syms(p, m, tmp, syms), len;
 	void *buf;
@@ -396,6 +440,8 @@ static int write_image(struct jitsink *js, int bidfd, const struct jitproc *p, c
 	}
 	if (r == -EEXIST)
 		r = 0;
+	if (r == 0 && linkfd >= 0)
+		r = link_image(linkfd, p->pid, m);
 	if (r == 0) {
 		js->st.images++;
 		js->st.image_syms += n;
@@ -403,16 +449,43 @@ static int write_image(struct jitsink *js, int bidfd, const struct jitproc *p, c
 	return r;
 }
 
-static int open_bid_dir(const char *dir)
+/*
+ * Links whose entry the cache evicted go, and the directories they
+ * leave empty: the links stay as many as the images.
+ */
+static void prune_links(int linkfd)
 {
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	int top = dup(linkfd);
+	DIR *d = top >= 0 ? fdopendir(top) : NULL;
+	struct dirent *de;
 
-	if (dfd < 0)
-		return -errno;
-	/* bidcache_prepare() made and checked it; a link planted since is not followed */
-	fd = openat(dfd, ".build-id", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(dfd);
-	return fd < 0 ? -errno : fd;
+	if (!d) {
+		if (top >= 0)
+			close(top);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct dirent *le;
+		struct stat st;
+		DIR *sub;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		fd = openat(linkfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		sub = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!sub) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while ((le = readdir(sub)))
+			if (le->d_name[0] != '.' && fstatat(dirfd(sub), le->d_name, &st, 0) < 0 && errno == ENOENT)
+				unlinkat(dirfd(sub), le->d_name, 0);
+		closedir(sub);
+		unlinkat(linkfd, de->d_name, AT_REMOVEDIR);  /* only if empty */
+	}
+	closedir(d);
 }
 
 static void write_images(struct jitsink *js, const char *dir)
@@ -420,12 +493,19 @@ static void write_images(struct jitsink *js, const char *dir)
 	const struct perfmap_sym **tmp = NULL;
 	struct jitimage_sym *syms = NULL;
 	size_t cap = 0;
-	int bidfd = open_bid_dir(dir);
+	int dfd, bidfd, linkfd;
 
+	/* bidcache_prepare() made and checked it; a link planted since is not followed */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bidfd = dfd < 0 ? -errno : openat(dfd, ".build-id", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (bidfd < 0) {
-		log_warning("JIT symbols: cannot open %s/.build-id: %s", dir, strerror(-bidfd));
+		log_warning("JIT symbols: cannot open %s/.build-id: %s", dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
 		return;
 	}
+	linkfd = open_subdir(dfd, LINK_DIR);
+	close(dfd);
 	for (size_t i = 0; i < js->nr_procs; i++) {
 		struct jitproc *p = js->procs[i];
 
@@ -448,12 +528,16 @@ static void write_images(struct jitsink *js, const char *dir)
 			}
 		}
 		for (size_t j = 0; j < p->nr_maps; j++)
-			if (write_image(js, bidfd, p, &p->maps[j], tmp, syms) < 0)
+			if (write_image(js, bidfd, linkfd, p, &p->maps[j], tmp, syms) < 0)
 				js->st.failed++;
 	}
 	free(tmp);
 	free(syms);
 	close(bidfd);
+	if (linkfd >= 0) {
+		prune_links(linkfd);
+		close(linkfd);
+	}
 }
 
 void jitsink_file_end(struct jitsink *js)

@@ -14,7 +14,10 @@ defined on it or on its parent (the function's entry), and names are string
 ids.  Prints "SAMPLES NAMED": the samples of threads whose comm is COMM and,
 of those, the ones with FUNCTION in any frame.  Exits 2 on a stream it
 cannot read, so a test tells a format it does not know from a missing name.
+A FUNCTION starting with "~" is a regular expression (re.search) for the
+name instead: JIT runtimes put their tier and source position in it.
 """
+import re
 import struct
 import sys
 
@@ -82,7 +85,12 @@ def main():
         return b''
 
     mine = [frames for tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
-    named = sum(1 for frames in mine if any(name_of(f) == function for f in frames))
+    if function.startswith(b'~'):
+        pattern = re.compile(function[1:])
+        match = lambda name: pattern.search(name) is not None
+    else:
+        match = lambda name: name == function
+    named = sum(1 for frames in mine if any(match(name_of(f)) for f in frames))
     print(len(mine), named)
 
 

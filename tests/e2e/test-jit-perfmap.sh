@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# JIT frames named from the recording alone (issue 26): node
+# --perf-basic-prof and python3.12 -X perf write their functions into
+# /tmp/perf-PID.map, which perf and hotspot read at report time only.
+# Each runtime runs a workload with known function names while perfrecd
+# records system-wide (node with frame pointers, Python with DWARF stacks
+# unwound on the host: its interpreter has no frame pointers); the process
+# exits and its map is deleted; then perf report, perf script, hotspot's
+# perfparser and perfrecctl folded name the known functions in at least
+# 90% of the workload's samples, from the file and its build-id cache
+# (the output directory's) alone.  A cut of the file does too.
+. "$(dirname "$0")/lib.sh"
+require_events; require_perf; require_perfparser
+NODE=$(command -v node) || skip "node is not installed"
+# Names of their own (comm is the name exec'd): other jobs' node and python are not counted.
+NODEBIN=$T/jn$$
+ln -s "$NODE" "$NODEBIN"
+PY=
+for d in "${PYENV_ROOT:-/nonexistent}/versions"/3.1[2-9]*/bin; do
+	[ -x "$d/python3" ] && "$d/python3" -X perf -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null \
+		&& { PY=$T/jp$$; ln -s "$d/python3" "$PY"; break; }
+done
+
+cat >"$T/jitwl.js" <<'EOF'
+function fibonacciRecurse(n) { return n < 2 ? n : fibonacciRecurse(n - 1) + fibonacciRecurse(n - 2); }
+function hotLoopNamed(ms) {
+  const end = Date.now() + ms; let s = 0;
+  while (Date.now() < end) s += fibonacciRecurse(22);
+  return s;
+}
+console.log(hotLoopNamed(+process.argv[2]));
+EOF
+cat >"$T/jitwl.py" <<'EOF'
+import sys, time
+def fib_py_recurse(n):
+    return n if n < 2 else fib_py_recurse(n - 1) + fib_py_recurse(n - 2)
+def hot_loop_py(secs):
+    end = time.monotonic() + secs
+    s = 0
+    while time.monotonic() < end:
+        s += fib_py_recurse(18)
+    return s
+print(hot_loop_py(float(sys.argv[1])))
+EOF
+
+# record OUT ARGS... -- CMD...: CMD run while perfrecd records into OUT
+# (buildid-cache=yes: OUT/.build-id); its pid in $T/pid; its perf map is
+# deleted once it exited, before the file is finished.
+record() {
+	local out=$1; shift
+	local args=()
+	while [ "$1" != -- ]; do args+=("$1"); shift; done; shift
+	mkdir -p "$out"
+	: >"$out.log"
+	"$PERFRECD" -o "$out" --socket= -F 499 "${args[@]}" 2>"$out.log" &
+	DAEMON_PID=$!
+	wait_for 30 grep -q '^perfrecd: Recording' "$out.log" || { cat "$out.log"; fail "perfrecd did not start"; }
+	date +%s.%N >"$T/t0"
+	"$@" >/dev/null &
+	local pid=$!
+	echo $pid >"$T/pid"
+	wait $pid || fail "the workload $* failed"
+	date +%s.%N >"$T/t1"
+	[ -f /tmp/perf-$pid.map ] || fail "$* wrote no /tmp/perf-$pid.map"
+	rm -f /tmp/perf-$pid.map
+	kill -TERM $DAEMON_PID; wait $DAEMON_PID; local rc=$?; DAEMON_PID=
+	[ $rc = 0 ] || { cat "$out.log"; fail "perfrecd exited $rc"; }
+}
+
+# share NAME FILE PID FUNC...: "SAMPLES NAMED" of PID's samples per perf
+# script, NAMED those with any FUNC in a frame; checked against 90%.
+check_perf() {
+	local what=$1 f=$2 pid=$3; shift 3
+	local re out
+	re=$(IFS='|'; echo "$*")
+	perf --buildid-dir "$(dirname "$f")" script -i "$f" -F ip,sym --pid "$pid" >"$T/script" 2>"$T/script.err" ||
+		{ cat "$T/script.err"; fail "$what: perf script failed"; }
+	out=$(awk -v re="$re" 'BEGIN { RS = "" } { n++ } $0 ~ re { k++ } END { print n + 0, k + 0 }' "$T/script")
+	read -r samples named <<<"$out"
+	note "$what: perf script: $named of $samples samples name $*"
+	[ "$samples" -ge 100 ] || fail "$what: only $samples samples of the workload"
+	[ $((named * 10)) -ge $((samples * 9)) ] || { head -40 "$T/script"; fail "$what: perf script names $* in $named of $samples samples"; }
+	# perf report: where the runtime runs the code itself (node), the flat
+	# profile's top symbol is one of them; where an interpreter runs it
+	# (Python), one of them has 90% of the samples below it.
+	if [ "$what" = python ]; then
+		perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --children --percentage relative -g none --sort sym --pid "$pid" \
+			2>/dev/null | awk -v re="$re" '/^ +[0-9.]+%/ && $0 ~ re { sub(/%/, "", $1); if ($1 + 0 > best) best = $1 + 0 }
+				END { print best + 0 }' >"$T/top"
+		note "$what: perf report --children: $(cat "$T/top")% below them"
+		awk '{ exit !($1 >= 90) }' "$T/top" || fail "$what: perf report has $* above $(cat "$T/top")% of the samples"
+		return
+	fi
+	perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --no-children -g none --sort sym --pid "$pid" \
+		2>/dev/null | awk '/^ +[0-9.]+%/ { sub(/^ +[0-9.]+% +\[.\] /, ""); print; exit }' >"$T/top"
+	grep -Eq "$re" "$T/top" || { cat "$T/top"; fail "$what: perf report's top symbol is not one of $*"; }
+}
+
+check_folded() {
+	local what=$1 f=$2 pid=$3; shift 3
+	local re out
+	re=$(IFS='|'; echo "$*")
+	"$PERFRECCTL" folded --no-debuginfod --pid "$pid" "$f" >"$T/folded" 2>"$T/folded.err" ||
+		{ cat "$T/folded.err"; fail "$what: perfrecctl folded failed"; }
+	out=$(awk -v re="$re" '{ n += $NF } $0 ~ re { k += $NF } END { printf "%.0f %.0f\n", n, k }' "$T/folded")
+	read -r total named <<<"$out"
+	note "$what: perfrecctl folded: $named of $total name $*"
+	[ "$total" -gt 0 ] && [ $((named * 10)) -ge $((total * 9)) ] ||
+		{ sort -k2 -nr "$T/folded" | head -5 | cut -c1-300; fail "$what: perfrecctl folded names $* in $named of $total"; }
+}
+
+check_perfparser() {
+	local what=$1 f=$2 comm=$3 func=$4
+	local out
+	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$(dirname "$f")" 2>"$T/pp.err" ||
+		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
+	out=$(python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func") || fail "cannot read perfparser's stream"
+	read -r samples named <<<"$out"
+	note "$what: perfparser: $named of $samples $comm samples name $func"
+	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
+		fail "$what: perfparser names $func in $named of $samples samples of $comm"
+}
+
+# --- node, frame pointers -------------------------------------------------
+record "$T/node" -g -- "$NODEBIN" --perf-basic-prof "$T/jitwl.js" 4000
+pid=$(cat "$T/pid")
+f=$(only_file "$T/node")
+ls "$T/node/.build-id"/*/* >/dev/null 2>&1 || fail "no build-id cache beside the node recording"
+check_perf node "$f" "$pid" fibonacciRecurse hotLoopNamed
+check_folded node "$f" "$pid" fibonacciRecurse hotLoopNamed
+# V8 names a function "JS:*fibonacciRecurse FILE:LINE:COL", its tier's mark first
+check_perfparser node "$f" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed"
+# A cut of the run's second half: the JIT maps began before it, their names come along.
+from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
+"$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$T/node/cut.data" "$f" 2>"$T/cut.err" ||
+	{ cat "$T/cut.err"; fail "perfrecctl cut failed"; }
+check_perf "node cut" "$T/node/cut.data" "$pid" fibonacciRecurse hotLoopNamed
+
+# --- python3.12 -X perf, DWARF stacks unwound on the host -----------------
+if [ -n "$PY" ]; then
+	record "$T/py" --call-graph dwarf --unwind host -- "$PY" -X perf "$T/jitwl.py" 5
+	pid=$(cat "$T/pid")
+	f=$(only_file "$T/py")
+	check_perf python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+	check_folded python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
+else
+	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"
+fi
+exit 0

@@ -20,6 +20,7 @@
 #include <linux/perf_event.h>
 #include <openssl/evp.h>
 
+#include "bidcache.h"
 #include "drain.h"
 #include "jitimage.h"
 #include "jitsink.h"
@@ -440,6 +441,8 @@ static int write_image(struct jitsink *js, int bidfd, int linkfd, const struct j
 	}
 	if (r == -EEXIST)
 		r = 0;
+	if (r == 0)
+		bidcache_note_entry(cache_dir(js), (*js->cfg)->buildid_cache_size, m->bid, JITIMAGE_BID_LEN);
 	if (r == 0 && linkfd >= 0)
 		r = link_image(linkfd, p->pid, m);
 	if (r == 0) {

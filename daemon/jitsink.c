@@ -129,14 +129,33 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid)
 	return p;
 }
 
-/* Read what the map gained; a map not there yet (the runtime writes it late) is looked for again. */
-static void proc_read(struct jitproc *p, unsigned passes)
+/* What the processes' symbol tables take, all told. */
+static uint64_t mem_used(const struct jitsink *js)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < js->nr_procs; i++)
+		n += js->procs[i]->pm.syms_cap * sizeof(struct perfmap_sym) + js->procs[i]->pm.names_cap;
+	return n;
+}
+
+/*
+ * Read what the map gained; a map not there yet (the runtime writes it
+ * late) is looked for again.  Past JITSINK_MEM_MAX for all processes
+ * together nothing more is read (one read's worth over, at most).
+ */
+static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 {
 	if (p->pm.fd < 0 && !p->exited && perfmap_open(&p->pm, (pid_t)p->pid) < 0)
 		return;
-	for (unsigned i = 0; i < passes && p->pm.fd >= 0; i++)
+	for (unsigned i = 0; i < passes && p->pm.fd >= 0; i++) {
+		if (mem_used(js) > JITSINK_MEM_MAX) {
+			js->st.over_memory++;
+			break;
+		}
 		if (perfmap_read(&p->pm) <= 0)
 			break;
+	}
 }
 
 static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len,
@@ -221,6 +240,7 @@ static int emit_map(struct jitsink *js, const struct perf_event_header *h, const
 
 static bool is_jit_mmap2(const struct perf_event_header *h)
 {
+	static const char *const anon[] = { "//anon", "/dev/zero", "/anon_hugepage" };
 	const struct mmap2_head *m = (const void *)h;
 	const char *name = (const char *)h + sizeof(*m);
 
@@ -229,7 +249,14 @@ static bool is_jit_mmap2(const struct perf_event_header *h)
 		return false;
 	if (!(m->prot & PROT_EXEC) || !m->len || m->pid == UINT32_MAX || !m->pid)
 		return false;
-	return !strncmp(name, "//anon", 6) && (name[6] == '\0' || name[6] == ' ');
+	/* what perf takes for anonymous memory too (shared, huge pages), maybe " (deleted)" */
+	for (size_t i = 0; i < sizeof(anon) / sizeof(anon[0]); i++) {
+		size_t n = strlen(anon[i]);
+
+		if (!strncmp(name, anon[i], n) && (name[n] == '\0' || name[n] == ' '))
+			return true;
+	}
+	return false;
 }
 
 static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
@@ -286,7 +313,7 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 	if (h->size < sizeof(*e) || e->pid != e->tid || !(p = proc_find(js, e->pid)))
 		return;
 	/* what it wrote last: the open fd reads it even once the file is deleted */
-	proc_read(p, FINAL_READS);
+	proc_read(js, p, FINAL_READS);
 	p->exited = true;
 }
 
@@ -316,7 +343,7 @@ static void jitsink_round(struct sink *s, uint64_t bytes)
 	js->next_read_ns = now + READ_EVERY_NS;
 	for (size_t i = 0; i < js->nr_procs; i++)
 		if (!js->procs[i]->exited)
-			proc_read(js->procs[i], 1);
+			proc_read(js, js->procs[i], 1);
 }
 
 const struct sink_ops jitsink_ops = { .record = jitsink_record, .round = jitsink_round };
@@ -326,6 +353,13 @@ void jitsink_init(struct jitsink *js, const struct config *const *cfg, const str
 	memset(js, 0, sizeof(*js));
 	js->cfg = cfg;
 	js->o = *o;
+	/* a process's share of JITSINK_MEM_MAX, read a bounded step at a time */
+	if (!js->o.limits.max_syms)
+		js->o.limits.max_syms = 256u << 10;
+	if (!js->o.limits.max_name_bytes)
+		js->o.limits.max_name_bytes = 16u << 20;
+	if (!js->o.limits.read_budget)
+		js->o.limits.read_budget = 1u << 20;
 	js->sink = (struct sink){ .ops = &jitsink_ops, .ctx = js };
 	jitsink_file_begin(js);
 }
@@ -550,13 +584,15 @@ void jitsink_file_end(struct jitsink *js)
 
 	for (size_t i = 0; i < js->nr_procs; i++)
 		if (js->procs[i]->nr_maps)
-			proc_read(js->procs[i], FINAL_READS);
+			proc_read(js, js->procs[i], FINAL_READS);
 	if (dir)
 		write_images(js, dir);
 	if (js->st.maps)
 		log_debug("JIT symbols: %" PRIu64 " mappings named, %" PRIu64 " images (%" PRIu64
-			  " symbols), %" PRIu64 " without a perf map, %" PRIu64 " skipped, %" PRIu64 " failed",
-			  js->st.maps, js->st.images, js->st.image_syms, js->st.no_map, js->st.skipped, js->st.failed);
+			  " symbols), %" PRIu64 " without a perf map, %" PRIu64 " skipped, %" PRIu64
+			  " failed, %" PRIu64 " reads over the memory cap",
+			  js->st.maps, js->st.images, js->st.image_syms, js->st.no_map, js->st.skipped,
+			  js->st.failed, js->st.over_memory);
 	for (size_t i = 0; i < js->nr_procs; i++) {
 		struct jitproc *p = js->procs[i];
 

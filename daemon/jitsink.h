@@ -37,6 +37,8 @@
 
 #define JITSINK_MAX_PROCS 1024
 #define JITSINK_MAX_MAPS 1024   /* per process and file */
+/* Symbol tables of all processes together (each: 256 Ki symbols, 16 MiB of names at most) */
+#define JITSINK_MEM_MAX (128ull << 20)
 
 struct jitsink_stats {
 	uint64_t procs;        /* processes whose JIT maps were followed */
@@ -46,6 +48,7 @@ struct jitsink_stats {
 	uint64_t no_map;       /* JIT mappings of processes without a readable perf map */
 	uint64_t skipped;      /* mappings or processes over the bounds, or no time to order them by */
 	uint64_t failed;       /* images that could not be written */
+	uint64_t over_memory;  /* reads left out: JITSINK_MEM_MAX reached */
 	struct perfmap_stats perfmap; /* summed over processes that ended */
 };
 
@@ -55,7 +58,7 @@ struct jitsink_opts {
 	/* write @h into the current file (and note its build id); 0 or -errno */
 	int (*emit)(void *ctx, const struct perf_event_header *h);
 	void *ctx;
-	/* bounds of each process's perf map (NULL fields: perfmap.h's defaults) */
+	/* bounds of each process's perf map (0 fields: 256 Ki symbols, 16 MiB of names, 1 MiB a read) */
 	struct perfmap_limits limits;
 };
 

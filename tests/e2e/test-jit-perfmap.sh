@@ -56,7 +56,8 @@ record() {
 	DAEMON_PID=$!
 	wait_for 30 grep -q '^perfrecd: Recording' "$out.log" || { cat "$out.log"; fail "perfrecd did not start"; }
 	date +%s.%N >"$T/t0"
-	"$@" >/dev/null &
+	# in $T: node --perf-basic-prof leaves isolate-*-v8.log files in its cwd
+	(cd "$T" && exec "$@" >/dev/null) &
 	local pid=$!
 	echo $pid >"$T/pid"
 	wait $pid || fail "the workload $* failed"

@@ -14,7 +14,8 @@ defined on it or on its parent (the function's entry), and names are string
 ids.  Prints "SAMPLES NAMED": the samples of threads whose comm is COMM and,
 of those, the ones with FUNCTION in any frame.  Exits 2 on a stream it
 cannot read, so a test tells a format it does not know from a missing name.
-A FUNCTION starting with "~" is a regular expression (re.search) for the
+COMM "pid:N" takes the samples of process N instead (a JVM
+renames its threads).  A FUNCTION starting with "~" is a regular expression (re.search) for the
 name instead: JIT runtimes put their tier and source position in it.
 """
 import re
@@ -72,8 +73,8 @@ def main():
                 lid, name = rec.take('ii')
                 symbols[lid] = name
             elif kind in (SAMPLE, TRACEPOINT_SAMPLE):
-                _pid, tid, _time, _cpu, n = rec.take('iiQII')
-                samples.append((tid, rec.take('i' * n)))
+                pid, tid, _time, _cpu, n = rec.take('iiQII')
+                samples.append((pid, tid, rec.take('i' * n)))
     except struct.error as e:
         print('cannot read the perfparser stream: %s' % e, file=sys.stderr)
         sys.exit(2)
@@ -84,7 +85,10 @@ def main():
                 return strings.get(symbols[l], b'')
         return b''
 
-    mine = [frames for tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
+    if comm.startswith(b'pid:'):
+        mine = [frames for pid, tid, frames in samples if pid == int(comm[4:])]
+    else:
+        mine = [frames for pid, tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
     if function.startswith(b'~'):
         pattern = re.compile(function[1:])
         match = lambda name: pattern.search(name) is not None

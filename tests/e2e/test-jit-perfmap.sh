@@ -2,6 +2,7 @@
 # JIT frames named from the recording alone (issue 26): node
 # --perf-basic-prof and python3.12 -X perf write their functions into
 # /tmp/perf-PID.map, which perf and hotspot read at report time only.
+# (and the JVM, asked for its map with jcmd Compiler.perfmap).
 # Each runtime runs a workload with known function names while perfrecd
 # records system-wide (node with frame pointers, Python with DWARF stacks
 # unwound on the host: its interpreter has no frame pointers); the process
@@ -117,7 +118,7 @@ check_perfparser() {
 		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
 	out=$(python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func") || fail "cannot read perfparser's stream"
 	read -r samples named <<<"$out"
-	note "$what: perfparser: $named of $samples $comm samples name $func"
+	note "$what: perfparser: $named of $samples samples of $comm name $func"
 	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
 		fail "$what: perfparser names $func in $named of $samples samples of $comm"
 }
@@ -136,6 +137,38 @@ from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
 "$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$T/node/cut.data" "$f" 2>"$T/cut.err" ||
 	{ cat "$T/cut.err"; fail "perfrecctl cut failed"; }
 check_perf "node cut" "$T/node/cut.data" "$pid" fibonacciRecurse hotLoopNamed
+
+# --- the JVM (OpenJDK 17): its perf map written when asked (jcmd Compiler.perfmap) ---
+if command -v javac >/dev/null && command -v jcmd >/dev/null && command -v java >/dev/null; then
+	cat >"$T/JitWl.java" <<'EOF2'
+public class JitWl {
+    static int fibJavaRecurse(int n) { return n < 2 ? n : fibJavaRecurse(n - 1) + fibJavaRecurse(n - 2); }
+    static long hotLoopJava(long ms) {
+        long end = System.currentTimeMillis() + ms, s = 0;
+        while (System.currentTimeMillis() < end) s += fibJavaRecurse(20);
+        return s;
+    }
+    public static void main(String[] a) throws Exception {
+        hotLoopJava(1000);
+        // OpenJDK 17 writes its perf map when asked, or at exit: ask now, the hot code compiled
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("jcmd", Long.toString(pid), "Compiler.perfmap").start().waitFor();
+        System.out.println(hotLoopJava(Long.parseLong(a[0])));
+    }
+}
+EOF2
+	javac -d "$T" "$T/JitWl.java" || fail "javac failed"
+	JAVABIN=$T/jj$$
+	ln -s "$(readlink -f "$(command -v java)")" "$JAVABIN"
+	record "$T/jvm" -g -- "$JAVABIN" -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$T" JitWl 4000
+	pid=$(cat "$T/pid")
+	f=$(only_file "$T/jvm")
+	check_perf jvm "$f" "$pid" fibJavaRecurse hotLoopJava
+	check_folded jvm "$f" "$pid" fibJavaRecurse hotLoopJava
+	check_perfparser jvm "$f" "pid:$pid" "~fibJavaRecurse|hotLoopJava"
+else
+	note "no javac, java and jcmd: the JVM part is not run"
+fi
 
 # --- python3.12 -X perf, DWARF stacks unwound on the host -----------------
 if [ -n "$PY" ]; then

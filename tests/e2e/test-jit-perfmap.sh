@@ -138,6 +138,26 @@ from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
 	{ cat "$T/cut.err"; fail "perfrecctl cut failed"; }
 check_perf "node cut" "$T/node/cut.data" "$pid" fibonacciRecurse hotLoopNamed
 
+# A file rotated while node runs: the second file names its frames on its
+# own (its synthesized maps get their images too, with all the symbols).
+mkdir "$T/rot"
+: >"$T/rot.log"
+"$PERFRECD" -o "$T/rot" --socket= -F 499 -g 2>"$T/rot.log" &
+DAEMON_PID=$!
+wait_for 30 grep -q '^perfrecd: Recording' "$T/rot.log" || { cat "$T/rot.log"; fail "perfrecd did not start"; }
+(cd "$T" && exec "$NODEBIN" --perf-basic-prof "$T/jitwl.js" 5000 >/dev/null) &
+pid=$!
+wait_for 30 grep -qs fibonacciRecurse /tmp/perf-$pid.map || fail "node wrote no fibonacciRecurse into its map"
+kill -USR2 $DAEMON_PID
+wait_for 30 sh -c "ls '$T'/rot/*.data >/dev/null 2>&1" || { cat "$T/rot.log"; fail "no file published at SIGUSR2"; }
+wait $pid || fail "node failed"
+rm -f /tmp/perf-$pid.map
+kill -TERM $DAEMON_PID; wait $DAEMON_PID; rc=$?; DAEMON_PID=
+[ $rc = 0 ] || { cat "$T/rot.log"; fail "perfrecd exited $rc"; }
+f=$(ls "$T"/rot/*.data | sort | tail -1)
+[ "$(ls "$T"/rot/*.data | wc -l)" = 2 ] || fail "expected two files in $T/rot"
+check_perf "node, second file" "$f" "$pid" fibonacciRecurse hotLoopNamed
+
 # --- the JVM (OpenJDK 17): its perf map written when asked (jcmd Compiler.perfmap) ---
 if command -v javac >/dev/null && command -v jcmd >/dev/null && command -v java >/dev/null; then
 	cat >"$T/JitWl.java" <<'EOF2'
@@ -160,7 +180,7 @@ EOF2
 	javac -d "$T" "$T/JitWl.java" || fail "javac failed"
 	JAVABIN=$T/jj$$
 	ln -s "$(readlink -f "$(command -v java)")" "$JAVABIN"
-	record "$T/jvm" -g -- "$JAVABIN" -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$T" JitWl 4000
+	record "$T/jvm" -g -- "$JAVABIN" -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$T" JitWl 6000
 	pid=$(cat "$T/pid")
 	f=$(only_file "$T/jvm")
 	check_perf jvm "$f" "$pid" fibJavaRecurse hotLoopJava

@@ -139,7 +139,7 @@ static bool add_name(struct perfmap *m, const char *s, size_t len, uint32_t *ret
 	return true;
 }
 
-static void add_sym(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len)
+void perfmap_add_sym(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len)
 {
 	struct perfmap_sym *s;
 	uint32_t off;
@@ -190,7 +190,7 @@ static void parse_line(struct perfmap *m, const char *s, size_t len)
 	/* a range that wraps, is empty or is no function's */
 	if (!size || size > PERFMAP_SIZE_MAX || start + size < start || p == end)
 		goto bad;
-	add_sym(m, start, size, p, end - p);
+	perfmap_add_sym(m, start, size, p, end - p);
 	return;
 bad:
 	m->st.bad_lines++;
@@ -222,6 +222,10 @@ static void keep_partial(struct perfmap *m, const char *s, size_t len)
 
 void perfmap_feed(struct perfmap *m, const char *buf, size_t len)
 {
+	if (m->jitdump) {
+		perfmap_feed_jitdump(m, (const uint8_t *)buf, len);
+		return;
+	}
 	const char *p = buf, *end = buf + len;
 
 	m->st.bytes += len;
@@ -315,19 +319,24 @@ static int check_file(int fd, uid_t uid, uid_t uid2)
 	return 0;
 }
 
-static int open_in_root(int rootfd, int nspid)
+static int openat2_in_root(int rootfd, const char *name, uint64_t resolve)
 {
 	struct open_how how = {
 		/* O_NONBLOCK: a FIFO planted at the name must not hang the open */
 		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | resolve,
 	};
+	long fd = syscall(SYS_openat2, rootfd, name, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int open_in_root(int rootfd, int nspid)
+{
 	char name[64];
-	long fd;
 
 	snprintf(name, sizeof(name), "tmp/perf-%d.map", nspid);
-	fd = syscall(SYS_openat2, rootfd, name, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	return openat2_in_root(rootfd, name, RESOLVE_NO_SYMLINKS);
 }
 
 int perfmap_open_at(int rootfd, int nspid, uid_t uid)
@@ -344,15 +353,13 @@ int perfmap_open_at(int rootfd, int nspid, uid_t uid)
 	return fd;
 }
 
-int perfmap_open(struct perfmap *m, pid_t pid)
+/* @name (relative to the root) opened in @pid's root, checked to be its user's regular file. */
+static int open_proc_file(struct perfmap *m, pid_t pid, const char *name, uint64_t resolve)
 {
 	char path[64];
 	uid_t ruid = 0, euid = 0;
-	int nspid, rootfd, fd, r;
+	int rootfd, fd, r;
 
-	nspid = perfmap_nspid(pid);
-	if (nspid < 0)
-		return nspid;
 	r = proc_uids(pid, &ruid, &euid);
 	if (r < 0)
 		return r;
@@ -360,7 +367,7 @@ int perfmap_open(struct perfmap *m, pid_t pid)
 	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -errno;
-	fd = open_in_root(rootfd, nspid);
+	fd = openat2_in_root(rootfd, name, resolve);
 	close(rootfd);
 	if (fd < 0)
 		return fd;
@@ -376,6 +383,34 @@ int perfmap_open(struct perfmap *m, pid_t pid)
 	m->line_len = 0;
 	m->line_skip = false;
 	return 0;
+}
+
+int perfmap_open(struct perfmap *m, pid_t pid)
+{
+	char name[64];
+	int nspid = perfmap_nspid(pid);
+
+	if (nspid < 0)
+		return nspid;
+	snprintf(name, sizeof(name), "tmp/perf-%d.map", nspid);
+	return open_proc_file(m, pid, name, RESOLVE_NO_SYMLINKS);
+}
+
+int perfmap_open_jitdump(struct perfmap *m, pid_t pid, const char *path)
+{
+	int r;
+
+	if (path[0] != '/' || strlen(path) >= PATH_MAX)
+		return -EINVAL;
+	/* its directory is the runtime's choice (cwd, ~/.debug/jit/...): links there stay in the root */
+	r = open_proc_file(m, pid, path + 1, 0);
+	if (r == 0) {
+		m->jitdump = true;
+		m->jd_bad = m->jd_header = false;
+		m->jd_need = 0;
+		m->jd_skip = 0;
+	}
+	return r;
 }
 
 ssize_t perfmap_read(struct perfmap *m)
@@ -394,6 +429,9 @@ ssize_t perfmap_read(struct perfmap *m)
 		m->off = 0;
 		m->line_len = 0;
 		m->line_skip = false;
+		m->jd_bad = m->jd_header = false;
+		m->jd_need = 0;
+		m->jd_skip = 0;
 	}
 	while (total < m->lim.read_budget) {
 		size_t want = m->lim.read_budget - total < sizeof(buf) ? m->lim.read_budget - total : sizeof(buf);

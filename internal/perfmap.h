@@ -54,6 +54,12 @@ struct perfmap_sym {
 
 struct perfmap {
 	int fd;               /* -1: not open (perfmap_feed() only) */
+	/* a jitdump (jitdump.c) rather than a perf map: binary records */
+	bool jitdump;
+	bool jd_bad;          /* not a jitdump, or one of another byte order: read no further */
+	bool jd_header;       /* its header was read */
+	size_t jd_need;       /* bytes the record (or header) being read is taken into the buffer */
+	uint64_t jd_skip;     /* bytes of it still to skip (its code) */
 	uint64_t off;         /* bytes of the file consumed */
 	char *line;           /* the partial line after the last newline */
 	size_t line_len;
@@ -103,6 +109,27 @@ ssize_t perfmap_read(struct perfmap *m);
 
 /* Parse @len more bytes of the map as if read from the file (tests, fuzzing). */
 void perfmap_feed(struct perfmap *m, const char *buf, size_t len);
+
+/* One symbol into @m's table, bounded and counted as a map line's (perfmap.c, for jitdump.c). */
+void perfmap_add_sym(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len);
+
+/*
+ * Parse @len more bytes of a jitdump (perf's format: node --perf-prof,
+ * python -X perf_jit, JVM agents) into @m, which perfmap_init() made and
+ * the dump keeps for itself: each JIT_CODE_LOAD a symbol, each
+ * JIT_CODE_MOVE one at the new address with the moved code's name; code
+ * bytes and other records are skipped, never held.  The same limits and
+ * counts as a perf map's.
+ */
+void perfmap_feed_jitdump(struct perfmap *m, const uint8_t *buf, size_t len);
+
+/*
+ * Open the jitdump @path (as the process @pid named it in its marker
+ * MMAP2) into @m, inside the process's root: symbolic links on the way
+ * resolve within it, the file itself is no link and is a regular file of
+ * the process's uid with one link.  0 or -errno.
+ */
+int perfmap_open_jitdump(struct perfmap *m, pid_t pid, const char *path);
 
 static inline const char *perfmap_sym_name(const struct perfmap *m, const struct perfmap_sym *s)
 {

@@ -47,6 +47,7 @@ struct jitproc {
 	bool exited;
 	bool open_failed;       /* said once: no perf map to follow */
 	struct perfmap pm;
+	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
 	size_t nr_maps, cap_maps;
 };
@@ -76,11 +77,8 @@ static const char *cache_dir(const struct jitsink *js)
 	return c && c->buildid_cache && *c->buildid_cache ? c->buildid_cache : NULL;
 }
 
-static void proc_free(struct jitsink *js, struct jitproc *p)
+static void add_stats(struct perfmap_stats *t, const struct perfmap_stats *s)
 {
-	const struct perfmap_stats *s = &p->pm.st;
-	struct perfmap_stats *t = &js->st.perfmap;
-
 	t->bytes += s->bytes;
 	t->lines += s->lines;
 	t->syms += s->syms;
@@ -89,7 +87,14 @@ static void proc_free(struct jitsink *js, struct jitproc *p)
 	t->cut_names += s->cut_names;
 	t->over_limit += s->over_limit;
 	t->restarts += s->restarts;
+}
+
+static void proc_free(struct jitsink *js, struct jitproc *p)
+{
+	add_stats(&js->st.perfmap, &p->pm.st);
+	add_stats(&js->st.perfmap, &p->dump.st);
 	perfmap_exit(&p->pm);
+	perfmap_exit(&p->dump);
 	free(p->maps);
 	free(p);
 }
@@ -121,6 +126,7 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid)
 	js->procs = grown;
 	p->pid = pid;
 	perfmap_init(&p->pm, &js->o.limits);
+	perfmap_init(&p->dump, &js->o.limits);
 	r = perfmap_open(&p->pm, (pid_t)pid);
 	if (r < 0 && r != -ENOENT)
 		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
@@ -135,7 +141,8 @@ static uint64_t mem_used(const struct jitsink *js)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < js->nr_procs; i++)
-		n += js->procs[i]->pm.syms_cap * sizeof(struct perfmap_sym) + js->procs[i]->pm.names_cap;
+		n += (js->procs[i]->pm.syms_cap + js->procs[i]->dump.syms_cap) * sizeof(struct perfmap_sym) +
+		     js->procs[i]->pm.names_cap + js->procs[i]->dump.names_cap;
 	return n;
 }
 
@@ -146,16 +153,19 @@ static uint64_t mem_used(const struct jitsink *js)
  */
 static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 {
-	if (p->pm.fd < 0 && !p->exited && perfmap_open(&p->pm, (pid_t)p->pid) < 0)
-		return;
-	for (unsigned i = 0; i < passes && p->pm.fd >= 0; i++) {
-		if (mem_used(js) > JITSINK_MEM_MAX) {
-			js->st.over_memory++;
-			break;
+	struct perfmap *both[] = { &p->pm, &p->dump };
+
+	if (p->pm.fd < 0 && !p->exited)
+		perfmap_open(&p->pm, (pid_t)p->pid);
+	for (size_t k = 0; k < 2; k++)
+		for (unsigned i = 0; i < passes && both[k]->fd >= 0; i++) {
+			if (mem_used(js) > JITSINK_MEM_MAX) {
+				js->st.over_memory++;
+				break;
+			}
+			if (perfmap_read(both[k]) <= 0)
+				break;
 		}
-		if (perfmap_read(&p->pm) <= 0)
-			break;
-	}
 }
 
 static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len,
@@ -317,10 +327,40 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 	p->exited = true;
 }
 
+/*
+ * A jitdump's marker: the runtime maps its dump (.../jit-PID.dump)
+ * executable so that perf sees where it is; the dump is followed from
+ * then on, beside the perf map.
+ */
+static void note_marker(struct jitsink *js, const struct perf_event_header *h)
+{
+	const struct mmap2_head *in = (const void *)h;
+	const char *name = (const char *)h + sizeof(*in), *base;
+	size_t n = strnlen(name, h->size - sizeof(*in));
+	struct jitproc *p;
+	int r;
+
+	if (h->type != PERF_RECORD_MMAP2 || h->size <= sizeof(*in) || n == h->size - sizeof(*in) ||
+	    (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER || !(in->prot & PROT_EXEC) ||
+	    !in->pid || in->pid == UINT32_MAX || n < 10 || strcmp(name + n - 5, ".dump"))
+		return;
+	base = strrchr(name, '/');
+	if (!base || strncmp(base + 1, "jit-", 4) || !cache_dir(js))
+		return;
+	p = proc_get(js, in->pid);
+	if (!p || p->dump.fd >= 0)
+		return;
+	r = perfmap_open_jitdump(&p->dump, (pid_t)in->pid, name);
+	if (r < 0)
+		log_debug("JIT symbols: cannot follow the jitdump of pid %u: %s", in->pid, strerror(-r));
+}
+
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 {
 	if (is_jit_mmap2(h))
 		note_mmap2(js, h);
+	else if (h->type == PERF_RECORD_MMAP2)
+		note_marker(js, h);
 	else if (h->type == PERF_RECORD_EXIT)
 		note_exit(js, h);
 }
@@ -394,6 +434,14 @@ void jitsink_file_begin(struct jitsink *js)
 		js->procs[i]->nr_maps = 0;
 }
 
+/* @s's name, from whichever of @p's tables holds it. */
+static const char *sym_name(const struct jitproc *p, const struct perfmap_sym *s)
+{
+	const struct perfmap *t = s >= p->pm.syms && s < p->pm.syms + p->pm.nr_syms ? &p->pm : &p->dump;
+
+	return perfmap_sym_name(t, s);
+}
+
 static int by_start_then_latest(const void *a, const void *b)
 {
 	const struct perfmap_sym *x = *(const struct perfmap_sym *const *)a, *y = *(const struct perfmap_sym *const *)b;
@@ -410,20 +458,23 @@ static int by_start_then_latest(const void *a, const void *b)
 static size_t map_syms(const struct jitproc *p, const struct jitmap *m, const struct perfmap_sym **tmp,
 		       struct jitimage_sym *out)
 {
+	const struct perfmap *both[] = { &p->pm, &p->dump };
 	size_t n = 0, k = 0;
 
-	for (size_t i = 0; i < p->pm.nr_syms; i++) {
-		const struct perfmap_sym *s = &p->pm.syms[i];
+	for (size_t t = 0; t < 2; t++)
+		for (size_t i = 0; i < both[t]->nr_syms; i++) {
+			const struct perfmap_sym *s = &both[t]->syms[i];
 
-		if (s->start >= m->start && s->start - m->start < m->len && s->size <= m->len - (s->start - m->start))
-			tmp[n++] = s;
-	}
+			if (s->start >= m->start && s->start - m->start < m->len &&
+			    s->size <= m->len - (s->start - m->start))
+				tmp[n++] = s;
+		}
 	qsort(tmp, n, sizeof(*tmp), by_start_then_latest);
 	for (size_t i = 0; i < n; i++) {
 		if (i && tmp[i]->start == tmp[i - 1]->start)
 			continue;
 		out[k++] = (struct jitimage_sym){
-			.off = tmp[i]->start - m->start, .size = tmp[i]->size, .name = perfmap_sym_name(&p->pm, tmp[i]),
+			.off = tmp[i]->start - m->start, .size = tmp[i]->size, .name = sym_name(p, tmp[i]),
 		};
 	}
 	return k;
@@ -548,14 +599,14 @@ static void write_images(struct jitsink *js, const char *dir)
 
 		if (!p->nr_maps)
 			continue;
-		if (p->pm.fd < 0 && !p->pm.nr_syms) {
+		if (p->pm.fd < 0 && !p->pm.nr_syms && p->dump.fd < 0 && !p->dump.nr_syms) {
 			js->st.no_map += p->nr_maps;
 			continue;
 		}
-		if (p->pm.nr_syms > cap) {
+		if (p->pm.nr_syms + p->dump.nr_syms > cap) {
 			free(tmp);
 			free(syms);
-			cap = p->pm.nr_syms;
+			cap = p->pm.nr_syms + p->dump.nr_syms;
 			tmp = calloc(cap, sizeof(*tmp));
 			syms = calloc(cap, sizeof(*syms));
 			if (!tmp || !syms) {

@@ -3,7 +3,8 @@
 # --perf-basic-prof and python3.12 -X perf write their functions into
 # /tmp/perf-PID.map, node --perf-prof into a jitdump, which perf and
 # hotspot read at report time only (perf inject --jit for the dump).
-# (and the JVM, asked for its map with jcmd Compiler.perfmap).
+# (and the JVM, asked for its map with jcmd Compiler.perfmap; python3.13
+# -X perf_jit writes a jitdump).
 # Each runtime runs a workload with known function names while perfrecd
 # records system-wide (node with frame pointers, Python with DWARF stacks
 # unwound on the host: its interpreter has no frame pointers); the process
@@ -17,7 +18,11 @@ NODE=$(command -v node) || skip "node is not installed"
 # Names of their own (comm is the name exec'd): other jobs' node and python are not counted.
 NODEBIN=$T/jn$$
 ln -s "$NODE" "$NODEBIN"
-PY=
+PY= PYJIT=
+for d in "${PYENV_ROOT:-/nonexistent}/versions"/3.1[3-9]*/bin; do
+	[ -x "$d/python3" ] && "$d/python3" -X perf_jit -c 'import sys; sys.exit(0 if sys.version_info >= (3, 13) else 1)' 2>/dev/null \
+		&& { PYJIT=$T/jq$$; ln -s "$d/python3" "$PYJIT"; break; }
+done
 for d in "${PYENV_ROOT:-/nonexistent}/versions"/3.1[2-9]*/bin; do
 	[ -x "$d/python3" ] && "$d/python3" -X perf -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null \
 		&& { PY=$T/jp$$; ln -s "$d/python3" "$PY"; break; }
@@ -64,9 +69,10 @@ record() {
 	echo $pid >"$T/pid"
 	wait $pid || fail "the workload $* failed"
 	date +%s.%N >"$T/t1"
-	# (its jitdump, when it writes one, goes to its cwd)
-	[ -f /tmp/perf-$pid.map ] || [ -f "$T/jit-$pid.dump" ] || fail "$* wrote no /tmp/perf-$pid.map nor jitdump"
-	rm -f /tmp/perf-$pid.map "$T/jit-$pid.dump"
+	# (its jitdump, when it writes one, goes to its cwd, or /tmp for python)
+	[ -f /tmp/perf-$pid.map ] || [ -f "$T/jit-$pid.dump" ] || [ -f /tmp/jit-$pid.dump ] ||
+		fail "$* wrote no /tmp/perf-$pid.map nor jitdump"
+	rm -f /tmp/perf-$pid.map "$T/jit-$pid.dump" /tmp/jit-$pid.dump
 	kill -TERM $DAEMON_PID; wait $DAEMON_PID; local rc=$?; DAEMON_PID=
 	[ $rc = 0 ] || { cat "$out.log"; fail "perfrecd exited $rc"; }
 }
@@ -87,7 +93,7 @@ check_perf() {
 	# perf report: where the runtime runs the code itself (node, the JVM),
 	# the flat profile's top symbol is one of them; where an interpreter
 	# runs it (Python), 90% of the samples have one in their stacks.
-	if [ "$what" = python ]; then
+	if [ "${what#python}" != "$what" ]; then
 		out=$(perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --no-children --sort pid \
 			-g folded,0,caller,count --pid "$pid" 2>/dev/null |
 			awk -v re="$re" '/^[0-9]+ / { n += $1; if ($0 ~ re) k += $1 } END { print n + 0, k + 0 }')
@@ -211,5 +217,14 @@ if [ -n "$PY" ]; then
 	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
 else
 	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"
+fi
+# python3.13 -X perf_jit: a jitdump in /tmp
+if [ -n "$PYJIT" ]; then
+	record "$T/pyjit" --call-graph dwarf --unwind host -- "$PYJIT" -X perf_jit "$T/jitwl.py" 4
+	pid=$(cat "$T/pid")
+	f=$(only_file "$T/pyjit")
+	check_perf "python jitdump" "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+else
+	note "no pyenv python >= 3.13 with -X perf_jit: its jitdump is not tried"
 fi
 exit 0

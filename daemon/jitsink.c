@@ -30,6 +30,8 @@
 #define READ_EVERY_NS (200 * 1000000ull)
 /* Reads of one map when the file ends: what it gained since the last pass. */
 #define FINAL_READS 16
+/* A process without a perf map (yet: runtimes write it when they start JIT-ing) is looked at again this often. */
+#define REOPEN_EVERY_NS (1000 * 1000000ull)
 /*
  * Where the images' names lead in the cache too, in the layout of perf's
  * ~/.debug (DIR/NAME/BUILDID): hotspot's perfparser finds a file by its
@@ -45,7 +47,7 @@ struct jitmap {
 struct jitproc {
 	uint32_t pid;
 	bool exited;
-	bool open_failed;       /* said once: no perf map to follow */
+	uint64_t next_open_ns;  /* no perf map yet: when to look again */
 	struct perfmap pm;
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
@@ -155,8 +157,12 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 {
 	struct perfmap *both[] = { &p->pm, &p->dump };
 
-	if (p->pm.fd < 0 && !p->exited)
-		perfmap_open(&p->pm, (pid_t)p->pid);
+	if (p->pm.fd < 0 && !p->exited) {
+		uint64_t now = now_ns();
+
+		if (now >= p->next_open_ns && perfmap_open(&p->pm, (pid_t)p->pid) < 0)
+			p->next_open_ns = now + REOPEN_EVERY_NS;
+	}
 	for (size_t k = 0; k < 2; k++)
 		for (unsigned i = 0; i < passes && both[k]->fd >= 0; i++) {
 			if (mem_used(js) > JITSINK_MEM_MAX) {
@@ -355,6 +361,23 @@ static void note_marker(struct jitsink *js, const struct perf_event_header *h)
 		log_debug("JIT symbols: cannot follow the jitdump of pid %u: %s", in->pid, strerror(-r));
 }
 
+/*
+ * An exec: the program whose maps the process followed is gone with its
+ * address space; what it mapped in this file keeps its images, what the
+ * new program maps is another process's to the sink.
+ */
+static void note_exec(struct jitsink *js, const struct perf_event_header *h)
+{
+	const struct { struct perf_event_header h; uint32_t pid, tid; } *c = (const void *)h;
+	struct jitproc *p;
+
+	if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC) || h->size < sizeof(*c) || c->pid != c->tid ||
+	    !(p = proc_find(js, c->pid)))
+		return;
+	proc_read(js, p, FINAL_READS);
+	p->exited = true;
+}
+
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 {
 	if (is_jit_mmap2(h))
@@ -363,6 +386,8 @@ void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 		note_marker(js, h);
 	else if (h->type == PERF_RECORD_EXIT)
 		note_exit(js, h);
+	else if (h->type == PERF_RECORD_COMM)
+		note_exec(js, h);
 }
 
 static void jitsink_record(struct sink *s, struct drain_rec *r)

@@ -160,3 +160,43 @@ Test(jitsink, file_mappings_and_no_cache_get_nothing)
 	cr_assert_eq(nr_got, 0, "a file's mapping taken for JIT code");
 	jitsink_exit(&js);
 }
+
+/* After an exec the process is another program: its maps are not the old one's. */
+Test(jitsink, an_exec_starts_the_process_over)
+{
+	char dir[] = "/tmp/test-jitsink-XXXXXX", path[PATH_MAX], cmd[64];
+	struct config cfg = { 0 };
+	const struct config *cfgp = &cfg;
+	struct jitsink_opts o = { .sideband_sample_type = ST, .emit = capture };
+	struct jitsink js;
+	uint8_t rec[256];
+	struct { struct perf_event_header h; uint32_t pid, tid; char comm[16]; uint64_t trailer[5]; } c = {
+		.h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC, .size = sizeof(c) },
+		.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(), .comm = "other",
+	};
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	cr_assert_eq(mkdir(path, 0750), 0);
+	cfg.buildid_cache = dir;
+	jitsink_init(&js, &cfgp, &o);
+	kernel_mmap2(rec, 0x7f0000000000ull, 4096);
+	jitsink_note(&js, (const void *)rec);
+	cr_assert_eq(js.nr_procs, 1);
+	jitsink_note(&js, &c.h);
+	kernel_mmap2(rec, 0x7f0000100000ull, 4096);
+	jitsink_note(&js, (const void *)rec);
+	cr_assert_eq(js.nr_procs, 2, "the exec'd program shares the old one's state");
+	cr_assert_eq(js.st.procs, 2);
+	/* a comm change that is no exec (prctl) changes nothing */
+	c.h.misc = 0;
+	jitsink_note(&js, &c.h);
+	kernel_mmap2(rec, 0x7f0000200000ull, 4096);
+	jitsink_note(&js, (const void *)rec);
+	cr_assert_eq(js.nr_procs, 2);
+	jitsink_file_end(&js);
+	cr_assert_eq(js.nr_procs, 1, "the program before the exec is still followed");
+	jitsink_exit(&js);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}

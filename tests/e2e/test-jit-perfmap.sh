@@ -30,9 +30,10 @@ done
 
 cat >"$T/jitwl.js" <<'EOF'
 function fibonacciRecurse(n) { return n < 2 ? n : fibonacciRecurse(n - 1) + fibonacciRecurse(n - 2); }
+// CPU time, not wall time: on a loaded machine the start stays a small share
 function hotLoopNamed(ms) {
-  const end = Date.now() + ms; let s = 0;
-  while (Date.now() < end) s += fibonacciRecurse(22);
+  let s = 0;
+  while (process.cpuUsage().user < ms * 1000) s += fibonacciRecurse(22);
   return s;
 }
 console.log(hotLoopNamed(+process.argv[2]));
@@ -42,9 +43,8 @@ import sys, time
 def fib_py_recurse(n):
     return n if n < 2 else fib_py_recurse(n - 1) + fib_py_recurse(n - 2)
 def hot_loop_py(secs):
-    end = time.monotonic() + secs
     s = 0
-    while time.monotonic() < end:
+    while time.process_time() < secs:
         s += fib_py_recurse(18)
     return s
 print(hot_loop_py(float(sys.argv[1])))
@@ -140,6 +140,12 @@ f=$(only_file "$T/node")
 ls "$T/node/.build-id"/*/* >/dev/null 2>&1 || fail "no build-id cache beside the node recording"
 check_perf node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_folded node "$f" "$pid" fibonacciRecurse hotLoopNamed
+# "On another machine": the file and the cache's entries copied elsewhere, nothing else.
+mkdir -p "$T/elsewhere"
+cp "$f" "$T/elsewhere/"
+cp -a "$T/node/.build-id" "$T/elsewhere/"
+check_perf "node, copied" "$T/elsewhere/$(basename "$f")" "$pid" fibonacciRecurse hotLoopNamed
+check_folded "node, copied" "$T/elsewhere/$(basename "$f")" "$pid" fibonacciRecurse hotLoopNamed
 # V8 names a function "JS:*fibonacciRecurse FILE:LINE:COL", its tier's mark first
 check_perfparser node "$f" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed"
 # A cut of the run's second half: the JIT maps began before it, their names come along.
@@ -181,8 +187,10 @@ if command -v javac >/dev/null && command -v jcmd >/dev/null && command -v java 
 public class JitWl {
     static int fibJavaRecurse(int n) { return n < 2 ? n : fibJavaRecurse(n - 1) + fibJavaRecurse(n - 2); }
     static long hotLoopJava(long ms) {
-        long end = System.currentTimeMillis() + ms, s = 0;
-        while (System.currentTimeMillis() < end) s += fibJavaRecurse(20);
+        // this thread's CPU time: on a loaded machine the start stays a small share
+        java.lang.management.ThreadMXBean t = java.lang.management.ManagementFactory.getThreadMXBean();
+        long end = t.getCurrentThreadCpuTime() + ms * 1000000L, s = 0;
+        while (t.getCurrentThreadCpuTime() < end) s += fibJavaRecurse(20);
         return s;
     }
     public static void main(String[] a) throws Exception {

@@ -48,6 +48,7 @@ struct jitproc {
 	uint32_t pid;
 	bool exited;
 	uint64_t next_open_ns;  /* no perf map yet: when to look again */
+	uint64_t since;         /* the time of the record it was first seen by (0: none) */
 	struct perfmap pm;
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
@@ -110,7 +111,7 @@ static struct jitproc *proc_find(struct jitsink *js, uint32_t pid)
 }
 
 /* The process's state, its perf map opened on first sight (it exists from the runtime's start). */
-static struct jitproc *proc_get(struct jitsink *js, uint32_t pid)
+static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 {
 	struct jitproc *p = proc_find(js, pid), **grown;
 	int r;
@@ -127,6 +128,7 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid)
 	}
 	js->procs = grown;
 	p->pid = pid;
+	p->since = time;
 	perfmap_init(&p->pm, &js->o.limits);
 	perfmap_init(&p->dump, &js->o.limits);
 	r = perfmap_open(&p->pm, (pid_t)pid);
@@ -160,8 +162,12 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 	if (p->pm.fd < 0 && !p->exited) {
 		uint64_t now = now_ns();
 
-		if (now >= p->next_open_ns && perfmap_open(&p->pm, (pid_t)p->pid) < 0)
+		if (now < p->next_open_ns)
+			;
+		else if (perfmap_open(&p->pm, (pid_t)p->pid) < 0)
 			p->next_open_ns = now + REOPEN_EVERY_NS;
+		else
+			log_debug("JIT symbols: following the perf map of pid %u", p->pid);
 	}
 	for (size_t k = 0; k < 2; k++)
 		for (unsigned i = 0; i < passes && both[k]->fd >= 0; i++) {
@@ -205,10 +211,21 @@ static uint8_t *trailer_time(const struct jitsink *js, uint8_t *rec, size_t size
 		return NULL;
 	n += !!(st & PERF_SAMPLE_TID) + 1 + !!(st & PERF_SAMPLE_ID) + !!(st & PERF_SAMPLE_STREAM_ID) +
 	     !!(st & PERF_SAMPLE_CPU) + !!(st & PERF_SAMPLE_IDENTIFIER);
-	if (size < sizeof(struct mmap2_head) + 8 * n)
+	if (size < sizeof(struct perf_event_header) + 8 * n)
 		return NULL;
 	at = size - 8 * n + ((st & PERF_SAMPLE_TID) ? 8 : 0);
 	return rec + at;
+}
+
+/* A side-band record's time (0: it carries none). */
+static uint64_t rec_time(const struct jitsink *js, const struct perf_event_header *h)
+{
+	const uint8_t *t = trailer_time(js, (uint8_t *)(uintptr_t)h, h->size);
+	uint64_t v = 0;
+
+	if (t)
+		memcpy(&v, t, 8);
+	return v;
 }
 
 /*
@@ -283,7 +300,7 @@ static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
 
 	if (!cache_dir(js) || !js->o.emit)
 		return;
-	p = proc_get(js, in->pid);
+	p = proc_get(js, in->pid, rec_time(js, h));
 	if (!p) {
 		js->st.skipped++;
 		return;
@@ -353,12 +370,14 @@ static void note_marker(struct jitsink *js, const struct perf_event_header *h)
 	base = strrchr(name, '/');
 	if (!base || strncmp(base + 1, "jit-", 4) || !cache_dir(js))
 		return;
-	p = proc_get(js, in->pid);
+	p = proc_get(js, in->pid, rec_time(js, h));
 	if (!p || p->dump.fd >= 0)
 		return;
 	r = perfmap_open_jitdump(&p->dump, (pid_t)in->pid, name);
 	if (r < 0)
 		log_debug("JIT symbols: cannot follow the jitdump of pid %u: %s", in->pid, strerror(-r));
+	else
+		log_debug("JIT symbols: following %s of pid %u", name, in->pid);
 }
 
 /*
@@ -371,8 +390,19 @@ static void note_exec(struct jitsink *js, const struct perf_event_header *h)
 	const struct { struct perf_event_header h; uint32_t pid, tid; } *c = (const void *)h;
 	struct jitproc *p;
 
+	uint64_t t;
+
 	if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC) || h->size < sizeof(*c) || c->pid != c->tid ||
 	    !(p = proc_find(js, c->pid)))
+		return;
+	/*
+	 * The drain takes the rings one after the other: the exec that
+	 * started this very program (on another CPU) may come after the maps
+	 * it made.  Only an exec later than what the process was first seen
+	 * by ends it.
+	 */
+	t = rec_time(js, h);
+	if (t && p->since && t <= p->since)
 		return;
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;

@@ -10,7 +10,8 @@
 # unwound on the host: its interpreter has no frame pointers); the process
 # exits and its map is deleted; then perf report, perf script, hotspot's
 # perfparser and perfrecctl folded name the known functions in at least
-# 90% of the workload's samples, from the file and its build-id cache
+# 90% of the workload's samples (and perfrecctl pprof, read by go tool
+# pprof, and flamegraph carry them), from the file and its build-id cache
 # (the output directory's) alone.  A cut of the file does too.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
@@ -121,6 +122,26 @@ check_folded() {
 		{ sort -k2 -nr "$T/folded" | head -5 | cut -c1-300; fail "$what: perfrecctl folded names $* in $named of $total"; }
 }
 
+# check_views WHAT FILE PID FUNC...: pprof (read by go tool pprof) and the
+# flame graph carry the functions, 90% of pprof's samples under one of them.
+check_views() {
+	local what=$1 f=$2 pid=$3; shift 3
+	local re out
+	re=$(IFS='|'; echo "$*")
+	"$PERFRECCTL" flamegraph --no-debuginfod --pid "$pid" -o "$T/fg.svg" "$f" 2>"$T/fg.err" ||
+		{ cat "$T/fg.err"; fail "$what: perfrecctl flamegraph failed"; }
+	grep -Eq "$re" "$T/fg.svg" || fail "$what: the flame graph has none of $*"
+	"$PERFRECCTL" pprof --no-debuginfod --pid "$pid" -o "$T/p.pb.gz" "$f" 2>"$T/pprof.err" ||
+		{ cat "$T/pprof.err"; fail "$what: perfrecctl pprof failed"; }
+	command -v go >/dev/null || { note "$what: no go tool pprof to read the profile"; return; }
+	GOCACHE=$T/gocache go tool pprof -top -cum -nodecount=30 "$T/p.pb.gz" 2>/dev/null >"$T/top.txt"
+	out=$(awk -v re="$re" '$5 ~ /%$/ && $0 ~ re { v = $5; sub(/%/, "", v); if (v + 0 > best) best = v + 0 }
+		END { print best + 0 }' "$T/top.txt")
+	note "$what: go tool pprof -top -cum: $out% under $*"
+	awk -v v="$out" 'BEGIN { exit !(v >= 90) }' ||
+		{ head -20 "$T/top.txt"; fail "$what: pprof has $out% of the samples under $*"; }
+}
+
 check_perfparser() {
 	local what=$1 f=$2 comm=$3 func=$4
 	local out
@@ -140,6 +161,7 @@ f=$(only_file "$T/node")
 ls "$T/node/.build-id"/*/* >/dev/null 2>&1 || fail "no build-id cache beside the node recording"
 check_perf node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_folded node "$f" "$pid" fibonacciRecurse hotLoopNamed
+check_views node "$f" "$pid" fibonacciRecurse hotLoopNamed
 # "On another machine": the file and the cache's entries copied elsewhere, nothing else.
 mkdir -p "$T/elsewhere"
 cp "$f" "$T/elsewhere/"
@@ -210,6 +232,7 @@ EOF2
 	f=$(only_file "$T/jvm")
 	check_perf jvm "$f" "$pid" fibJavaRecurse hotLoopJava
 	check_folded jvm "$f" "$pid" fibJavaRecurse hotLoopJava
+	check_views jvm "$f" "$pid" fibJavaRecurse hotLoopJava
 	check_perfparser jvm "$f" "pid:$pid" "~fibJavaRecurse|hotLoopJava"
 else
 	note "no javac, java and jcmd: the JVM part is not run"
@@ -222,6 +245,7 @@ if [ -n "$PY" ]; then
 	f=$(only_file "$T/py")
 	check_perf python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_folded python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+	check_views python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
 else
 	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"

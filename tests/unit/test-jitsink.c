@@ -161,7 +161,11 @@ Test(jitsink, file_mappings_and_no_cache_get_nothing)
 	jitsink_exit(&js);
 }
 
-/* After an exec the process is another program: its maps are not the old one's. */
+/*
+ * After an exec the process is another program: its maps are not the old
+ * one's.  But the exec that started the program may be drained after its
+ * first maps: it ends nothing.
+ */
 Test(jitsink, an_exec_starts_the_process_over)
 {
 	char dir[] = "/tmp/test-jitsink-XXXXXX", path[PATH_MAX], cmd[64];
@@ -183,6 +187,15 @@ Test(jitsink, an_exec_starts_the_process_over)
 	kernel_mmap2(rec, 0x7f0000000000ull, 4096);
 	jitsink_note(&js, (const void *)rec);
 	cr_assert_eq(js.nr_procs, 1);
+	/* the exec that started this program, drained after its maps (another CPU's ring) */
+	c.trailer[0] = (uint64_t)getpid() << 32 | (uint32_t)getpid();
+	c.trailer[1] = 999;
+	jitsink_note(&js, &c.h);
+	kernel_mmap2(rec, 0x7f0000080000ull, 4096);
+	jitsink_note(&js, (const void *)rec);
+	cr_assert_eq(js.nr_procs, 1, "an exec older than the process's maps ended it");
+	/* a later one */
+	c.trailer[1] = 2000;
 	jitsink_note(&js, &c.h);
 	kernel_mmap2(rec, 0x7f0000100000ull, 4096);
 	jitsink_note(&js, (const void *)rec);

@@ -54,7 +54,7 @@ struct perfmap_sym {
 
 struct perfmap {
 	int fd;               /* -1: not open (perfmap_feed() only) */
-	/* a jitdump (jitdump.c) rather than a perf map: binary records */
+	/* a jitdump rather than a perf map: binary records */
 	bool jitdump;
 	bool jd_bad;          /* not a jitdump, or one of another byte order: read no further */
 	bool jd_header;       /* its header was read */
@@ -109,9 +109,6 @@ ssize_t perfmap_read(struct perfmap *m);
 
 /* Parse @len more bytes of the map as if read from the file (tests, fuzzing). */
 void perfmap_feed(struct perfmap *m, const char *buf, size_t len);
-
-/* One symbol into @m's table, bounded and counted as a map line's (perfmap.c, for jitdump.c). */
-void perfmap_add_sym(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len);
 
 /*
  * Parse @len more bytes of a jitdump (perf's format: node --perf-prof,

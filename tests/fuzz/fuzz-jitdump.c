@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libFuzzer target for the jitdump parser (internal/jitdump.c): a live
+ * libFuzzer target for the jitdump parser (internal/perfmap.c): a live
  * process writes the dump, so any bytes.  Besides no out-of-bounds access
  * under ASan, its promises are checked: the limits hold, every symbol is
  * a non-empty range that does not wrap with a terminated name without

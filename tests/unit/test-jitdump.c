@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests of internal/jitdump.c: a jitdump's JIT_CODE_LOAD records
+ * Unit tests of the jitdump parser (internal/perfmap.c): a jitdump's JIT_CODE_LOAD records
  * become symbols and its JIT_CODE_MOVE ones move them, whatever pieces
  * the file arrives in; code bytes and other records are skipped; a file
  * of another format or byte order, or a record that cannot be stepped

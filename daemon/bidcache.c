@@ -71,6 +71,7 @@
 
 struct job {
 	bool kernel;            /* the running kernel's kallsyms, not a binary */
+	bool made;              /* an entry made in the cache already (bidcache_note_entry()) */
 	int fd;                 /* the binary, opened when queued; -1: open it when copying */
 	uint32_t pid;
 	uint64_t start, end;
@@ -542,6 +543,21 @@ out:
 	return r;
 }
 
+/* Worker: an entry someone else made, counted (and the cap kept) like a copy. */
+static int take_made(const struct job *j, const char *dir, uint64_t max_bytes)
+{
+	char h[2 * BID_MAX + 1];
+	int sub, r;
+
+	hex(j->bid, j->bid_len, h);
+	sub = open_sub(h, false);
+	if (sub < 0)
+		return sub;
+	r = added(j, sub, h + 2, dir, max_bytes);
+	close(sub);
+	return r;
+}
+
 static void *worker(void *arg)
 {
 	pthread_mutex_lock(&bc.lock);
@@ -570,7 +586,7 @@ static void *worker(void *arg)
 		max = bc.max_bytes;
 		pthread_mutex_unlock(&bc.lock);
 		/* bc.dir only changes with the worker stopped (bidcache_clear()). */
-		r = j.kernel ? take_in_kernel(&j, dir, max) : take_in(&j, dir, max);
+		r = j.kernel ? take_in_kernel(&j, dir, max) : j.made ? take_made(&j, dir, max) : take_in(&j, dir, max);
 		pthread_mutex_lock(&bc.lock);
 		if (r < 0 && r != -EEXIST && r != -ENOENT && r != -ESRCH && !bc.warned_copy) {
 			bc.warned_copy = true;
@@ -784,6 +800,38 @@ void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_
 		bc.held_fds++;
 	else
 		j->fd = -1;
+	bc.nr++;
+	pthread_cond_broadcast(&bc.cond);
+out:
+	pthread_mutex_unlock(&bc.lock);
+}
+
+void bidcache_note_entry(const char *dir, uint64_t max_bytes, const uint8_t *bid, uint8_t len)
+{
+	struct job *j;
+
+	if (!dir || !*dir || !len || len > BID_MAX)
+		return;
+	pthread_mutex_lock(&bc.lock);
+	if (bc.running && (strcmp(bc.dir, dir) || bc.max_bytes != (max_bytes ? max_bytes : BIDCACHE_DEFAULT_SIZE))) {
+		pthread_mutex_unlock(&bc.lock);
+		bidcache_clear();   /* a reload moved or resized it */
+		pthread_mutex_lock(&bc.lock);
+	}
+	if ((!bc.running && start(dir, max_bytes) < 0) || bc.nr == QUEUE_LEN || !seen_add(bid, len)) {
+		if (bc.running && bc.nr == QUEUE_LEN)
+			bc.dropped++;
+		goto out;
+	}
+	j = &bc.queue[(bc.head + bc.nr) % QUEUE_LEN];
+	memset(j, 0, sizeof(*j));
+	j->path = strdup("(JIT image)");
+	if (!j->path)
+		goto out;
+	j->made = true;
+	j->fd = -1;
+	memcpy(j->bid, bid, len);
+	j->bid_len = len;
 	bc.nr++;
 	pthread_cond_broadcast(&bc.cond);
 out:

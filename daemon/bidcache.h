@@ -39,6 +39,13 @@ int bidcache_prepare(const char *dir, const char *user, const char *group);
 void bidcache_note_mmap2(const char *dir, uint64_t max_bytes, const struct perf_event_header *rec);
 
 /*
+ * An entry perfrecd made in the cache at @dir itself (a JIT image,
+ * jitsink.h): counted against @max_bytes and evicted oldest first like
+ * the binaries copied in (the worker keeps that account).  Cheap: queued.
+ */
+void bidcache_note_entry(const char *dir, uint64_t max_bytes, const uint8_t *bid, uint8_t len);
+
+/*
  * The cache fed by the drain: a sink (sink.h) whose record() notes each
  * MMAP2 with bidcache_note_mmap2(), its ctx pointing at the recording's
  * config pointer (const struct config **: a reload swaps the config).

@@ -39,6 +39,7 @@
 #include "bpfmeta-sink.h"
 #include "manifest-cgroup.h"
 #include "hook.h"
+#include "jitsink.h"
 #include "offcpu-rec.h"
 #include "outfile.h"
 #include "log.h"
@@ -149,8 +150,13 @@ static int open_pipeline(struct recorder *rec)
  * cgroup counts behind the file (they count what it gets), the build-id
  * cache and the BPF programs on the side-band records.
  */
+static int jit_emit(void *ctx, const struct perf_event_header *h);
+
 static int open_notes(struct recorder *rec)
 {
+	struct jitsink_opts jo = {
+		.sideband_sample_type = rec->sideband_sample_type, .emit = jit_emit, .ctx = rec,
+	};
 	int r;
 
 	rec->cgroup_sink = (struct sink){ .ops = &cgroup_counts_sink_ops, .ctx = &rec->cur.cgroups };
@@ -161,6 +167,10 @@ static int open_notes(struct recorder *rec)
 		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bidcache_sink);
 	if (r == 0)
 		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bpf_sink);
+	/* JIT mappings named in the file (jitsink.h): files only, not the flight history */
+	jitsink_init(&rec->jit, &rec->cfg, &jo);
+	if (r == 0 && !rec->flight)
+		r = pipeline_add(rec->pipe, PIPELINE_FILE, &rec->jit.sink);
 	return r;
 }
 
@@ -225,6 +235,10 @@ void recorder_move(struct recorder *dst, struct recorder *src)
 	pipeline_replace(dst->pipe, &src->cgroup_sink, &dst->cgroup_sink);
 	pipeline_replace(dst->pipe, &src->bidcache_sink, &dst->bidcache_sink);
 	pipeline_replace(dst->pipe, &src->bpf_sink, &dst->bpf_sink);
+	jitsink_moved(&dst->jit);
+	dst->jit.o.ctx = dst;
+	dst->jit.cfg = &dst->cfg;
+	pipeline_replace(dst->pipe, &src->jit.sink, &dst->jit.sink);
 }
 
 /*
@@ -528,6 +542,19 @@ static void note_synth(struct recorder *rec, const struct perf_event_header *h)
 	drain_decode(rec->drain, h, &dr);
 	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
 		notes[i]->ops->record(notes[i], &dr);
+	if (!rec->flight)
+		jitsink_note(&rec->jit, h);
+}
+
+/* The JIT sink's MMAP2s go into the current file, noted like its own records. */
+static int jit_emit(void *ctx, const struct perf_event_header *h)
+{
+	struct recorder *rec = ctx;
+
+	if (!rec->have_file)
+		return -ENOENT;
+	track_sideband(&rec->fsink.track, h);
+	return recorder_note_write(rec, perfrec_pdwriter__write(rec->cur.f.w, h, h->size));
 }
 
 static int emit_synth(void *ctx, const struct perf_event_header *h)
@@ -644,6 +671,7 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 	o->unwound = pipeline_unwind_stats(rec->pipe, &o->unwind_start);
 	set_have_file(rec, true);
 	perfrec_buildid_table__reset_samples(rec->buildids);
+	jitsink_file_begin(&rec->jit);
 	return outfile_begin(&src, o->f.w, &bo);
 }
 
@@ -1124,6 +1152,8 @@ static int finish_file(struct recorder *rec, char **ret_path, struct recfile *re
 	/* (samples a stage reported lost meanwhile are this file's) */
 	filesink_report_dropped(&rec->fsink);
 	pipeline_unwind_stats(rec->pipe, &o->unwind_end);
+	/* before the build-id table is written: the images it names are in the cache */
+	jitsink_file_end(&rec->jit);
 	offcpu_rec_write(rec->offcpu, o->f.w, o->path, recording_clock_ns(rec->cfg->clockid));
 	eo = recorder_features_opts(rec);
 	outfile_add_features(&src, o->f.w, &eo);
@@ -1223,5 +1253,6 @@ void recorder_close(struct recorder *rec)
 	perfrec_cpumap__free(rec->cpus);
 	free(rec->specs);
 	filesink_exit(&rec->fsink);
+	jitsink_exit(&rec->jit);
 	memset(rec, 0, sizeof(*rec));
 }

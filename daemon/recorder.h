@@ -21,6 +21,7 @@
 #include "drain.h"
 #include "filesink.h"
 #include "outfile.h"
+#include "jitsink.h"
 #include "pipeline.h"
 #include "sink.h"
 #include "track.h"
@@ -100,6 +101,7 @@ struct recorder {
 	struct sink cgroup_sink;   /* the current file's cgroup counts (manifest-cgroup.h) */
 	struct sink bidcache_sink; /* the build-id cache (bidcache.h) */
 	struct sink bpf_sink;      /* BPF programs that come and go (bpfmeta) */
+	struct jitsink jit;        /* JIT mappings named by images in the build-id cache (jitsink.h) */
 };
 
 /* With unwind=host: the unwinding stage's counters (false: not unwinding on the host). */

@@ -3,7 +3,7 @@
 """What hotspot would show: the function names perfparser gave a command's
 samples.
 
-    ppsymbols.py STREAM COMM FUNCTION [CALLER...]
+    ppsymbols.py STREAM COMM FUNCTION
 
 STREAM is hotspot-perfparser's --output: "QPERFSTREAM\\0", a little-endian
 int32 QDataStream version, then events, each a little-endian uint32 size and
@@ -16,7 +16,11 @@ of those, the ones with FUNCTION in any frame.  With CALLERs it prints a
 third figure: of the named samples, those with every CALLER in a frame too
 (whole paths).  Exits 2 on a stream it cannot read, so a test tells a format
 it does not know from a missing name.
+COMM "pid:N" takes the samples of process N instead (a JVM
+renames its threads).  A FUNCTION starting with "~" is a regular expression (re.search) for the
+name instead: JIT runtimes put their tier and source position in it.
 """
+import re
 import struct
 import sys
 
@@ -43,8 +47,8 @@ class Record:
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION [CALLER...]')
+    if len(sys.argv) != 4:
+        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION')
     data = open(sys.argv[1], 'rb').read()
     comm, function = sys.argv[2].encode(), sys.argv[3].encode()
     callers = [a.encode() for a in sys.argv[4:]]
@@ -72,8 +76,8 @@ def main():
                 lid, name = rec.take('ii')
                 symbols[lid] = name
             elif kind in (SAMPLE, TRACEPOINT_SAMPLE):
-                _pid, tid, _time, _cpu, n = rec.take('iiQII')
-                samples.append((tid, rec.take('i' * n)))
+                pid, tid, _time, _cpu, n = rec.take('iiQII')
+                samples.append((pid, tid, rec.take('i' * n)))
     except struct.error as e:
         print('cannot read the perfparser stream: %s' % e, file=sys.stderr)
         sys.exit(2)
@@ -84,9 +88,17 @@ def main():
                 return strings.get(symbols[l], b'')
         return b''
 
-    mine = [frames for tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
+    if comm.startswith(b'pid:'):
+        mine = [frames for pid, tid, frames in samples if pid == int(comm[4:])]
+    else:
+        mine = [frames for pid, tid, frames in samples if strings.get(comms.get(tid, -1)) == comm]
+    if function.startswith(b'~'):
+        pattern = re.compile(function[1:])
+        match = lambda name: pattern.search(name) is not None
+    else:
+        match = lambda name: name == function
     names = [set(name_of(f) for f in frames) for frames in mine]
-    named = [n for n in names if function in n]
+    named = [n for n in names if any(match(x) for x in n)]
     if callers:
         print(len(mine), len(named), sum(1 for n in named if all(c in n for c in callers)))
     else:

@@ -522,3 +522,34 @@ Test(bidcache, a_setuid_binary_is_copied_without_its_bits)
 	bidcache_clear();
 	rm_cache(dir);
 }
+
+/* A JIT image the cache's owner wrote itself counts against the cap like a copy. */
+Test(bidcache, an_entry_made_in_place_is_counted_and_evicted)
+{
+	const uint8_t bid[20] = { 0x33 };
+	uint8_t buf[PATH_MAX + 128];
+	char *dir = mkcache();
+	const size_t fake = 100000;
+	uint64_t cap;
+	struct self m;
+	struct stat st;
+
+	self_exe(&m);
+	cr_assert_eq(stat(m.path, &st), 0);
+	cap = (uint64_t)st.st_size + fake + fake / 2;
+	put(dir, "11", "11111111111111111111111111111111111111", fake);
+	bidcache_note_mmap2(dir, cap, mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);
+	cr_assert(exists(dir, "11", "11111111111111111111111111111111111111"));
+	/* made after the cache started: only the note tells it */
+	put(dir, "33", "00000000000000000000000000000000000000", fake);
+	bidcache_note_entry(dir, cap, bid, 20);
+	cr_assert_eq(bidcache_sync(), 2, "the entry made in place was not counted");
+	cr_assert(!exists(dir, "11", "11111111111111111111111111111111111111"), "the cap was not kept");
+	cr_assert(exists(dir, "33", "00000000000000000000000000000000000000"), "the newest entry went");
+	/* noted twice, counted once */
+	bidcache_note_entry(dir, cap, bid, 20);
+	cr_assert_eq(bidcache_sync(), 2);
+	bidcache_clear();
+	rm_cache(dir);
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * JIT frames named from the recording alone (issue 26): a sink (sink.h)
+ * behind the file that sees each anonymous executable MMAP2 (JIT code,
+ * perf's "//anon"), follows the perf map of that process while it lives
+ * (perfmap.h, incrementally, bounded) and, for the file being recorded:
+ *
+ *   - right after that MMAP2 (same trailer, one nanosecond later, so that
+ *     every reader applies it last) writes an MMAP2 of the same range
+ *     naming /perfrec-jit/jit-PID-START-LEN.so with pgoff 0 and a build
+ *     id (PERF_RECORD_MISC_MMAP_BUILD_ID), which the file's build-id
+ *     table then carries too;
+ *   - when the file ends, writes each such mapping's image (jitimage.h:
+ *     the symbols of the perf map within it) into the build-id cache
+ *     under that build id.
+ *
+ * The build id cannot be a hash of the image: the MMAP2 must be in the
+ * file before the samples it explains (readers apply records in time
+ * order), and the runtime announces its functions after that.  It is a
+ * hash of a random per-file salt, the pid and the range: unique, and
+ * never reused for other contents.
+ *
+ * Bounded: processes followed, mappings per process and per-process
+ * symbols and name bytes (perfmap limits), bytes read per pass; what is
+ * left out is counted in struct jitsink_stats.  All on the draining
+ * thread; not thread-safe.
+ */
+#ifndef PERFRECD_JITSINK_H
+#define PERFRECD_JITSINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "perfmap.h"
+#include "sink.h"
+
+#define JITSINK_MAX_PROCS 1024
+#define JITSINK_MAX_MAPS 1024   /* per process and file */
+/* Symbol tables of all processes together (each: 256 Ki symbols, 16 MiB of names at most) */
+#define JITSINK_MEM_MAX (128ull << 20)
+
+struct jitsink_stats {
+	uint64_t procs;        /* processes whose JIT maps were followed */
+	uint64_t maps;         /* synthetic MMAP2s written */
+	uint64_t images;       /* images written into the cache */
+	uint64_t image_syms;   /* symbols in them */
+	uint64_t no_map;       /* JIT mappings of processes without a readable perf map */
+	uint64_t skipped;      /* mappings or processes over the bounds, or no time to order them by */
+	uint64_t failed;       /* images that could not be written */
+	uint64_t over_memory;  /* reads left out: JITSINK_MEM_MAX reached */
+	struct perfmap_stats perfmap; /* summed over processes that ended */
+};
+
+struct jitsink_opts {
+	/* the side-band event's sample_type: where an MMAP2's time is */
+	uint64_t sideband_sample_type;
+	/* write @h into the current file (and note its build id); 0 or -errno */
+	int (*emit)(void *ctx, const struct perf_event_header *h);
+	void *ctx;
+	/* bounds of each process's perf map (0 fields: 256 Ki symbols, 16 MiB of names, 1 MiB a read) */
+	struct perfmap_limits limits;
+};
+
+struct jitmap;
+struct jitproc;
+
+struct jitsink {
+	struct sink sink;          /* first: the drain's handle */
+	const struct config *const *cfg; /* the recording's config pointer (a reload swaps it) */
+	struct jitsink_opts o;
+	uint8_t salt[16];          /* of the current file */
+	struct jitproc **procs;
+	size_t nr_procs;
+	uint64_t next_read_ns;
+	struct jitsink_stats st;
+};
+
+/* Ready, with no file yet; @cfg borrowed for the sink's life. */
+void jitsink_init(struct jitsink *js, const struct config *const *cfg, const struct jitsink_opts *o);
+/* Free everything (the cache's files stay).  NULL-safe. */
+void jitsink_exit(struct jitsink *js);
+/* The owner moved the struct: its sink's ctx follows. */
+void jitsink_moved(struct jitsink *js);
+
+/* A new file begins: a new salt, no mapping of it yet. */
+void jitsink_file_begin(struct jitsink *js);
+/*
+ * The current file ends (every record of it seen): read what the perf
+ * maps gained, write the images of its mappings into the cache, forget
+ * processes that exited.
+ */
+void jitsink_file_end(struct jitsink *js);
+
+/* A record of the file's synthesized state, as if drained. */
+void jitsink_note(struct jitsink *js, const struct perf_event_header *h);
+
+extern const struct sink_ops jitsink_ops;
+
+#endif

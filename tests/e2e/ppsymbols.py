@@ -47,8 +47,8 @@ class Record:
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION')
+    if len(sys.argv) < 4:
+        sys.exit('usage: ppsymbols.py STREAM COMM FUNCTION [CALLER...]')
     data = open(sys.argv[1], 'rb').read()
     comm, function = sys.argv[2].encode(), sys.argv[3].encode()
     callers = [a.encode() for a in sys.argv[4:]]

@@ -40,6 +40,12 @@ entry=$T/out/.build-id/${bid:0:2}/${bid:2}
 tar tzvf "$T/cut.tar.gz" >"$T/list" || fail "tar cannot list the archive"
 grep -q " cut.data$" "$T/list" || fail "the cut is not in the archive"
 grep -q " .build-id/${bid:0:2}/${bid:2}$" "$T/list" || fail "the workload's cache entry is not in the archive"
+# A directory entry (the kernel's kallsyms; jitmap's images likewise) goes in with its files.
+for k in "$T"/out/.build-id/*/*/kallsyms; do
+	[ -f "$k" ] || continue
+	grep -q " ${k#"$T/out/"}$" "$T/list" || fail "the kernel's entry ${k#"$T/out/"} is not in the archive"
+	note "kernel entry ${k#"$T/out/"} carried"
+done
 grep -q "build-id cache entr" "$T/cut.err" || { cat "$T/cut.err"; fail "cut does not say what the archive holds"; }
 # Every member relative and below the directory it is unpacked in.
 python3 - "$T/cut.tar.gz" <<'PY' || fail "a member of the archive would land outside the directory"

@@ -84,13 +84,14 @@ static int header_bids(const struct perfrec_pdreader *r, struct bids *b)
 
 	if (perfrec_pdreader__feature(r, PERFREC_FEAT_BUILD_ID, &data, &len) < 0)
 		return 0;
-	for (p = data, end = p + len; (size_t)(end - p) >= 36 && !ret; p += ((const struct perf_event_header *)p)->size) {
+	for (p = data, end = p + len; (size_t)(end - p) >= 36 && !ret;) {
 		struct perf_event_header h;
 
 		memcpy(&h, p, sizeof(h));
 		if (h.size < 36 || h.size > (size_t)(end - p))
 			break;
 		ret = bids_add(b, p + 12, (h.misc & (1u << 15)) ? p[32] : BID_MAX, (const char *)p + 36, h.size - 36);
+		p += h.size;
 	}
 	return ret;
 }
@@ -284,7 +285,10 @@ int cut_archive(const struct cut_archive_opts *o)
 		goto out;
 	}
 	r = tar_open(of.fd, gzip_name(o->archive_path), &t);
-	if (!r) {
+	if (r < 0) {
+		close(of.fd);
+		of.fd = -1;
+	} else {
 		struct stat st;
 
 		of.fd = -1;   /* tar_close() closes it */

@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,18 +33,31 @@ static void fmt(uint64_t ns, bool utc, char *buf, size_t sz)
 		snprintf(buf, sz, "%" PRIu64 " ns", ns);
 }
 
-/* The files fetch_window() put in @dir, then @dir. */
-static void remove_dir(const char *dir)
+/*
+ * What fetch_window() put in @at's @name, then it: files, and for
+ * --archive .build-id/xx/yyyy[/kallsyms].  Ours alone (mkdtemp()), no link
+ * followed; three levels at most.
+ */
+static void remove_tree(int at, const char *name, int depth)
 {
-	DIR *d = opendir(dir);
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
+	if (fd >= 0 && !d)
+		close(fd);
 	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.')
-			unlinkat(dirfd(d), e->d_name, 0);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) < 0 &&
+		    errno == EISDIR && depth < 3)
+			remove_tree(dirfd(d), e->d_name, depth + 1);
 	if (d)
 		closedir(d);
-	rmdir(dir);
+	unlinkat(at, name, AT_REMOVEDIR);
+}
+
+static void remove_dir(const char *dir)
+{
+	remove_tree(AT_FDCWD, dir, 0);
 }
 
 static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
@@ -238,7 +252,7 @@ int cmd_cut(int argc, char **argv)
 			goto out;
 		}
 		have_dir = true;
-		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, &nr);
+		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, !!a.archive, &nr);
 		if (rc)
 			goto out;
 		a.paths[a.np++] = bucket_dir;

@@ -264,6 +264,32 @@ static int cut_bids(const char *path, struct bids *b, int *ret_data_fd)
 	return *ret_data_fd < 0 ? -errno : 0;
 }
 
+int cut_archive_buildids(const char *path, char **ret)
+{
+	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
+	struct perfrec_pdreader *r = NULL;
+	struct bids b = { 0 };
+	char *out;
+	int ret_r = perfrec_pdreader__open(path, &ro, &r);
+
+	if (ret_r < 0)
+		return ret_r;
+	ret_r = header_bids(r, &b);
+	perfrec_pdreader__free(r);
+	out = ret_r ? NULL : calloc(b.nr * (2 * BID_MAX + 1) + 1, 1);
+	if (out) {
+		char *p = out;
+
+		for (size_t i = 0; i < b.nr; i++) {
+			hex(&b.v[i], p);
+			p += strlen(p) + 1;
+		}
+		*ret = out;
+	}
+	free(b.v);
+	return ret_r ? ret_r : out ? 0 : -ENOMEM;
+}
+
 int cut_archive(const struct cut_archive_opts *o)
 {
 	const char *base = strrchr(o->data_path, '/') ? strrchr(o->data_path, '/') + 1 : o->data_path;

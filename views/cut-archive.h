@@ -29,4 +29,11 @@ struct cut_archive_opts {
  */
 int cut_archive(const struct cut_archive_opts *o);
 
+/*
+ * The build ids @path's HEADER_BUILD_ID names, in hex, NUL-separated in
+ * one string (ended by an empty one) that the caller frees: what a cut of
+ * it needs in a cache.  0 and *@ret, or -errno.
+ */
+int cut_archive_buildids(const char *path, char **ret);
+
 #endif

@@ -2,21 +2,25 @@
 /*
  * `perfrecctl cut --from T --to T | --at T [--around D] [--container ID]
  * [--pod UID] [--unit NAME] [-o OUT] [-z] [--force] [--no-live]
+ * [--archive FILE [--buildid-dir DIR]]
  * [DIR|FILE... | --bucket URL [--host NAME] [--label K=V]...]`: the
  * command's arguments, the default directory and the bucket's files; the
  * cut itself is views/cut.c's cut_write().
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <perfrec/timespec.h>
 
+#include "cut-archive.h"
 #include "cut.h"
 #include "perfrecctl.h"
 #include "window.h"
@@ -29,18 +33,31 @@ static void fmt(uint64_t ns, bool utc, char *buf, size_t sz)
 		snprintf(buf, sz, "%" PRIu64 " ns", ns);
 }
 
-/* The files fetch_window() put in @dir, then @dir. */
-static void remove_dir(const char *dir)
+/*
+ * What fetch_window() put in @at's @name, then it: files, and for
+ * --archive .build-id/xx/yyyy[/kallsyms].  Ours alone (mkdtemp()), no link
+ * followed; three levels at most.
+ */
+static void remove_tree(int at, const char *name, int depth)
 {
-	DIR *d = opendir(dir);
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
+	if (fd >= 0 && !d)
+		close(fd);
 	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.')
-			unlinkat(dirfd(d), e->d_name, 0);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) < 0 &&
+		    errno == EISDIR && depth < 3)
+			remove_tree(dirfd(d), e->d_name, depth + 1);
 	if (d)
 		closedir(d);
-	rmdir(dir);
+	unlinkat(at, name, AT_REMOVEDIR);
+}
+
+static void remove_dir(const char *dir)
+{
+	remove_tree(AT_FDCWD, dir, 0);
 }
 
 static int parse_time_arg(const char *opt, const char *v, uint64_t now, uint64_t *ret)
@@ -56,6 +73,7 @@ struct cut_args {
 	char **bargv;           /* "cut" then --bucket and its options, for perfrecctl_fetch_window() */
 	int bargc;
 	const char *from_s, *to_s, *at_s, *around_s;
+	const char *archive, *buildid_dir;   /* --archive, --buildid-dir */
 	bool bucket;
 };
 
@@ -66,7 +84,8 @@ static int parse_cut_args(int argc, char **argv, struct cut_opts *c, struct cut_
 		const char *o = argv[i];
 		const char **slot = !strcmp(o, "--from") ? &a->from_s : !strcmp(o, "--to") ? &a->to_s
 				   : !strcmp(o, "--at") ? &a->at_s : !strcmp(o, "--around") ? &a->around_s
-				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c->out_path : NULL;
+				   : !strcmp(o, "-o") || !strcmp(o, "--output") ? &c->out_path
+				   : !strcmp(o, "--archive") ? &a->archive : !strcmp(o, "--buildid-dir") ? &a->buildid_dir : NULL;
 
 		if (perfrecctl_is_bucket_opt(o)) {
 			/* --bucket URL [--host H] [--label K=V]...: for fetch_window() */
@@ -105,6 +124,10 @@ static int parse_cut_args(int argc, char **argv, struct cut_opts *c, struct cut_
 	if (!!a->at_s == !!(a->from_s || a->to_s) || (a->from_s && !a->to_s) || (a->to_s && !a->from_s) ||
 	    (a->around_s && !a->at_s)) {
 		fprintf(stderr, "perfrecctl cut: give --from and --to, or --at (with --around)\n");
+		return -EINVAL;
+	}
+	if (a->buildid_dir && !a->archive) {
+		fprintf(stderr, "perfrecctl cut: --buildid-dir goes with --archive FILE\n");
 		return -EINVAL;
 	}
 	if (a->bargc > 1 && !a->bucket) {
@@ -152,6 +175,43 @@ static int cut_window(struct cut_opts *c, const struct cut_args *a)
 	return 0;
 }
 
+/* A directory's own, else a file's directory: where perfrecd keeps its cache by default. */
+static char *dir_of(const char *path)
+{
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return strdup(path);
+	return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+/*
+ * --archive: the cut and the build-id cache entries it needs in one tar,
+ * from --buildid-dir, then the cache of each input's directory.
+ */
+static int write_archive(const struct cut_opts *c, const struct cut_args *a)
+{
+	struct cut_archive_opts ao = { .data_path = c->out_path, .archive_path = a->archive, .force = c->force };
+	const char **dirs = calloc(a->np + 1, sizeof(*dirs));
+	int rc = EXIT_USAGE;
+
+	if (!dirs)
+		return rc;
+	if (a->buildid_dir)
+		dirs[ao.nr_cache_dirs++] = a->buildid_dir;
+	for (size_t i = 0; i < a->np; i++)
+		if (!(dirs[ao.nr_cache_dirs++] = dir_of(a->paths[i])))
+			goto out;
+	ao.cache_dirs = dirs;
+	rc = cut_archive(&ao);
+out:
+	for (size_t i = a->buildid_dir ? 1 : 0; i < ao.nr_cache_dirs; i++)
+		free((char *)dirs[i]);
+	free(dirs);
+	return rc;
+}
+
 int cmd_cut(int argc, char **argv)
 {
 	struct cut_opts c = { .out_path = "perf.data", .live = true };
@@ -179,6 +239,10 @@ int cmd_cut(int argc, char **argv)
 	rc = EXIT_USAGE;
 	if (cut_window(&c, &a) < 0)
 		goto out;
+	if (a.archive && !c.force && access(a.archive, F_OK) == 0) {
+		fprintf(stderr, "perfrecctl cut: %s exists (--force replaces it)\n", a.archive);
+		goto out;
+	}
 	if (a.bucket) {
 		/* The fleet's files of the window, downloaded and checked, then cut as local ones. */
 		size_t nr = 0;
@@ -188,7 +252,7 @@ int cmd_cut(int argc, char **argv)
 			goto out;
 		}
 		have_dir = true;
-		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, &nr);
+		rc = perfrecctl_fetch_window("cut", a.bargc, a.bargv, c.from, c.to, bucket_dir, !!a.archive, &nr);
 		if (rc)
 			goto out;
 		a.paths[a.np++] = bucket_dir;
@@ -200,6 +264,8 @@ int cmd_cut(int argc, char **argv)
 	c.socket_path = perfrecctl_socket_path();
 	c.snapshot_into = perfrecctl_snapshot_into;
 	rc = cut_write(&c, a.paths, a.np);
+	if (!rc && a.archive)
+		rc = write_archive(&c, &a);
 out:
 	if (have_dir)
 		remove_dir(bucket_dir);

@@ -302,7 +302,7 @@ bool perfrecctl_is_bucket_opt(const char *arg)
 }
 
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
-			    size_t *ret_nr)
+			    bool buildids, size_t *ret_nr)
 {
 	struct bucket_result res = { 0 };
 	struct bucket_args a;
@@ -311,6 +311,7 @@ int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t fro
 	r = parse_args(cmd, argc, argv, &a);
 	if (r)
 		goto out;
+	a.o.buildids = buildids;
 	r = bucket_fetch(&a.o, from, to, dir, &res);
 	if (r < 0) {
 		r = EXIT_USAGE;

@@ -71,11 +71,13 @@ bool perfrecctl_is_bucket_opt(const char *arg);
  * For `cut --bucket`: parse the bucket options in @argv (argv[0] is the
  * command's name) and download the objects of the wall-clock window
  * [@from, @to] into @dir, checked against their manifests; gaps and
- * rejected objects are named on stderr.  0 (*@ret_nr: files fetched) or an
- * exit code, the problem printed.
+ * rejected objects are named on stderr; with @buildids the build-id cache
+ * entries they name that were shipped beside them too, into @dir/.build-id
+ * (cut --archive).  0 (*@ret_nr: files fetched) or an exit code, the
+ * problem printed.
  */
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
-			    size_t *ret_nr);
+			    bool buildids, size_t *ret_nr);
 /* ls.c, cut-cmd.c: looking back over recorded files */
 int cmd_ls(int argc, char **argv);
 int cmd_cut(int argc, char **argv);

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,10 @@
 
 #include <json-c/json.h>
 
+#include <perfrec/buildid.h>
+
 #include "bucket.h"
+#include "cut-archive.h"
 #include "fsutil.h"
 #include "s3.h"
 
@@ -726,6 +731,76 @@ out:
 	return r;
 }
 
+/*
+ * One shipped cache entry @key into @dest (made O_EXCL beside it, 0600).
+ * The bucket is someone else's input: an ELF entry is kept only if it
+ * carries the build id @hex its name says (a kernel's kallsyms has none to
+ * check; it gives symbols only).  0, or -errno (a 404 too: not shipped).
+ */
+static int fetch_entry(struct s3_client *c, const char *key, const char *dest, const char *hex)
+{
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	struct output_file of;
+	int r = output_file_open(&of, dest, 0, 0600), n;
+
+	if (r < 0)
+		return r;
+	r = s3_get_fd(c, key, of.fd, NULL, NULL);
+	if (close(of.fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && (n = perfrec_buildid__read_elf(of.tmp_path, id)) > 0) {
+		char got[2 * PERFREC_BUILD_ID_MAX + 1];
+
+		for (int i = 0; i < n; i++)
+			snprintf(got + 2 * i, 3, "%02x", id[i]);
+		if (strcmp(got, hex)) {
+			fprintf(stderr, "perfrecctl: %s holds build id %s, not its name's; not used\n", bucket_esc(key),
+				got);
+			r = -EBADMSG;
+		}
+	}
+	if (r < 0) {
+		output_file_discard(&of);
+		return r;
+	}
+	return output_file_publish(&of);
+}
+
+/*
+ * The cache entries @obj's file names that its host shipped beside it, into
+ * @dir/.build-id/: a binary's file, else a kernel's directory with its
+ * kallsyms.  What is not in the bucket is left for the caller to name.
+ */
+static void fetch_entries(struct s3_client *c, const struct bucket_object *obj, const char *dir)
+{
+	const char *slash = strrchr(obj->key, '/');
+	int keydir = slash ? (int)(slash - obj->key + 1) : 0;
+	char *ids = NULL;
+
+	if (!obj->path || cut_archive_buildids(obj->path, &ids) < 0)
+		return;
+	for (const char *h = ids; *h; h += strlen(h) + 1) {
+		char key[1024], dest[PATH_MAX], sub[PATH_MAX];
+		struct stat st;
+
+		snprintf(sub, sizeof(sub), "%s/.build-id", dir);
+		mkdir(sub, 0700);
+		snprintf(sub, sizeof(sub), "%s/.build-id/%.2s", dir, h);
+		mkdir(sub, 0700);
+		if (snprintf(dest, sizeof(dest), "%s/%s", sub, h + 2) >= (int)sizeof(dest) || lstat(dest, &st) == 0)
+			continue;   /* from another file of the window */
+		/* Room kept for "/kallsyms". */
+		if (snprintf(key, sizeof(key) - 10, "%.*s.build-id/%.2s/%s", keydir, obj->key, h, h + 2) >=
+			    (int)sizeof(key) - 10 ||
+		    fetch_entry(c, key, dest, h) == 0 || mkdir(dest, 0700) < 0)
+			continue;
+		strcat(key, "/kallsyms");
+		if (snprintf(sub, sizeof(sub), "%s/kallsyms", dest) >= (int)sizeof(sub) || fetch_entry(c, key, sub, "") < 0)
+			rmdir(dest);
+	}
+	free(ids);
+}
+
 int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, const char *dir,
 		 struct bucket_result *ret)
 {
@@ -766,6 +841,8 @@ int bucket_fetch(const struct bucket_opts *o, uint64_t from_ns, uint64_t to_ns, 
 			res.nr_bad++;
 			continue;
 		}
+		if (o->sz > offsetof(struct bucket_opts, buildids) && o->buildids)
+			fetch_entries(c, obj, dir);
 		/* Moved over: the result owns it now. */
 		res.objs[res.nr++] = *obj;
 		memset(obj, 0, sizeof(*obj));

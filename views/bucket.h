@@ -52,6 +52,12 @@ struct bucket_opts {
 	const char *region;        /* NULL: us-east-1 */
 	const char *credentials;   /* as upload-credentials=; NULL: AWS_* variables or unsigned */
 	uint64_t gap_min_ns;       /* 0: BUCKET_GAP_MIN_NS */
+	/*
+	 * bucket_fetch(): also the build-id cache entries each file fetched
+	 * names that perfrecd shipped beside it (KEYDIR/.build-id/xx/yyyy, or
+	 * .../kallsyms), into DIR/.build-id/ likewise (cut --archive).
+	 */
+	bool buildids;
 };
 
 /* One data object, from its manifest. */

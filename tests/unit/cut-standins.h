@@ -34,9 +34,9 @@ bool perfrecctl_is_bucket_opt(const char *arg)
 	return !strcmp(arg, "--bucket");
 }
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *dir,
-			    size_t *ret_nr)
+			    bool buildids, size_t *ret_nr)
 {
-	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)dir, (void)ret_nr;
+	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)dir, (void)buildids, (void)ret_nr;
 	return EXIT_USAGE;
 }
 

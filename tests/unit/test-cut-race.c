@@ -76,9 +76,9 @@ bool perfrecctl_is_bucket_opt(const char *arg)
 	return !strcmp(arg, "--bucket");
 }
 int perfrecctl_fetch_window(const char *cmd, int argc, char **argv, uint64_t from, uint64_t to, const char *d,
-			    size_t *ret_nr)
+			    bool buildids, size_t *ret_nr)
 {
-	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)d, (void)ret_nr;
+	(void)cmd, (void)argc, (void)argv, (void)from, (void)to, (void)d, (void)buildids, (void)ret_nr;
 	return EXIT_USAGE;
 }
 bool perfrecctl_json_output(void)

@@ -34,7 +34,7 @@ DEB_PKGS := make gcc clang pkg-config gdb libbpf-dev libzstd-dev libcap-dev \
 	man-db groff-base libssl-dev \
 	libdw-dev libelf-dev libdebuginfod-dev elfutils debuginfod zlib1g-dev \
 	libprotobuf-c-dev protobuf-c-compiler golang-go chromium \
-	libiberty-dev
+	libiberty-dev xz-utils sqlite3 nodejs
 
 DEPS_PC := libzstd libcap libsystemd json-c inih libbpf libcurl libcrypto \
 	libdw libelf libprotobuf-c zlib

@@ -12,7 +12,8 @@
 # stay within 1.5x of a -g recording of the same workload; -z, a reload
 # into it work with it.  The unwinding stage sits in front of every
 # output: a live stream, a snapshot of the history and a flight snapshot
-# carry the unwound callchains too, not raw stacks.  Settings that do not
+# carry the unwound callchains too, not raw stacks, and pass perfrecctl
+# verify, perf and perfparser.  Settings that do not
 # go together get one clear line.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
@@ -182,6 +183,10 @@ check_perf_stderr "perf script -i - of the live stream" "$T/pipe.err"
 check_paths "$T/live.data" "live stream"
 check_file "$T/snap.data" "snapshot"
 check_paths "$T/snap.data" "snapshot"
+# hotspot's perfparser reads them too (issue 25: stream, snapshot and flight
+# snapshot pass perf, perfparser and perfrecctl verify).
+n=$(check_perfparser "$T/live.data") || { echo "$n"; exit 1; }
+n=$(check_perfparser "$T/snap.data") || { echo "$n"; exit 1; }
 
 cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) / hz) }' "/proc/$BG/stat"; }
 ran_2s() { [ $(($(cpu_secs) - t0)) -ge 2 ]; }
@@ -225,4 +230,5 @@ f=$(only_file "$T/fl") || exit 1
 check_unwound "$f" "flight snapshot"
 check_file "$f" "flight snapshot"
 check_paths "$f" "flight snapshot"
+n=$(check_perfparser "$f") || { echo "$n"; exit 1; }
 exit 0

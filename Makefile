@@ -225,6 +225,7 @@ build-asan/tests/test-cut-cgroup build-asan/tests/test-cut-unwind: build-asan/to
 
 # test-unwtab builds tables of tests/e2e/nofp and unwinds a recording of it.
 tests/unit/test-unwtab build-asan/tests/test-unwtab: tests/e2e/nofp
+tests/unit/test-unwtab-cache build-asan/tests/test-unwtab-cache: tests/e2e/nofp
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_LIB_OBJS := $(addprefix build-asan/,$(LIB_SRCS:.c=.o)) \
@@ -373,7 +374,7 @@ torture: all tests/e2e/workload tests/e2e/blocker
 	$(Q)tests/torture/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.
-BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads tests/bench/bench-unwtab
+BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads tests/bench/bench-unwtab tests/bench/bench-unwind
 bench: all tests/e2e/workload $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 tests/bench/bench-%: tests/bench/bench-%.c $(LIB_OBJS)

@@ -44,6 +44,27 @@ static void status_governor(const struct control *ctl, struct json_object *o)
 	J_ADD(o, "governor", j);
 }
 
+/* How the unwinder's tables serve it (unwind-internal.h), into @u. */
+static void unwind_table_status(const struct perfrec_unwinder_table_stats *t, struct json_object *u)
+{
+	J_ADD(u, "by_tables", json_object_new_int64((int64_t)t->by_tables));
+	J_ADD(u, "by_libdwfl", json_object_new_int64((int64_t)t->by_dwfl));
+	J_ADD(u, "table_frames", json_object_new_int64((int64_t)t->table_frames));
+	J_ADD(u, "fp_frames", json_object_new_int64((int64_t)t->fp_frames));
+	J_ADD(u, "tables", json_object_new_int64((int64_t)t->cache.tables));
+	J_ADD(u, "table_bytes", json_object_new_int64((int64_t)t->cache.bytes));
+	J_ADD(u, "tables_built", json_object_new_int64((int64_t)t->cache.built));
+	J_ADD(u, "tables_loaded", json_object_new_int64((int64_t)t->cache.loaded));
+	J_ADD(u, "tables_saved", json_object_new_int64((int64_t)t->cache.saved));
+	J_ADD(u, "tables_refused", json_object_new_int64((int64_t)t->cache.refused));
+	J_ADD(u, "tables_failed", json_object_new_int64((int64_t)t->cache.failed));
+	J_ADD(u, "tables_no_cfi", json_object_new_int64((int64_t)t->cache.no_cfi));
+	J_ADD(u, "tables_evicted", json_object_new_int64((int64_t)t->cache.evicted));
+	J_ADD(u, "table_files_evicted", json_object_new_int64((int64_t)t->cache.disk_evicted));
+	J_ADD(u, "table_disk_errors", json_object_new_int64((int64_t)t->cache.disk_errors));
+	J_ADD(u, "table_disk_bytes", json_object_new_int64((int64_t)t->cache.disk_bytes));
+}
+
 /* unwind=host: how the unwinding worker keeps up (absent otherwise). */
 static void unwind_status(const struct recorder *rec, struct json_object *o)
 {
@@ -70,6 +91,7 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(u, "elf_refused", json_object_new_int64((int64_t)st.unwinder.elf_refused));
 	J_ADD(u, "queued_bytes", json_object_new_int64((int64_t)st.queued_bytes));
 	J_ADD(u, "max_queued_bytes", json_object_new_int64((int64_t)st.max_queued_bytes));
+	unwind_table_status(&st.tables, u);
 	J_ADD(o, "unwind", u);
 }
 

@@ -177,6 +177,19 @@ static void gauge(FILE *f, const char *name, const char *help, uint64_t v)
 	fprintf(f, "%s %" PRIu64 "\n", name, v);
 }
 
+/* unwind=host: how the unwinder's tables serve it (unwind-internal.h). */
+static void unwind_table_metrics(FILE *f, const struct perfrec_unwinder_table_stats *t)
+{
+	counter(f, "perfrecd_unwind_by_tables_total", "DWARF samples unwound with the unwind tables alone.", t->by_tables);
+	counter(f, "perfrecd_unwind_by_libdwfl_total", "DWARF samples unwound by libdwfl: a table said it could not go on, or a file's CFI made no table.", t->by_dwfl);
+	counter(f, "perfrecd_unwind_fp_frames_total", "Frames found following the frame pointer through code without unwind tables (JIT code).", t->fp_frames);
+	counter(f, "perfrecd_unwind_tables_built_total", "Unwind tables built from a binary's CFI.", t->cache.built);
+	counter(f, "perfrecd_unwind_tables_loaded_total", "Unwind tables loaded from the build-id cache's .unwtab directory.", t->cache.loaded);
+	counter(f, "perfrecd_unwind_tables_refused_total", "Unwind table files refused (damaged, cut, of another build id): removed and built again.", t->cache.refused);
+	counter(f, "perfrecd_unwind_tables_evicted_total", "Unwind tables dropped from memory for its bound.", t->cache.evicted);
+	gauge(f, "perfrecd_unwind_table_bytes", "Bytes of unwind tables in memory.", t->cache.bytes);
+}
+
 int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 {
 	char *text = NULL;
@@ -241,6 +254,7 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		counter(f, "perfrecd_unwind_sessions_total", "Times a process's executable maps were read into a new unwind session (once per change of its code maps).", u->unwinder.sessions);
 		gauge(f, "perfrecd_unwind_elf_cached_bytes", "Sizes of the ELF files the unwinder keeps open.", u->unwinder.elf_bytes);
 		gauge(f, "perfrecd_unwind_queued_bytes", "Bytes of records waiting for the unwinding worker.", u->queued_bytes);
+		unwind_table_metrics(f, &u->tables);
 	}
 	family(f, "perfrecd_cpu_seconds_total", "counter", "CPU time perfrecd used (user and system, all threads), in seconds.");
 	fprintf(f, "perfrecd_cpu_seconds_total %.6f\n", v->cpu_sec);

@@ -65,6 +65,8 @@ static int open_unwind(struct pipeline *p, const struct pipeline_opts *opts)
 	if (!c->callchain || !c->dwarf)
 		return log_error_errno(-EINVAL, "unwind=host unwinds DWARF stacks: it needs callchain=dwarf "
 				       "(--call-graph dwarf)");
+	/* Tables of the binaries beside the binaries: a restart loads them. */
+	uo.table_dir = c->buildid_cache;
 	r = unwind_stage_new(&uo, &p->unwind);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the host unwinder: %s", strerror(-r));

@@ -118,6 +118,7 @@ static void *work(void *arg)
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		struct perfrec_unwinder_stats ust;
+		struct perfrec_unwinder_table_stats tst;
 		struct round *r;
 		int err = 0, fe;
 
@@ -146,10 +147,12 @@ static void *work(void *arg)
 		if (!err)
 			err = fe;
 		perfrec_unwinder__stats(s->u, &ust);
+		perfrec_unwinder__table_stats(s->u, &tst);
 		trim_now_and_then(&last_trim);
 
 		pthread_mutex_lock(&s->lock);
 		s->st.unwinder = ust;
+		s->st.tables = tst;
 		s->st.queued_bytes -= r->len;
 		s->st.rounds++;
 		if (err && !s->st.error)
@@ -187,6 +190,8 @@ int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emi
 	s->ctx = ctx;
 	s->max_queue = opts && opts->max_queue_bytes ? opts->max_queue_bytes : DEFAULT_MAX_QUEUE;
 	r = perfrec_unwinder__new(opts && opts->unwinder.sz ? &opts->unwinder : &uo, &s->u);
+	if (r == 0 && opts)
+		r = perfrec_unwinder__set_tables(s->u, &opts->tables);
 	if (r == 0) {
 		s->cur = calloc(1, sizeof(*s->cur));
 		if (!s->cur)

@@ -28,6 +28,8 @@
 
 #include <perfrec/unwind.h>
 
+#include "unwind-internal.h"
+
 struct unwind_sink;
 
 typedef int (*unwind_sink_emit_fn)(void *ctx, const struct perf_event_header *rec);
@@ -35,10 +37,12 @@ typedef int (*unwind_sink_emit_fn)(void *ctx, const struct perf_event_header *re
 struct unwind_sink_opts {
 	uint64_t max_queue_bytes;             /* 0: 64 MiB */
 	struct perfrec_unwinder_opts unwinder; /* sz 0: defaults */
+	struct perfrec_unwinder_tables_opts tables; /* the unwind tables: where on disk, bounds */
 };
 
 struct unwind_sink_stats {
 	struct perfrec_unwinder_stats unwinder; /* as of the last round done */
+	struct perfrec_unwinder_table_stats tables; /* ... and how it went with the unwind tables */
 	uint64_t behind;        /* samples only stripped: the worker was too far behind */
 	uint64_t queued_bytes;  /* waiting for the worker now */
 	uint64_t max_queued_bytes;

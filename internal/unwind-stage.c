@@ -282,6 +282,7 @@ int unwind_stage_new(const struct unwind_stage_opts *opts, struct unwind_stage *
 		r = map_ids(us, opts->evlist);
 	stage_init(&us->stage, &unwind_stage_ops, us, us->layout);
 	wo.max_queue_bytes = opts->max_queue_bytes;
+	wo.tables.dir = PERFREC_OPTS_GET(opts, table_dir, (const char *)NULL);
 	if (r == 0)
 		r = unwind_sink_new(&wo, worker_emit, us, &us->worker);
 	if (r < 0) {

@@ -40,6 +40,8 @@ struct unwind_stage;
 struct unwind_stage_opts {
 	size_t sz;
 	uint64_t max_queue_bytes;             /* 0: unwind-sink.h's default */
+	/* the build-id cache directory: unwind tables go to its .unwtab (NULL: memory only) */
+	const char *table_dir;
 	/* the events: attrs, ids and the rings they go through; borrowed for the stage's life */
 	const struct perfrec_evlist *evlist;
 	/* @samples of ring @ring were handed over and will never come out (NULL: not told) */

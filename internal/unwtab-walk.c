@@ -63,10 +63,15 @@ static int step_table(const struct walk *w, const struct unwtab_row *row, struct
 		return UNWTAB_END_INCONSISTENT;
 	if (!read_u64(w, cfa + (uint64_t)(int64_t)row->ra_off, &ra))
 		return UNWTAB_END_STACK;
-	if (kind != UNWTAB_PLT && row->fp_off && !read_u64(w, cfa + (uint64_t)(int64_t)row->fp_off, &bp))
-		return UNWTAB_END_STACK;
+	/*
+	 * The caller's rbp where the row says it was saved.  In an epilogue
+	 * the rule outlives the pop (compilers note the CFA's moves, not the
+	 * registers coming back), so the slot may lie below the stack
+	 * pointer, outside the copy: then the caller's rbp is not known, as
+	 * libdwfl takes it, and the walk goes on with the return address.
+	 */
 	if (kind != UNWTAB_PLT && row->fp_off)
-		st->bp_valid = true;
+		st->bp_valid = read_u64(w, cfa + (uint64_t)(int64_t)row->fp_off, &bp);
 	if (row->kind & UNWTAB_FP_UNDEFINED)
 		st->bp_valid = false;
 	st->bp = bp;

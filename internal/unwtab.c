@@ -261,7 +261,8 @@ static void sort_fdes(struct builder *b)
 {
 	size_t n = 0;
 
-	qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), by_lo);
+	if (b->nr_fdes)
+		qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), by_lo);
 	for (size_t i = 0; i < b->nr_fdes; i++) {
 		if (n && b->fdes[i].lo < b->fdes[n - 1].hi)
 			continue;
@@ -646,7 +647,7 @@ static void close_sources(struct sources *src)
 		elf_end(src->elf);
 }
 
-static int build(struct builder *b, struct sources *src, int debug_fd)
+static int build(struct builder *b, struct sources *src, const struct unwtab_build_opts *o)
 {
 	struct unwtab *t = b->t;
 	int r;
@@ -655,10 +656,12 @@ static int build(struct builder *b, struct sources *src, int debug_fd)
 		return -EINVAL;
 	b->ident = (const unsigned char *)elf_getident(src->elf, NULL);
 	r = read_build_id(src->elf, t->build_id);
+	if (r == -ENOENT && o->build_id_optional)
+		r = 0;
 	if (r < 0)
 		return r;
 	t->build_id_len = (uint8_t)r;
-	if ((r = read_loads(src->elf, t)) < 0 || (r = open_sources(src, debug_fd, t)) < 0)
+	if ((r = read_loads(src->elf, t)) < 0 || (r = open_sources(src, o->debug_fd, t)) < 0)
 		return r;
 	if (src->eh && (r = list_fdes(b, &src->eh_sec)) < 0)
 		return r;
@@ -686,7 +689,7 @@ int unwtab_build_fd(int fd, const struct unwtab_build_opts *opts, struct unwtab 
 		return -ENOMEM;
 	elf_version(EV_CURRENT);
 	src.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	r = src.elf ? build(&b, &src, o.debug_fd) : -EINVAL;
+	r = src.elf ? build(&b, &src, &o) : -EINVAL;
 	close_sources(&src);
 	free(b.fdes);
 	if (!r)

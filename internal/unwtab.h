@@ -94,6 +94,12 @@ struct unwtab_build_opts {
 	size_t sz;
 	int debug_fd;        /* a separate debug file of the same build id for .debug_frame; -1: none */
 	size_t max_rows;     /* 0: UNWTAB_MAX_ROWS_DEFAULT */
+	/*
+	 * A file without a build id gets a table (build_id_len 0, which
+	 * unwtab_save() refuses) instead of -ENOENT: the caller knows the
+	 * file otherwise (a map's device and inode).
+	 */
+	bool build_id_optional;
 };
 
 /*
@@ -102,7 +108,8 @@ struct unwtab_build_opts {
  * for an address, .debug_frame (its own, or that of opts->debug_fd, whose
  * build id must be the same).  @opts may be NULL.  Returns 0 with
  * *ret_table set, or -EINVAL (not an x86_64 ELF executable or shared
- * object, debug file of another build id), -ENOENT (no build id), -ENODATA
+ * object, debug file of another build id), -ENOENT (no build id, unless
+ * opts->build_id_optional), -ENODATA
  * (no CFI at all), -EBADMSG (CFI that does not parse), -EFBIG (a CFI
  * section over UNWTAB_MAX_SECTION), -E2BIG (more rows than the bound),
  * -ENOMEM, -errno of reading.

@@ -52,6 +52,8 @@
 #include <perfrec/unwind.h>
 
 #include "unwind-internal.h"
+#include "unwtab-cache.h"
+#include "vdso.h"
 
 #define DEFAULT_MAX_ELVES 256
 #define DEFAULT_MAX_ELF_BYTES (2ULL << 30)
@@ -85,6 +87,7 @@ struct elf_entry {
 	uint64_t vaddr;          /* first PT_LOAD, aligned down, as libdwfl takes it */
 	uint64_t vend;           /* end of the last PT_LOAD */
 	uint64_t size;
+	uint64_t dev, ino;       /* the file's, to know it again (unwind tables) */
 	uint64_t last_use;
 	struct elf_entry *next;  /* cache list */
 };
@@ -98,7 +101,19 @@ struct map {
 	bool exec;
 	bool missing;            /* its file was not found or did not match */
 	bool reported;           /* in the space's libdwfl session */
+	uint8_t tab_state;       /* enum tab_state: what the unwind tables have for it */
+	const struct unwtab *tab; /* TAB_TABLE: its table, valid while tab_gen is the cache's */
+	uint64_t tab_bias, tab_gen;
 	char *name;
+};
+
+/* A map's table (see table_find()). */
+enum tab_state {
+	TAB_UNKNOWN = 0,
+	TAB_TABLE,               /* file-backed code with a table */
+	TAB_FP,                  /* code without CFI (JIT, a file without any): frame pointers */
+	TAB_STOP,                /* a file not to be had (missing, changed, refused): the chain ends there */
+	TAB_DWFL,                /* a file whose CFI made no table: libdwfl's */
 };
 
 struct space {
@@ -156,6 +171,11 @@ struct perfrec_unwinder {
 	size_t nq, qslots;
 	uint64_t last_time;
 	uint64_t frames[512];     /* max_frames is capped to this */
+	/* the unwind tables (unwtab-cache.h): the first way, libdwfl only where they say */
+	bool tables_off;
+	struct unwtab_cache *tabs;
+	struct perfrec_unwinder_table_stats tst;
+	struct unwtab_frame tframes[512];
 };
 
 /* --- ELF cache ----------------------------------------------------------- */
@@ -353,6 +373,8 @@ static int open_entry(struct perfrec_unwinder *u, int fd, const struct map *m, s
 	}
 	e->e_type = eh.e_type;
 	e->size = (uint64_t)st.st_size;
+	e->dev = (uint64_t)st.st_dev;
+	e->ino = (uint64_t)st.st_ino;
 	if (mapped) {
 		/* The mapping holds the whole file: no fd needed past here. */
 		elf_cntl(e->elf, ELF_C_FDDONE);
@@ -395,6 +417,18 @@ static int open_regular(const char *path)
 	return fd;
 }
 
+/* Where to look for @m's file of process @pid, in the order of @how (0, 1, 2): see find_elf(). */
+static void map_path(const struct perfrec_unwinder *u, uint32_t pid, const struct map *m, int how,
+		     char *path, size_t len)
+{
+	if (how == 0)
+		snprintf(path, len, "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc, pid, m->start, m->end);
+	else if (how == 1)
+		snprintf(path, len, "%s/%u/root%s", u->proc, pid, m->name);
+	else
+		snprintf(path, len, "%s", m->name);
+}
+
 /* The cache entry for @m's file in process @pid, or NULL. */
 static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, const struct map *m)
 {
@@ -423,12 +457,7 @@ static struct elf_entry *find_elf(struct perfrec_unwinder *u, uint32_t pid, cons
 
 		if (how < 2 && !u->use_proc)
 			continue;
-		if (how == 0)
-			snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc, pid, m->start, m->end);
-		else if (how == 1)
-			snprintf(path, sizeof(path), "%s/%u/root%s", u->proc, pid, m->name);
-		else
-			snprintf(path, sizeof(path), "%s", m->name);
+		map_path(u, pid, m, how, path, sizeof(path));
 		fd = open_regular(path);
 		if (fd >= 0)
 			r = open_entry(u, fd, m, e);
@@ -861,7 +890,8 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-static bool in_exec_map(const struct space *s, uint64_t pc)
+/* The map holding @pc, or NULL. */
+static struct map *find_map(const struct space *s, uint64_t pc)
 {
 	size_t lo = 0, hi = s->nr;
 
@@ -873,9 +903,16 @@ static bool in_exec_map(const struct space *s, uint64_t pc)
 		else if (s->maps[mid].start > pc)
 			hi = mid;
 		else
-			return s->maps[mid].exec;
+			return &s->maps[mid];
 	}
-	return false;
+	return NULL;
+}
+
+static bool in_exec_map(const struct space *s, uint64_t pc)
+{
+	const struct map *m = find_map(s, pc);
+
+	return m && m->exec;
 }
 
 /*
@@ -1045,6 +1082,245 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 	return true;
 }
 
+/* --- unwind tables ------------------------------------------------------ */
+
+/*
+ * What a file whose CFI made no table gets instead: one fallback row over
+ * everything, so that the walk hands such frames to libdwfl.
+ */
+static const struct unwtab_row dwfl_row = { .kind = UNWTAB_FALLBACK };
+static const struct unwtab dwfl_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&dwfl_row };
+/*
+ * And a file that is not to be had: its frame is the chain's last, as
+ * with libdwfl (no module).  Its code is no JIT's: its frame pointers, if
+ * any, are not followed on the strength of a file nobody could check.
+ */
+static const struct unwtab_row stop_row = { .kind = UNWTAB_OUTERMOST };
+static const struct unwtab stop_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&stop_row };
+
+/* Which file table_open() looks for: the one find_elf() takes for @m. */
+struct tab_open {
+	struct perfrec_unwinder *u;
+	uint32_t pid;
+	const struct map *m;
+	const struct elf_entry *e;
+	bool looked;             /* find_elf() was asked */
+};
+
+/*
+ * A copy of the file at @fd (closed) in memory of ours: the table builder
+ * maps what it reads, and a file others can change could be cut short
+ * under a mapping (SIGBUS) or rewritten as it is read.
+ */
+static int private_copy(int fd, uint64_t size)
+{
+	unsigned char buf[1 << 16];
+	uint64_t off = 0;
+	int mfd = size <= MAX_FD_BYTES ? memfd_create("perfrec-unwtab", MFD_CLOEXEC) : -1;
+
+	while (mfd >= 0 && off < size) {
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
+
+		if (n <= 0)
+			break;
+		if (write(mfd, buf, (size_t)n) != n) {
+			close(mfd);
+			mfd = -1;
+		}
+		off += (uint64_t)n;
+	}
+	close(fd);
+	return mfd >= 0 ? mfd : -ENOENT;
+}
+
+/*
+ * unwtab_open_fn: the file find_elf() checked and took (its build id, a
+ * host x86_64 ELF, sizes that make sense): its fd when it keeps one, else
+ * found again where find_elf() looks, as the same device and inode.
+ */
+static int table_open(void *ctx, int attempt)
+{
+	struct tab_open *o = ctx;
+	char path[PATH_MAX + 300];
+	struct stat st;
+	int fd;
+
+	/*
+	 * The vdso has no file: the kernel's image, this process's, if its
+	 * build id is the map's (vdso.h).
+	 */
+	if (!strcmp(o->m->name, VDSO_MAP_NAME)) {
+		if (attempt > 0 || !o->m->build_id_len)
+			return -ESRCH;
+		fd = vdso_memfd(o->m->build_id, o->m->build_id_len);
+		return fd == -ENOENT ? -ESRCH : fd;
+	}
+	/* Only now: a table in memory or on disk needs no file. */
+	if (!o->looked) {
+		o->looked = true;
+		o->e = find_elf(o->u, o->pid, o->m);
+	}
+	if (attempt > 2 || !o->e)
+		return -ESRCH;
+	if (o->e->fd >= 0) {
+		if (attempt > 0)
+			return -ESRCH;
+		fd = fcntl(o->e->fd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? -errno : private_copy(fd, o->e->size);
+	}
+	if (attempt < 2 && !o->u->use_proc)
+		return -ENOENT;
+	map_path(o->u, o->pid, o->m, attempt, path, sizeof(path));
+	fd = open_regular(path);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != o->e->dev || (uint64_t)st.st_ino != o->e->ino) {
+		close(fd);
+		return -ENOENT;
+	}
+	return only_root_writes(fd, &st) ? fd : private_copy(fd, (uint64_t)st.st_size);
+}
+
+/* What the tables have for @m of @s (its tab_* set, but after a failure for want of memory). */
+static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct space *s, struct map *m)
+{
+	struct tab_open o = { .u = u, .pid = s->pid, .m = m };
+	const struct unwtab *t;
+	char key[KEY_MAX];
+	bool dwfl;
+	int r;
+
+	/* Anonymous code is JIT code (a [vdso] without a build id has frame pointers). */
+	m->tab_state = TAB_FP;
+	if (m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len))
+		return TAB_FP;
+	m->tab_state = TAB_STOP;
+	if (m->missing)
+		return TAB_STOP;
+	map_key(m, key);
+	/*
+	 * A table is built only from a file find_elf() checked and took (the
+	 * checks libdwfl's sessions get), the one the map names by build id
+	 * or device and inode; one kept by build id is that file's already.
+	 */
+	r = unwtab_cache_get(u->tabs, key, m->build_id, m->build_id_len, table_open, &o, &t, &dwfl);
+	if (o.looked && !o.e) {
+		m->missing = true;
+		u->st.elf_missing++;
+		/* memfd code that is no ELF file is a JIT's (double-mapped code) */
+		if (!strncmp(m->name, "/memfd:", 7))
+			m->tab_state = TAB_FP;
+		return m->tab_state;
+	}
+	if (r == -ENOMEM) {
+		m->tab_state = TAB_UNKNOWN;
+		return TAB_DWFL;
+	}
+	if (r > 0 && unwtab_bias(t, m->start, m->pgoff, &m->tab_bias) == 0) {
+		m->tab = t;
+		m->tab_gen = unwtab_cache_generation(u->tabs);
+		m->tab_state = TAB_TABLE;
+	} else if (r > 0 || dwfl) {
+		m->tab_state = TAB_DWFL;
+	} else if (r == 0) {
+		m->tab_state = TAB_FP;  /* a file without CFI */
+	}
+	return m->tab_state;
+}
+
+struct tab_walk {
+	struct perfrec_unwinder *u;
+	const struct space *s;
+};
+
+/* unwtab_find_fn over a process's maps: a file's table, none for JIT code, or a sentinel's. */
+static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, uint64_t *ret_bias)
+{
+	struct tab_walk *w = ctx;
+	struct map *m = find_map(w->s, pc);
+	enum tab_state state;
+
+	if (!m || !m->exec)
+		return -1;
+	state = (enum tab_state)m->tab_state;
+	/* A table evicted since is asked for again (loaded or built). */
+	if (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs)))
+		state = resolve_table(w->u, w->s, m);
+	switch (state) {
+	case TAB_TABLE:
+		*ret_table = m->tab;
+		*ret_bias = m->tab_bias;
+		return 1;
+	case TAB_DWFL:
+		*ret_table = &dwfl_table;
+		*ret_bias = 0;
+		return 1;
+	case TAB_STOP:
+		*ret_table = &stop_table;
+		*ret_bias = 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Unwind the sample in u->cur with the tables into u->frames: how many,
+ * or 0 when libdwfl has to unwind it (a fallback row on the way).
+ */
+static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp)
+{
+	struct tab_walk w = { .u = u, .s = sp };
+	struct unwtab_regs regs = {
+		.ip = reg(&u->cur, P_IP), .sp = u->cur.sp, .bp = reg(&u->cur, P_BP),
+		.bp_valid = !!(u->cur.mask & (1ULL << P_BP)),
+	};
+	struct unwtab_result res;
+
+	if (unwtab_unwind(&regs, u->cur.stack, u->cur.stack_len, table_find, &w, u->tframes, u->max_frames,
+			  &res) < 0 || res.end == UNWTAB_END_NEED_DWFL)
+		return 0;
+	for (unsigned i = 0; i < res.nr_frames; i++) {
+		/* The call, not the instruction after it, as frame_cb() gives callers. */
+		u->frames[i] = i ? u->tframes[i].pc - 1 : u->tframes[i].pc;
+		u->tst.fp_frames += u->tframes[i].how == UNWTAB_FROM_FP;
+		u->tst.table_frames += u->tframes[i].how == UNWTAB_FROM_TABLE;
+	}
+	u->tst.by_tables++;
+	return res.nr_frames;
+}
+
+int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfrec_unwinder_tables_opts *opts)
+{
+	struct unwtab_cache_opts co = { 0 };
+	struct unwtab_cache *c;
+	int r;
+
+	if (!u || !opts)
+		return -EINVAL;
+	co.dir = opts->dir;
+	co.max_bytes = opts->max_bytes;
+	co.max_disk_bytes = opts->max_disk_bytes;
+	r = unwtab_cache_new(&co, &c);
+	if (r < 0)
+		return r;
+	/* Maps may hold the old cache's tables: none has been looked up yet, or they all go. */
+	for (size_t b = 0; b < NR_BUCKETS; b++)
+		for (struct space *s = u->buckets[b]; s; s = s->next)
+			for (size_t i = 0; i < s->nr; i++)
+				s->maps[i].tab_state = TAB_UNKNOWN;
+	unwtab_cache_free(u->tabs);
+	u->tabs = c;
+	u->tables_off = opts->off;
+	return 0;
+}
+
+void perfrec_unwinder__table_stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_table_stats *ret)
+{
+	*ret = u->tst;
+	unwtab_cache_stats(u->tabs, &ret->cache);
+}
+
 /* --- samples ------------------------------------------------------------- */
 
 void perfrec_unwinder__rewrite_attr(const struct perf_event_attr *in, struct perf_event_attr *out)
@@ -1076,6 +1352,13 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 		return 1;
 	}
 	sp->last_use = ++u->clock;
+	if (!u->tables_off) {
+		unsigned n = unwind_tables(u, sp);
+
+		if (n)
+			return n;
+		u->tst.by_dwfl++;
+	}
 	/*
 	 * Without a session, one is built when the maps have changed since the
 	 * last try (a new space's code comes as grown): maps no session could
@@ -1422,6 +1705,10 @@ int perfrec_unwinder__new(const struct perfrec_unwinder_opts *opts, struct perfr
 		u->max_frames = DEFAULT_MAX_FRAMES;
 	if (u->max_frames > sizeof(u->frames) / sizeof(u->frames[0]))
 		u->max_frames = sizeof(u->frames) / sizeof(u->frames[0]);
+	if (unwtab_cache_new(NULL, &u->tabs) < 0) {
+		free(u);
+		return -ENOMEM;
+	}
 	elf_version(EV_CURRENT);
 	{
 		Elf64_Ehdr h = {
@@ -1433,6 +1720,7 @@ int perfrec_unwinder__new(const struct perfrec_unwinder_opts *opts, struct perfr
 		memcpy(u->host_ehdr, &h, sizeof(h));
 		u->host_elf = elf_memory((char *)u->host_ehdr, sizeof(u->host_ehdr));
 		if (!u->host_elf) {
+			unwtab_cache_free(u->tabs);
 			free(u);
 			return -ENOMEM;
 		}
@@ -1459,6 +1747,7 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 		elf_entry_free(u, e);
 	}
 	elf_end(u->host_elf);
+	unwtab_cache_free(u->tabs);
 	free(u->qbuf);
 	free(u->obuf);
 	free(u->q);

@@ -10,10 +10,12 @@
 #include <perfrec/unwind.h>
 
 #include "perfrecctl.h"
+#include "unwind-internal.h"
 #include "unwind.h"
 
 int cmd_unwind(int argc, char **argv)
 {
+	struct perfrec_unwinder_table_stats ts;
 	struct perfrec_unwinder_stats st;
 	const char *paths[2] = { NULL, NULL };
 	int np = 0, rc;
@@ -46,5 +48,12 @@ int cmd_unwind(int argc, char **argv)
 		st.elves, (double)st.elf_bytes / (1 << 20), (unsigned long long)st.elf_evicted,
 		(unsigned long long)st.elf_missing, (unsigned long long)st.elf_refused,
 		(unsigned long long)st.sessions, (unsigned long long)st.sessions_evicted);
+	unwind_file_table_stats(&ts);
+	fprintf(stderr, "perfrecctl unwind: %llu samples by unwind tables, %llu by libdwfl; %llu frames by tables, "
+		"%llu by frame pointers; %llu tables built (%llu files without CFI, %llu left to libdwfl)\n",
+		(unsigned long long)ts.by_tables, (unsigned long long)ts.by_dwfl,
+		(unsigned long long)ts.table_frames, (unsigned long long)ts.fp_frames,
+		(unsigned long long)ts.cache.built, (unsigned long long)ts.cache.no_cfi,
+		(unsigned long long)ts.cache.failed);
 	return 0;
 }

@@ -26,6 +26,7 @@
 
 #include "fsutil.h"
 #include "exitcode.h"
+#include "unwind-internal.h"
 #include "unwind.h"
 
 /* The attr a record belongs to: by its identifier, else the only one. */
@@ -172,6 +173,13 @@ static int verify_output(const char *cmd, const char *path)
 	return ret < 0 ? EXIT_BAD : 0;
 }
 
+static struct perfrec_unwinder_table_stats last_table_stats;
+
+void unwind_file_table_stats(struct perfrec_unwinder_table_stats *ret)
+{
+	*ret = last_table_stats;
+}
+
 int unwind_file(const char *cmd, const char *in_path, const char *out_path, struct perfrec_unwinder_stats *ret_stats)
 {
 	struct perfrec_pdreader_opts ro = { .sz = sizeof(ro) };
@@ -226,6 +234,7 @@ int unwind_file(const char *cmd, const char *in_path, const char *out_path, stru
 	}
 	rc = rewrite(cmd, in_path, in, out_path, out, u);
 	perfrec_unwinder__stats(u, &st);
+	perfrec_unwinder__table_stats(u, &last_table_stats);
 	perfrec_pdwriter__free(out, false);
 	perfrec_pdreader__free(in);
 	perfrec_unwinder__free(u);

@@ -23,4 +23,8 @@
  */
 int unwind_file(const char *cmd, const char *in_path, const char *out_path, struct perfrec_unwinder_stats *ret_stats);
 
+/* How the last unwind_file() went with the unwind tables (unwind-internal.h). */
+struct perfrec_unwinder_table_stats;
+void unwind_file_table_stats(struct perfrec_unwinder_table_stats *ret);
+
 #endif

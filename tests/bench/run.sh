@@ -62,7 +62,7 @@ STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
 STEADY_DRATES=${BENCH_STEADY_DEFAULT_RATES-10000 50000}
-PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain views}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind views}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -260,6 +260,14 @@ case " $PARTS " in *" callchain "*)
 	echo
 	echo "== callchain (tests/e2e/nofp: -g, --call-graph dwarf, --unwind host) =="
 	BENCH_RESULTS=$RESULTS tests/bench/callchain.sh
+	;;
+esac
+
+case " $PARTS " in *" unwind "*)
+	# Host unwinding's CPU per sample: libdwfl on every sample, then the unwind tables.
+	echo
+	echo "== unwind (CPU per sample: libdwfl vs unwind tables; nofp, xz, python3, sqlite3, cc1, node) =="
+	BENCH_RESULTS=$RESULTS tests/bench/unwind-cpu.sh
 	;;
 esac
 

@@ -188,6 +188,14 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	v.unwind.unwinder.elf_opened = 7;
 	v.unwind.unwinder.elf_bytes = 1 << 20;
 	v.unwind.queued_bytes = 4096;
+	v.unwind.tables.by_tables = 870;
+	v.unwind.tables.by_dwfl = 30;
+	v.unwind.tables.fp_frames = 44;
+	v.unwind.tables.cache.built = 9;
+	v.unwind.tables.cache.loaded = 3;
+	v.unwind.tables.cache.refused = 1;
+	v.unwind.tables.cache.evicted = 2;
+	v.unwind.tables.cache.bytes = 65536;
 	text = format(&v);
 	expect_family(text, "perfrecd_unwind_samples_total", "counter", "perfrecd_unwind_samples_total 900");
 	expect_family(text, "perfrecd_unwind_unwound_total", "counter", "perfrecd_unwind_unwound_total 880");
@@ -197,6 +205,14 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	expect_family(text, "perfrecd_unwind_elf_opened_total", "counter", "perfrecd_unwind_elf_opened_total 7");
 	expect_family(text, "perfrecd_unwind_elf_cached_bytes", "gauge", "perfrecd_unwind_elf_cached_bytes 1048576");
 	expect_family(text, "perfrecd_unwind_queued_bytes", "gauge", "perfrecd_unwind_queued_bytes 4096");
+	expect_family(text, "perfrecd_unwind_by_tables_total", "counter", "perfrecd_unwind_by_tables_total 870");
+	expect_family(text, "perfrecd_unwind_by_libdwfl_total", "counter", "perfrecd_unwind_by_libdwfl_total 30");
+	expect_family(text, "perfrecd_unwind_fp_frames_total", "counter", "perfrecd_unwind_fp_frames_total 44");
+	expect_family(text, "perfrecd_unwind_tables_built_total", "counter", "perfrecd_unwind_tables_built_total 9");
+	expect_family(text, "perfrecd_unwind_tables_loaded_total", "counter", "perfrecd_unwind_tables_loaded_total 3");
+	expect_family(text, "perfrecd_unwind_tables_refused_total", "counter", "perfrecd_unwind_tables_refused_total 1");
+	expect_family(text, "perfrecd_unwind_tables_evicted_total", "counter", "perfrecd_unwind_tables_evicted_total 2");
+	expect_family(text, "perfrecd_unwind_table_bytes", "gauge", "perfrecd_unwind_table_bytes 65536");
 	free(text);
 }
 

@@ -33,6 +33,21 @@
 #include <perfrec/unwind.h>
 
 #include "unwind-capture.h"
+#include "unwind-internal.h"
+
+/*
+ * The tests of what libdwfl's sessions are shown: with the unwind tables,
+ * a session is built only where a table hands over to libdwfl, so these
+ * make every sample go to libdwfl, which reports every code map at once.
+ * The tables reach a file through the same checks (find_elf()), only the
+ * files samples hit.
+ */
+static void libdwfl_only(struct perfrec_unwinder *u)
+{
+	struct perfrec_unwinder_tables_opts to = { .off = true };
+
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &to), 0);
+}
 
 static struct snap snap;
 
@@ -204,6 +219,7 @@ ParameterizedTest(struct bad_header *b, input, a_foreign_elf_is_refused, .init =
 	snprintf(path, sizeof(path), "%s/foreign", tmpdir);
 	patched_copy(path, b->off, b->bytes, b->len);
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	libdwfl_only(u);
 	/* Below everything else: the first module libdwfl meets. */
 	feed_file_map(u, path, 0x10000, 0x1000);
 	for_each_map(NULL, NULL, take_map, u);
@@ -382,7 +398,7 @@ Test(input, a_users_file_cut_short_under_the_unwinder_is_survived, .init = make_
  * EXITs are seen: the fds the unwinder holds, its sessions and the
  * address spaces it knows stay under their caps, and it still unwinds.
  */
-Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_tmpdir, .fini = rm_tmpdir)
+static void stay_under_caps(bool tables)
 {
 	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .proc = "", .max_elf_fds = 3, .max_spaces = 2 };
 	struct perfrec_unwinder_stats st;
@@ -392,6 +408,8 @@ Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_t
 	const int nr = 24;
 
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	if (!tables)
+		libdwfl_only(u);
 	for (int i = 0; i < nr; i++) {
 		uint32_t pid = 5000 + (uint32_t)i;
 
@@ -414,7 +432,11 @@ Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_t
 	perfrec_unwinder__stats(u, &st);
 	if (geteuid() == 0)
 		cr_expect_geq(st.elf_evicted, nr - 3);
-	cr_expect_geq(st.sessions_evicted, 1);
+	/* With the tables, libdwfl has nothing to do here. */
+	if (tables)
+		cr_expect_eq(st.sessions, 0);
+	else
+		cr_expect_geq(st.sessions_evicted, 1);
 	/* Spaces whose EXIT never came: 64 per session at most are kept. */
 	for (uint32_t pid = 10000; pid < 10300; pid++)
 		feed_one(u, pid);
@@ -423,6 +445,16 @@ Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_t
 	cr_expect_geq(st.spaces_evicted, 300 - 2 * 64);
 	perfrec_unwinder__free(u);
 	cr_expect_eq(count_fds(), fds0, "fds left open after the unwinder was freed");
+}
+
+Test(input, open_files_sessions_and_spaces_stay_under_their_caps, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	stay_under_caps(false);
+}
+
+Test(input, open_files_and_spaces_stay_under_their_caps_with_tables, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	stay_under_caps(true);
 }
 
 /* The section header of @name in the ELF at @path: its file offset (or -1). */
@@ -482,6 +514,7 @@ Test(input, a_compressed_section_past_the_bound_is_refused, .init = make_tmpdir,
 	cr_assert_eq(pwrite(fd, &ch, sizeof(ch), (off_t)sh.sh_offset), (ssize_t)sizeof(ch));
 	close(fd);
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	libdwfl_only(u);
 	feed_file_map(u, path, 0x10000, 0x1000);
 	for_each_map(NULL, NULL, take_map, u);
 	cr_expect(reaches_outer(u), "the program's own code is no longer unwound");
@@ -506,6 +539,7 @@ Test(input, a_fifo_at_a_mapped_path_is_not_waited_on, .init = make_tmpdir, .fini
 	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
 	cr_assert_eq(mkfifo(path, 0600), 0);
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	libdwfl_only(u);
 	feed_file_map(u, path, 0x10000, 0x1000);
 	for_each_map(NULL, NULL, take_map, u);
 	cr_expect(reaches_outer(u), "the program's own code is no longer unwound");

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <libelf.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,16 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <elfutils/libdwelf.h>
 
 #include <perfrec/event.h>
 #include <perfrec/evlist.h>
 #include <perfrec/unwind.h>
 
 #include "unwind-capture.h"
+#include "unwind-internal.h"
+#include "unwtab.h"
+#include "vdso.h"
 
 static void take_map(void *ctx, const struct perf_event_header *h)
 {
@@ -120,6 +125,19 @@ static struct perfrec_unwinder *new_unwinder(void)
 	struct perfrec_unwinder *u;
 
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	return u;
+}
+
+/*
+ * For the tests of libdwfl's sessions: with the unwind tables a sample
+ * goes to libdwfl only where a table says so; these send every one.
+ */
+static struct perfrec_unwinder *new_dwfl_unwinder(void)
+{
+	struct perfrec_unwinder_tables_opts to = { .off = true };
+	struct perfrec_unwinder *u = new_unwinder();
+
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &to), 0);
 	return u;
 }
 
@@ -306,8 +324,14 @@ Test(unwind, truncated_cfi_ends_the_chain_cleanly)
 	close(fd);
 	cut_cfi(path);
 	cr_assert_eq(stat(path, &st), 0);
+	/* libdwfl, then the tables. */
+	for (int tables = 0; tables < 2; tables++) {
+	struct perfrec_unwinder_table_stats ts;
+
 	/* The map names the cut copy by its device and inode. */
 	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	if (!tables)
+		cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .off = true }), 0);
 	feed_maps(u, path, NULL);
 	{
 		/* feed_maps() gave the exe's dev/ino: say the copy's instead. */
@@ -348,8 +372,19 @@ Test(unwind, truncated_cfi_ends_the_chain_cleanly)
 		fclose(f);
 	}
 	c = unwind(u, &snap);
-	cr_expect(!chain_has(&c, outer_marker), "unwound through a binary without CFI");
+	perfrec_unwinder__table_stats(u, &ts);
+	/*
+	 * libdwfl stops where there is no CFI; the tables say the file has
+	 * none and follow its frame pointers where it keeps them (an ASan
+	 * build does), as perf's unwinding does, never anything else.
+	 */
+	if (!tables)
+		cr_expect(!chain_has(&c, outer_marker), "libdwfl unwound through a binary without CFI");
+	else
+		cr_expect(!chain_has(&c, outer_marker) || ts.fp_frames >= 1,
+			  "unwound through a binary without CFI, not by its frame pointers");
 	perfrec_unwinder__free(u);
+	}
 	unlink(path);
 }
 
@@ -507,7 +542,7 @@ static void feed_one_map(struct perfrec_unwinder *u, uint64_t start, uint64_t le
  */
 Test(unwind, data_and_new_code_keep_the_session_replaced_code_renews_it)
 {
-	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder *u = new_dwfl_unwinder();
 	struct perfrec_unwinder_stats st;
 	void *anon = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint64_t base = (uint64_t)(uintptr_t)anon, missing;
@@ -565,7 +600,7 @@ static void take_split(void *ctx, const struct perf_event_header *h)
 /* Code added to a session is unwound through: the loader maps the program's libraries first, say. */
 Test(unwind, code_added_later_is_unwound_through)
 {
-	struct split_feed f = { .u = new_unwinder() };
+	struct split_feed f = { .u = new_dwfl_unwinder() };
 	ssize_t n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
 	struct perfrec_unwinder_stats st;
 	struct chain c;
@@ -588,7 +623,7 @@ Test(unwind, code_added_later_is_unwound_through)
 /* A process none of whose code can be had costs one attempt, not one per sample. */
 Test(unwind, maps_without_any_usable_file_are_tried_once_until_they_change)
 {
-	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder *u = new_dwfl_unwinder();
 	struct perfrec_unwinder_stats st;
 	struct chain c;
 
@@ -607,4 +642,285 @@ Test(unwind, maps_without_any_usable_file_are_tried_once_until_they_change)
 	perfrec_unwinder__stats(u, &st);
 	cr_expect_eq(st.sessions, 2);
 	perfrec_unwinder__free(u);
+}
+
+/* --- the unwind tables ------------------------------------------------------ */
+
+static char tabdir[] = "/tmp/perfrec-unwind-tables-XXXXXX";
+
+static void make_tabdir(void)
+{
+	setup();
+	cr_assert_not_null(mkdtemp(tabdir));
+}
+
+static void rm_tabdir(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tabdir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+static const char *dirname_of(const char *path)
+{
+	static char d[PATH_MAX + 64];
+
+	snprintf(d, sizeof(d), "%s", path);
+	*strrchr(d, '/') = 0;
+	return d;
+}
+
+/* This test binary's build id (20 bytes), as the kernel puts it in MMAP2. */
+static void self_build_id(uint8_t id[20])
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	const void *p;
+	Elf *elf;
+
+	cr_assert_geq(fd, 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	cr_assert_not_null(elf);
+	cr_assert_eq(dwelf_elf_gnu_build_id(elf, &p), 20, "the test binary has no 20-byte build id");
+	memcpy(id, p, 20);
+	elf_end(elf);
+	close(fd);
+}
+
+/* An unwinder whose tables go to tabdir (with @max_bytes in memory; 0: the default). */
+static struct perfrec_unwinder *new_table_unwinder(uint64_t max_bytes)
+{
+	struct perfrec_unwinder_tables_opts to = { .dir = tabdir, .max_bytes = max_bytes };
+	struct perfrec_unwinder *u = new_unwinder();
+
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &to), 0);
+	return u;
+}
+
+/* Unwind the snapshot as a process mapping this binary with build id @id; its table stats. */
+static struct perfrec_unwinder_table_stats unwind_with_tables(const uint8_t *id, bool *whole)
+{
+	struct perfrec_unwinder *u = new_table_unwinder(0);
+	struct perfrec_unwinder_table_stats ts;
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	feed_maps(u, NULL, id);
+	c = unwind(u, &snap);
+	*whole = chain_has(&c, middle_marker) && chain_has(&c, outer_marker);
+	perfrec_unwinder__table_stats(u, &ts);
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.sessions, 0, "libdwfl was asked (%" PRIu64 " sessions)", st.sessions);
+	perfrec_unwinder__free(u);
+	return ts;
+}
+
+static void table_path(const uint8_t id[20], char *path, size_t len)
+{
+	int n = snprintf(path, len, "%s/.unwtab/", tabdir);
+
+	for (int i = 0; i < 20; i++)
+		n += snprintf(path + n, len - (size_t)n, "%02x", id[i]);
+	snprintf(path + n, len - (size_t)n, ".unwtab");
+}
+
+/*
+ * The tables are the unwinder's way: built once per file, saved beside the
+ * build-id cache (0600 in a 0700 .unwtab), loaded by the next unwinder
+ * instead of built; a damaged or cut file is refused, removed and built
+ * again, and its replacement loads.
+ */
+Test(unwind_tables, kept_on_disk_loaded_again_and_rebuilt_when_damaged, .init = make_tabdir, .fini = rm_tabdir)
+{
+	struct perfrec_unwinder_table_stats ts;
+	char path[PATH_MAX + 64];
+	struct stat st;
+	uint8_t id[20];
+	bool whole;
+	int fd;
+
+	self_build_id(id);
+	table_path(id, path, sizeof(path));
+	ts = unwind_with_tables(id, &whole);
+	cr_expect(whole, "not unwound through middle_marker and outer_marker with the tables");
+	cr_expect_eq(ts.by_tables, 1);
+	cr_expect_eq(ts.by_dwfl, 0);
+	cr_expect_geq(ts.cache.built, 1);
+	cr_expect_eq(ts.cache.saved, 1, "%" PRIu64 " tables saved: only files with a build id go to disk",
+		     ts.cache.saved);
+	cr_assert_eq(stat(path, &st), 0, "no table file %s", path);
+	cr_expect_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(stat(dirname_of(path), &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0700);
+
+	/* A restart: loaded, not built. */
+	ts = unwind_with_tables(id, &whole);
+	cr_expect(whole);
+	cr_expect_eq(ts.cache.loaded, 1);
+	cr_expect_eq(ts.cache.saved, 0);
+	cr_expect_eq(ts.cache.refused, 0);
+
+	/* Damaged in its rows, then cut short: refused, rebuilt, saved again. */
+	for (int damage = 0; damage < 2; damage++) {
+		cr_assert_eq(stat(path, &st), 0);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+		if (damage == 0)
+			cr_assert_eq(pwrite(fd, "\xff\xfe\xfd\xfc", 4, st.st_size / 2), 4);
+		else
+			cr_assert_eq(ftruncate(fd, st.st_size / 3), 0);
+		close(fd);
+		ts = unwind_with_tables(id, &whole);
+		cr_expect(whole, "damage %d: not unwound whole", damage);
+		cr_expect_eq(ts.cache.refused, 1, "damage %d: the table file was not refused", damage);
+		cr_expect_eq(ts.cache.loaded, 0, "damage %d: a damaged table was loaded", damage);
+		cr_expect_eq(ts.cache.saved, 1, "damage %d: not saved again", damage);
+		ts = unwind_with_tables(id, &whole);
+		cr_expect_eq(ts.cache.loaded, 1, "damage %d: the table saved again does not load", damage);
+		cr_expect_eq(ts.cache.refused, 0);
+	}
+}
+
+/*
+ * A changed binary: the map names the same path with a new build id.  The
+ * table of the old one, on disk under its build id, is not used, and the
+ * file at the path (the old one's build id) makes no table for the new.
+ */
+Test(unwind_tables, a_table_of_another_build_id_is_not_used, .init = make_tabdir, .fini = rm_tabdir)
+{
+	static const uint8_t new_id[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct perfrec_unwinder_table_stats ts;
+	uint8_t id[20];
+	bool whole;
+
+	self_build_id(id);
+	ts = unwind_with_tables(id, &whole);
+	cr_assert_eq(ts.cache.saved, 1);
+	ts = unwind_with_tables(new_id, &whole);
+	cr_expect_not(whole, "unwound through a binary whose build id is not the map's");
+	cr_expect_eq(ts.cache.loaded, 0, "the old binary's table was loaded for the new one");
+	cr_expect_eq(ts.cache.saved, 0, "a table was saved for the new build id");
+}
+
+/* Memory holds the tables up to its bound: past it they go (counted) and come back. */
+Test(unwind_tables, the_memory_bound_evicts_and_unwinding_goes_on, .init = make_tabdir, .fini = rm_tabdir)
+{
+	struct perfrec_unwinder *u = new_table_unwinder(1);
+	struct perfrec_unwinder_table_stats ts;
+	struct chain c;
+
+	feed_maps(u, NULL, NULL);
+	for (int i = 0; i < 3; i++) {
+		c = unwind(u, &snap);
+		cr_expect(chain_has(&c, middle_marker) && chain_has(&c, outer_marker), "round %d", i);
+	}
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.cache.evicted, 1, "nothing evicted past a 1-byte bound");
+	cr_expect_eq(ts.cache.tables, 1, "%zu tables kept under a 1-byte bound", ts.cache.tables);
+	cr_expect_eq(ts.by_tables, 3);
+	perfrec_unwinder__free(u);
+}
+
+/*
+ * The [vdso] maps perfrecd writes carry the image's build id: its table
+ * is built from the running image (vdso.h), so a sample at the entry of a
+ * vdso function (CFA = rsp + 8) goes on to its caller.  Without it the
+ * walk had no CFI there and no frame pointer to follow: the ip alone.
+ */
+Test(unwind_tables, a_sample_in_the_vdso_goes_on_to_its_caller)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	_Alignas(8) unsigned char rec[512] = {0};
+	struct perfrec_unwinder_table_stats ts;
+	uint8_t id[PERFREC_BUILD_ID_MAX];
+	uint64_t start = 0, end = 0, entry = 0, ra = (uint64_t)(uintptr_t)outer_marker + 16;
+	struct perf_event_header *h;
+	struct unwtab *t = NULL;
+	struct snap s = { 0 };
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int idlen = vdso_build_id(id), fd;
+	struct chain c;
+
+	if (idlen <= 0)
+		cr_skip_test("this kernel's vdso has no build id");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]"))
+			cr_assert_eq(sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end), 2);
+	fclose(f);
+	cr_assert_gt(start, 0, "no [vdso] in /proc/self/maps");
+	/* A function's entry: the first row whose CFA is rsp + 8. */
+	fd = vdso_memfd(id, (size_t)idlen);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unwtab_build_fd(fd, NULL, &t), 0);
+	close(fd);
+	for (size_t i = 0; i < t->nr_rows && !entry; i++)
+		if ((t->rows[i].kind & UNWTAB_KIND_MASK) == UNWTAB_CFA_SP && t->rows[i].cfa_off == 8)
+			entry = start + t->rows[i].start;
+	unwtab_free(t);
+	cr_assert_gt(entry, 0, "no function entry in the vdso's table");
+
+	feed_maps(u, NULL, NULL);
+	h = mmap2_record(rec, start, end - start, 0, PROT_READ | PROT_EXEC, VDSO_MAP_NAME);
+	h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	rec[sizeof(*h) + 32] = (unsigned char)idlen;
+	memcpy(rec + sizeof(*h) + 36, id, (size_t)idlen);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+	s.regs[R_IP] = entry;
+	s.regs[R_SP] = (uint64_t)(uintptr_t)&s.stack;
+	memcpy(s.stack, &ra, 8);
+	s.dyn = STACK;
+	c = unwind(u, &s);
+	cr_assert_geq(c.nr, 2, "the vdso sample stops at its ip");
+	cr_expect_eq(c.ip[1], ra - 1, "its caller is not the return address on the stack");
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.cache.built, 1);
+	perfrec_unwinder__free(u);
+}
+
+static struct snap sigsnap;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	outer_marker(&sigsnap);
+}
+
+__attribute__((noinline)) void raise_marker(void);
+__attribute__((noinline)) void raise_marker(void)
+{
+	raise(SIGUSR1);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * A signal frame (glibc's __restore_rt: registers restored by DWARF
+ * expressions) is a row the tables cannot say: the sample goes to
+ * libdwfl, counted, and comes out as libdwfl alone unwinds it, through
+ * the signal frame to the interrupted code.
+ */
+Test(unwind_tables, a_signal_frame_is_libdwfls_and_the_chain_goes_through_it)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct perfrec_unwinder *u = new_unwinder(), *d = new_dwfl_unwinder();
+	struct perfrec_unwinder_table_stats ts;
+	struct chain c, cd;
+
+	cr_assert_eq(sigaction(SIGUSR1, &sa, &old), 0);
+	raise_marker();
+	cr_assert_eq(sigaction(SIGUSR1, &old, NULL), 0);
+	feed_maps(u, NULL, NULL);
+	feed_maps(d, NULL, NULL);
+	c = unwind(u, &sigsnap);
+	cd = unwind(d, &sigsnap);
+	cr_expect(chain_has(&c, outer_marker));
+	cr_expect(chain_has(&c, (void (*)(struct snap *))raise_marker), "the chain stops at the signal frame (%" PRIu64
+		  " frames)", c.nr);
+	cr_expect(c.nr == cd.nr && !memcmp(c.ip, cd.ip, c.nr * 8), "not libdwfl's chain");
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_eq(ts.by_dwfl, 1, "the signal frame was not handed to libdwfl");
+	cr_expect_eq(ts.by_tables, 0);
+	perfrec_unwinder__free(u);
+	perfrec_unwinder__free(d);
 }

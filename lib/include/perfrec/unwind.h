@@ -8,14 +8,17 @@
  *
  * It is a sink: give it every record in file order, side-band and samples.
  * MMAP/MMAP2, COMM (exec), FORK and EXIT keep one address space per
- * process; a sample is unwound in its process's space with elfutils'
- * libdwfl, reading memory only from the sample's own stack copy.  ELF files
+ * process; a sample is unwound in its process's space with unwind tables
+ * made once per ELF file from its CFI (elfutils' libdwfl where a table
+ * cannot say how: signal frames, DWARF expressions), reading memory only
+ * from the sample's own stack copy.  ELF files
  * are found through /proc/PID/map_files, /proc/PID/root, then the path
  * itself, and used only when their build id (or device and inode) is the
  * one the map names; each is opened once and kept by build id in a bounded
  * LRU cache shared by every process, so nothing is opened per sample.
- * Where unwinding cannot go on (no map, no ELF, no CFI, a stack pointer
- * outside the copy, garbage) the chain just ends there.
+ * Code without CFI (JIT code) is walked by its frame pointers while their
+ * chain is consistent.  Where unwinding cannot go on (no map, no ELF, a
+ * stack pointer outside the copy, garbage) the chain just ends there.
  *
  * Not thread-safe: one unwinder per thread.
  */

@@ -22,7 +22,8 @@
 #           because the worker fell behind, dropped).
 #  slowdown the six programs once each, one after the other (a fixed amount
 #           of work), ROUNDS times without and with perfrecd host at
-#           SLOW_RATE (alternating), their own wall and CPU time.
+#           SLOW_RATE (alternating), their own wall and CPU time, and
+#           perfrecd's own CPU meanwhile (it samples every process).
 #  tables   tests/bench/bench-unwtab on the largest binaries (node, cc1,
 #           libc); then perfrecd host while many-binaries.sh runs CACHE_SECS:
 #           its tables, their bytes and perfrecd's peak RSS.
@@ -253,7 +254,7 @@ step_slowdown() {
 	local round mode
 	say "== slowdown: the six programs once each, ${ROUNDS} rounds without and with perfrecd host at $SLOW_RATE Hz (load $(load))"
 	conf "$TMP/slow.conf"
-	: > "$TMP/slow.txt"
+	: > "$TMP/slow.txt"; : > "$TMP/slow-perfrecd.txt"
 	for round in $(seq "$ROUNDS"); do
 		for mode in $([ $((round % 2)) = 1 ] && echo "off on" || echo "on off"); do
 			echo "bench unwind25: slowdown round $round, recorder $mode (load $(load))" >&2
@@ -266,6 +267,11 @@ step_slowdown() {
 			fi
 			six_once "$mode" >> "$TMP/slow.txt"
 			if [ "$mode" = on ]; then
+				# perfrecd's own CPU meanwhile (it samples the whole
+				# machine: other users' programs too), from /proc.
+				awk -v t="$(getconf CLK_TCK)" -v r="$round" '{ sub(/.*\) /, "")
+					printf "perfrecd round %s: %.2f s CPU\n", r, ($12 + $13) / t }' \
+					"/proc/$DPID/stat" >> "$TMP/slow-perfrecd.txt"
 				kill -TERM "$DPID"
 				wait "$DPID" || { cat "$TMP/slow.err" >&2; die "perfrecd failed"; }
 				DPID=""
@@ -285,6 +291,7 @@ for n, v in d.items():
     oc = statistics.median(x[1] for x in v["off"]); nc = statistics.median(x[1] for x in v["on"])
     print("%-8s %8.2fs %8.2fs %6.3fx %8.2fs %8.2fs %6.3fx" % (n, ow, nw, nw / ow, oc, nc, nc / oc))
 PY
+	tee -a "$OUT" < "$TMP/slow-perfrecd.txt"
 }
 
 # --- tables -----------------------------------------------------------------

@@ -10,7 +10,9 @@
 #
 #  record   the six programs run together, each in a loop, for SECS while
 #           each recorder in turn samples every CPU at RATE: perfrecd host
-#           (whole stacks), perfrecd -g (frame pointers), perf record
+#           (whole stacks, a first start: every table built), perfrecd
+#           warm (the same after a restart: host's tables loaded from the
+#           build-id cache they share), perfrecd -g (frame pointers), perf record
 #           --call-graph dwarf,STACK plus the perf report --stdio that
 #           unwinds its file (perf's whole cost of the same stacks; for
 #           PERF_SECS only: its report costs some 5 ms of CPU a sample,
@@ -96,9 +98,13 @@ OUT=$RESULTS/unwind25.txt
 say() { echo "$*" | tee -a "$OUT"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# conf FILE [BUILDID_CACHE]: one file per run, perf's ring size; the
+# build-id cache (and the unwind tables beside it) in the output directory
+# unless named.
 conf() {
 	printf '[record]\nmmap-size=%s\n[output]\nrotate-interval=0\nrotate-size=0\nmax-bytes=0\nmax-files=0\n' \
 		"$((PAGES * $(getconf PAGESIZE)))" > "$1"
+	[ -z "${2:-}" ] || printf 'buildid-cache=%s\n' "$2" >> "$1"
 }
 
 # loop_six SECS: the six programs together, each over and over for SECS;
@@ -129,7 +135,7 @@ wait_status() {
 }
 
 # unwind_counters STATUS [MANIFEST]: "samples unwound behind dropped
-# by_tables by_libdwfl tables table_bytes"; the first four from the file's
+# by_tables by_libdwfl tables table_bytes tables_built tables_loaded"; the first four from the file's
 # manifest (final: the status is taken while the worker may still have a
 # queue), the rest from perfrecd's status when the load ended.
 unwind_counters() {
@@ -143,18 +149,19 @@ def unwind(path):
 u = unwind(sys.argv[1])
 m = unwind(sys.argv[2]) if len(sys.argv) > 2 else {}
 print(" ".join(str(m.get(k, u.get(k, "-"))) for k in
-      ("samples", "unwound", "behind", "dropped", "by_tables", "by_libdwfl", "tables", "table_bytes")))' "$@"
+      ("samples", "unwound", "behind", "dropped", "by_tables", "by_libdwfl", "tables", "table_bytes",
+       "tables_built", "tables_loaded")))' "$@"
 }
 
 # --- record -----------------------------------------------------------------
 # rec_run TOOL MODE RUN: one recording of SECS of the six programs; a row in $CSV.
 rec_run() {
 	local tool=$1 mode=$2 run=$3 out=$TMP/rec-$1-$2-$3 cg=() pid f files eff
-	local bytes=0 samples=0 lrec=0 slost=0 a b c d cpu rss rcpu="" counters="- - - - - - - -" secs=$SECS
+	local bytes=0 samples=0 lrec=0 slost=0 a b c d cpu rss rcpu="" counters="- - - - - - - - - -" secs=$SECS
 	case $mode in
 	fp) cg=(-g) ;;
 	dwarf) cg=(--call-graph "dwarf,$STACK") ;;
-	host) cg=(--call-graph "dwarf,$STACK" --unwind host) ;;
+	host|warm) cg=(--call-graph "dwarf,$STACK" --unwind host) ;;
 	esac
 	mkdir -p "$out"
 	echo "$ORIG_RATE" > $RATE_FILE
@@ -163,7 +170,9 @@ rec_run() {
 		python3 "$RUSAGE" "$out.ru" perf record -q -a "${cg[@]}" -e cpu-clock -F "$RATE" --buildid-mmap \
 			-m "$PAGES" -o "$out/perf.data" -- sleep $((secs + 1)) >/dev/null 2>"$out.err" &
 	else
-		conf "$out.conf"
+		# host and warm share a build-id cache: warm, after host, loads
+		# the tables host built and saved (a restart's steady state).
+		conf "$out.conf" "$([ "$mode" = fp ] || echo "$TMP/bidcache")"
 		python3 "$RUSAGE" "$out.ru" "$PERFRECD" -c "$out.conf" --socket "$out.sock" -o "$out" \
 			-e cpu-clock -F "$RATE" "${cg[@]}" -d $((SECS + 3)) >/dev/null 2>"$out.err" &
 	fi
@@ -174,7 +183,7 @@ rec_run() {
 		"$PERFRECCTL" --socket "$out.sock" --json status > "$out.status" 2>/dev/null
 	fi
 	wait $pid || { cat "$out.err" >&2; die "$tool $mode recording failed"; }
-	if [ "$tool/$mode" = perfrecd/host ]; then
+	if [ "$mode" = host ] || [ "$mode" = warm ]; then
 		counters=$(unwind_counters "$out.status" "$(ls "$out"/*.data.json | head -1)")
 	fi
 	eff=$(cat $RATE_FILE)
@@ -201,9 +210,10 @@ rec_run() {
 
 step_record() {
 	local run i c
-	local configs=(perfrecd:host perfrecd:fp perf:dwarf)
+	local configs=(perfrecd:host perfrecd:fp perf:dwarf perfrecd:warm)
+	mkdir -p -m 0700 "$TMP/bidcache"
 	CSV=$RESULTS/unwind25-runs.csv
-	echo "tool,mode,rate,run,secs,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,unwind_samples,unwound,behind,dropped,by_tables,by_libdwfl,tables,table_bytes,workload_runs" > "$CSV"
+	echo "tool,mode,rate,run,secs,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,unwind_samples,unwound,behind,dropped,by_tables,by_libdwfl,tables,table_bytes,tables_built,tables_loaded,workload_runs" > "$CSV"
 	say "== record: the six programs together for ${SECS}s per run, $RATE Hz on $NCPU CPUs, dwarf stacks of $STACK bytes (load $(load))"
 	for run in $(seq "$RUNS"); do
 		for i in $(seq 0 $((${#configs[@]} - 1))); do
@@ -223,14 +233,17 @@ for r in rows:
           "%(bytes_per_sample)s B/sample, lost records %(lost_records)s, samples lost %(samples_lost)s, "
           "max rate %(effective_max_rate)s, report %(report_cpu_s)s s; unwind: samples %(unwind_samples)s "
           "unwound %(unwound)s behind %(behind)s dropped %(dropped)s by_tables %(by_tables)s by_libdwfl %(by_libdwfl)s "
-          "tables %(tables)s (%(table_bytes)s B); workload runs: %(workload_runs)s" % r)
+          "tables %(tables)s (%(table_bytes)s B, built %(tables_built)s, loaded %(tables_loaded)s); workload runs: %(workload_runs)s" % r)
 host = med("perfrecd", "host", "cpu_us_per_sample")
+warm = med("perfrecd", "warm", "cpu_us_per_sample")
 fp = med("perfrecd", "fp", "cpu_us_per_sample")
 pc = med("perf", "dwarf", "cpu_s"); pr = med("perf", "dwarf", "report_cpu_s"); ps = med("perf", "dwarf", "samples")
 perf_whole = (pc + pr) * 1e6 / ps if ps else float("nan")
 print("median CPU/sample: perfrecd host %.2f us, perfrecd -g %.2f us (host/-g %.2fx), perf dwarf record+report %.2f us "
       "(record %.2f + report %.2f; host/perf %.3fx)" % (host, fp, host / fp, perf_whole, pc * 1e6 / ps, pr * 1e6 / ps,
                                                       host / perf_whole))
+print("median CPU/sample of perfrecd host after a restart (tables loaded from the build-id cache): %.2f us "
+      "(%.2fx -g, %.3fx perf)" % (warm, warm / fp, warm / perf_whole))
 hb = med("perfrecd", "host", "bytes_per_sample"); fb = med("perfrecd", "fp", "bytes_per_sample")
 print("bytes/sample: host %.0f, -g %.0f (%.2fx), perf dwarf %.0f" % (hb, fb, hb / fb, med("perf", "dwarf", "bytes_per_sample")))
 PY
@@ -313,7 +326,7 @@ step_tables() {
 	tests/bench/many-binaries.sh "$TMP/data.txt" "$CACHE_SECS" | tee -a "$OUT"
 	"$PERFRECCTL" --socket "$TMP/many.sock" --json status > "$TMP/many.status" 2>/dev/null
 	wait $pid || { cat "$TMP/many.err" >&2; die "perfrecd failed"; }
-	read -r a b c d e f g h < <(unwind_counters "$TMP/many.status" "$(ls "$TMP"/many/*.data.json | head -1)")
+	read -r a b c d e f g h _ < <(unwind_counters "$TMP/many.status" "$(ls "$TMP"/many/*.data.json | head -1)")
 	read -r _ _ rss _ < "$TMP/many.ru"
 	say "samples $a unwound $b behind $c dropped $d by_tables $e by_libdwfl $f"
 	say "tables $g, $(awk -v b="$h" 'BEGIN { printf "%.1f", b / 1048576 }') MiB of tables held; perfrecd peak RSS $((rss / 1024)) MiB"

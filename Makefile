@@ -374,7 +374,7 @@ torture: all tests/e2e/workload tests/e2e/blocker
 	$(Q)tests/torture/run.sh
 
 # Benchmark helpers (tests/bench/README.md), linked with the library objects.
-BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads tests/bench/bench-unwtab tests/bench/bench-unwind
+BENCH_BINS := tests/bench/bench-drain tests/bench/bench-synth tests/bench/spawn-threads tests/bench/bench-unwtab tests/bench/bench-unwind tests/bench/bench-replay
 bench: all tests/e2e/workload $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 tests/bench/bench-%: tests/bench/bench-%.c $(LIB_OBJS)

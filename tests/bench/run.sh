@@ -25,12 +25,18 @@
 # The "callchain" part (callchain.sh) compares whole stacks without frame
 # pointers: -g, raw DWARF and host unwinding against perf record
 # --call-graph dwarf plus perf report, and the unwind cache over many
-# binaries; the "views" part (views.sh) times perfrecctl flamegraph/pprof
-# against perf script | collapse and perf report on a 1-million-sample file.
+# binaries; the "unwind25" part (unwind25.sh, its own BENCH_U25_* knobs)
+# measures issue 25's whole stacks on the six real programs of
+# tests/e2e/six-lib.sh (CPU and bytes per sample against -g and perf
+# dwarf + report, samples lost or left un-unwound, the programs' slowdown,
+# table build time and size, one unwinding worker's samples/s); the
+# "views" part (views.sh) times perfrecctl flamegraph/pprof against perf
+# script | collapse and perf report on a 1-million-sample file.
 # See tests/bench/README.md.
 #
 # Environment: BENCH_PARTS ("record steady drain synth ratio timing
-# callchain views"; the last two take their own knobs, see their scripts),
+# callchain unwind unwind25 views"; the last four take their own knobs, see
+# their scripts),
 # BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
 # BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none),
 # BENCH_STEADY_DEFAULT_RATES ("10000 50000": rows "d", perfrecd with its
@@ -62,7 +68,7 @@ STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
 STEADY_DRATES=${BENCH_STEADY_DEFAULT_RATES-10000 50000}
-PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind views}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind unwind25 views}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -268,6 +274,15 @@ case " $PARTS " in *" unwind "*)
 	echo
 	echo "== unwind (CPU per sample: libdwfl vs unwind tables; nofp, xz, python3, sqlite3, cc1, node) =="
 	BENCH_RESULTS=$RESULTS tests/bench/unwind-cpu.sh
+	;;
+esac
+
+case " $PARTS " in *" unwind25 "*)
+	# Issue 25: whole stacks on the six real programs, their slowdown, the
+	# tables of the largest binaries, one worker's throughput (scale).
+	echo
+	echo "== unwind25 (six real programs: host unwinding vs -g vs perf dwarf; slowdown; tables; one worker's rate) =="
+	BENCH_RESULTS=$RESULTS tests/bench/unwind25.sh
 	;;
 esac
 

@@ -1306,7 +1306,8 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 	else
 		state = (enum tab_state)m->tab_state;
 	/* A table evicted since is asked for again (loaded or built). */
-	if (!w->u->tables_off && (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs))))
+	if (!w->u->tables_off &&
+	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs))))
 		state = resolve_table(w->u, w->s, m);
 	switch (state) {
 	case TAB_TABLE:
@@ -1326,6 +1327,15 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 	}
 }
 
+/* Whether libdwfl, starting at @ip as a frame's pc, takes the row the tables stopped at (hand_over()). */
+static bool dwfl_looks_up_alike(struct tab_walk *w, uint64_t ip)
+{
+	const struct unwtab *t;
+	uint64_t bias;
+
+	return table_find(w, ip, &t, &bias) == 1 && unwtab_lookup(t, ip - bias) == unwtab_lookup(t, ip - 1 - bias);
+}
+
 /*
  * A fallback row in the walk of @res: the frames before its frame into
  * u->frames, and u->cur set for libdwfl to go on from that frame with the
@@ -1335,14 +1345,6 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
  * for an interrupted one, where a return address is looked up at the
  * call before it, so the two must fall in the same row.
  */
-static bool dwfl_looks_up_alike(struct tab_walk *w, uint64_t ip)
-{
-	const struct unwtab *t;
-	uint64_t bias;
-
-	return table_find(w, ip, &t, &bias) == 1 && unwtab_lookup(t, ip - bias) == unwtab_lookup(t, ip - 1 - bias);
-}
-
 static void hand_over(struct perfrec_unwinder *u, struct tab_walk *w, const struct unwtab_result *res)
 {
 	unsigned k = res->nr_frames;

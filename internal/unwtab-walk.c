@@ -119,11 +119,11 @@ static int step(const struct walk *w, uint64_t lookup, struct unwtab_regs *st, u
 	return step_fp(w, st);
 }
 
-int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stack_size,
-		  unwtab_find_fn find, void *ctx, struct unwtab_frame *frames, unsigned max_frames,
-		  struct unwtab_result *ret)
+int unwtab_unwind_from(const struct unwtab_regs *regs, uint64_t stack_base, bool caller, const void *stack,
+		       size_t stack_size, unwtab_find_fn find, void *ctx, struct unwtab_frame *frames,
+		       unsigned max_frames, struct unwtab_result *ret)
 {
-	struct walk w = { .stack = stack, .base = regs ? regs->sp : 0, .size = stack_size, .find = find, .ctx = ctx };
+	struct walk w = { .stack = stack, .base = stack_base, .size = stack_size, .find = find, .ctx = ctx };
 	struct unwtab_regs st;
 	int end = UNWTAB_END_MAX_FRAMES;
 	unsigned n = 0;
@@ -139,7 +139,7 @@ int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stac
 		uint8_t how;
 
 		/* A caller's pc is after its call: look up the call, which may end the function. */
-		end = step(&w, n == 1 ? st.ip : st.ip - 1, &next, &how);
+		end = step(&w, n == 1 && !caller ? st.ip : st.ip - 1, &next, &how);
 		if (end != STEP_OK)
 			break;
 		if (!next.ip) {
@@ -156,4 +156,12 @@ int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stac
 	}
 	*ret = (struct unwtab_result){ .nr_frames = n, .end = (enum unwtab_end)end, .at = st };
 	return 0;
+}
+
+int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stack_size,
+		  unwtab_find_fn find, void *ctx, struct unwtab_frame *frames, unsigned max_frames,
+		  struct unwtab_result *ret)
+{
+	return unwtab_unwind_from(regs, regs ? regs->sp : 0, false, stack, stack_size, find, ctx, frames,
+				  max_frames, ret);
 }

@@ -209,4 +209,13 @@ int unwtab_unwind(const struct unwtab_regs *regs, const void *stack, size_t stac
 		  unwtab_find_fn find, void *ctx, struct unwtab_frame *frames, unsigned max_frames,
 		  struct unwtab_result *ret);
 
+/*
+ * The same from a frame above the sample's (where libdwfl stopped): the
+ * stack copy @stack starts at @stack_base (the sample's stack pointer),
+ * and with @caller @regs->ip is a return address, looked up at its call.
+ */
+int unwtab_unwind_from(const struct unwtab_regs *regs, uint64_t stack_base, bool caller, const void *stack,
+		       size_t stack_size, unwtab_find_fn find, void *ctx, struct unwtab_frame *frames,
+		       unsigned max_frames, struct unwtab_result *ret);
+
 #endif

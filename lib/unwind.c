@@ -140,6 +140,10 @@ struct current {
 	uint64_t prev_pc;        /* where the last frame was looked up */
 	/* libdwfl goes on from the tables' last frame: its rsp, rbp and rip only (NULL: the sample's) */
 	const struct unwtab_regs *from;
+	/* libdwfl's last frame: its registers as libdwfl has them, for frame pointers past it */
+	struct unwtab_regs last;
+	bool last_ok;            /* its rsp known */
+	bool last_caller;        /* its pc a return address */
 };
 
 /* A record waiting in the queue (perfrec_unwinder__push()). */
@@ -993,6 +997,11 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 		activation = cfi_at(dwfl_thread_dwfl(dwfl_frame_thread(state)), pc - 1, &signal) && signal;
 	}
+	/* Where the chain may go on by frame pointers when libdwfl cannot (dwfl_rounds()). */
+	c->last = (struct unwtab_regs){ .ip = pc };
+	c->last_caller = !activation;
+	c->last_ok = dwfl_frame_reg(state, 7, &c->last.sp) == 0;
+	c->last.bp_valid = dwfl_frame_reg(state, 6, &c->last.bp) == 0;
 	if (!activation)
 		pc--;
 	c->prev_pc = pc;
@@ -1214,6 +1223,18 @@ static int table_open(void *ctx, int attempt)
 	return only_root_writes(fd, &st) ? fd : private_copy(fd, (uint64_t)st.st_size);
 }
 
+/*
+ * Anonymous code is JIT code (a [vdso] without a build id has frame
+ * pointers).  The kernel names anonymous memory "//anon" in its records:
+ * no file to look for.
+ */
+static bool jit_map(const struct map *m)
+{
+	if (!strcmp(m->name, "//anon"))
+		return true;
+	return m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len);
+}
+
 /* What the tables have for @m of @s (its tab_* set, but after a failure for want of memory). */
 static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct space *s, struct map *m)
 {
@@ -1223,9 +1244,8 @@ static enum tab_state resolve_table(struct perfrec_unwinder *u, const struct spa
 	bool dwfl;
 	int r;
 
-	/* Anonymous code is JIT code (a [vdso] without a build id has frame pointers). */
 	m->tab_state = TAB_FP;
-	if (m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len))
+	if (jit_map(m))
 		return TAB_FP;
 	m->tab_state = TAB_STOP;
 	if (m->missing)
@@ -1276,9 +1296,18 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 
 	if (!m || !m->exec)
 		return -1;
-	state = (enum tab_state)m->tab_state;
+	/*
+	 * Tables off: frame pointers through JIT code (and memfd code that is
+	 * no ELF file) between libdwfl's steps, libdwfl for the rest.
+	 */
+	if (w->u->tables_off)
+		state = jit_map(m) || (m->missing && !strncmp(m->name, "/memfd:", 7)) ? TAB_FP :
+			m->missing ? TAB_STOP : TAB_DWFL;
+	else
+		state = (enum tab_state)m->tab_state;
 	/* A table evicted since is asked for again (loaded or built). */
-	if (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs)))
+	if (!w->u->tables_off &&
+	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs))))
 		state = resolve_table(w->u, w->s, m);
 	switch (state) {
 	case TAB_TABLE:
@@ -1298,6 +1327,15 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 	}
 }
 
+/* Whether libdwfl, starting at @ip as a frame's pc, takes the row the tables stopped at (hand_over()). */
+static bool dwfl_looks_up_alike(struct tab_walk *w, uint64_t ip)
+{
+	const struct unwtab *t;
+	uint64_t bias;
+
+	return table_find(w, ip, &t, &bias) == 1 && unwtab_lookup(t, ip - bias) == unwtab_lookup(t, ip - 1 - bias);
+}
+
 /*
  * A fallback row in the walk of @res: the frames before its frame into
  * u->frames, and u->cur set for libdwfl to go on from that frame with the
@@ -1310,10 +1348,8 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 static void hand_over(struct perfrec_unwinder *u, struct tab_walk *w, const struct unwtab_result *res)
 {
 	unsigned k = res->nr_frames;
-	const struct unwtab *t;
-	uint64_t bias, ip = res->at.ip;
 
-	if (k < 2 || table_find(w, ip, &t, &bias) != 1 || unwtab_lookup(t, ip - bias) != unwtab_lookup(t, ip - 1 - bias))
+	if (k < 2 || !dwfl_looks_up_alike(w, res->at.ip))
 		return;
 	for (unsigned i = 0; i + 1 < k; i++) {
 		u->frames[i] = i ? u->tframes[i].pc - 1 : u->tframes[i].pc;
@@ -1415,6 +1451,65 @@ static unsigned no_dwfl(struct perfrec_unwinder *u)
 	return 1;
 }
 
+/*
+ * Frames past libdwfl's last, from its registers there, when its pc is in
+ * code without CFI (JIT code: libdwfl's chain ends at the first such
+ * frame): the tables' walker follows the frame pointers while the chain
+ * is consistent (unwtab-walk.c), counted as theirs.  True when it ended
+ * at a file libdwfl is to go on from; *@n is the chain's length.
+ */
+static bool fp_past_dwfl(struct perfrec_unwinder *u, struct tab_walk *w, unsigned *n, struct unwtab_regs *ret_at)
+{
+	const struct current *c = &u->cur;
+	uint64_t lookup = c->last_caller ? c->last.ip - 1 : c->last.ip;
+	struct unwtab_result res;
+	const struct unwtab *t;
+	uint64_t bias;
+
+	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &t, &bias) != 0)
+		return false;
+	if (unwtab_unwind_from(&c->last, c->sp, c->last_caller, c->stack, c->stack_len, table_find, w, u->tframes,
+			       u->max_frames - *n + 1, &res) < 0 || res.nr_frames < 2)
+		return false;
+	/* Its first frame is libdwfl's last. */
+	for (unsigned i = 1; i < res.nr_frames; i++) {
+		u->frames[*n - 1 + i] = u->tframes[i].pc - 1;
+		u->tst.fp_frames += u->tframes[i].how == UNWTAB_FROM_FP;
+		u->tst.table_frames += u->tframes[i].how == UNWTAB_FROM_TABLE;
+	}
+	*n += res.nr_frames - 1;
+	*ret_at = res.at;
+	return res.end == UNWTAB_END_NEED_DWFL && dwfl_looks_up_alike(w, res.at.ip);
+}
+
+/*
+ * libdwfl's unwinding of the sample in u->cur (from the start or where the
+ * tables handed over), then in turns: frame pointers through code without
+ * CFI where libdwfl stops, libdwfl again from the frame where they land in
+ * a file (its first frame is then that one, again).  Each turn adds frames:
+ * bounded by max_frames.
+ */
+static unsigned dwfl_rounds(struct perfrec_unwinder *u, struct space *sp, pid_t tid)
+{
+	struct tab_walk w = { .u = u, .s = sp };
+	unsigned n;
+
+	for (;;) {
+		u->cur.nr_frames = 0;
+		u->cur.last_ok = false;
+		dwfl_getthread_frames(sp->dwfl, tid, frame_cb, u);
+		if (!u->cur.nr_frames)
+			return no_dwfl(u);
+		n = u->dwfl_base + u->cur.nr_frames;
+		if (!fp_past_dwfl(u, &w, &n, &u->dwfl_from))
+			return n;
+		u->dwfl_base = n - 1;
+		u->cur.from = &u->dwfl_from;
+		u->cur.frames = u->frames + u->dwfl_base;
+		u->cur.max_frames = u->max_frames - u->dwfl_base;
+	}
+}
+
 /* Unwind the sample into u->frames; returns how many. */
 static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *s)
 {
@@ -1453,10 +1548,7 @@ static unsigned unwind(struct perfrec_unwinder *u, const struct perfrec_sample *
 	} else if (sp->grown) {
 		grow_dwfl(u, sp);
 	}
-	dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, frame_cb, u);
-	if (!u->cur.nr_frames)
-		return no_dwfl(u);
-	return u->dwfl_base + u->cur.nr_frames;
+	return dwfl_rounds(u, sp, (pid_t)s->tid);
 }
 
 /*

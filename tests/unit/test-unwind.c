@@ -929,3 +929,86 @@ Test(unwind_tables, a_signal_frame_is_libdwfls_and_the_chain_goes_through_it)
 	perfrec_unwinder__free(u);
 	perfrec_unwinder__free(d);
 }
+
+/*
+ * JIT code as node's V8 has it: anonymous executable memory without CFI
+ * whose frames keep frame pointers.  The stub is push rbp; mov rbp, rsp;
+ * call *rsi (its second argument, with the first passed on); pop rbp; ret.
+ */
+typedef void (*jit_stub_fn)(struct snap *s, void (*callee)(struct snap *));
+static const unsigned char jit_code[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd6, 0x5d, 0xc3 };
+
+__attribute__((noinline)) void jit_callee(struct snap *s);
+__attribute__((noinline)) void jit_callee(struct snap *s)
+{
+	middle_marker(s);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void jit_caller(struct snap *s, jit_stub_fn stub);
+__attribute__((noinline)) void jit_caller(struct snap *s, jit_stub_fn stub)
+{
+	stub(s, jit_callee);
+	__asm__ volatile("" ::: "memory");
+}
+
+static struct snap jitsnap;
+
+/*
+ * The chain of a sample taken under JIT code, whose map is named as the
+ * kernel names anonymous memory: through the JIT frame to its caller and
+ * on past it, the steps through it counted as frame pointers'.
+ */
+static void unwind_through_jit(struct perfrec_unwinder *u)
+{
+	struct perfrec_unwinder_table_stats ts;
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t stub = (uint64_t)(uintptr_t)code, caller = (uint64_t)(uintptr_t)jit_caller, past = 0;
+	bool in_stub = false;
+	struct chain c;
+
+	cr_assert_neq(code, MAP_FAILED);
+	memcpy(code, jit_code, sizeof(jit_code));
+	cr_assert_eq(mprotect(code, 4096, PROT_READ | PROT_EXEC), 0);
+	jit_caller(&jitsnap, (jit_stub_fn)(uintptr_t)stub);
+	feed_maps(u, NULL, NULL);
+	feed_one_map(u, stub, 4096, PROT_READ | PROT_EXEC, "//anon");
+	c = unwind(u, &jitsnap);
+	for (uint64_t i = 0; i < c.nr; i++) {
+		cr_log_info("%2" PRIu64 " %#18" PRIx64, i, c.ip[i]);
+		in_stub |= c.ip[i] >= stub && c.ip[i] < stub + sizeof(jit_code);
+	}
+	cr_expect(chain_has(&c, jit_callee), "jit_callee is not a caller");
+	cr_expect(in_stub, "the JIT frame is not in the chain");
+	/* Through it to jit_caller, and on past it: the test's own frame, criterion's. */
+	for (uint64_t i = 1; i < c.nr && !past; i++)
+		past = c.ip[i] >= caller && c.ip[i] < caller + 128 ? i + 1 : 0;
+	cr_expect(past, "the chain stops at the JIT frame (%" PRIu64 " frames)", c.nr);
+	cr_expect_gt(c.nr, past, "nothing past jit_caller");
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.fp_frames, 1, "the frame pointer steps are not counted (%" PRIu64 ")", ts.fp_frames);
+	perfrec_unwinder__free(u);
+	munmap(code, 4096);
+}
+
+/*
+ * A sample libdwfl unwinds (tables off, as while a file's table is still
+ * pending under the build budget) whose stack goes through JIT code:
+ * libdwfl's chain ends at the JIT frame (no CFI); from its registers the
+ * frame pointers lead through it to its caller, and libdwfl goes on from
+ * there.  The chain stopped at the JIT frame before.
+ */
+Test(unwind, libdwfl_goes_on_by_frame_pointers_through_jit_code)
+{
+	unwind_through_jit(new_dwfl_unwinder());
+}
+
+/*
+ * The same with the tables: "//anon", the kernel's name for anonymous
+ * memory, was taken for a file not to be had, and the walk ended at the
+ * JIT frame instead of following its frame pointers.
+ */
+Test(unwind_tables, jit_code_in_anonymous_memory_is_walked_by_frame_pointers)
+{
+	unwind_through_jit(new_unwinder());
+}

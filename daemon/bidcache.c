@@ -248,20 +248,50 @@ static int remove_entry(int sub, const char *name, bool kernel)
 	return unlinkat(sub, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/*
+ * The running kernel's kallsyms: every file of this boot needs it for its
+ * kernel frames, so it is never the entry that goes, however old (it is
+ * taken in first, and on a busy host the binaries of a few minutes would
+ * push it out first).  Another kernel's entry goes by age like a binary.
+ */
+static bool in_use(const struct entry *e)
+{
+	uint8_t id[BID_MAX];
+	int n;
+
+	if (!e->kernel)
+		return false;
+	n = perfrec_buildid__kernel(NULL, id);
+	return n == e->bid_len && !memcmp(id, e->bid, (size_t)n);
+}
+
+/* The oldest entry that may go, or bc.nr_entries if none may. */
+static size_t oldest(void)
+{
+	size_t old = bc.nr_entries;
+
+	for (size_t i = 0; i < bc.nr_entries; i++) {
+		const struct timespec *a = &bc.entries[i].ctime, *b;
+
+		if (in_use(&bc.entries[i]))
+			continue;
+		b = old < bc.nr_entries ? &bc.entries[old].ctime : NULL;
+		if (!b || a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec))
+			old = i;
+	}
+	return old;
+}
+
 /* Remove the oldest entries until the cache fits its cap. */
 static void evict(const char *dir, uint64_t max_bytes)
 {
 	while (bc.total > max_bytes && bc.nr_entries) {
-		size_t old = 0;
+		size_t old = oldest();
 		char path[PATH_MAX], h[2 * BID_MAX + 1];
 		int sub, r;
 
-		for (size_t i = 1; i < bc.nr_entries; i++) {
-			const struct timespec *a = &bc.entries[i].ctime, *b = &bc.entries[old].ctime;
-
-			if (a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec))
-				old = i;
-		}
+		if (old == bc.nr_entries)
+			break;   /* only the running kernel's is left */
 		entry_path(dir, bc.entries[old].bid, bc.entries[old].bid_len, path, sizeof(path));
 		hex(bc.entries[old].bid, bc.entries[old].bid_len, h);
 		sub = open_sub(h, false);

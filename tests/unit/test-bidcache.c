@@ -349,6 +349,45 @@ Test(bidcache, the_running_kernels_kallsyms_in_perf_layout_and_no_other_kernels)
 	rm_cache(dir);
 }
 
+/*
+ * The running kernel's kallsyms is taken in first and needed by every file
+ * of this boot: a busy host's binaries past the cap push older binaries
+ * out, never it, though it is the oldest entry.
+ */
+Test(bidcache, the_running_kernels_entry_is_never_evicted)
+{
+	const uint8_t bid[20] = { 0x11 };
+	uint8_t buf[PATH_MAX + 128], id[PERFREC_BUILD_ID_MAX];
+	char *dir = mkcache(), hex[2 * PERFREC_BUILD_ID_MAX + 1], path[256];
+	int n = perfrec_buildid__kernel(NULL, id);
+	const size_t fake = 100000;
+	struct stat st, ks;
+	struct self m;
+
+	if (n <= 0)
+		cr_skip_test("the running kernel has no build id (/sys/kernel/notes)");
+	for (int i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	bidcache_note_mmap2(dir, 0, kernel_mmap2(buf, id, n));
+	cr_assert_eq(bidcache_sync(), 1);
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s/kallsyms", dir, hex, hex + 2);
+	cr_assert_eq(stat(path, &ks), 0, "no %s", path);
+	/* A newer entry, then a binary that does not fit beside both. */
+	put(dir, "11", "00000000000000000000000000000000000000", fake);
+	bidcache_note_entry(dir, 0, bid, 20);
+	cr_assert_eq(bidcache_sync(), 2);
+	self_exe(&m);
+	cr_assert_eq(stat(m.path, &st), 0);
+	bidcache_note_mmap2(dir, (uint64_t)ks.st_size + (uint64_t)st.st_size + fake / 2,
+			    mmap2(buf, &m, m.bid, PROT_READ | PROT_EXEC));
+	cr_assert_eq(bidcache_sync(), 1);   /* a new cap: the cache started over, counting what it holds */
+	cr_assert(exists(dir, (char[]){ m.hex[0], m.hex[1], 0 }, m.hex + 2), "the new entry is not there");
+	cr_assert_eq(stat(path, &ks), 0, "the running kernel's kallsyms was evicted");
+	cr_assert(!exists(dir, "11", "00000000000000000000000000000000000000"), "the cap was not kept");
+	bidcache_clear();
+	rm_cache(dir);
+}
+
 /* Can uid/gid 65534 (nobody) open @path for reading?  Asked of a child that becomes nobody. */
 static bool nobody_reads(const char *path)
 {

@@ -21,7 +21,8 @@
  * is on the cache's file system (as perf's cache does) and not set-id,
  * else copies written beside and renamed, so a reader never sees half a
  * binary.  The cache's size is the sum of its entries' sizes; past the
- * cap, the entries with the oldest ctime (when they entered) are removed.
+ * cap, the entries with the oldest ctime (when they entered) are removed,
+ * but for the running kernel's kallsyms, which every file of this boot needs.
  *
  * Who may read it: a hard link shares the binary's inode and mode, so a
  * 0755 program in a 0700 directory would be anyone's through the cache.

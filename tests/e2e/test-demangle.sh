@@ -68,7 +68,19 @@ collapse() {  # PID COMM [perf script options]
 # The stacks through libc's call of main(), sorted: the program's own.
 # ld.so's start (_start / _dl_start_user at one address) is named apart by
 # perf and us, a matter of aliases, not of demangling.
-mains() { grep -E '(^|;)__libc_start_call_main(;| [0-9]+$)' | LC_ALL=C sort; }
+# A C function of libc may be named by any of its aliases
+# (__GI___sigaltstack, __sigaltstack, sigaltstack): perf names them from
+# .dynsym where we may have libc's .symtab; "__GI_" and leading
+# underscores are taken off C names on both sides (a mangled name keeps
+# its "_Z"/"_R" and still differs from its demangled form).
+mains() {
+	grep -E '(^|;)__libc_start_call_main(;| [0-9]+$)' |
+		awk '{ c = $NF; $NF = ""; sub(/ $/, ""); n = split($0, f, ";"); s = "";
+		       for (i = 1; i <= n; i++) {
+			       if (f[i] !~ /^_[ZR]/) { sub(/^__GI_/, "", f[i]); sub(/^_+/, "", f[i]) }
+			       s = s (i > 1 ? ";" : "") f[i] }
+		       t[s] += c } END { for (k in t) print k, t[k] }' | LC_ALL=C sort
+}
 # The frame names of folded stacks, "_[k]" taken off, one each.
 frame_names() { sed 's/ [0-9]*$//' "$1" | tr ';' '\n' | sed 's/_\[k\]$//' | LC_ALL=C sort -u; }
 

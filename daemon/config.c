@@ -493,6 +493,11 @@ static int parse_pow2_size(const struct config_key *k, struct config *c, const c
 {
 	uint64_t u;
 
+	/* auto: 0, sized when the events open (config_ring_bytes()) */
+	if (strcmp(v, "auto") == 0) {
+		*FIELD(c, k, uint64_t) = 0;
+		return 0;
+	}
 	if (parse_size(v, &u) < 0 || u < k->min || (u & (u - 1)))
 		return bad_value(k, v, err, errlen);
 	*FIELD(c, k, uint64_t) = u;
@@ -501,6 +506,10 @@ static int parse_pow2_size(const struct config_key *k, struct config *c, const c
 
 static void print_kib(const struct config_key *k, const struct config *c, FILE *f)
 {
+	if (*CFIELD(c, k, uint64_t) == 0) {
+		fputs("auto", f);
+		return;
+	}
 	fprintf(f, "%" PRIu64 "K", *CFIELD(c, k, uint64_t) / 1024);
 }
 
@@ -970,8 +979,9 @@ const struct config_key config_keys[] = {
 	    .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "cpus", t_cpus, cpus, "all", "CPUs to record, as a list (0-3,8) or all",
 	    .applies = CONFIG_APPLY_REOPEN),
-	KEY("record", "mmap-size", t_ring, mmap_bytes, "512K", "ring buffer size per CPU",
-	    .min = 4096, .what = "a power of two of at least 4K", .applies = CONFIG_APPLY_REOPEN),
+	KEY("record", "mmap-size", t_ring, mmap_bytes, "auto",
+	    "ring buffer size per CPU; auto: 512K, with callchain=dwarf 0.25 s of samples (512K to 4M)",
+	    .min = 4096, .what = "auto or a power of two of at least 4K", .applies = CONFIG_APPLY_REOPEN),
 	KEY("record", "drain-priority", t_int, drain_priority, "0",
 	    "SCHED_FIFO priority of the draining thread (0: normal scheduling)",
 	    .min = 0, .max = 99, .what = "a real-time priority from 1 to 99 (0: none)",
@@ -1149,6 +1159,21 @@ static char *key_value(const struct config_key *k, const struct config *c)
 		return NULL;
 	}
 	return buf;
+}
+
+uint64_t config_ring_bytes(const struct config *c)
+{
+	uint64_t rate, want, bytes = CONFIG_RING_MIN;
+
+	if (c->mmap_bytes)
+		return c->mmap_bytes;
+	if (!c->callchain || !c->dwarf)
+		return CONFIG_RING_MIN;
+	rate = config_freq(c) ? config_freq(c) : 1000;
+	want = (c->stack_size + CONFIG_RING_DWARF_EXTRA) * rate / 4;
+	while (bytes < want && bytes < CONFIG_RING_AUTO_MAX)
+		bytes <<= 1;
+	return bytes;
 }
 
 const struct config_key *config_changed_key(const struct config *a, const struct config *b,

@@ -32,7 +32,7 @@ struct config {
 	bool unwind_host;         /* unwind=host: DWARF samples unwound while recording */
 	int clockid;
 	char *cpus;               /* NULL: all online */
-	uint64_t mmap_bytes;      /* per-CPU ring data size */
+	uint64_t mmap_bytes;      /* per-CPU ring data size; 0: auto (config_ring_bytes()) */
 	int drain_priority;       /* SCHED_FIFO priority of the draining thread; 0: normal */
 	uint64_t flush_usec;      /* drain at least this often */
 	uint64_t checkpoint_usec; /* header data-size refresh */
@@ -142,6 +142,19 @@ static inline uint64_t config_freq(const struct config *c)
 {
 	return c->max_freq > 0 && c->freq > (uint64_t)c->max_freq ? (uint64_t)c->max_freq : c->freq;
 }
+
+/*
+ * mmap-size=auto: with callchain=dwarf, a ring per CPU that holds some
+ * 0.25 s of samples at the frequency the events open at (1000 Hz under
+ * period=), each counted as stack-size= plus 512 bytes (header, ids,
+ * registers), rounded up to a power of two, from 512K up to 4M; 512K
+ * otherwise.  A 512K ring held 58 samples of 8-KiB stacks, 58 ms at
+ * 999 Hz: the kernel lost thousands a minute on a busy host.
+ */
+#define CONFIG_RING_MIN (512ULL << 10)
+#define CONFIG_RING_AUTO_MAX (4ULL << 20)
+#define CONFIG_RING_DWARF_EXTRA 512
+uint64_t config_ring_bytes(const struct config *c);
 
 /* The first key that a reload applies @how and that differs in @a and @b; NULL: none. */
 const struct config_key *config_changed_key(const struct config *a, const struct config *b,

@@ -324,7 +324,7 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	eo.stack_user = cfg->callchain && cfg->dwarf ? (uint32_t)cfg->stack_size : 0;
 	eo.clockid = cfg->clockid;
 	/* mmap-size is a power of two >= 4K (config.c); pages follow. */
-	eo.mmap_pages = cfg->mmap_bytes / (size_t)sysconf(_SC_PAGESIZE);
+	eo.mmap_pages = config_ring_bytes(cfg) / (size_t)sysconf(_SC_PAGESIZE);
 	if (eo.mmap_pages == 0)
 		eo.mmap_pages = 1;
 	eo.context_switch = cfg->context_switch;

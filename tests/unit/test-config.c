@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,4 +454,65 @@ Test(config, misplaced_and_misspelt_keys_are_explained)
 			cr_expect(strstr(err, cases[i].not) == NULL, "case %zu: '%s' has '%s'", i, err, cases[i].not);
 		config_exit(&c);
 	}
+}
+
+/*
+ * mmap-size=auto, the default, as perfrecd.conf(5) gives it: 512K, and
+ * with callchain=dwarf (stack-size + 512) * frequency / 4 rounded up to a
+ * power of two from 512K to 4M (1000 Hz under period=); a set size is
+ * kept as it is.
+ */
+Test(config, ring_size_auto_fits_dwarf_stacks)
+{
+	static const struct { const char *conf; uint64_t bytes; } cases[] = {
+		{ "", 512ULL << 10 },
+		{ "mmap-size=auto\n", 512ULL << 10 },
+		{ "frequency=999\n", 512ULL << 10 },                  /* frame pointers */
+		{ "callchain=dwarf\n", 512ULL << 10 },                /* 99 Hz: 215,424 B */
+		{ "callchain=dwarf\nfrequency=999\n", 4ULL << 20 },   /* 2,173,824 B: 0.48 s */
+		{ "callchain=dwarf\nfrequency=999\nstack-size=4096\n", 2ULL << 20 },
+		{ "callchain=dwarf\nfrequency=999\nstack-size=1024\n", 512ULL << 10 },
+		{ "callchain=dwarf\nfrequency=999\nstack-size=65528\n", 4ULL << 20 },   /* the cap */
+		{ "callchain=dwarf\nfrequency=50000\n", 4ULL << 20 },
+		{ "callchain=dwarf\nfrequency=50000\nmax-frequency=200\n", 512ULL << 10 },
+		{ "callchain=dwarf\nfrequency=400\n", 1ULL << 20 },   /* 870,400 B */
+		{ "callchain=dwarf\nperiod=100000\n", 4ULL << 20 },   /* as 1000 Hz */
+		{ "callchain=dwarf\nfrequency=999\nmmap-size=1M\n", 1ULL << 20 },
+		{ "callchain=dwarf\nfrequency=999\nmmap-size=8M\n", 8ULL << 20 },
+		{ "callchain=no\nmmap-size=64K\n", 64ULL << 10 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		char err[256] = "", text[256];
+
+		config_init(&c);
+		snprintf(text, sizeof(text), "[record]\n%s", cases[i].conf);
+		cr_assert_eq(config_load_string(&c, text, "t.conf", err, sizeof(err)), 0, "%s: %s", cases[i].conf, err);
+		cr_expect_eq(config_ring_bytes(&c), cases[i].bytes, "%s: %" PRIu64 " bytes, not %" PRIu64,
+			     cases[i].conf, config_ring_bytes(&c), cases[i].bytes);
+		config_exit(&c);
+	}
+}
+
+/* auto reads back as auto (perfrecctl config, a reload's comparison), a size as a size. */
+Test(config, ring_size_auto_prints_as_auto)
+{
+	struct config c;
+	char err[256] = "", *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_init(&c);
+	cr_expect_eq(c.mmap_bytes, 0, "the default is auto");
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	config_print(&c, false, f);
+	fclose(f);
+	cr_expect_not_null(strstr(buf, "mmap-size=auto\n"), "%s", buf);
+	free(buf);
+	cr_assert_eq(config_load_string(&c, "[record]\nmmap-size=2M\n", "t.conf", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(config_ring_bytes(&c), 2ULL << 20);
+	cr_expect_eq(config_load_string(&c, "[record]\nmmap-size=automatic\n", "t.conf", err, sizeof(err)), -EINVAL);
+	config_exit(&c);
 }

@@ -182,3 +182,83 @@ Test(unwind_sink, state_feeds_the_unwinder_without_coming_out)
 	cr_expect_eq(st.unwinder.unwound, 1);
 	unwind_sink_free(s);
 }
+
+/* The last sample that came out, whole. */
+struct last {
+	unsigned char rec[65536];
+	size_t size;
+};
+
+static int keep_last(void *ctx, const struct perf_event_header *rec)
+{
+	struct last *l = ctx;
+
+	if (rec->type == PERF_RECORD_SAMPLE) {
+		memcpy(l->rec, rec, rec->size);
+		l->size = rec->size;
+	}
+	return 0;
+}
+
+static void take_map_unwinder(void *ctx, const struct perf_event_header *h)
+{
+	unsigned char out[4096];
+
+	cr_assert_geq(perfrec_unwinder__rewrite(ctx, h, NULL, out, sizeof(out)), 0);
+}
+
+/*
+ * The drain queues a DWARF sample without the room of its stack copy past
+ * dyn_size (all the unwinder reads): the queue holds less, and what comes
+ * out is byte for byte what the unwinder makes of the whole sample.
+ */
+Test(unwind_sink, samples_queue_without_the_unused_stack_and_come_out_the_same)
+{
+	static unsigned char in[65536], direct[65536];
+	static struct last got;
+	static const uint64_t dyns[] = { 0, 1, 5, 8, 1000, 4096 };
+	struct perf_event_attr a = attr();
+
+	for (size_t i = 0; i < sizeof(dyns) / sizeof(dyns[0]); i++) {
+		struct snap sn = snap;
+		struct unwind_sink_stats st;
+		struct perfrec_unwinder *u;
+		struct unwind_sink *s;
+		const struct perf_event_header *h;
+		uint64_t room;
+		int n;
+
+		sn.dyn = dyns[i] < snap.dyn ? dyns[i] : snap.dyn;
+		h = sample(&sn, in);
+		cr_assert_eq(perfrec_unwinder__new(NULL, &u), 0);
+		for_each_map(NULL, NULL, take_map_unwinder, u);
+		n = perfrec_unwinder__rewrite(u, h, &a, direct, sizeof(direct));
+		cr_assert_gt(n, 0);
+		perfrec_unwinder__free(u);
+		if (sn.dyn >= 1000) {
+			struct perfrec_sample ds;
+
+			cr_assert_eq(perfrec_sample__parse_attr((const void *)direct, &rewritten, &ds), 0);
+			cr_expect_geq(ds.nr_callchain, 4, "dyn %" PRIu64 ": not unwound (%" PRIu64 " entries)", sn.dyn,
+				      ds.nr_callchain);
+		}
+
+		got.size = 0;
+		cr_assert_eq(unwind_sink_new(NULL, keep_last, &got, &s), 0);
+		feed_maps_as(s, NULL, NULL, true);
+		cr_assert_eq(unwind_sink_record(s, h, &a), 0);
+		unwind_sink_stats(s, &st);
+		/* the room kept: dyn_size rounded up to 8, at least 8 */
+		room = sn.dyn < 8 ? 8 : (sn.dyn + 7) / 8 * 8;
+		cr_expect_eq(st.queued_bytes, h->size - (STACK - room),
+			     "dyn %" PRIu64 ": %" PRIu64 " bytes queued for a sample of %u", sn.dyn, st.queued_bytes,
+			     h->size);
+		cr_assert_eq(unwind_sink_sync(s), 0);
+		unwind_sink_stats(s, &st);
+		cr_expect_eq(st.queued_bytes, 0);
+		cr_expect_eq(st.unwinder.samples, 1);
+		cr_assert_eq(got.size, (size_t)n, "dyn %" PRIu64 ": %zu bytes out, not %d", sn.dyn, got.size, n);
+		cr_expect(memcmp(got.rec, direct, (size_t)n) == 0, "dyn %" PRIu64 ": not the same sample", sn.dyn);
+		unwind_sink_free(s);
+	}
+}

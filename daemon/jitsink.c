@@ -42,11 +42,13 @@
 struct jitmap {
 	uint64_t start, len;
 	uint8_t bid[JITIMAGE_BID_LEN];
+	size_t written;         /* symbols in its image in the cache (0: none written) */
 };
 
 struct jitproc {
 	uint32_t pid;
 	bool exited;
+	uint64_t exit_time;     /* of its EXIT or exec record */
 	uint64_t next_open_ns;  /* no perf map yet: when to look again */
 	uint64_t since;         /* the time of the record it was first seen by (0: none) */
 	struct perfmap pm;
@@ -228,6 +230,17 @@ static uint64_t rec_time(const struct jitsink *js, const struct perf_event_heade
 	return v;
 }
 
+/* Into the file, and the history if there is one: 0 if either took it. */
+static int emit_both(struct jitsink *js, const struct perf_event_header *h, uint64_t time)
+{
+	int r = js->o.emit(js->o.ctx, h), rh;
+
+	if (!js->history)
+		return r;
+	rh = js->history(js->history_ctx, js->ring, h, time);
+	return r == 0 ? 0 : rh;
+}
+
 /*
  * The MMAP2 naming @m's image, from the kernel's @h: same pid, range,
  * prot, flags and trailer, pgoff 0, the image's name and build id, one
@@ -268,7 +281,7 @@ static int emit_map(struct jitsink *js, const struct perf_event_header *h, const
 	memcpy(&time, t, 8);
 	time++;
 	memcpy(t, &time, 8);
-	return js->o.emit(js->o.ctx, (const struct perf_event_header *)rec);
+	return emit_both(js, (const struct perf_event_header *)rec, time);
 }
 
 static bool is_jit_mmap2(const struct perf_event_header *h)
@@ -348,6 +361,7 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 	/* what it wrote last: the open fd reads it even once the file is deleted */
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
+	p->exit_time = rec_time(js, h);
 }
 
 /*
@@ -406,6 +420,7 @@ static void note_exec(struct jitsink *js, const struct perf_event_header *h)
 		return;
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
+	p->exit_time = t;
 }
 
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
@@ -422,7 +437,29 @@ void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 
 static void jitsink_record(struct sink *s, struct drain_rec *r)
 {
-	jitsink_note(s->ctx, r->h);
+	struct jitsink *js = s->ctx;
+	uint64_t t = drain_rec_time(r);
+
+	if (t > js->newest)
+		js->newest = t;
+	js->ring = r->ring;
+	jitsink_note(js, r->h);
+}
+
+/* Flight mode: processes exited longer ago than any snapshot reaches go (keep_exited_ns). */
+static void forget_exited(struct jitsink *js)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		struct jitproc *p = js->procs[i];
+
+		if (p->exited && p->exit_time + js->keep_exited_ns < js->newest)
+			proc_free(js, p);
+		else
+			js->procs[k++] = p;
+	}
+	js->nr_procs = k;
 }
 
 static void jitsink_round(struct sink *s, uint64_t bytes)
@@ -436,6 +473,8 @@ static void jitsink_round(struct sink *s, uint64_t bytes)
 	if (now < js->next_read_ns)
 		return;
 	js->next_read_ns = now + READ_EVERY_NS;
+	if (js->keep_exited_ns)
+		forget_exited(js);
 	for (size_t i = 0; i < js->nr_procs; i++)
 		if (!js->procs[i]->exited)
 			proc_read(js, js->procs[i], 1);
@@ -566,21 +605,25 @@ static int link_image(int linkfd, uint32_t pid, const struct jitmap *m)
 }
 
 static int write_image(struct jitsink *js, int bidfd, int linkfd, const struct jitproc *p,
-		       const struct jitmap *m, const struct perfmap_sym **tmp, struct jitimage_sym *syms)
+		       struct jitmap *m, const struct perfmap_sym **tmp, struct jitimage_sym *syms)
 {
 	size_t n = map_syms(p, m, tmp, syms), len;
 	void *buf;
 	int r;
 
-	if (!n)
-		return 0;   /* nothing known in it: perf says [unknown] as it would have */
+	if (!n || n <= m->written)
+		return 0;   /* nothing (new) known in it: perf says [unknown] as it would have */
 	r = jitimage_build(syms, n, m->len, m->bid, &buf, &len);
 	if (r == 0) {
-		r = jitimage_store(bidfd, m->bid, buf, len, 0640);
+		/* an earlier snapshot's image of it, with fewer symbols, gives way */
+		r = m->written ? jitimage_replace(bidfd, m->bid, buf, len, 0640)
+			       : jitimage_store(bidfd, m->bid, buf, len, 0640);
 		free(buf);
 	}
 	if (r == -EEXIST)
 		r = 0;
+	if (r == 0)
+		m->written = n;
 	if (r == 0)
 		bidcache_note_entry(cache_dir(js), (*js->cfg)->buildid_cache_size, m->bid, JITIMAGE_BID_LEN);
 	if (r == 0 && linkfd >= 0)
@@ -681,6 +724,17 @@ static void write_images(struct jitsink *js, const char *dir)
 		prune_links(linkfd);
 		close(linkfd);
 	}
+}
+
+void jitsink_write_images(struct jitsink *js)
+{
+	const char *dir = cache_dir(js);
+
+	for (size_t i = 0; i < js->nr_procs; i++)
+		if (js->procs[i]->nr_maps && !js->procs[i]->exited)
+			proc_read(js, js->procs[i], FINAL_READS);
+	if (dir)
+		write_images(js, dir);
 }
 
 void jitsink_file_end(struct jitsink *js)

@@ -73,6 +73,18 @@ struct jitsink {
 	struct jitproc **procs;
 	size_t nr_procs;
 	uint64_t next_read_ns;
+	/* a second output: the flight history, its MMAP2 in the ring of the record it follows */
+	int (*history)(void *ctx, size_t ring, const struct perf_event_header *h, uint64_t time);
+	void *history_ctx;
+	size_t ring;               /* the ring of the record being noted */
+	uint64_t newest;           /* the newest record time seen */
+	/*
+	 * Flight mode: no file ends, snapshots come any time; processes that
+	 * exited are kept (their symbols, their mappings' build ids) this
+	 * long past their exit for the snapshots whose window holds their
+	 * samples.  0: until the file ends.
+	 */
+	uint64_t keep_exited_ns;
 	struct jitsink_stats st;
 };
 
@@ -91,6 +103,13 @@ void jitsink_file_begin(struct jitsink *js);
  * processes that exited.
  */
 void jitsink_file_end(struct jitsink *js);
+
+/*
+ * A snapshot is being written: read what the perf maps gained and write
+ * the image of every mapping known now into the cache, each written
+ * before replaced if more of its symbols are known now; nothing forgotten.
+ */
+void jitsink_write_images(struct jitsink *js);
 
 /* A record of the file's synthesized state, as if drained. */
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h);

@@ -52,6 +52,7 @@ struct jitproc {
 	uint64_t next_open_ns;  /* no perf map yet: when to look again */
 	uint64_t since;         /* the time of the record it was first seen by (0: none) */
 	struct perfmap pm;
+	struct perfmap_root root; /* held while it has no perf map (fd -1: none) */
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
 	size_t nr_maps, cap_maps;
@@ -94,8 +95,29 @@ static void add_stats(struct perfmap_stats *t, const struct perfmap_stats *s)
 	t->restarts += s->restarts;
 }
 
+/* Its root is not needed any more (its map is open, or it is gone). */
+static void root_drop(struct jitsink *js, struct jitproc *p)
+{
+	if (p->root.fd < 0)
+		return;
+	perfmap_root_drop(&p->root);
+	js->st.roots_held--;
+}
+
+/* No perf map yet: its root held, for a map written as it exits. */
+static void root_hold(struct jitsink *js, struct jitproc *p)
+{
+	if (js->st.roots_held >= JITSINK_MAX_ROOTS) {
+		js->st.roots_refused++;
+		return;
+	}
+	if (perfmap_root_hold(&p->root, (pid_t)p->pid) == 0)
+		js->st.roots_held++;
+}
+
 static void proc_free(struct jitsink *js, struct jitproc *p)
 {
+	root_drop(js, p);
 	add_stats(&js->st.perfmap, &p->pm.st);
 	add_stats(&js->st.perfmap, &p->dump.st);
 	perfmap_exit(&p->pm);
@@ -131,11 +153,14 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 	js->procs = grown;
 	p->pid = pid;
 	p->since = time;
+	p->root.fd = -1;
 	perfmap_init(&p->pm, &js->o.limits);
 	perfmap_init(&p->dump, &js->o.limits);
 	r = perfmap_open(&p->pm, (pid_t)pid);
 	if (r < 0 && r != -ENOENT)
 		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
+	if (r < 0)
+		root_hold(js, p);
 	js->procs[js->nr_procs++] = p;
 	js->st.procs++;
 	return p;
@@ -168,8 +193,10 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 			;
 		else if (perfmap_open(&p->pm, (pid_t)p->pid) < 0)
 			p->next_open_ns = now + REOPEN_EVERY_NS;
-		else
+		else {
 			log_debug("JIT symbols: following the perf map of pid %u", p->pid);
+			root_drop(js, p);
+		}
 	}
 	for (size_t k = 0; k < 2; k++)
 		for (unsigned i = 0; i < passes && both[k]->fd >= 0; i++) {
@@ -358,6 +385,12 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 
 	if (h->size < sizeof(*e) || e->pid != e->tid || !(p = proc_find(js, e->pid)))
 		return;
+	/* a map written as it exited (the JVM's DumpPerfMapAtExit): through the root held */
+	if (p->pm.fd < 0 && p->root.fd >= 0 && perfmap_open_root(&p->pm, &p->root) == 0) {
+		js->st.maps_at_exit++;
+		log_debug("JIT symbols: reading the perf map pid %u wrote as it exited", p->pid);
+	}
+	root_drop(js, p);
 	/* what it wrote last: the open fd reads it even once the file is deleted */
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
@@ -418,6 +451,7 @@ static void note_exec(struct jitsink *js, const struct perf_event_header *h)
 	t = rec_time(js, h);
 	if (t && p->since && t <= p->since)
 		return;
+	root_drop(js, p);
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
 	p->exit_time = t;

@@ -20,6 +20,11 @@
  * hash of a random per-file salt, the pid and the range: unique, and
  * never reused for other contents.
  *
+ * A process without a perf map when first seen has its root held open
+ * (perfmap_root_hold(), JITSINK_MAX_ROOTS of them) until its map opens:
+ * the JVM writes its map only as it exits, when /proc/PID/root is gone,
+ * and it is read through that root when the EXIT comes.
+ *
  * Bounded: processes followed, mappings per process and per-process
  * symbols and name bytes (perfmap limits), bytes read per pass; what is
  * left out is counted in struct jitsink_stats.  All on the draining
@@ -37,6 +42,8 @@
 
 #define JITSINK_MAX_PROCS 1024
 #define JITSINK_MAX_MAPS 1024   /* per process and file */
+/* Roots held of processes without a perf map yet (each an fd: the JVM writes its map at exit) */
+#define JITSINK_MAX_ROOTS 256
 /* Symbol tables of all processes together (each: 256 Ki symbols, 16 MiB of names at most) */
 #define JITSINK_MEM_MAX (128ull << 20)
 
@@ -49,6 +56,9 @@ struct jitsink_stats {
 	uint64_t skipped;      /* mappings or processes over the bounds, or no time to order them by */
 	uint64_t failed;       /* images that could not be written */
 	uint64_t over_memory;  /* reads left out: JITSINK_MEM_MAX reached */
+	uint64_t roots_held;   /* now: roots held open of processes without a perf map yet */
+	uint64_t roots_refused; /* processes whose root was not held: JITSINK_MAX_ROOTS reached */
+	uint64_t maps_at_exit; /* perf maps read through a held root once the process was gone */
 	struct perfmap_stats perfmap; /* summed over processes that ended */
 };
 

@@ -48,6 +48,7 @@ struct jitmap {
 struct jitproc {
 	uint32_t pid;
 	bool exited;
+	bool refused;           /* its map or dump was refused (counted once) */
 	uint64_t exit_time;     /* of its EXIT or exec record */
 	uint64_t next_open_ns;  /* no perf map yet: when to look again */
 	uint64_t since;         /* the time of the record it was first seen by (0: none) */
@@ -134,6 +135,15 @@ static struct jitproc *proc_find(struct jitsink *js, uint32_t pid)
 	return NULL;
 }
 
+/* A map there but not to be read (a link, a FIFO, another user's): counted once a process. */
+static void note_refused(struct jitsink *js, struct jitproc *p, int r)
+{
+	if (r == -ENOENT || p->refused)
+		return;
+	p->refused = true;
+	js->st.refused++;
+}
+
 /* The process's state, its perf map opened on first sight (it exists from the runtime's start). */
 static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 {
@@ -159,6 +169,7 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 	r = perfmap_open(&p->pm, (pid_t)pid);
 	if (r < 0 && r != -ENOENT)
 		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
+	note_refused(js, p, r);
 	if (r < 0)
 		root_hold(js, p);
 	js->procs[js->nr_procs++] = p;
@@ -185,15 +196,17 @@ static uint64_t mem_used(const struct jitsink *js)
 static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 {
 	struct perfmap *both[] = { &p->pm, &p->dump };
+	int r;
 
 	if (p->pm.fd < 0 && !p->exited) {
 		uint64_t now = now_ns();
 
 		if (now < p->next_open_ns)
 			;
-		else if (perfmap_open(&p->pm, (pid_t)p->pid) < 0)
+		else if ((r = perfmap_open(&p->pm, (pid_t)p->pid)) < 0) {
+			note_refused(js, p, r);
 			p->next_open_ns = now + REOPEN_EVERY_NS;
-		else {
+		} else {
 			log_debug("JIT symbols: following the perf map of pid %u", p->pid);
 			root_drop(js, p);
 		}
@@ -382,11 +395,14 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 {
 	const struct { struct perf_event_header h; uint32_t pid, ppid, tid, ptid; } *e = (const void *)h;
 	struct jitproc *p;
+	int r;
 
 	if (h->size < sizeof(*e) || e->pid != e->tid || !(p = proc_find(js, e->pid)))
 		return;
 	/* a map written as it exited (the JVM's DumpPerfMapAtExit): through the root held */
-	if (p->pm.fd < 0 && p->root.fd >= 0 && perfmap_open_root(&p->pm, &p->root) == 0) {
+	if (p->pm.fd < 0 && p->root.fd >= 0 && (r = perfmap_open_root(&p->pm, &p->root)) < 0)
+		note_refused(js, p, r);
+	else if (p->pm.fd >= 0 && p->root.fd >= 0) {
 		js->st.maps_at_exit++;
 		log_debug("JIT symbols: reading the perf map pid %u wrote as it exited", p->pid);
 	}
@@ -421,6 +437,7 @@ static void note_marker(struct jitsink *js, const struct perf_event_header *h)
 	if (!p || p->dump.fd >= 0)
 		return;
 	r = perfmap_open_jitdump(&p->dump, (pid_t)in->pid, name);
+	note_refused(js, p, r);
 	if (r < 0)
 		log_debug("JIT symbols: cannot follow the jitdump of pid %u: %s", in->pid, strerror(-r));
 	else
@@ -546,6 +563,31 @@ void jitsink_exit(struct jitsink *js)
 	free(js->procs);
 	js->procs = NULL;
 	js->nr_procs = 0;
+}
+
+void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret)
+{
+	*ret = js->st;
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		add_stats(&ret->perfmap, &js->procs[i]->pm.st);
+		add_stats(&ret->perfmap, &js->procs[i]->dump.st);
+	}
+}
+
+void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s)
+{
+	t->procs += s->procs;
+	t->maps += s->maps;
+	t->images += s->images;
+	t->image_syms += s->image_syms;
+	t->no_map += s->no_map;
+	t->skipped += s->skipped;
+	t->failed += s->failed;
+	t->over_memory += s->over_memory;
+	t->roots_refused += s->roots_refused;
+	t->maps_at_exit += s->maps_at_exit;
+	t->refused += s->refused;
+	add_stats(&t->perfmap, &s->perfmap);
 }
 
 void jitsink_file_begin(struct jitsink *js)

@@ -36,6 +36,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/perf_event.h>
+
 #include "config.h"
 #include "perfmap.h"
 #include "sink.h"
@@ -59,7 +61,8 @@ struct jitsink_stats {
 	uint64_t roots_held;   /* now: roots held open of processes without a perf map yet */
 	uint64_t roots_refused; /* processes whose root was not held: JITSINK_MAX_ROOTS reached */
 	uint64_t maps_at_exit; /* perf maps read through a held root once the process was gone */
-	struct perfmap_stats perfmap; /* summed over processes that ended */
+	uint64_t refused;      /* processes whose perf map or jitdump was refused (a link, a FIFO, not theirs) */
+	struct perfmap_stats perfmap; /* summed over processes that ended (jitsink_stats(): and those followed) */
 };
 
 struct jitsink_opts {
@@ -120,6 +123,12 @@ void jitsink_file_end(struct jitsink *js);
  * before replaced if more of its symbols are known now; nothing forgotten.
  */
 void jitsink_write_images(struct jitsink *js);
+
+/* The counters since start, the perf maps of the processes followed now included. */
+void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret);
+
+/* Add @s's counters into @t (roots_held, a gauge, stays @t's): totals across a reload. */
+void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s);
 
 /* A record of the file's synthesized state, as if drained. */
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h);

@@ -79,3 +79,37 @@ check_perfparser() {
 	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
 		fail "$what: perfparser names $func in $named of $samples samples of $comm"
 }
+
+# check_shares WHAT FILE PID FUNC...: the shares perf report and go tool
+# pprof -top (of perfrecctl pprof --pid) give each FUNC (the rows naming
+# it, summed) agree within 3 points, flat (self) and cumulative
+# (children).  perf's shares are of PID's rows (--sort pid,sym: its --pid
+# filter lets other tasks' rows in), pprof's of the profile's samples.
+check_shares() {
+	local what=$1 f=$2 pid=$3; shift 3
+	local fn kind perf_share pp_share
+	command -v go >/dev/null || { note "$what: no go tool pprof to compare shares with"; return; }
+	"$PERFRECCTL" pprof --no-debuginfod --pid "$pid" -o "$T/sh.pb.gz" "$f" 2>"$T/sh.err" ||
+		{ cat "$T/sh.err"; fail "$what: perfrecctl pprof failed"; }
+	GOCACHE=$T/gocache go tool pprof -top -sample_index=samples -nodefraction=0 -nodecount=100000 \
+		"$T/sh.pb.gz" 2>/dev/null >"$T/sh.top" || fail "$what: go tool pprof cannot read the profile"
+	perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --children --sort pid,sym -g none 2>/dev/null |
+		awk -v p="^$pid:" '/^ +[0-9.]+%/ && $3 ~ p' >"$T/sh.perf"
+	[ -s "$T/sh.perf" ] || fail "$what: perf report has no rows of pid $pid"
+	for fn in "$@"; do
+		for kind in flat cum; do
+			# perf: Children% (col 1) or Self% (col 2) of the rows naming fn, over the sum of the pid's Self%
+			perf_share=$(awk -v re="$fn" -v c=$([ $kind = cum ] && echo 1 || echo 2) '
+				{ v = $c; sub("%", "", v); s = $2; sub("%", "", s); t += s; if ($0 ~ re) k += v }
+				END { printf "%.2f", t ? 100 * k / t : 0 }' "$T/sh.perf")
+			# pprof: flat% (col 2) or cum% (col 5) of the rows naming fn
+			pp_share=$(awk -v re="$fn" -v c=$([ $kind = cum ] && echo 5 || echo 2) '
+				$2 ~ /%$/ && $5 ~ /%$/ && $0 ~ re { v = $c; sub("%", "", v); k += v }
+				END { printf "%.2f", k }' "$T/sh.top")
+			note "$what: $fn $kind: perf report $perf_share%, go tool pprof $pp_share%"
+			awk -v a="$perf_share" -v b="$pp_share" 'BEGIN { d = a - b; exit !(d <= 3 && d >= -3) }' ||
+				{ head -20 "$T/sh.top"; head -20 "$T/sh.perf"
+				  fail "$what: $fn's $kind share: perf report $perf_share%, go tool pprof $pp_share%: more than 3 points apart"; }
+		done
+	done
+}

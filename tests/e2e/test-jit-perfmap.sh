@@ -11,8 +11,9 @@
 # exits and its map is deleted; then perf report, perf script, hotspot's
 # perfparser and perfrecctl folded name the known functions in at least
 # 90% of the workload's samples (and perfrecctl pprof, read by go tool
-# pprof, and flamegraph carry them), from the file and its build-id cache
-# (the output directory's) alone.  A cut of the file does too.
+# pprof, and flamegraph carry them, go tool pprof -top's flat and
+# cumulative shares of the functions within 3 points of perf report's),
+# from the file and its build-id cache (the output directory's) alone.  A cut of the file does too.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 NODE=$(command -v node) || skip "node is not installed"
@@ -88,6 +89,7 @@ ls "$T/node/.build-id"/*/* >/dev/null 2>&1 || fail "no build-id cache beside the
 check_perf node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_folded node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_views node "$f" "$pid" fibonacciRecurse hotLoopNamed
+check_shares node "$f" "$pid" fibonacciRecurse hotLoopNamed
 # "On another machine": the file and the cache's entries copied elsewhere, nothing else.
 mkdir -p "$T/elsewhere"
 cp "$f" "$T/elsewhere/"
@@ -172,6 +174,7 @@ if [ -n "$PY" ]; then
 	check_perf python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_folded python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_views python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+	check_shares python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
 else
 	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"

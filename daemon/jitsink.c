@@ -489,10 +489,14 @@ void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 static void jitsink_record(struct sink *s, struct drain_rec *r)
 {
 	struct jitsink *js = s->ctx;
-	uint64_t t = drain_rec_time(r);
 
-	if (t > js->newest)
-		js->newest = t;
+	/* only flight mode ages processes out by record time */
+	if (js->keep_exited_ns) {
+		uint64_t t = drain_rec_time(r);
+
+		if (t > js->newest)
+			js->newest = t;
+	}
 	js->ring = r->ring;
 	jitsink_note(js, r->h);
 }

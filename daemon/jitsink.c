@@ -57,6 +57,7 @@ struct jitproc {
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
 	size_t nr_maps, cap_maps;
+	size_t no_map_counted;  /* of them, counted in st.no_map (each snapshot looks again) */
 };
 
 /* MMAP2 as the kernel lays it out, up to the file name. */
@@ -605,7 +606,7 @@ void jitsink_file_begin(struct jitsink *js)
 		memcpy(js->salt + 8, &pid, 4);
 	}
 	for (size_t i = 0; i < js->nr_procs; i++)
-		js->procs[i]->nr_maps = 0;
+		js->procs[i]->nr_maps = js->procs[i]->no_map_counted = 0;
 }
 
 /* @s's name, from whichever of @p's tables holds it. */
@@ -778,7 +779,8 @@ static void write_images(struct jitsink *js, const char *dir)
 		if (!p->nr_maps)
 			continue;
 		if (p->pm.fd < 0 && !p->pm.nr_syms && p->dump.fd < 0 && !p->dump.nr_syms) {
-			js->st.no_map += p->nr_maps;
+			js->st.no_map += p->nr_maps - p->no_map_counted;
+			p->no_map_counted = p->nr_maps;
 			continue;
 		}
 		if (p->pm.nr_syms + p->dump.nr_syms > cap) {
@@ -836,7 +838,7 @@ void jitsink_file_end(struct jitsink *js)
 	for (size_t i = 0; i < js->nr_procs; i++) {
 		struct jitproc *p = js->procs[i];
 
-		p->nr_maps = 0;
+		p->nr_maps = p->no_map_counted = 0;
 		if (p->exited)
 			proc_free(js, p);
 		else

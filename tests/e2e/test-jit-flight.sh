@@ -4,7 +4,7 @@
 # exits and its perf map is deleted; a snapshot asked for afterwards
 # (SIGUSR2) names node's JIT functions for perf report, perf script,
 # perfrecctl folded and hotspot's perfparser, from the snapshot and the
-# build-id cache beside it alone.  A second snapshot, asked for while a
+# build-id cache beside it alone; its build-id table lists the images.  A second snapshot, asked for while a
 # second node runs, names both processes' functions: the first one's
 # images stay, the second's are written with what its map holds then,
 # and rewritten by a third snapshot once it has exited.
@@ -43,6 +43,9 @@ wait $pid1 || fail "node failed"
 rm -f /tmp/perf-$pid1.map
 [ "$(nsnap)" = 0 ] || fail "flight mode wrote a snapshot before one was asked for"
 f=$(snapshot 1)
+# its build-id table lists the images (what an upload ships beside it)
+perf buildid-list -i "$f" 2>/dev/null | grep -q " /perfrec-jit/jit-$pid1-" ||
+	fail "the snapshot's build-id table lists no image of pid $pid1"
 check_perf "flight snapshot" "$f" "$pid1" fibonacciRecurse hotLoopNamed
 check_folded "flight snapshot" "$f" "$pid1" fibonacciRecurse hotLoopNamed
 check_perfparser "flight snapshot" "$f" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed"

@@ -3,7 +3,8 @@
  * JIT frames named from the recording alone (issue 26): a sink (sink.h)
  * behind the file that sees each anonymous executable MMAP2 (JIT code,
  * perf's "//anon"), follows the perf map of that process while it lives
- * (perfmap.h, incrementally, bounded) and, for the file being recorded:
+ * (perfmap.h, incrementally, bounded) and, for the file being recorded
+ * and the flight history (snapshots):
  *
  *   - right after that MMAP2 (same trailer, one nanosecond later, so that
  *     every reader applies it last) writes an MMAP2 of the same range
@@ -12,7 +13,8 @@
  *     table then carries too;
  *   - when the file ends, writes each such mapping's image (jitimage.h:
  *     the symbols of the perf map within it) into the build-id cache
- *     under that build id.
+ *     under that build id; a snapshot writes those it holds, again when
+ *     more symbols are known since (jitsink_write_images()).
  *
  * The build id cannot be a hash of the image: the MMAP2 must be in the
  * file before the samples it explains (readers apply records in time

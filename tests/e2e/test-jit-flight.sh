@@ -4,7 +4,9 @@
 # exits and its perf map is deleted; a snapshot asked for afterwards
 # (SIGUSR2) names node's JIT functions for perf report, perf script,
 # perfrecctl folded and hotspot's perfparser, from the snapshot and the
-# build-id cache beside it alone; its build-id table lists the images.  A second snapshot, asked for while a
+# build-id cache beside it alone; its build-id table lists the images.
+# So does it for a node that ran (and JIT-compiled) before perfrecd
+# started, from the state perfrecd seeds its history with.  A second snapshot, asked for while a
 # second node runs, names both processes' functions: the first one's
 # images stay, the second's are written with what its map holds then,
 # and rewritten by a third snapshot once it has exited.
@@ -24,10 +26,17 @@ function hotLoopNamed(ms) {
 console.log(hotLoopNamed(+process.argv[2]));
 EOS
 
+# A node that JIT-compiled before perfrecd started: the state seeded at
+# start names its JIT mapping in the history too.
+(cd "$T" && exec "$NODEBIN" --perf-basic-prof "$T/jitwl.js" 3000 >/dev/null) &
+pid0=$!
+wait_for 30 grep -qs fibonacciRecurse /tmp/perf-$pid0.map || fail "node wrote no fibonacciRecurse into its map"
 mkdir -p "$T/out"
 "$PERFRECD" -o "$T/out" --socket= --mode flight --history 10min -F 499 -g 2>"$T/d.log" &
 DAEMON_PID=$!
 wait_for 30 grep -q '^perfrecd: Recording' "$T/d.log" || { cat "$T/d.log"; fail "perfrecd did not start"; }
+wait $pid0 || fail "node failed"
+rm -f /tmp/perf-$pid0.map
 nsnap() { ls "$T"/out/*-snapshot.data 2>/dev/null | wc -l; }
 snapshot() { # N: ask for snapshot N, wait for it, print its path
 	kill -USR2 $DAEMON_PID
@@ -47,6 +56,7 @@ f=$(snapshot 1)
 perf buildid-list -i "$f" 2>/dev/null | grep -q " /perfrec-jit/jit-$pid1-" ||
 	fail "the snapshot's build-id table lists no image of pid $pid1"
 check_perf "flight snapshot" "$f" "$pid1" fibonacciRecurse hotLoopNamed
+check_perf "flight snapshot, node started before perfrecd" "$f" "$pid0" fibonacciRecurse hotLoopNamed
 check_folded "flight snapshot" "$f" "$pid1" fibonacciRecurse hotLoopNamed
 check_perfparser "flight snapshot" "$f" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed"
 

@@ -96,6 +96,38 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(o, "unwind", u);
 }
 
+/* JIT frames named (jitsink.h): what was done, left out and refused. */
+static void jit_status(const struct recorder *rec, struct json_object *o)
+{
+	struct json_object *j = json_object_new_object();
+	struct jitsink_stats st;
+
+	if (!j)
+		return;
+	jitsink_get_stats(&rec->jit, &st);
+#define JIT_ADD(name, v) J_ADD(j, name, json_object_new_int64((int64_t)(v)))
+	JIT_ADD("processes", st.procs);
+	JIT_ADD("mappings_named", st.maps);
+	JIT_ADD("images", st.images);
+	JIT_ADD("image_symbols", st.image_syms);
+	JIT_ADD("no_map", st.no_map);
+	JIT_ADD("maps_refused", st.refused);
+	JIT_ADD("maps_at_exit", st.maps_at_exit);
+	JIT_ADD("roots_held", st.roots_held);
+	JIT_ADD("roots_refused", st.roots_refused);
+	JIT_ADD("skipped", st.skipped);
+	JIT_ADD("failed", st.failed);
+	JIT_ADD("reads_over_memory", st.over_memory);
+	JIT_ADD("map_bytes", st.perfmap.bytes);
+	JIT_ADD("map_symbols", st.perfmap.syms);
+	JIT_ADD("symbols_dropped", st.perfmap.over_limit);
+	JIT_ADD("bad_lines", st.perfmap.bad_lines);
+	JIT_ADD("long_lines", st.perfmap.long_lines);
+	JIT_ADD("cut_names", st.perfmap.cut_names);
+#undef JIT_ADD
+	J_ADD(o, "jit", j);
+}
+
 static struct json_object *status(struct control *ctl)
 {
 	struct recorder *rec = ctl->rec;
@@ -177,6 +209,7 @@ static struct json_object *status(struct control *ctl)
 	J_ADD(o, "subscribers", json_object_new_int64((int64_t)ctl->nr_subscribers));
 	status_governor(ctl, o);
 	unwind_status(rec, o);
+	jit_status(rec, o);
 	return o;
 }
 

@@ -42,17 +42,22 @@
 struct jitmap {
 	uint64_t start, len;
 	uint8_t bid[JITIMAGE_BID_LEN];
+	size_t written;         /* symbols in its image in the cache (0: none written) */
 };
 
 struct jitproc {
 	uint32_t pid;
 	bool exited;
+	bool refused;           /* its map or dump was refused (counted once) */
+	uint64_t exit_time;     /* of its EXIT or exec record */
 	uint64_t next_open_ns;  /* no perf map yet: when to look again */
 	uint64_t since;         /* the time of the record it was first seen by (0: none) */
 	struct perfmap pm;
+	struct perfmap_root root; /* held while it has no perf map (fd -1: none) */
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
 	struct jitmap *maps;    /* of the current file */
 	size_t nr_maps, cap_maps;
+	size_t no_map_counted;  /* of them, counted in st.no_map (each snapshot looks again) */
 };
 
 /* MMAP2 as the kernel lays it out, up to the file name. */
@@ -92,8 +97,29 @@ static void add_stats(struct perfmap_stats *t, const struct perfmap_stats *s)
 	t->restarts += s->restarts;
 }
 
+/* Its root is not needed any more (its map is open, or it is gone). */
+static void root_drop(struct jitsink *js, struct jitproc *p)
+{
+	if (p->root.fd < 0)
+		return;
+	perfmap_root_drop(&p->root);
+	js->st.roots_held--;
+}
+
+/* No perf map yet: its root held, for a map written as it exits. */
+static void root_hold(struct jitsink *js, struct jitproc *p)
+{
+	if (js->st.roots_held >= JITSINK_MAX_ROOTS) {
+		js->st.roots_refused++;
+		return;
+	}
+	if (perfmap_root_hold(&p->root, (pid_t)p->pid) == 0)
+		js->st.roots_held++;
+}
+
 static void proc_free(struct jitsink *js, struct jitproc *p)
 {
+	root_drop(js, p);
 	add_stats(&js->st.perfmap, &p->pm.st);
 	add_stats(&js->st.perfmap, &p->dump.st);
 	perfmap_exit(&p->pm);
@@ -108,6 +134,15 @@ static struct jitproc *proc_find(struct jitsink *js, uint32_t pid)
 		if (js->procs[i]->pid == pid && !js->procs[i]->exited)
 			return js->procs[i];
 	return NULL;
+}
+
+/* A map there but not to be read (a link, a FIFO, another user's): counted once a process. */
+static void note_refused(struct jitsink *js, struct jitproc *p, int r)
+{
+	if (r == -ENOENT || p->refused)
+		return;
+	p->refused = true;
+	js->st.refused++;
 }
 
 /* The process's state, its perf map opened on first sight (it exists from the runtime's start). */
@@ -129,11 +164,15 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 	js->procs = grown;
 	p->pid = pid;
 	p->since = time;
+	p->root.fd = -1;
 	perfmap_init(&p->pm, &js->o.limits);
 	perfmap_init(&p->dump, &js->o.limits);
 	r = perfmap_open(&p->pm, (pid_t)pid);
 	if (r < 0 && r != -ENOENT)
 		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
+	note_refused(js, p, r);
+	if (r < 0)
+		root_hold(js, p);
 	js->procs[js->nr_procs++] = p;
 	js->st.procs++;
 	return p;
@@ -158,16 +197,20 @@ static uint64_t mem_used(const struct jitsink *js)
 static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 {
 	struct perfmap *both[] = { &p->pm, &p->dump };
+	int r;
 
 	if (p->pm.fd < 0 && !p->exited) {
 		uint64_t now = now_ns();
 
 		if (now < p->next_open_ns)
 			;
-		else if (perfmap_open(&p->pm, (pid_t)p->pid) < 0)
+		else if ((r = perfmap_open(&p->pm, (pid_t)p->pid)) < 0) {
+			note_refused(js, p, r);
 			p->next_open_ns = now + REOPEN_EVERY_NS;
-		else
+		} else {
 			log_debug("JIT symbols: following the perf map of pid %u", p->pid);
+			root_drop(js, p);
+		}
 	}
 	for (size_t k = 0; k < 2; k++)
 		for (unsigned i = 0; i < passes && both[k]->fd >= 0; i++) {
@@ -228,6 +271,17 @@ static uint64_t rec_time(const struct jitsink *js, const struct perf_event_heade
 	return v;
 }
 
+/* Into the file, and the history if there is one: 0 if either took it. */
+static int emit_both(struct jitsink *js, const struct perf_event_header *h, uint64_t time)
+{
+	int r = js->o.emit(js->o.ctx, h), rh;
+
+	if (!js->history)
+		return r;
+	rh = js->history(js->history_ctx, js->ring, h, time);
+	return r == 0 ? 0 : rh;
+}
+
 /*
  * The MMAP2 naming @m's image, from the kernel's @h: same pid, range,
  * prot, flags and trailer, pgoff 0, the image's name and build id, one
@@ -268,7 +322,7 @@ static int emit_map(struct jitsink *js, const struct perf_event_header *h, const
 	memcpy(&time, t, 8);
 	time++;
 	memcpy(t, &time, 8);
-	return js->o.emit(js->o.ctx, (const struct perf_event_header *)rec);
+	return emit_both(js, (const struct perf_event_header *)rec, time);
 }
 
 static bool is_jit_mmap2(const struct perf_event_header *h)
@@ -342,12 +396,22 @@ static void note_exit(struct jitsink *js, const struct perf_event_header *h)
 {
 	const struct { struct perf_event_header h; uint32_t pid, ppid, tid, ptid; } *e = (const void *)h;
 	struct jitproc *p;
+	int r;
 
 	if (h->size < sizeof(*e) || e->pid != e->tid || !(p = proc_find(js, e->pid)))
 		return;
+	/* a map written as it exited (the JVM's DumpPerfMapAtExit): through the root held */
+	if (p->pm.fd < 0 && p->root.fd >= 0 && (r = perfmap_open_root(&p->pm, &p->root)) < 0)
+		note_refused(js, p, r);
+	else if (p->pm.fd >= 0 && p->root.fd >= 0) {
+		js->st.maps_at_exit++;
+		log_debug("JIT symbols: reading the perf map pid %u wrote as it exited", p->pid);
+	}
+	root_drop(js, p);
 	/* what it wrote last: the open fd reads it even once the file is deleted */
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
+	p->exit_time = rec_time(js, h);
 }
 
 /*
@@ -374,6 +438,7 @@ static void note_marker(struct jitsink *js, const struct perf_event_header *h)
 	if (!p || p->dump.fd >= 0)
 		return;
 	r = perfmap_open_jitdump(&p->dump, (pid_t)in->pid, name);
+	note_refused(js, p, r);
 	if (r < 0)
 		log_debug("JIT symbols: cannot follow the jitdump of pid %u: %s", in->pid, strerror(-r));
 	else
@@ -404,8 +469,10 @@ static void note_exec(struct jitsink *js, const struct perf_event_header *h)
 	t = rec_time(js, h);
 	if (t && p->since && t <= p->since)
 		return;
+	root_drop(js, p);
 	proc_read(js, p, FINAL_READS);
 	p->exited = true;
+	p->exit_time = t;
 }
 
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
@@ -422,7 +489,33 @@ void jitsink_note(struct jitsink *js, const struct perf_event_header *h)
 
 static void jitsink_record(struct sink *s, struct drain_rec *r)
 {
-	jitsink_note(s->ctx, r->h);
+	struct jitsink *js = s->ctx;
+
+	/* only flight mode ages processes out by record time */
+	if (js->keep_exited_ns) {
+		uint64_t t = drain_rec_time(r);
+
+		if (t > js->newest)
+			js->newest = t;
+	}
+	js->ring = r->ring;
+	jitsink_note(js, r->h);
+}
+
+/* Flight mode: processes exited longer ago than any snapshot reaches go (keep_exited_ns). */
+static void forget_exited(struct jitsink *js)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		struct jitproc *p = js->procs[i];
+
+		if (p->exited && p->exit_time + js->keep_exited_ns < js->newest)
+			proc_free(js, p);
+		else
+			js->procs[k++] = p;
+	}
+	js->nr_procs = k;
 }
 
 static void jitsink_round(struct sink *s, uint64_t bytes)
@@ -436,6 +529,8 @@ static void jitsink_round(struct sink *s, uint64_t bytes)
 	if (now < js->next_read_ns)
 		return;
 	js->next_read_ns = now + READ_EVERY_NS;
+	if (js->keep_exited_ns)
+		forget_exited(js);
 	for (size_t i = 0; i < js->nr_procs; i++)
 		if (!js->procs[i]->exited)
 			proc_read(js, js->procs[i], 1);
@@ -475,6 +570,31 @@ void jitsink_exit(struct jitsink *js)
 	js->nr_procs = 0;
 }
 
+void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret)
+{
+	*ret = js->st;
+	for (size_t i = 0; i < js->nr_procs; i++) {
+		add_stats(&ret->perfmap, &js->procs[i]->pm.st);
+		add_stats(&ret->perfmap, &js->procs[i]->dump.st);
+	}
+}
+
+void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s)
+{
+	t->procs += s->procs;
+	t->maps += s->maps;
+	t->images += s->images;
+	t->image_syms += s->image_syms;
+	t->no_map += s->no_map;
+	t->skipped += s->skipped;
+	t->failed += s->failed;
+	t->over_memory += s->over_memory;
+	t->roots_refused += s->roots_refused;
+	t->maps_at_exit += s->maps_at_exit;
+	t->refused += s->refused;
+	add_stats(&t->perfmap, &s->perfmap);
+}
+
 void jitsink_file_begin(struct jitsink *js)
 {
 	if (getrandom(js->salt, sizeof(js->salt), GRND_NONBLOCK) != (ssize_t)sizeof(js->salt)) {
@@ -486,7 +606,7 @@ void jitsink_file_begin(struct jitsink *js)
 		memcpy(js->salt + 8, &pid, 4);
 	}
 	for (size_t i = 0; i < js->nr_procs; i++)
-		js->procs[i]->nr_maps = 0;
+		js->procs[i]->nr_maps = js->procs[i]->no_map_counted = 0;
 }
 
 /* @s's name, from whichever of @p's tables holds it. */
@@ -566,21 +686,25 @@ static int link_image(int linkfd, uint32_t pid, const struct jitmap *m)
 }
 
 static int write_image(struct jitsink *js, int bidfd, int linkfd, const struct jitproc *p,
-		       const struct jitmap *m, const struct perfmap_sym **tmp, struct jitimage_sym *syms)
+		       struct jitmap *m, const struct perfmap_sym **tmp, struct jitimage_sym *syms)
 {
 	size_t n = map_syms(p, m, tmp, syms), len;
 	void *buf;
 	int r;
 
-	if (!n)
-		return 0;   /* nothing known in it: perf says [unknown] as it would have */
+	if (!n || n <= m->written)
+		return 0;   /* nothing (new) known in it: perf says [unknown] as it would have */
 	r = jitimage_build(syms, n, m->len, m->bid, &buf, &len);
 	if (r == 0) {
-		r = jitimage_store(bidfd, m->bid, buf, len, 0640);
+		/* an earlier snapshot's image of it, with fewer symbols, gives way */
+		r = m->written ? jitimage_replace(bidfd, m->bid, buf, len, 0640)
+			       : jitimage_store(bidfd, m->bid, buf, len, 0640);
 		free(buf);
 	}
 	if (r == -EEXIST)
 		r = 0;
+	if (r == 0)
+		m->written = n;
 	if (r == 0)
 		bidcache_note_entry(cache_dir(js), (*js->cfg)->buildid_cache_size, m->bid, JITIMAGE_BID_LEN);
 	if (r == 0 && linkfd >= 0)
@@ -655,7 +779,8 @@ static void write_images(struct jitsink *js, const char *dir)
 		if (!p->nr_maps)
 			continue;
 		if (p->pm.fd < 0 && !p->pm.nr_syms && p->dump.fd < 0 && !p->dump.nr_syms) {
-			js->st.no_map += p->nr_maps;
+			js->st.no_map += p->nr_maps - p->no_map_counted;
+			p->no_map_counted = p->nr_maps;
 			continue;
 		}
 		if (p->pm.nr_syms + p->dump.nr_syms > cap) {
@@ -683,6 +808,17 @@ static void write_images(struct jitsink *js, const char *dir)
 	}
 }
 
+void jitsink_write_images(struct jitsink *js)
+{
+	const char *dir = cache_dir(js);
+
+	for (size_t i = 0; i < js->nr_procs; i++)
+		if (js->procs[i]->nr_maps && !js->procs[i]->exited)
+			proc_read(js, js->procs[i], FINAL_READS);
+	if (dir)
+		write_images(js, dir);
+}
+
 void jitsink_file_end(struct jitsink *js)
 {
 	const char *dir = cache_dir(js);
@@ -702,7 +838,7 @@ void jitsink_file_end(struct jitsink *js)
 	for (size_t i = 0; i < js->nr_procs; i++) {
 		struct jitproc *p = js->procs[i];
 
-		p->nr_maps = 0;
+		p->nr_maps = p->no_map_counted = 0;
 		if (p->exited)
 			proc_free(js, p);
 		else

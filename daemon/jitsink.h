@@ -3,7 +3,8 @@
  * JIT frames named from the recording alone (issue 26): a sink (sink.h)
  * behind the file that sees each anonymous executable MMAP2 (JIT code,
  * perf's "//anon"), follows the perf map of that process while it lives
- * (perfmap.h, incrementally, bounded) and, for the file being recorded:
+ * (perfmap.h, incrementally, bounded) and, for the file being recorded
+ * and the flight history (snapshots):
  *
  *   - right after that MMAP2 (same trailer, one nanosecond later, so that
  *     every reader applies it last) writes an MMAP2 of the same range
@@ -12,13 +13,19 @@
  *     table then carries too;
  *   - when the file ends, writes each such mapping's image (jitimage.h:
  *     the symbols of the perf map within it) into the build-id cache
- *     under that build id.
+ *     under that build id; a snapshot writes those it holds, again when
+ *     more symbols are known since (jitsink_write_images()).
  *
  * The build id cannot be a hash of the image: the MMAP2 must be in the
  * file before the samples it explains (readers apply records in time
  * order), and the runtime announces its functions after that.  It is a
  * hash of a random per-file salt, the pid and the range: unique, and
  * never reused for other contents.
+ *
+ * A process without a perf map when first seen has its root held open
+ * (perfmap_root_hold(), JITSINK_MAX_ROOTS of them) until its map opens:
+ * the JVM writes its map only as it exits, when /proc/PID/root is gone,
+ * and it is read through that root when the EXIT comes.
  *
  * Bounded: processes followed, mappings per process and per-process
  * symbols and name bytes (perfmap limits), bytes read per pass; what is
@@ -31,12 +38,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/perf_event.h>
+
 #include "config.h"
 #include "perfmap.h"
 #include "sink.h"
 
 #define JITSINK_MAX_PROCS 1024
 #define JITSINK_MAX_MAPS 1024   /* per process and file */
+/* Roots held of processes without a perf map yet (each an fd: the JVM writes its map at exit) */
+#define JITSINK_MAX_ROOTS 256
 /* Symbol tables of all processes together (each: 256 Ki symbols, 16 MiB of names at most) */
 #define JITSINK_MEM_MAX (128ull << 20)
 
@@ -49,7 +60,11 @@ struct jitsink_stats {
 	uint64_t skipped;      /* mappings or processes over the bounds, or no time to order them by */
 	uint64_t failed;       /* images that could not be written */
 	uint64_t over_memory;  /* reads left out: JITSINK_MEM_MAX reached */
-	struct perfmap_stats perfmap; /* summed over processes that ended */
+	uint64_t roots_held;   /* now: roots held open of processes without a perf map yet */
+	uint64_t roots_refused; /* processes whose root was not held: JITSINK_MAX_ROOTS reached */
+	uint64_t maps_at_exit; /* perf maps read through a held root once the process was gone */
+	uint64_t refused;      /* processes whose perf map or jitdump was refused (a link, a FIFO, not theirs) */
+	struct perfmap_stats perfmap; /* summed over processes that ended (jitsink_stats(): and those followed) */
 };
 
 struct jitsink_opts {
@@ -73,6 +88,18 @@ struct jitsink {
 	struct jitproc **procs;
 	size_t nr_procs;
 	uint64_t next_read_ns;
+	/* a second output: the flight history, its MMAP2 in the ring of the record it follows */
+	int (*history)(void *ctx, size_t ring, const struct perf_event_header *h, uint64_t time);
+	void *history_ctx;
+	size_t ring;               /* the ring of the record being noted */
+	uint64_t newest;           /* the newest record time seen */
+	/*
+	 * Flight mode: no file ends, snapshots come any time; processes that
+	 * exited are kept (their symbols, their mappings' build ids) this
+	 * long past their exit for the snapshots whose window holds their
+	 * samples.  0: until the file ends.
+	 */
+	uint64_t keep_exited_ns;
 	struct jitsink_stats st;
 };
 
@@ -91,6 +118,19 @@ void jitsink_file_begin(struct jitsink *js);
  * processes that exited.
  */
 void jitsink_file_end(struct jitsink *js);
+
+/*
+ * A snapshot is being written: read what the perf maps gained and write
+ * the image of every mapping known now into the cache, each written
+ * before replaced if more of its symbols are known now; nothing forgotten.
+ */
+void jitsink_write_images(struct jitsink *js);
+
+/* The counters since start, the perf maps of the processes followed now included. */
+void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret);
+
+/* Add @s's counters into @t (roots_held, a gauge, stays @t's): totals across a reload. */
+void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s);
 
 /* A record of the file's synthesized state, as if drained. */
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h);

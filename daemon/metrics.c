@@ -54,6 +54,7 @@ struct metrics {
 	double start_time_sec;
 	/* totals of recorders replaced by a reload */
 	uint64_t base_samples, base_lost, base_bytes, base_dropped;
+	struct jitsink_stats base_jit;
 	struct metrics_event *events;
 	size_t events_cap;
 };
@@ -190,6 +191,29 @@ static void unwind_table_metrics(FILE *f, const struct perfrec_unwinder_table_st
 	gauge(f, "perfrecd_unwind_table_bytes", "Bytes of unwind tables in memory.", t->cache.bytes);
 }
 
+/* JIT frames named (jitsink.h): what it did, and what it left out or refused. */
+static void jit_metrics(FILE *f, const struct jitsink_stats *j)
+{
+	counter(f, "perfrecd_jit_processes_total", "Processes with JIT mappings whose perf map was followed.", j->procs);
+	counter(f, "perfrecd_jit_mappings_named_total", "MMAP2 records written naming a JIT mapping's image.", j->maps);
+	counter(f, "perfrecd_jit_images_total", "JIT images written into the build-id cache.", j->images);
+	counter(f, "perfrecd_jit_image_symbols_total", "Symbols in the JIT images written.", j->image_syms);
+	counter(f, "perfrecd_jit_no_map_total", "JIT mappings of processes without a readable perf map: no image.", j->no_map);
+	counter(f, "perfrecd_jit_maps_refused_total", "Processes whose perf map or jitdump was refused: a symbolic link, a FIFO, another user's file.", j->refused);
+	counter(f, "perfrecd_jit_maps_at_exit_total", "Perf maps read through the root held once their process was gone (written at exit).", j->maps_at_exit);
+	gauge(f, "perfrecd_jit_roots_held", "Roots of processes without a perf map yet held open now.", j->roots_held);
+	counter(f, "perfrecd_jit_roots_refused_total", "Processes whose root was not held: the bound on roots held was reached.", j->roots_refused);
+	counter(f, "perfrecd_jit_skipped_total", "JIT mappings or processes left out: over the bounds on processes and mappings.", j->skipped);
+	counter(f, "perfrecd_jit_failed_total", "JIT images that could not be written.", j->failed);
+	counter(f, "perfrecd_jit_reads_over_memory_total", "Perf map reads left out: the memory bound of all symbol tables was reached.", j->over_memory);
+	counter(f, "perfrecd_jit_map_bytes_total", "Bytes read from perf maps and jitdumps.", j->perfmap.bytes);
+	counter(f, "perfrecd_jit_map_symbols_total", "Perf map lines and jitdump records taken as symbols.", j->perfmap.syms);
+	counter(f, "perfrecd_jit_symbols_dropped_total", "Good perf map lines dropped: a process's bound on symbols or name bytes was reached.", j->perfmap.over_limit);
+	counter(f, "perfrecd_jit_bad_lines_total", "Perf map lines refused: not START SIZE NAME, or an absurd range.", j->perfmap.bad_lines);
+	counter(f, "perfrecd_jit_long_lines_total", "Perf map lines longer than a line may be: skipped whole.", j->perfmap.long_lines);
+	counter(f, "perfrecd_jit_cut_names_total", "Symbol names cut to their bound.", j->perfmap.cut_names);
+}
+
 int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 {
 	char *text = NULL;
@@ -256,6 +280,8 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		gauge(f, "perfrecd_unwind_queued_bytes", "Bytes of records waiting for the unwinding worker.", u->queued_bytes);
 		unwind_table_metrics(f, &u->tables);
 	}
+	if (v->have_jit)
+		jit_metrics(f, &v->jit);
 	family(f, "perfrecd_cpu_seconds_total", "counter", "CPU time perfrecd used (user and system, all threads), in seconds.");
 	fprintf(f, "perfrecd_cpu_seconds_total %.6f\n", v->cpu_sec);
 	gauge(f, "perfrecd_resident_memory_bytes", "Resident set size of perfrecd in bytes.", v->rss_bytes);
@@ -337,6 +363,8 @@ static void collect(struct metrics *mx, struct metrics_values *v)
 	v->lost += mx->base_lost;
 	v->bytes_written += mx->base_bytes;
 	v->dropped_bytes += mx->base_dropped;
+	if (v->have_jit)
+		jitsink_stats_add(&v->jit, &mx->base_jit);
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
 		v->cpu_sec = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	v->rss_bytes = rss_bytes();
@@ -367,6 +395,7 @@ void metrics_carry(struct metrics *mx)
 	mx->base_lost += v.lost;
 	mx->base_bytes += v.bytes_written;
 	mx->base_dropped += v.dropped_bytes;
+	jitsink_stats_add(&mx->base_jit, &v.jit);
 }
 
 /* ------------------------------------------------------------- textfile */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "jitsink.h"
 #include "unwind-sink.h"
 #include "upload.h"
 
@@ -56,6 +57,8 @@ struct metrics_values {
 	uint64_t tracked_processes; /* in the build-id table: bounded by the live ones */
 	bool have_unwind;         /* unwind=host: unwind.* below are meaningful */
 	struct unwind_sink_stats unwind;
+	bool have_jit;            /* jit.* below are meaningful (the JIT sink runs) */
+	struct jitsink_stats jit;
 };
 
 /*

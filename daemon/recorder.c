@@ -167,10 +167,13 @@ static int open_notes(struct recorder *rec)
 		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bidcache_sink);
 	if (r == 0)
 		r = pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->bpf_sink);
-	/* JIT mappings named in the file (jitsink.h): files only, not the flight history */
+	/*
+	 * JIT mappings named in the file and the history (jitsink.h); with a
+	 * history, snapshot_open() puts it behind the history's sink.
+	 */
 	jitsink_init(&rec->jit, &rec->cfg, &jo);
-	if (r == 0 && !rec->flight)
-		r = pipeline_add(rec->pipe, PIPELINE_FILE, &rec->jit.sink);
+	if (r == 0)
+		r = pipeline_add(rec->pipe, rec->flight ? PIPELINE_HISTORY : PIPELINE_FILE, &rec->jit.sink);
 	return r;
 }
 
@@ -378,13 +381,17 @@ static int seed_emit(void *ctx, const struct perf_event_header *h)
 	struct recorder *rec = ctx;
 
 	pipeline_state(rec->pipe, PIPELINE_HISTORY, h);
+	/* JIT code of processes that already run: its MMAP2s naming images go into the history */
+	if (h->type == PERF_RECORD_MMAP2)
+		jitsink_note(&rec->jit, h);
 	return 0;
 }
 
 /*
  * Without a file (flight mode) no output begins with the state of the
  * processes that already run, which the stages need (the unwinder: their
- * maps): they get it once, here, while still idle.
+ * maps) and the JIT sink (their JIT mappings): they get it once, here,
+ * while still idle.
  */
 static void seed_stages(struct recorder *rec)
 {
@@ -395,11 +402,11 @@ static void seed_stages(struct recorder *rec)
 	};
 	int r;
 
-	if (!rec->flight || !pipeline_wants_state(rec->pipe))
+	if (!rec->flight)
 		return;
 	r = outfile_synthesize(&src, NULL, &bo);
 	if (r < 0)
-		log_warning("The host unwinder starts without the state of running processes: %s", strerror(-r));
+		log_warning("The flight history starts without the state of running processes: %s", strerror(-r));
 }
 
 int recorder_enable(struct recorder *rec)

@@ -96,6 +96,37 @@ static void history_round(struct sink *sk, uint64_t bytes)
 
 static const struct sink_ops history_sink_ops = { .record = history_record, .round = history_round };
 
+/* The JIT sink's MMAP2 naming an image, after the kernel's it follows (jitsink.h). */
+static int history_take(void *ctx, size_t ring, const struct perf_event_header *h, uint64_t time)
+{
+	struct snapshot *sn = ctx;
+
+	if (ring >= sn->nr_rings)
+		return -EINVAL;
+	if (time < sn->last[ring])
+		time = sn->last[ring];
+	sn->last[ring] = time;
+	if (history_add(sn->history, ring, h, time) < 0) {
+		sn->dropped++;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The JIT sink behind the history's, so that its MMAP2s come after the
+ * kernel's they follow, and into the history too; in flight mode it
+ * keeps what a snapshot of the window may need of processes that exited.
+ */
+static int hook_jit(struct recorder *rec, struct snapshot *sn, uint64_t window)
+{
+	recorder_remove_sink(rec, &rec->jit.sink);
+	rec->jit.history = history_take;
+	rec->jit.history_ctx = sn;
+	rec->jit.keep_exited_ns = snapshot_flight_mode(rec->cfg) ? window : 0;
+	return recorder_add_output(rec, PIPELINE_HISTORY, &rec->jit.sink);
+}
+
 static void snapshot_free(struct snapshot *sn)
 {
 	if (!sn)
@@ -133,8 +164,13 @@ int snapshot_open(struct recorder *rec)
 	}
 	sn->last = calloc(rec->nr_rings, sizeof(*sn->last));
 	r = sn->last ? recorder_add_output(rec, PIPELINE_HISTORY, &sn->sink) : -ENOMEM;
-	if (r < 0)
+	if (r == 0)
+		r = hook_jit(rec, sn, ho.window_ns);
+	if (r < 0) {
+		recorder_remove_sink(rec, &sn->sink);
+		rec->jit.history = NULL;
 		snapshot_free(sn);
+	}
 	return r;
 }
 
@@ -165,6 +201,8 @@ void snapshot_close(struct recorder *rec)
 	if (!sn)
 		return;
 	recorder_remove_sink(rec, &sn->sink);
+	rec->jit.history = NULL;
+	rec->jit.history_ctx = NULL;
 	snapshot_free(sn);
 }
 
@@ -414,6 +452,8 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	r = merge(rec, &s, (struct perfrec_cpu_span *)(sf + 1), min_time);
 	if (r < 0)
 		goto out;
+	/* Its JIT mappings' images into the cache now: their processes may be gone by the time it is read. */
+	jitsink_write_images(&rec->jit);
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	eo.clock_ns = now;
@@ -487,6 +527,7 @@ static int copy_current(struct recorder *rec, struct perfrec_pdwriter *w)
 	}
 	if (r < 0)
 		goto out;
+	jitsink_write_images(&rec->jit);
 	/* Ends as the file will: its times and build ids. */
 	eo = recorder_features_opts(rec);
 	eo.what = "the snapshot";

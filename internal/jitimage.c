@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,11 +188,13 @@ static int open_sub(int bidfd, const char *xx)
 	return fd < 0 ? -errno : fd;
 }
 
-int jitimage_store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len,
-		   unsigned mode)
+/* jitimage_store(), or with @replace an entry there (a regular file, ours) replaced atomically. */
+static int store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len, unsigned mode,
+		 bool replace)
 {
 	char path[2 * JITIMAGE_BID_LEN + 2], tmp[2 * JITIMAGE_BID_LEN + 32];
 	const char *name = path + 3;
+	struct stat st;
 	int sub, fd, r;
 
 	jitimage_bid_path(bid, path);
@@ -199,7 +202,7 @@ int jitimage_store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *b
 	sub = open_sub(bidfd, path);
 	if (sub < 0)
 		return sub;
-	if (faccessat(sub, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (fstatat(sub, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (!replace || !S_ISREG(st.st_mode))) {
 		close(sub);
 		return -EEXIST;
 	}
@@ -216,10 +219,24 @@ int jitimage_store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *b
 		r = write_all(fd, buf, len);
 	if (close(fd) < 0 && !r)
 		r = -errno;
-	/* linkat then unlink: never replaces an entry that came meanwhile */
-	if (!r && linkat(sub, tmp, sub, name, 0) < 0)
+	/* linkat then unlink: never replaces an entry that came meanwhile (unless asked to) */
+	if (!r && replace && renameat(sub, tmp, sub, name) < 0)
+		r = -errno;
+	else if (!r && !replace && linkat(sub, tmp, sub, name, 0) < 0)
 		r = -errno;
 	unlinkat(sub, tmp, 0);
 	close(sub);
 	return r;
+}
+
+int jitimage_store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len,
+		   unsigned mode)
+{
+	return store(bidfd, bid, buf, len, mode, false);
+}
+
+int jitimage_replace(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len,
+		     unsigned mode)
+{
+	return store(bidfd, bid, buf, len, mode, true);
 }

@@ -51,6 +51,15 @@ int jitimage_build(const struct jitimage_sym *syms, size_t n, uint64_t map_len,
 int jitimage_store(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len,
 		   unsigned mode);
 
+/*
+ * jitimage_store(), but an entry of @bid already there (a regular file)
+ * is replaced atomically (rename): the image of a mapping written again
+ * with more of its symbols (a later snapshot).  -EEXIST if the entry is
+ * not a regular file.
+ */
+int jitimage_replace(int bidfd, const uint8_t bid[JITIMAGE_BID_LEN], const void *buf, size_t len,
+		     unsigned mode);
+
 /* @bid as the path under a build-id directory: "xx/yyyy..." (2 + 1 + 38 + NUL). */
 void jitimage_bid_path(const uint8_t bid[JITIMAGE_BID_LEN], char out[2 * JITIMAGE_BID_LEN + 2]);
 

@@ -354,6 +354,59 @@ int perfmap_open_at(int rootfd, int nspid, uid_t uid)
 	return fd;
 }
 
+/* @fd, the file just opened in a root, taken as @m's (checked to be @euid's or @ruid's regular file). */
+static int adopt(struct perfmap *m, int fd, uid_t euid, uid_t ruid)
+{
+	int r = check_file(fd, euid, ruid);
+
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = fd;
+	m->off = 0;
+	m->line_len = 0;
+	m->line_skip = false;
+	return 0;
+}
+
+int perfmap_root_hold(struct perfmap_root *r, pid_t pid)
+{
+	char path[64];
+	int ret;
+
+	r->fd = -1;
+	ret = perfmap_nspid(pid);
+	if (ret < 0)
+		return ret;
+	r->nspid = ret;
+	ret = proc_uids(pid, &r->ruid, &r->euid);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	r->fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return r->fd < 0 ? -errno : 0;
+}
+
+void perfmap_root_drop(struct perfmap_root *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+int perfmap_open_root(struct perfmap *m, const struct perfmap_root *r)
+{
+	int fd;
+
+	if (r->fd < 0)
+		return -EBADF;
+	fd = open_in_root(r->fd, r->nspid);
+	return fd < 0 ? fd : adopt(m, fd, r->euid, r->ruid);
+}
+
 /* @name (relative to the root) opened in @pid's root, checked to be its user's regular file. */
 static int open_proc_file(struct perfmap *m, pid_t pid, const char *name, uint64_t resolve)
 {
@@ -370,20 +423,7 @@ static int open_proc_file(struct perfmap *m, pid_t pid, const char *name, uint64
 		return -errno;
 	fd = openat2_in_root(rootfd, name, resolve);
 	close(rootfd);
-	if (fd < 0)
-		return fd;
-	r = check_file(fd, euid, ruid);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = fd;
-	m->off = 0;
-	m->line_len = 0;
-	m->line_skip = false;
-	return 0;
+	return fd < 0 ? fd : adopt(m, fd, euid, ruid);
 }
 
 int perfmap_open(struct perfmap *m, pid_t pid)

@@ -100,6 +100,25 @@ int perfmap_open_at(int rootfd, int nspid, uid_t uid);
 int perfmap_open(struct perfmap *m, pid_t pid);
 
 /*
+ * A process's root held open (O_PATH) while it lives, with what names
+ * and owns its perf map: runtimes that write the map only as they exit
+ * (the JVM's -XX:+DumpPerfMapAtExit) do so when /proc/PID/root is about
+ * to go, and it is read through this once the process is gone.
+ */
+struct perfmap_root {
+	int fd;               /* -1: none held */
+	int nspid;
+	uid_t ruid, euid;
+};
+
+/* Hold @pid's root into @r (fd -1 on failure).  0 or -errno. */
+int perfmap_root_hold(struct perfmap_root *r, pid_t pid);
+/* Close it (fd -1).  Safe on one not held. */
+void perfmap_root_drop(struct perfmap_root *r);
+/* perfmap_open() through a root held earlier: the process may be gone.  0 or -errno. */
+int perfmap_open_root(struct perfmap *m, const struct perfmap_root *r);
+
+/*
  * Read what the file gained since the last call, at most
  * lim.read_budget bytes, and parse its whole lines.  Returns the bytes
  * read (0: nothing new) or -errno; a file that shrank is read again from

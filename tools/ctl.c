@@ -349,6 +349,22 @@ static void print_busiest(const char *current_file)
 	free(dir);
 }
 
+/* What the JIT sink did and left out (its "jit" object), when it followed any process. */
+static void print_jit(struct json_object *p)
+{
+	struct json_object *j;
+
+	if (!json_object_object_get_ex(p, "jit", &j) || !geti(j, "processes"))
+		return;
+	printf("JIT: %" PRId64 " processes, %" PRId64 " mappings named, %" PRId64 " images (%" PRId64
+	       " symbols), %" PRId64 " read at exit\n", geti(j, "processes"), geti(j, "mappings_named"),
+	       geti(j, "images"), geti(j, "image_symbols"), geti(j, "maps_at_exit"));
+	printf("JIT left out: %" PRId64 " maps refused, %" PRId64 " mappings without a map, %" PRId64
+	       " skipped, %" PRId64 " symbols dropped, %" PRId64 " bad lines, %" PRId64 " reads over memory\n",
+	       geti(j, "maps_refused"), geti(j, "no_map"), geti(j, "skipped"), geti(j, "symbols_dropped"),
+	       geti(j, "bad_lines"), geti(j, "reads_over_memory"));
+}
+
 static void print_status(struct json_object *p)
 {
 	struct json_object *a;
@@ -384,6 +400,7 @@ static void print_status(struct json_object *p)
 	       gets_(p, "current_file") ? gets_(p, "current_file") : "(none)");
 	printf("own CPU time %.2f s, RSS %.1f MiB, %" PRId64 " subscriber(s)\n", getd(p, "cpu_time_sec"),
 	       (double)geti(p, "rss_bytes") / (1 << 20), geti(p, "subscribers"));
+	print_jit(p);
 	print_busiest(gets_(p, "current_file"));
 }
 

@@ -31,11 +31,13 @@
 # dwarf + report, samples lost or left un-unwound, the programs' slowdown,
 # table build time and size, one unwinding worker's samples/s); the
 # "views" part (views.sh) times perfrecctl flamegraph/pprof against perf
-# script | collapse and perf report on a 1-million-sample file.
+# script | collapse and perf report on a 1-million-sample file; the
+# "jit26" part (jit26.sh, BENCH_JIT_* knobs) what naming JIT frames costs
+# the capture against a node that JIT-compiles all the time.
 # See tests/bench/README.md.
 #
 # Environment: BENCH_PARTS ("record steady drain synth ratio timing
-# callchain unwind unwind25 views"; the last four take their own knobs, see
+# callchain unwind unwind25 views jit26"; the last five take their own knobs, see
 # their scripts),
 # BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
 # BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none),
@@ -68,7 +70,7 @@ STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
 STEADY_DRATES=${BENCH_STEADY_DEFAULT_RATES-10000 50000}
-PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind unwind25 views}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind unwind25 views jit26}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -291,6 +293,14 @@ case " $PARTS " in *" views "*)
 	echo
 	echo "== views (perfrecctl flamegraph/pprof vs perf script | collapse, perf report) =="
 	BENCH_RESULTS=$RESULTS tests/bench/views.sh
+	;;
+esac
+
+case " $PARTS " in *" jit26 "*)
+	# Issue 26: following perf maps and writing JIT images, per symbol.
+	echo
+	echo "== jit26 (naming JIT frames: perfrecd's CPU, RSS and bytes against a node compiling all the time) =="
+	BENCH_RESULTS=$RESULTS tests/bench/jit26.sh
 	;;
 esac
 exit 0

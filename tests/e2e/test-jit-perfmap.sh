@@ -11,8 +11,9 @@
 # exits and its map is deleted; then perf report, perf script, hotspot's
 # perfparser and perfrecctl folded name the known functions in at least
 # 90% of the workload's samples (and perfrecctl pprof, read by go tool
-# pprof, and flamegraph carry them), from the file and its build-id cache
-# (the output directory's) alone.  A cut of the file does too.
+# pprof, and flamegraph carry them, go tool pprof -top's flat and
+# cumulative shares of the functions within 3 points of perf report's),
+# from the file and its build-id cache (the output directory's) alone.  A cut of the file does too.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 NODE=$(command -v node) || skip "node is not installed"
@@ -78,81 +79,7 @@ record() {
 	[ $rc = 0 ] || { cat "$out.log"; fail "perfrecd exited $rc"; }
 }
 
-# share NAME FILE PID FUNC...: "SAMPLES NAMED" of PID's samples per perf
-# script, NAMED those with any FUNC in a frame; checked against 90%.
-check_perf() {
-	local what=$1 f=$2 pid=$3; shift 3
-	local re out
-	re=$(IFS='|'; echo "$*")
-	perf --buildid-dir "$(dirname "$f")" script -i "$f" -F ip,sym --pid "$pid" >"$T/script" 2>"$T/script.err" ||
-		{ cat "$T/script.err"; fail "$what: perf script failed"; }
-	out=$(awk -v re="$re" 'BEGIN { RS = "" } { n++ } $0 ~ re { k++ } END { print n + 0, k + 0 }' "$T/script")
-	read -r samples named <<<"$out"
-	note "$what: perf script: $named of $samples samples name $*"
-	[ "$samples" -ge 100 ] || fail "$what: only $samples samples of the workload"
-	[ $((named * 10)) -ge $((samples * 9)) ] || { head -40 "$T/script"; fail "$what: perf script names $* in $named of $samples samples"; }
-	# perf report: where the runtime runs the code itself (node, the JVM),
-	# the flat profile's top symbol is one of them; where an interpreter
-	# runs it (Python), 90% of the samples have one in their stacks.
-	if [ "${what#python}" != "$what" ]; then
-		out=$(perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --no-children --sort pid \
-			-g folded,0,caller,count --pid "$pid" 2>/dev/null |
-			awk -v re="$re" '/^[0-9]+ / { n += $1; if ($0 ~ re) k += $1 } END { print n + 0, k + 0 }')
-		read -r samples named <<<"$out"
-		note "$what: perf report: $named of $samples samples name $*"
-		[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
-			fail "$what: perf report names $* in $named of $samples samples"
-		return
-	fi
-	perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --no-children -g none --sort sym --pid "$pid" \
-		2>/dev/null | awk '/^ +[0-9.]+%/ { sub(/^ +[0-9.]+% +\[.\] /, ""); print; exit }' >"$T/top"
-	grep -Eq "$re" "$T/top" || { cat "$T/top"; fail "$what: perf report's top symbol is not one of $*"; }
-}
-
-check_folded() {
-	local what=$1 f=$2 pid=$3; shift 3
-	local re out
-	re=$(IFS='|'; echo "$*")
-	"$PERFRECCTL" folded --no-debuginfod --pid "$pid" "$f" >"$T/folded" 2>"$T/folded.err" ||
-		{ cat "$T/folded.err"; fail "$what: perfrecctl folded failed"; }
-	out=$(awk -v re="$re" '{ n += $NF } $0 ~ re { k += $NF } END { printf "%.0f %.0f\n", n, k }' "$T/folded")
-	read -r total named <<<"$out"
-	note "$what: perfrecctl folded: $named of $total name $*"
-	[ "$total" -gt 0 ] && [ $((named * 10)) -ge $((total * 9)) ] ||
-		{ sort -k2 -nr "$T/folded" | head -5 | cut -c1-300; fail "$what: perfrecctl folded names $* in $named of $total"; }
-}
-
-# check_views WHAT FILE PID FUNC...: pprof (read by go tool pprof) and the
-# flame graph carry the functions, 90% of pprof's samples under one of them.
-check_views() {
-	local what=$1 f=$2 pid=$3; shift 3
-	local re out
-	re=$(IFS='|'; echo "$*")
-	"$PERFRECCTL" flamegraph --no-debuginfod --pid "$pid" -o "$T/fg.svg" "$f" 2>"$T/fg.err" ||
-		{ cat "$T/fg.err"; fail "$what: perfrecctl flamegraph failed"; }
-	grep -Eq "$re" "$T/fg.svg" || fail "$what: the flame graph has none of $*"
-	"$PERFRECCTL" pprof --no-debuginfod --pid "$pid" -o "$T/p.pb.gz" "$f" 2>"$T/pprof.err" ||
-		{ cat "$T/pprof.err"; fail "$what: perfrecctl pprof failed"; }
-	command -v go >/dev/null || { note "$what: no go tool pprof to read the profile"; return; }
-	GOCACHE=$T/gocache go tool pprof -top -cum -nodecount=30 "$T/p.pb.gz" 2>/dev/null >"$T/top.txt"
-	out=$(awk -v re="$re" '$5 ~ /%$/ && $0 ~ re { v = $5; sub(/%/, "", v); if (v + 0 > best) best = v + 0 }
-		END { print best + 0 }' "$T/top.txt")
-	note "$what: go tool pprof -top -cum: $out% under $*"
-	awk -v v="$out" 'BEGIN { exit !(v >= 90) }' ||
-		{ head -20 "$T/top.txt"; fail "$what: pprof has $out% of the samples under $*"; }
-}
-
-check_perfparser() {
-	local what=$1 f=$2 comm=$3 func=$4
-	local out
-	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$(dirname "$f")" 2>"$T/pp.err" ||
-		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
-	out=$(python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func") || fail "cannot read perfparser's stream"
-	read -r samples named <<<"$out"
-	note "$what: perfparser: $named of $samples samples of $comm name $func"
-	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
-		fail "$what: perfparser names $func in $named of $samples samples of $comm"
-}
+. "$(dirname "$0")/jit-checks.sh"
 
 # --- node, frame pointers -------------------------------------------------
 record "$T/node" -g -- "$NODEBIN" --perf-basic-prof "$T/jitwl.js" 4000
@@ -162,6 +89,7 @@ ls "$T/node/.build-id"/*/* >/dev/null 2>&1 || fail "no build-id cache beside the
 check_perf node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_folded node "$f" "$pid" fibonacciRecurse hotLoopNamed
 check_views node "$f" "$pid" fibonacciRecurse hotLoopNamed
+check_shares node "$f" "$pid" fibonacciRecurse hotLoopNamed
 # "On another machine": the file and the cache's entries copied elsewhere, nothing else.
 mkdir -p "$T/elsewhere"
 cp "$f" "$T/elsewhere/"
@@ -246,6 +174,7 @@ if [ -n "$PY" ]; then
 	check_perf python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_folded python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_views python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
+	check_shares python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
 else
 	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"

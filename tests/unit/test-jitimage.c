@@ -111,3 +111,30 @@ Test(jitimage, stored_once_in_perfs_layout_never_through_a_link, .fini = cleanup
 	cr_assert_eq(jitimage_store(fd, (uint8_t[JITIMAGE_BID_LEN]){ 0xcd }, "x", 1, 0640), -ENOTDIR);
 	close(fd);
 }
+
+/* A later snapshot's image of a mapping, with more symbols, takes the earlier one's place; a link never. */
+Test(jitimage, replaced_only_when_asked_and_only_a_file, .fini = cleanup)
+{
+	char path[128], link[128];
+	struct stat st;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(jitimage_replace(fd, bid, "one", 3, 0640), 0);
+	snprintf(path, sizeof(path), "%s/ab/0102030405060708090a0b0c0d0e0f10111213", dir);
+	cr_assert_eq(jitimage_replace(fd, bid, "longer", 6, 0640), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 6);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	/* no temporary file left beside it */
+	snprintf(link, sizeof(link), "%s/ab/.0102030405060708090a0b0c0d0e0f10111213.jit-%d", dir, (int)getpid());
+	cr_assert_eq(access(link, F_OK), -1);
+	/* an entry that is a link is not written through nor replaced */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink("/tmp/nonexistent-jitimage-target", path), 0);
+	cr_assert_eq(jitimage_replace(fd, bid, "x", 1, 0640), -EEXIST);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	close(fd);
+}

@@ -213,3 +213,108 @@ Test(jitsink, an_exec_starts_the_process_over)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+static uint8_t hist_got[512];
+static int nr_hist;
+static size_t hist_ring;
+static uint64_t hist_time;
+
+static int no_file(void *ctx, const struct perf_event_header *h)
+{
+	return -ENOENT;
+}
+
+static int hist_capture(void *ctx, size_t ring, const struct perf_event_header *h, uint64_t time)
+{
+	memcpy(hist_got, h, h->size);
+	hist_ring = ring;
+	hist_time = time;
+	nr_hist++;
+	return 0;
+}
+
+/* The symbol of the image in @dir named by the MMAP2 @mmap2 at @addr (NULL: none). */
+static const char *image_sym(const char *dir, const uint8_t *mmap2, uint64_t start, uint64_t addr, char *out,
+			     size_t len)
+{
+	char hex[2 * JITIMAGE_BID_LEN + 2], path[PATH_MAX];
+	const char *name;
+	Dwfl *dwfl = dwfl_begin(&cbs);
+	Dwfl_Module *mod;
+
+	jitimage_bid_path(mmap2 + 44, hex);
+	snprintf(path, sizeof(path), "%s/.build-id/%s", dir, hex);
+	mod = dwfl_report_elf(dwfl, "jit", path, -1, start, false);
+	dwfl_report_end(dwfl, NULL, NULL);
+	name = mod ? dwfl_module_addrname(mod, addr) : NULL;
+	snprintf(out, len, "%s", name ? name : "");
+	dwfl_end(dwfl);
+	return name ? out : NULL;
+}
+
+/*
+ * Flight mode: no file; the MMAP2 naming the image goes into the history
+ * (the ring of the record it follows, one ns later), each snapshot
+ * writes the image, and a later one rewrites it with the symbols the
+ * runtime announced since.
+ */
+Test(jitsink, flight_history_gets_the_mmap2_and_snapshots_the_images)
+{
+	char dir[] = "/tmp/test-jitsink-XXXXXX", map[64], path[PATH_MAX], cmd[64], sym[128];
+	const size_t len = 1 << 16;
+	uint8_t *code = mmap(NULL, len, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t start = (uint64_t)(uintptr_t)code;
+	struct config cfg = { 0 };
+	const struct config *cfgp = &cfg;
+	struct jitsink_opts o = { .sideband_sample_type = ST, .emit = no_file };
+	struct jitsink js;
+	uint8_t rec[256];
+	FILE *f;
+
+	cr_assert_neq(code, MAP_FAILED);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/.build-id", dir);
+	cr_assert_eq(mkdir(path, 0750), 0);
+	cfg.buildid_cache = dir;
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(map, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "%" PRIx64 " 20 early_fn\n", start + 0x10);
+	fflush(f);
+
+	jitsink_init(&js, &cfgp, &o);
+	js.history = hist_capture;
+	js.ring = 1;
+	kernel_mmap2(rec, start, len);
+	jitsink_note(&js, (const struct perf_event_header *)rec);
+	cr_assert_eq(nr_hist, 1, "no MMAP2 into the history");
+	cr_assert_eq(hist_ring, 1);
+	cr_assert_eq(hist_time, 1001);
+	cr_assert_eq(js.st.maps, 1, "the mapping was not taken without a file");
+
+	jitsink_write_images(&js);
+	cr_assert_not_null(image_sym(dir, hist_got, start, start + 0x18, sym, sizeof(sym)), "no image at the snapshot");
+	cr_assert_str_eq(sym, "early_fn");
+	cr_assert_null(image_sym(dir, hist_got, start, start + 0x2008, sym, sizeof(sym)));
+
+	/* announced after the first snapshot: the second's image has it too */
+	fprintf(f, "%" PRIx64 " 40 later_fn\n", start + 0x2000);
+	fclose(f);
+	jitsink_write_images(&js);
+	cr_assert_not_null(image_sym(dir, hist_got, start, start + 0x2008, sym, sizeof(sym)),
+			   "the second snapshot did not rewrite the image");
+	cr_assert_str_eq(sym, "later_fn");
+	cr_assert_not_null(image_sym(dir, hist_got, start, start + 0x18, sym, sizeof(sym)));
+	cr_assert_str_eq(sym, "early_fn");
+	/* nothing new: nothing written again */
+	jitsink_write_images(&js);
+	cr_assert_eq(js.st.images, 2);
+	cr_assert_eq(js.st.image_syms, 3);
+
+	unlink(map);
+	jitsink_exit(&js);
+	bidcache_clear();
+	munmap(code, len);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -216,6 +216,42 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	free(text);
 }
 
+/* What the JIT sink refused and left out is counted where operators look, not only in debug logs. */
+Test(metrics, jit_families_count_what_was_left_out)
+{
+	struct metrics_values v = sample_values();
+	char *text = format(&v);
+
+	cr_expect_null(strstr(text, "perfrecd_jit_"), "JIT families without the JIT sink:\n%s", text);
+	free(text);
+	v.have_jit = true;
+	v.jit = (struct jitsink_stats){ .procs = 3, .maps = 5, .images = 4, .image_syms = 900, .no_map = 1,
+					.refused = 2, .maps_at_exit = 1, .roots_held = 6, .roots_refused = 7,
+					.skipped = 8, .failed = 9, .over_memory = 10 };
+	v.jit.perfmap = (struct perfmap_stats){ .bytes = 4096, .syms = 950, .over_limit = 11, .bad_lines = 12,
+						.long_lines = 13, .cut_names = 14 };
+	text = format(&v);
+	expect_family(text, "perfrecd_jit_processes_total", "counter", "perfrecd_jit_processes_total 3");
+	expect_family(text, "perfrecd_jit_mappings_named_total", "counter", "perfrecd_jit_mappings_named_total 5");
+	expect_family(text, "perfrecd_jit_images_total", "counter", "perfrecd_jit_images_total 4");
+	expect_family(text, "perfrecd_jit_image_symbols_total", "counter", "perfrecd_jit_image_symbols_total 900");
+	expect_family(text, "perfrecd_jit_no_map_total", "counter", "perfrecd_jit_no_map_total 1");
+	expect_family(text, "perfrecd_jit_maps_refused_total", "counter", "perfrecd_jit_maps_refused_total 2");
+	expect_family(text, "perfrecd_jit_maps_at_exit_total", "counter", "perfrecd_jit_maps_at_exit_total 1");
+	expect_family(text, "perfrecd_jit_roots_held", "gauge", "perfrecd_jit_roots_held 6");
+	expect_family(text, "perfrecd_jit_roots_refused_total", "counter", "perfrecd_jit_roots_refused_total 7");
+	expect_family(text, "perfrecd_jit_skipped_total", "counter", "perfrecd_jit_skipped_total 8");
+	expect_family(text, "perfrecd_jit_failed_total", "counter", "perfrecd_jit_failed_total 9");
+	expect_family(text, "perfrecd_jit_reads_over_memory_total", "counter", "perfrecd_jit_reads_over_memory_total 10");
+	expect_family(text, "perfrecd_jit_map_bytes_total", "counter", "perfrecd_jit_map_bytes_total 4096");
+	expect_family(text, "perfrecd_jit_map_symbols_total", "counter", "perfrecd_jit_map_symbols_total 950");
+	expect_family(text, "perfrecd_jit_symbols_dropped_total", "counter", "perfrecd_jit_symbols_dropped_total 11");
+	expect_family(text, "perfrecd_jit_bad_lines_total", "counter", "perfrecd_jit_bad_lines_total 12");
+	expect_family(text, "perfrecd_jit_long_lines_total", "counter", "perfrecd_jit_long_lines_total 13");
+	expect_family(text, "perfrecd_jit_cut_names_total", "counter", "perfrecd_jit_cut_names_total 14");
+	free(text);
+}
+
 Test(metrics, upload_families_only_with_upload_on)
 {
 	struct metrics_values v = sample_values();

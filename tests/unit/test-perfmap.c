@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "perfmap.h"
@@ -291,5 +292,55 @@ Test(perfmap, opens_a_live_process_map_through_its_root)
 	cr_assert_eq(perfmap_read(&m), 13);
 	cr_assert_eq(m.nr_syms, 1);
 	unlink(p);
+	perfmap_exit(&m);
+}
+
+/*
+ * A map written as the process exits (the JVM's DumpPerfMapAtExit) is
+ * read through its root held while it lived: /proc/PID/root is gone then.
+ */
+Test(perfmap, a_map_written_at_exit_is_read_through_the_root_held)
+{
+	struct perfmap_root root;
+	struct perfmap m;
+	char p[64], path[64];
+	int go[2], st;
+	pid_t pid;
+
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+		int fd;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		snprintf(p, sizeof(p), "/tmp/perf-%d.map", (int)getpid());
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		_exit(fd >= 0 && write(fd, "7000 30 atexit\n", 15) == 15 ? 0 : 1);
+	}
+	close(go[0]);
+	snprintf(p, sizeof(p), "/tmp/perf-%d.map", (int)pid);
+	unlink(p);
+	cr_assert_eq(perfmap_root_hold(&root, pid), 0);
+	cr_assert_eq(write(go[1], "x", 1), 1);
+	close(go[1]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* gone: no root of it to open now */
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	cr_assert_lt(open(path, O_PATH | O_CLOEXEC), 0);
+	perfmap_init(&m, NULL);
+	cr_assert_eq(perfmap_open(&m, pid), -ENOENT);
+	cr_assert_eq(perfmap_open_root(&m, &root), 0);
+	cr_assert_eq(perfmap_read(&m), 15);
+	cr_assert_eq(m.nr_syms, 1);
+	cr_assert_str_eq(perfmap_sym_name(&m, &m.syms[0]), "atexit");
+	unlink(p);
+	perfmap_root_drop(&root);
+	cr_assert_eq(root.fd, -1);
+	cr_assert_eq(perfmap_open_root(&m, &root), -EBADF);
 	perfmap_exit(&m);
 }

@@ -93,8 +93,13 @@ check_shares() {
 		{ cat "$T/sh.err"; fail "$what: perfrecctl pprof failed"; }
 	GOCACHE=$T/gocache go tool pprof -top -sample_index=samples -nodefraction=0 -nodecount=100000 \
 		"$T/sh.pb.gz" 2>/dev/null >"$T/sh.top" || fail "$what: go tool pprof cannot read the profile"
+	# perf's "pid" key is the thread: the rows of every thread of the
+	# process (a JVM runs its Java code in threads of its own)
+	perf script -i "$f" -F pid,tid 2>/dev/null | awk -v p="$pid" '{ split($1, a, "/") } a[1] == p { print a[2] }' |
+		sort -u >"$T/sh.tids"
 	perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --children --sort pid,sym -g none 2>/dev/null |
-		awk -v p="^$pid:" '/^ +[0-9.]+%/ && $3 ~ p' >"$T/sh.perf"
+		awk 'NR == FNR { t[$1] = 1; next } /^ +[0-9.]+%/ { split($3, a, ":"); if (a[1] in t) print }' \
+			"$T/sh.tids" - >"$T/sh.perf"
 	[ -s "$T/sh.perf" ] || fail "$what: perf report has no rows of pid $pid"
 	for fn in "$@"; do
 		for kind in flat cum; do
@@ -112,4 +117,17 @@ check_shares() {
 				  fail "$what: $fn's $kind share: perf report $perf_share%, go tool pprof $pp_share%: more than 3 points apart"; }
 		done
 	done
+}
+
+# check_cut WHAT F PID FUNCTIONS...: a cut of the workload's second half
+# (t0 and t1 of record()), beside F so its build-id cache is the file's,
+# names the functions as the whole file does.
+check_cut() {
+	local what=$1 f=$2 pid=$3; shift 3
+	local from cut
+	cut=$(dirname "$f")/cut.data
+	from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
+	"$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$cut" "$f" 2>"$T/cut.err" ||
+		{ cat "$T/cut.err"; fail "$what: perfrecctl cut failed"; }
+	check_perf "$what cut" "$cut" "$pid" "$@"
 }

@@ -13,7 +13,7 @@
 # 90% of the workload's samples (and perfrecctl pprof, read by go tool
 # pprof, and flamegraph carry them, go tool pprof -top's flat and
 # cumulative shares of the functions within 3 points of perf report's),
-# from the file and its build-id cache (the output directory's) alone.  A cut of the file does too.
+# from the file and its build-id cache (the output directory's) alone.  A cut of each file does too.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 NODE=$(command -v node) || skip "node is not installed"
@@ -99,10 +99,7 @@ check_folded "node, copied" "$T/elsewhere/$(basename "$f")" "$pid" fibonacciRecu
 # V8 names a function "JS:*fibonacciRecurse FILE:LINE:COL", its tier's mark first
 check_perfparser node "$f" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed"
 # A cut of the run's second half: the JIT maps began before it, their names come along.
-from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
-"$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$T/node/cut.data" "$f" 2>"$T/cut.err" ||
-	{ cat "$T/cut.err"; fail "perfrecctl cut failed"; }
-check_perf "node cut" "$T/node/cut.data" "$pid" fibonacciRecurse hotLoopNamed
+check_cut node "$f" "$pid" fibonacciRecurse hotLoopNamed
 
 # node --perf-prof: a jitdump only, no perf map
 record "$T/nodejd" -g -- "$NODEBIN" --perf-prof "$T/jitwl.js" 4000
@@ -162,6 +159,8 @@ EOF2
 	check_folded jvm "$f" "$pid" fibJavaRecurse hotLoopJava
 	check_views jvm "$f" "$pid" fibJavaRecurse hotLoopJava
 	check_perfparser jvm "$f" "pid:$pid" "~fibJavaRecurse|hotLoopJava"
+	check_shares jvm "$f" "$pid" fibJavaRecurse hotLoopJava
+	check_cut jvm "$f" "$pid" fibJavaRecurse hotLoopJava
 else
 	note "no javac, java and jcmd: the JVM part is not run"
 fi
@@ -176,6 +175,7 @@ if [ -n "$PY" ]; then
 	check_views python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_shares python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 	check_perfparser python "$f" "$(basename "$PY")" "~^py::(fib_py_recurse|hot_loop_py):"
+	check_cut python "$f" "$pid" py::fib_py_recurse py::hot_loop_py
 else
 	note "no pyenv python >= 3.12 with -X perf: the Python half is not run"
 fi

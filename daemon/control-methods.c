@@ -104,7 +104,7 @@ static void jit_status(const struct recorder *rec, struct json_object *o)
 
 	if (!j)
 		return;
-	jitsink_get_stats(&rec->jit, &st);
+	recorder_jit_stats(rec, &st);
 #define JIT_ADD(name, v) J_ADD(j, name, json_object_new_int64((int64_t)(v)))
 	JIT_ADD("processes", st.procs);
 	JIT_ADD("mappings_named", st.maps);

@@ -85,18 +85,6 @@ static const char *cache_dir(const struct jitsink *js)
 	return c && c->buildid_cache && *c->buildid_cache ? c->buildid_cache : NULL;
 }
 
-static void add_stats(struct perfmap_stats *t, const struct perfmap_stats *s)
-{
-	t->bytes += s->bytes;
-	t->lines += s->lines;
-	t->syms += s->syms;
-	t->bad_lines += s->bad_lines;
-	t->long_lines += s->long_lines;
-	t->cut_names += s->cut_names;
-	t->over_limit += s->over_limit;
-	t->restarts += s->restarts;
-}
-
 /* Its root is not needed any more (its map is open, or it is gone). */
 static void root_drop(struct jitsink *js, struct jitproc *p)
 {
@@ -120,8 +108,8 @@ static void root_hold(struct jitsink *js, struct jitproc *p)
 static void proc_free(struct jitsink *js, struct jitproc *p)
 {
 	root_drop(js, p);
-	add_stats(&js->st.perfmap, &p->pm.st);
-	add_stats(&js->st.perfmap, &p->dump.st);
+	perfmap_stats_add(&js->st.perfmap, &p->pm.st);
+	perfmap_stats_add(&js->st.perfmap, &p->dump.st);
 	perfmap_exit(&p->pm);
 	perfmap_exit(&p->dump);
 	free(p->maps);
@@ -574,25 +562,9 @@ void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret)
 {
 	*ret = js->st;
 	for (size_t i = 0; i < js->nr_procs; i++) {
-		add_stats(&ret->perfmap, &js->procs[i]->pm.st);
-		add_stats(&ret->perfmap, &js->procs[i]->dump.st);
+		perfmap_stats_add(&ret->perfmap, &js->procs[i]->pm.st);
+		perfmap_stats_add(&ret->perfmap, &js->procs[i]->dump.st);
 	}
-}
-
-void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s)
-{
-	t->procs += s->procs;
-	t->maps += s->maps;
-	t->images += s->images;
-	t->image_syms += s->image_syms;
-	t->no_map += s->no_map;
-	t->skipped += s->skipped;
-	t->failed += s->failed;
-	t->over_memory += s->over_memory;
-	t->roots_refused += s->roots_refused;
-	t->maps_at_exit += s->maps_at_exit;
-	t->refused += s->refused;
-	add_stats(&t->perfmap, &s->perfmap);
 }
 
 void jitsink_file_begin(struct jitsink *js)

@@ -129,8 +129,25 @@ void jitsink_write_images(struct jitsink *js);
 /* The counters since start, the perf maps of the processes followed now included. */
 void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret);
 
-/* Add @s's counters into @t (roots_held, a gauge, stays @t's): totals across a reload. */
-void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s);
+/*
+ * Add @s's counters into @t (roots_held, a gauge, stays @t's): totals across
+ * a reload.  Inline: the metrics sum them without linking the sink.
+ */
+static inline void jitsink_stats_add(struct jitsink_stats *t, const struct jitsink_stats *s)
+{
+	t->procs += s->procs;
+	t->maps += s->maps;
+	t->images += s->images;
+	t->image_syms += s->image_syms;
+	t->no_map += s->no_map;
+	t->skipped += s->skipped;
+	t->failed += s->failed;
+	t->over_memory += s->over_memory;
+	t->roots_refused += s->roots_refused;
+	t->maps_at_exit += s->maps_at_exit;
+	t->refused += s->refused;
+	perfmap_stats_add(&t->perfmap, &s->perfmap);
+}
 
 /* A record of the file's synthesized state, as if drained. */
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h);

@@ -120,7 +120,7 @@ static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_v
 	v->tracked_processes = perfrec_buildid_table__nr_processes(rec->buildids);
 	v->have_unwind = recorder_unwind_stats(rec, &v->unwind);
 	v->have_jit = true;
-	jitsink_get_stats(&rec->jit, &v->jit);
+	recorder_jit_stats(rec, &v->jit);
 }
 
 void manager_block_signals(sigset_t *ret_mask)

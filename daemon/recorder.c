@@ -193,6 +193,11 @@ bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats 
 	return rec && pipeline_unwind_stats(rec->pipe, ret);
 }
 
+void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret)
+{
+	jitsink_get_stats(&rec->jit, ret);
+}
+
 uint64_t recorder_busy_samples(const struct recorder *rec)
 {
 	return rec->fsink.busy_samples;

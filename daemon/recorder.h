@@ -106,6 +106,8 @@ struct recorder {
 
 /* With unwind=host: the unwinding stage's counters (false: not unwinding on the host). */
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret);
+/* What the JIT sink followed, named and left out (jitsink.h). */
+void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret);
 
 /* Parse events, open them (disabled) and map the rings.  Logs its errors. */
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv);

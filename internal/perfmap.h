@@ -46,6 +46,19 @@ struct perfmap_stats {
 	uint64_t restarts;    /* the file shrank (replaced, truncated): read again from 0 */
 };
 
+/* @s added into @t (inline: the metrics sum them without the parser). */
+static inline void perfmap_stats_add(struct perfmap_stats *t, const struct perfmap_stats *s)
+{
+	t->bytes += s->bytes;
+	t->lines += s->lines;
+	t->syms += s->syms;
+	t->bad_lines += s->bad_lines;
+	t->long_lines += s->long_lines;
+	t->cut_names += s->cut_names;
+	t->over_limit += s->over_limit;
+	t->restarts += s->restarts;
+}
+
 struct perfmap_sym {
 	uint64_t start, size;
 	uint32_t name;        /* offset of its NUL-terminated name in the names */

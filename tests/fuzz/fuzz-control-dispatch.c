@@ -50,6 +50,7 @@ void recorder_remove_sink(struct recorder *rec, struct sink *s) { (void)rec; (vo
 int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct sink *s) { (void)rec; (void)out; (void)s; return -ENOSYS; }
 struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out) { (void)rec; (void)out; return (struct outfile_source){ 0 }; }
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
+void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret) { (void)rec; memset(ret, 0, sizeof(*ret)); }
 
 static struct config cfg;
 static struct recorder rec;

@@ -22,7 +22,7 @@
  * else copies written beside and renamed, so a reader never sees half a
  * binary.  The cache's size is the sum of its entries' sizes; past the
  * cap, the entries with the oldest ctime (when they entered) are removed,
- * but for the running kernel's kallsyms, which every file of this boot needs.
+ * the running kernel's kallsyms, which every file of this boot needs, last.
  *
  * Who may read it: a hard link shares the binary's inode and mode, so a
  * 0755 program in a 0700 directory would be anyone's through the cache.
@@ -251,9 +251,10 @@ static int remove_entry(int sub, const char *name, bool kernel)
 
 /*
  * The running kernel's kallsyms: every file of this boot needs it for its
- * kernel frames, so it is never the entry that goes, however old (it is
- * taken in first, and on a busy host the binaries of a few minutes would
- * push it out first).  Another kernel's entry goes by age like a binary.
+ * kernel frames, so it goes last, however old (it is taken in first, and
+ * on a busy host the binaries of a few minutes would push it out first);
+ * only a cap too small for it alone removes it.  Another kernel's entry
+ * goes by age like a binary.
  */
 static bool in_use(const struct entry *e)
 {
@@ -266,21 +267,23 @@ static bool in_use(const struct entry *e)
 	return n == e->bid_len && !memcmp(id, e->bid, (size_t)n);
 }
 
-/* The oldest entry that may go, or bc.nr_entries if none may. */
+/* The oldest entry but the running kernel's; that one when it is all there is. */
 static size_t oldest(void)
 {
-	size_t old = bc.nr_entries;
+	size_t old = bc.nr_entries, kernel = 0;
 
 	for (size_t i = 0; i < bc.nr_entries; i++) {
 		const struct timespec *a = &bc.entries[i].ctime, *b;
 
-		if (in_use(&bc.entries[i]))
+		if (in_use(&bc.entries[i])) {
+			kernel = i;
 			continue;
+		}
 		b = old < bc.nr_entries ? &bc.entries[old].ctime : NULL;
 		if (!b || a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec))
 			old = i;
 	}
-	return old;
+	return old < bc.nr_entries ? old : kernel;
 }
 
 /* Remove the oldest entries until the cache fits its cap. */
@@ -291,8 +294,6 @@ static void evict(const char *dir, uint64_t max_bytes)
 		char path[PATH_MAX], h[2 * BID_MAX + 1];
 		int sub, r;
 
-		if (old == bc.nr_entries)
-			break;   /* only the running kernel's is left */
 		entry_path(dir, bc.entries[old].bid, bc.entries[old].bid_len, path, sizeof(path));
 		hex(bc.entries[old].bid, bc.entries[old].bid_len, h);
 		sub = open_sub(h, false);

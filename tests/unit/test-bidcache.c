@@ -352,7 +352,7 @@ Test(bidcache, the_running_kernels_kallsyms_in_perf_layout_and_no_other_kernels)
 /*
  * The running kernel's kallsyms is taken in first and needed by every file
  * of this boot: a busy host's binaries past the cap push older binaries
- * out, never it, though it is the oldest entry.
+ * out before it, though it is the oldest entry.
  */
 Test(bidcache, the_running_kernels_entry_is_never_evicted)
 {

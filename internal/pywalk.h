@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Python frames read at the sample (issue 27): a BPF program attached to
+ * the sampling events (PERF_EVENT_IOC_SET_BPF) reads, for the interrupted
+ * thread of a process known to run CPython (pyproc.h), the chain of its
+ * Python frames (code object, instruction) and hands it to user space
+ * through a BPF ring buffer, one record per sample it ran for.
+ *
+ * Joining a walk to its sample: on one CPU the program runs in the
+ * overflow handler right before the kernel writes that sample, and both
+ * take their time from CLOCK_MONOTONIC (the events' use_clockid,
+ * bpf_ktime_get_ns()): the walk of a sample is the newest walk of the
+ * same CPU and thread whose time is at most the sample's (and not older
+ * than PYWALK_JOIN_NS).  pywalk_take() does that, each walk joining one
+ * sample at most.
+ *
+ * Nothing is guessed: a read that fails, a chain that loops or leaves
+ * the frame budget ends the walk, and the record says so (flags).
+ */
+#ifndef PERFREC_PYWALK_H
+#define PERFREC_PYWALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyproc.h"
+
+/* Frames one walk reads at most (the BPF program's bound). */
+#define PYWALK_MAX_FRAMES 96
+/* A walk older than its sample by more than this joins nothing. */
+#define PYWALK_JOIN_NS 2000000ull
+
+/* struct pywalk_rec.flags */
+#define PYWALK_TRUNCATED (1u << 0) /* PYWALK_MAX_FRAMES read and more remained */
+#define PYWALK_TORN      (1u << 1) /* a read failed or the chain was not sane: cut there */
+#define PYWALK_NO_TSTATE (1u << 2) /* the thread has no Python thread state: not a Python thread */
+
+/* struct pywalk_frame.flags */
+/*
+ * The outermost Python frame of one C call of the interpreter's eval loop
+ * (_PyEval_EvalFrameDefault): 3.10 every frame, 3.11 is_entry, 3.12+ the
+ * frame above a C-stack-owned shim frame (the shims are not in the record).
+ */
+#define PYWALK_F_ENTRY (1u << 0)
+
+struct pywalk_frame {
+	uint64_t code;    /* the code object's address in the process */
+	uint64_t instr;   /* 3.10: f_lasti; 3.11+: the instruction pointer's address */
+	uint32_t flags;
+	uint32_t pad;
+};
+
+/* What user space reads of one walk: frames innermost first. */
+struct pywalk_rec {
+	uint64_t time;    /* CLOCK_MONOTONIC ns */
+	uint32_t pid, tid;
+	uint32_t cpu;
+	uint16_t nr;      /* frames[] used */
+	uint16_t flags;
+	struct pywalk_frame frames[PYWALK_MAX_FRAMES];
+};
+
+struct pywalk_stats {
+	uint64_t walks;        /* records read from the ring */
+	uint64_t joined;       /* taken by a sample */
+	uint64_t unjoined;     /* aged out or pushed out without a sample */
+	uint64_t torn, truncated;
+	uint64_t ring_lost;    /* walks the BPF ring had no room for (the program's count) */
+	uint64_t procs;        /* processes the program knows now */
+	uint64_t procs_refused; /* processes not added: the map is full */
+};
+
+struct pywalk;
+
+struct pywalk_opts {
+	size_t sz;
+	/* sampling event fds to attach the program to (each PERF_EVENT_IOC_SET_BPF) */
+	const int *fds;
+	size_t nr_fds;
+	size_t max_procs;      /* 0: 4096 */
+};
+
+/*
+ * Load the program and attach it to every fd.  0, or -errno (the program
+ * or the kernel refused: the caller records without Python frames and
+ * says why).
+ */
+int pywalk_open(const struct pywalk_opts *opts, struct pywalk **ret);
+/* Detach and free.  NULL is fine. */
+void pywalk_free(struct pywalk *pw);
+
+/* The program walks @pid's threads from now on, with @info's layout (status PYPROC_OK). */
+int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *info);
+void pywalk_remove_process(struct pywalk *pw, pid_t pid);
+
+/*
+ * Read what the ring holds now (non-blocking), then the walk of the sample
+ * taken on @cpu from thread @tid at @time, which it consumes; walks of
+ * that CPU older than it that no sample took are dropped (counted).
+ * NULL: none.  The record stays valid until the next call on @pw.
+ */
+const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);
+
+void pywalk_get_stats(const struct pywalk *pw, struct pywalk_stats *ret);
+
+#endif

@@ -68,12 +68,21 @@ check_views() {
 		{ head -20 "$T/top.txt"; fail "$what: pprof has $out% of the samples under $*"; }
 }
 
+# perfparser_named WHAT FILE COMM FUNC [DEBUGDIR]: "SAMPLES NAMED" of
+# COMM's samples per perfparser given --debug DEBUGDIR (the file's
+# directory: where perfrecd's perfrec-jit/ links are, or a bundle's).
+perfparser_named() {
+	local what=$1 f=$2 comm=$3 func=$4 dbg=${5:-$(dirname "$2")}
+	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$dbg" 2>"$T/pp.err" ||
+		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
+	python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func" || fail "cannot read perfparser's stream"
+}
+
+# check_perfparser WHAT FILE COMM FUNC [DEBUGDIR]: named in 90% of COMM's samples.
 check_perfparser() {
 	local what=$1 f=$2 comm=$3 func=$4
 	local out
-	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$(dirname "$f")" 2>"$T/pp.err" ||
-		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
-	out=$(python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func") || fail "cannot read perfparser's stream"
+	out=$(perfparser_named "$@") || exit 1
 	read -r samples named <<<"$out"
 	note "$what: perfparser: $named of $samples samples of $comm name $func"
 	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||

@@ -130,13 +130,20 @@ check_shares() {
 
 # check_cut WHAT F PID FUNCTIONS...: a cut of the workload's second half
 # (t0 and t1 of record()), beside F so its build-id cache is the file's,
-# names the functions as the whole file does.
+# names the functions as the whole file does: perf script and report,
+# perfparser (PID's samples), perfrecctl folded, pprof and flamegraph, and
+# perf report and go tool pprof give them the same shares.
 check_cut() {
 	local what=$1 f=$2 pid=$3; shift 3
-	local from cut
+	local from cut re
 	cut=$(dirname "$f")/cut.data
 	from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
 	"$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$cut" "$f" 2>"$T/cut.err" ||
 		{ cat "$T/cut.err"; fail "$what: perfrecctl cut failed"; }
 	check_perf "$what cut" "$cut" "$pid" "$@"
+	re=$(IFS='|'; echo "$*")
+	check_perfparser "$what cut" "$cut" "pid:$pid" "~$re"
+	check_folded "$what cut" "$cut" "$pid" "$@"
+	check_views "$what cut" "$cut" "$pid" "$@"
+	check_shares "$what cut" "$cut" "$pid" "$@"
 }

@@ -16,6 +16,15 @@
  * are perfrecd's and may sit where others can write (a --buildid-dir): a
  * link there is refused, never followed, so the archive, which its maker
  * may carry anywhere, holds nothing the cache did not hold itself.
+ *
+ * hotspot's perfparser does not look entries up by build id alone: it
+ * finds a file by the name it was mapped as, under each --debug directory,
+ * as NAME/BUILDID.  For a JIT image perfrecd made (mapped as
+ * /perfrec-jit/jit-PID-START-LEN.so, named nowhere else), perfrecd links
+ * DIR/perfrec-jit/jit-....so/BUILDID to the entry beside its cache; the
+ * archive carries those links too, made anew from the build-id table
+ * (relative, to the entry the archive holds), so `hotspot-perfparser
+ * --debug ~/.debug` names JIT frames on the other side as on this one.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +50,7 @@
 
 struct bid {
 	uint8_t id[BID_MAX], len;
+	bool added;           /* its entry is in the archive */
 	char name[256];       /* the file it is of, for messages */
 };
 
@@ -209,7 +219,7 @@ out:
 }
 
 /* Every build id of @b from the first cache holding it; the missing ones said and counted. */
-static int add_entries(struct tar *t, const struct cut_archive_opts *o, const struct bids *b, size_t *ret_missing)
+static int add_entries(struct tar *t, const struct cut_archive_opts *o, struct bids *b, size_t *ret_missing)
 {
 	size_t missing = 0;
 
@@ -232,8 +242,46 @@ static int add_entries(struct tar *t, const struct cut_archive_opts *o, const st
 		} else if (r < 0) {
 			return r;
 		}
+		b->v[i].added = r == 0;
 	}
 	*ret_missing = missing;
+	return 0;
+}
+
+#define JIT_DIR "perfrec-jit"
+
+/*
+ * For each JIT image in the archive (its file /perfrec-jit/NAME, one
+ * component), perfrec-jit/NAME/BUILDID -> ../../.build-id/xx/yyyy...:
+ * what perfparser opens.  A name that makes no safe member is skipped,
+ * said; *@ret_links: how many were written.
+ */
+static int add_links(struct tar *t, const struct bids *b, time_t mtime, size_t *ret_links)
+{
+	size_t links = 0;
+
+	for (size_t i = 0; i < b->nr; i++) {
+		const struct bid *e = &b->v[i];
+		const char *n = e->name + strlen("/" JIT_DIR "/");
+		char h[2 * BID_MAX + 1], member[512], target[128];
+		int r;
+
+		if (!e->added || strncmp(e->name, "/" JIT_DIR "/", strlen("/" JIT_DIR "/")))
+			continue;
+		hex(e, h);
+		snprintf(member, sizeof(member), JIT_DIR "/%s/%s", n, h);
+		snprintf(target, sizeof(target), "../../.build-id/%.2s/%s", h, h + 2);
+		r = strchr(n, '/') ? -EINVAL : tar_add_symlink(t, member, target, mtime);
+		if (r == -EINVAL) {
+			fprintf(stderr, "perfrecctl cut: build id %s (%s): no link for hotspot under that name\n", h,
+				e->name);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		links++;
+	}
+	*ret_links = links;
 	return 0;
 }
 
@@ -296,7 +344,8 @@ int cut_archive(const struct cut_archive_opts *o)
 	struct output_file of = { .fd = -1 };
 	struct bids b = { 0 };
 	struct tar *t = NULL;
-	size_t missing = 0;
+	size_t missing = 0, links = 0;
+	struct stat st = { 0 };
 	int data = -1, r;
 
 	r = cut_bids(o->data_path, &b, &data);
@@ -315,13 +364,13 @@ int cut_archive(const struct cut_archive_opts *o)
 		close(of.fd);
 		of.fd = -1;
 	} else {
-		struct stat st;
-
 		of.fd = -1;   /* tar_close() closes it */
 		r = fstat(data, &st) < 0 ? -errno : tar_add(t, base, data, 0600, st.st_mtime);
 	}
 	if (!r)
 		r = add_entries(t, o, &b, &missing);
+	if (!r)
+		r = add_links(t, &b, st.st_mtime, &links);
 	if (t) {
 		int c = tar_close(t);
 
@@ -335,8 +384,11 @@ int cut_archive(const struct cut_archive_opts *o)
 		fprintf(stderr, "perfrecctl cut: cannot write %s: %s\n", o->archive_path, strerror(-r));
 		goto out;
 	}
-	fprintf(stderr, "perfrecctl cut: archive %s: %s and %zu of %zu build-id cache entr%s%s\n", o->archive_path, base,
+	fprintf(stderr, "perfrecctl cut: archive %s: %s and %zu of %zu build-id cache entr%s%s", o->archive_path, base,
 		b.nr - missing, b.nr, b.nr == 1 ? "y" : "ies", missing ? " (the missing ones are named above)" : "");
+	if (links)
+		fprintf(stderr, ", %zu JIT image link%s for hotspot", links, links == 1 ? "" : "s");
+	fputc('\n', stderr);
 out:
 	if (data >= 0)
 		close(data);

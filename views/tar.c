@@ -2,8 +2,10 @@
 /*
  * A ustar writer: each member a 512-byte header (POSIX.1-1988 ustar, which
  * GNU tar, bsdtar, busybox and Python's tarfile all read) and its data
- * padded to 512 bytes, the archive ended by two zero blocks.  Only regular
- * files: the build-id cache entries and the perf.data an archive carries.
+ * padded to 512 bytes, the archive ended by two zero blocks.  Regular
+ * files (the build-id cache entries and the perf.data an archive carries)
+ * and relative symbolic links that stay inside the archive (the
+ * perfrec-jit/NAME/BUILDID links hotspot's perfparser finds JIT images by).
  * Owner 0, no user or group name: whoever unpacks it owns what comes out.
  *
  * Compression goes through zlib, which perfrecctl links already for pprof:
@@ -103,7 +105,8 @@ static void octal(char *f, size_t len, uint64_t v)
 		f[i - 1] = (char)('0' + (v & 7));
 }
 
-static void header(struct ustar *h, const char *name, mode_t mode, uint64_t size, time_t mtime)
+static void header(struct ustar *h, const char *name, mode_t mode, uint64_t size, time_t mtime, char type,
+		   const char *link)
 {
 	size_t len = strlen(name);
 	unsigned sum = 0;
@@ -124,7 +127,9 @@ static void header(struct ustar *h, const char *name, mode_t mode, uint64_t size
 	octal(h->gid, sizeof(h->gid), 0);
 	octal(h->size, sizeof(h->size), size);
 	octal(h->mtime, sizeof(h->mtime), mtime < 0 ? 0 : (uint64_t)mtime & MAX_SIZE);
-	h->typeflag = '0';
+	h->typeflag = type;
+	if (link)
+		memcpy(h->linkname, link, strlen(link));   /* tar_link_ok(): it fits */
 	memcpy(h->magic, "ustar", 6);
 	memcpy(h->version, "00", 2);
 	/* The checksum is taken with its own field as spaces. */
@@ -152,7 +157,7 @@ int tar_add(struct tar *t, const char *name, int fd, mode_t mode, time_t mtime)
 		return -EINVAL;
 	if ((uint64_t)st.st_size > MAX_SIZE)
 		return -EFBIG;
-	header(&h, name, mode, (uint64_t)st.st_size, mtime);
+	header(&h, name, mode, (uint64_t)st.st_size, mtime, '0', NULL);
 	if (put(t, &h, sizeof(h)) < 0)
 		return t->err;
 	/* The size is in the header already: a file that changes length now spoils the archive. */
@@ -170,6 +175,50 @@ int tar_add(struct tar *t, const char *name, int fd, mode_t mode, time_t mtime)
 	if (pread(fd, buf, 1, st.st_size) > 0)
 		t->err = -EIO;
 	return put(t, zero, (BLOCK - (size_t)(st.st_size % BLOCK)) % BLOCK);
+}
+
+bool tar_link_ok(const char *name, const char *target)
+{
+	size_t len = strlen(target), up = 0, depth = 0;
+	const char *c = target;
+	bool plain = false;
+
+	if (!tar_name_ok(name) || !len || len >= sizeof(((struct ustar *)0)->linkname) || target[0] == '/')
+		return false;
+	for (const char *p = name; *p; p++)
+		depth += *p == '/';
+	for (const char *p = target; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	/* ".." components first, no more of them than @name has directories, then plain ones. */
+	for (;;) {
+		const char *s = strchr(c, '/');
+		size_t n = s ? (size_t)(s - c) : strlen(c);
+
+		if (!n || (n == 1 && c[0] == '.'))
+			return false;
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			if (plain || ++up > depth)
+				return false;
+		} else {
+			plain = true;
+		}
+		if (!s)
+			return plain;
+		c = s + 1;
+	}
+}
+
+int tar_add_symlink(struct tar *t, const char *name, const char *target, time_t mtime)
+{
+	struct ustar h;
+
+	if (t->err)
+		return t->err;
+	if (!tar_link_ok(name, target))
+		return -EINVAL;
+	header(&h, name, 0777, 0, mtime, '2', target);
+	return put(t, &h, sizeof(h));
 }
 
 int tar_close(struct tar *t)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A small ustar writer (tar.c) for `perfrecctl cut --archive`: regular
- * files only, plain or gzip'ed, so that plain `tar xf` unpacks it anywhere.
+ * files and links inside the archive, plain or gzip'ed, so that plain
+ * `tar xf` unpacks it anywhere.
  */
 #ifndef PERFRECCTL_TAR_H
 #define PERFRECCTL_TAR_H
@@ -33,6 +34,21 @@ bool tar_name_ok(const char *name);
  * for tar_close().
  */
 int tar_add(struct tar *t, const char *name, int fd, mode_t mode, time_t mtime);
+
+/*
+ * May @name be a symbolic link to @target?  @name as tar_name_ok() says;
+ * @target relative, fitting ustar's 100-byte link field, its ".."
+ * components first and no more of them than @name has directories, no
+ * "." or empty component, ending in a plain one: a link that, unpacked,
+ * points inside the directory the archive is unpacked in.
+ */
+bool tar_link_ok(const char *name, const char *target);
+
+/*
+ * Append a symbolic link @name -> @target (tar_link_ok(), else -EINVAL).
+ * 0 or -errno, as tar_add().
+ */
+int tar_add_symlink(struct tar *t, const char *name, const char *target, time_t mtime);
 
 /*
  * End the archive (two zero blocks), flush and close it.  Returns 0, or

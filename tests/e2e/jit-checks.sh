@@ -68,12 +68,21 @@ check_views() {
 		{ head -20 "$T/top.txt"; fail "$what: pprof has $out% of the samples under $*"; }
 }
 
+# perfparser_named WHAT FILE COMM FUNC [DEBUGDIR]: "SAMPLES NAMED" of
+# COMM's samples per perfparser given --debug DEBUGDIR (the file's
+# directory: where perfrecd's perfrec-jit/ links are, or a bundle's).
+perfparser_named() {
+	local what=$1 f=$2 comm=$3 func=$4 dbg=${5:-$(dirname "$2")}
+	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$dbg" 2>"$T/pp.err" ||
+		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
+	python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func" || fail "cannot read perfparser's stream"
+}
+
+# check_perfparser WHAT FILE COMM FUNC [DEBUGDIR]: named in 90% of COMM's samples.
 check_perfparser() {
 	local what=$1 f=$2 comm=$3 func=$4
 	local out
-	timeout 120 "$PERFPARSER" --input "$f" --output "$T/pp.out" --debug "$(dirname "$f")" 2>"$T/pp.err" ||
-		{ tail "$T/pp.err"; fail "$what: perfparser failed"; }
-	out=$(python3 "$TOP/tests/e2e/ppsymbols.py" "$T/pp.out" "$comm" "$func") || fail "cannot read perfparser's stream"
+	out=$(perfparser_named "$@") || exit 1
 	read -r samples named <<<"$out"
 	note "$what: perfparser: $named of $samples samples of $comm name $func"
 	[ "$samples" -ge 100 ] && [ $((named * 10)) -ge $((samples * 9)) ] ||
@@ -121,13 +130,20 @@ check_shares() {
 
 # check_cut WHAT F PID FUNCTIONS...: a cut of the workload's second half
 # (t0 and t1 of record()), beside F so its build-id cache is the file's,
-# names the functions as the whole file does.
+# names the functions as the whole file does: perf script and report,
+# perfparser (PID's samples), perfrecctl folded, pprof and flamegraph, and
+# perf report and go tool pprof give them the same shares.
 check_cut() {
 	local what=$1 f=$2 pid=$3; shift 3
-	local from cut
+	local from cut re
 	cut=$(dirname "$f")/cut.data
 	from=$(awk '{ printf "@%.3f", $1 + 1.5 }' "$T/t0")
 	"$PERFRECCTL" cut --from "$from" --to "@$(cat "$T/t1")" -o "$cut" "$f" 2>"$T/cut.err" ||
 		{ cat "$T/cut.err"; fail "$what: perfrecctl cut failed"; }
 	check_perf "$what cut" "$cut" "$pid" "$@"
+	re=$(IFS='|'; echo "$*")
+	check_perfparser "$what cut" "$cut" "pid:$pid" "~$re"
+	check_folded "$what cut" "$cut" "$pid" "$@"
+	check_views "$what cut" "$cut" "$pid" "$@"
+	check_shares "$what cut" "$cut" "$pid" "$@"
 }

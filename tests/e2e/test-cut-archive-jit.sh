@@ -5,10 +5,14 @@
 # images in its build-id cache; the map is deleted when node exits.  The
 # archive unpacked into a fresh HOME (another ~/.debug, the recording's
 # directory out of reach, no /tmp/perf-*.map) gives perf report the
-# JIT names perf --buildid-dir OUT gives, as many samples named.
+# JIT names perf --buildid-dir OUT gives, as many samples named; and
+# hotspot's perfparser, told --debug ~/.debug (it finds JIT images only
+# under DIR/perfrec-jit/jit-....so/BUILDID, the links perfrecd makes beside
+# its cache), names node's functions in 90% of node's samples, in none
+# without the archive.
 # Skipped in a tree without JIT images (internal/jitimage.c), before the merge.
 . "$(dirname "$0")/lib.sh"
-require_events; require_perf
+require_events; require_perf; require_perfparser
 NODE=$(command -v node) || skip "node is not installed"
 [ -f "$TOP/internal/jitimage.c" ] || skip "this tree makes no JIT images (no internal/jitimage.c)"
 NODEBIN=$T/ja$$
@@ -55,4 +59,12 @@ none=$(share "$T/empty" report -i "$T/fresh/.debug/cut.data")
 note "JIT-named share of node's samples: $ref% from the cache, $got% from the archive, $none% from nothing"
 awk -v r="$ref" -v g="$got" 'BEGIN { exit !(g + 0 >= r - 0.01) }' || fail "the archive names $got% of node's samples, the cache $ref%"
 awk -v n="$none" 'BEGIN { exit !(n + 0 < 5) }' || fail "perf names JIT frames without the archive ($none%): the test proves nothing"
+
+. "$(dirname "$0")/jit-checks.sh"
+mkdir -p "$T/empty/.debug"
+read -r samples named <<<"$(perfparser_named "no archive" "$T/fresh/.debug/cut.data" "$(basename "$NODEBIN")" \
+	"~fibonacciRecurse|hotLoopNamed" "$T/empty/.debug")" || exit 1
+note "no archive: perfparser: $named of $samples samples of node name its functions"
+[ "$samples" -ge 100 ] && [ "$named" = 0 ] || fail "perfparser names node's functions in $named of $samples samples without the archive"
+check_perfparser archive "$T/fresh/.debug/cut.data" "$(basename "$NODEBIN")" "~fibonacciRecurse|hotLoopNamed" "$T/fresh/.debug"
 exit 0

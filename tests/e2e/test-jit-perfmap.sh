@@ -13,7 +13,8 @@
 # 90% of the workload's samples (and perfrecctl pprof, read by go tool
 # pprof, and flamegraph carry them, go tool pprof -top's flat and
 # cumulative shares of the functions within 3 points of perf report's),
-# from the file and its build-id cache (the output directory's) alone.  A cut of each file does too.
+# from the file and its build-id cache (the output directory's) alone.  A cut
+# of each file does too, for each of these readers.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 NODE=$(command -v node) || skip "node is not installed"

@@ -159,3 +159,56 @@ Test(tar, not_a_regular_file)
 	close(fd);
 	cr_expect_str_eq(read_back(archive), "");
 }
+
+Test(tar, links_stay_below_the_directory)
+{
+	const struct { const char *name, *target; } bad[] = {
+		{ "a/b", "/etc/passwd" }, { "a/b", "../../x" }, { "l", "../x" }, { "a/b", "x/../../y" },
+		{ "a/b", "x/.." }, { "a/b", ".." }, { "a/b", "./x" }, { "a/b", "x//y" }, { "a/b", "" },
+		{ "a/b", "x\ny" }, { "../a", "x" }, { "a/b/c", "../x/../y" },
+	};
+	const struct { const char *name, *target; } good[] = {
+		{ "perfrec-jit/jit-1-7f00-1000.so/00112233445566778899aabbccddeeff00112233",
+		  "../../.build-id/00/112233445566778899aabbccddeeff00112233" },
+		{ "l", "x" }, { "a/b", "../c/d" }, { "a/b", "c" },
+	};
+	char big[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_not(tar_link_ok(bad[i].name, bad[i].target), "'%s' -> '%s' accepted", bad[i].name,
+			      bad[i].target);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_expect(tar_link_ok(good[i].name, good[i].target), "'%s' -> '%s' refused", good[i].name,
+			  good[i].target);
+	/* ustar's link field holds 100 bytes */
+	memset(big, 'x', 100);
+	big[100] = 0;
+	cr_expect_not(tar_link_ok("l", big));
+}
+
+/* A link member unpacks as that link (GNU tar), beside its target; a refused one writes nothing. */
+Test(tar, link_member_unpacks_as_a_link)
+{
+	char archive[64], cmd[512], got[256] = "";
+	uint32_t sum;
+	struct tar *t;
+	ssize_t n;
+	int out, in = pattern_file(100, 9, &sum);
+
+	snprintf(archive, sizeof(archive), "%s/l.tar.gz", dir);
+	out = open(archive, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(out, 0);
+	cr_assert_eq(tar_open(out, true, &t), 0);
+	cr_assert_eq(tar_add(t, ".build-id/ab/cdef", in, 0600, 1700000000), 0);
+	cr_assert_eq(tar_add_symlink(t, "perfrec-jit/x.so/abcdef", "../../.build-id/ab/cdef", 1700000000), 0);
+	cr_assert_eq(tar_add_symlink(t, "perfrec-jit/y", "../../../etc/passwd", 0), -EINVAL);
+	cr_assert_eq(tar_close(t), 0);
+	close(in);
+	snprintf(cmd, sizeof(cmd), "mkdir %s/x && tar xf %s -C %s/x && test \"$(tar tf %s | wc -l)\" = 2 && "
+		 "cmp -s %s/in-9 %s/x/perfrec-jit/x.so/abcdef", dir, archive, dir, archive, dir, dir);
+	cr_assert_eq(system(cmd), 0, "GNU tar does not unpack the link to its target");
+	snprintf(cmd, sizeof(cmd), "%s/x/perfrec-jit/x.so/abcdef", dir);
+	n = readlink(cmd, got, sizeof(got) - 1);
+	cr_assert_gt(n, 0);
+	cr_expect_str_eq(got, "../../.build-id/ab/cdef");
+}

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Python frames merged into callchains (see pystage.h): samples in, the
+ * same samples out with the eval loop's frames replaced by the Python
+ * frames they ran, each process's region named by an MMAP2 emitted before
+ * its first such sample of the file.  All on the draining thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/perf_event.h>
+
+#include <perfrec/event.h>
+
+#include "drain.h"
+#include "jitsink.h"
+#include "log.h"
+#include "pystage.h"
+
+/*
+ * The walker is another module's (internal/pywalk.c); the stage runs
+ * without it (tests give their own take()), so a daemon built without
+ * the walker still links.
+ */
+extern const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
+	__attribute__((weak));
+
+/* A chain the stage writes: the longest it takes in, plus a whole walk. */
+#define MAX_CHAIN 4096
+
+struct pyps {
+	uint32_t pid;
+	int err;                   /* setup failed: its samples pass unchanged (0: usable) */
+	struct pystage_proc_setup s;
+	uint64_t map_seq;          /* the jitsink's file_seq its MMAP2 went out for (0: none) */
+};
+
+struct pystage {
+	struct stage stage;        /* first: its sink is what upstream feeds */
+	struct pystage_opts o;
+	struct pyps **procs;       /* sorted by pid */
+	size_t nr_procs;
+	struct jitsink *js;        /* of the sample being merged */
+	struct pyps *cur;          /* its process */
+	uint64_t chain[MAX_CHAIN + PYWALK_MAX_FRAMES];
+	uint8_t rec[65536];
+	struct pystage_stats st;
+};
+
+static bool in_eval(uint64_t ip, uint64_t lo, uint64_t hi)
+{
+	/* a return address may be the byte after a call at the very end */
+	return ip >= lo && ip <= hi;
+}
+
+/* The walk's groups (innermost first): the index of each one's last frame; how many are whole. */
+static size_t split_groups(const struct pywalk_rec *w, uint16_t *ends)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < w->nr && i < PYWALK_MAX_FRAMES; i++)
+		if (w->frames[i].flags & PYWALK_F_ENTRY)
+			ends[k++] = (uint16_t)i;
+	return k;
+}
+
+/* Pairs of (eval frame's index in the chain, group): -1 where not matched. */
+struct match {
+	int group_of[MAX_CHAIN];   /* by chain index */
+	uint16_t evals[MAX_CHAIN]; /* the eval frames' chain indices, innermost first */
+	size_t nr_eval, nr_groups, matched;
+};
+
+/*
+ * Which eval frame runs which group: from the root for a whole walk, from
+ * the leaf (only when the sample's ip is in the eval loop) for a cut one.
+ */
+static void match_groups(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi,
+			 const struct pywalk_rec *w, size_t k, struct match *m)
+{
+	uint16_t *evals = m->evals;
+	size_t n = 0, user = nr, pairs;
+	bool whole = !(w->flags & (PYWALK_TORN | PYWALK_TRUNCATED));
+
+	for (size_t i = 0; i < nr; i++) {
+		m->group_of[i] = -1;
+		if (chain[i] == PERF_CONTEXT_USER && user == nr)
+			user = i + 1;
+		else if (i >= user && chain[i] >= PERF_CONTEXT_MAX)
+			break;
+		else if (i >= user && in_eval(chain[i], lo, hi))
+			evals[n++] = (uint16_t)i;
+	}
+	/* frames after the last entry frame belong to a group read only in part */
+	if (whole && k && w->nr && !(w->frames[w->nr - 1].flags & PYWALK_F_ENTRY))
+		whole = false;
+	m->nr_eval = n;
+	m->nr_groups = k;
+	pairs = n < k ? n : k;
+	if (whole) {
+		for (size_t j = 0; j < pairs; j++)
+			m->group_of[evals[n - 1 - j]] = (int)(k - 1 - j);
+	} else if (n && evals[0] == user) {
+		for (size_t j = 0; j < pairs; j++)
+			m->group_of[evals[j]] = (int)j;
+	} else {
+		pairs = 0;
+	}
+	m->matched = pairs;
+}
+
+/* Group @g's frames' addresses into @out (innermost first); 0 if one cannot be named. */
+static size_t group_addrs(const struct pywalk_rec *w, const uint16_t *ends, int g,
+			  uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out)
+{
+	size_t first = g ? ends[g - 1] + 1u : 0, n = 0;
+
+	for (size_t i = first; i <= ends[g]; i++) {
+		uint64_t a = addr(ctx, w->frames[i].code);
+
+		if (!a)
+			return 0;
+		out[n++] = a;
+	}
+	return n;
+}
+
+size_t pystage_merge(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi, const struct pywalk_rec *w,
+		     uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out, bool *ret_partial)
+{
+	static __thread struct match m;
+	uint16_t ends[PYWALK_MAX_FRAMES];
+	uint64_t frames[PYWALK_MAX_FRAMES];
+	size_t k, n = 0, merged = 0;
+
+	*ret_partial = false;
+	if (nr > MAX_CHAIN || (w->flags & PYWALK_NO_TSTATE) || !w->nr)
+		return 0;
+	k = split_groups(w, ends);
+	match_groups(chain, nr, lo, hi, w, k, &m);
+	*ret_partial = m.matched < m.nr_eval || m.matched < m.nr_groups ||
+		       (w->flags & (PYWALK_TORN | PYWALK_TRUNCATED));
+	if (!m.matched)
+		return 0;
+	for (size_t i = 0; i < nr; i++) {
+		size_t g = 0;
+
+		if (m.group_of[i] >= 0)
+			g = group_addrs(w, ends, m.group_of[i], addr, ctx, frames);
+		if (!g) {
+			out[n++] = chain[i];
+			continue;
+		}
+		memcpy(out + n, frames, g * sizeof(*frames));
+		n += g;
+		merged++;
+	}
+	if (merged < m.matched)
+		*ret_partial = true;
+	return merged ? n : 0;
+}
+
+static int cmp_pid(const void *key, const void *el)
+{
+	uint32_t pid = *(const uint32_t *)key, other = (*(struct pyps *const *)el)->pid;
+
+	return pid < other ? -1 : pid > other;
+}
+
+static struct pyps **proc_slot(struct pystage *ps, uint32_t pid)
+{
+	return bsearch(&pid, ps->procs, ps->nr_procs, sizeof(*ps->procs), cmp_pid);
+}
+
+/* What a process needs, through /proc: its layout, its eval loop, its memory. */
+static int default_setup(void *ctx, pid_t pid, struct pystage_proc_setup *ret)
+{
+	struct pyproc_info *info = malloc(sizeof(*info));
+	int r;
+
+	(void)ctx;
+	if (!info)
+		return -ENOMEM;
+	r = pyproc_detect("/proc", pid, info);
+	if (r == 0 && info->status != PYPROC_OK)
+		r = -EPROTO;
+	if (r == 0)
+		r = pyname_eval_range(pid, info, &ret->eval_lo, &ret->eval_hi);
+	if (r == 0)
+		r = pyname_cache_open(pid, info, &ret->names);
+	free(info);
+	return r;
+}
+
+static void proc_free(struct pyps *p)
+{
+	if (p)
+		pyname_cache_free(p->s.names);
+	free(p);
+}
+
+/* @pid's state, set up on first sight (a failure is kept: its samples pass). */
+static struct pyps *proc_get(struct pystage *ps, uint32_t pid)
+{
+	struct pyps **slot = proc_slot(ps, pid), *p;
+	size_t at = 0;
+
+	if (slot)
+		return *slot;
+	if (ps->nr_procs >= PYSTAGE_MAX_PROCS) {
+		ps->st.procs_refused++;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->err = ps->o.setup(ps->o.ctx, (pid_t)pid, &p->s);
+	if (p->err == 0 && (!p->s.names || p->s.eval_hi <= p->s.eval_lo))
+		p->err = -EINVAL;
+	if (p->err) {
+		log_debug("Python frames: pid %u not merged: %s", pid, strerror(-p->err));
+		ps->st.procs_failed++;
+	} else {
+		ps->st.procs++;
+	}
+	while (at < ps->nr_procs && ps->procs[at]->pid < pid)
+		at++;
+	memmove(ps->procs + at + 1, ps->procs + at, (ps->nr_procs - at) * sizeof(*ps->procs));
+	ps->procs[at] = p;
+	ps->nr_procs++;
+	return p;
+}
+
+/* An exit or an exec: its code objects (and maybe its interpreter) are gone. */
+static void proc_drop(struct pystage *ps, uint32_t pid)
+{
+	struct pyps **slot = proc_slot(ps, pid);
+	size_t at;
+
+	if (!slot)
+		return;
+	at = (size_t)(slot - ps->procs);
+	proc_free(*slot);
+	memmove(ps->procs + at, ps->procs + at + 1, (ps->nr_procs - at - 1) * sizeof(*ps->procs));
+	ps->nr_procs--;
+}
+
+static void note_sideband(struct pystage *ps, const struct perf_event_header *h)
+{
+	const struct { struct perf_event_header h; uint32_t pid, tid; } *c = (const void *)h;
+	const struct { struct perf_event_header h; uint32_t pid, ppid, tid, ptid; } *e = (const void *)h;
+
+	if (h->type == PERF_RECORD_EXIT && h->size >= sizeof(*e) && e->pid == e->tid)
+		proc_drop(ps, e->pid);
+	else if (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC) &&
+		 h->size >= sizeof(*c) && c->pid == c->tid)
+		proc_drop(ps, c->pid);
+}
+
+/* The address of @code's frames in the current process (0: it cannot be named). */
+static uint64_t code_addr(void *ctx, uint64_t code)
+{
+	struct pystage *ps = ctx;
+	struct pyps *p = ps->cur;
+	struct pyname_code c;
+	char name[512];
+	bool fresh;
+	int slot = pyname_lookup(p->s.names, code, &c, &fresh);
+	uint64_t base;
+
+	if (slot < 0) {
+		ps->st.names_failed++;
+		return 0;
+	}
+	base = PYSTAGE_REGION_BASE + (uint64_t)slot * PYSTAGE_SLOT;
+	if (fresh) {
+		pyname_format(&c, name, sizeof(name));
+		/* not in the image (over its bounds): perf says [unknown] in the region, as is true */
+		jitsink_synth_sym(ps->js, p->pid, base, PYSTAGE_SLOT, name);
+	}
+	return base + PYSTAGE_SLOT / 2;
+}
+
+/* The side-band id for records of CPU @cpu. */
+static uint64_t sideband_id(const struct pystage *ps, uint32_t cpu)
+{
+	for (size_t i = 0; ps->o.sideband_cpus && i < ps->o.nr_sideband_ids; i++)
+		if (ps->o.sideband_cpus[i] == (int)cpu)
+			return ps->o.sideband_ids[i];
+	return ps->o.nr_sideband_ids ? ps->o.sideband_ids[0] : 0;
+}
+
+/*
+ * The region's MMAP2 before the first sample of @p in this file, a
+ * nanosecond before the sample so that readers sorting by time apply it
+ * first.  0, or -errno: then the sample is not merged.
+ */
+static int emit_map(struct pystage *ps, struct pyps *p, size_t ring, const struct perfrec_sample *s)
+{
+	struct perfrec_sample_id sid = {
+		.pid = s->pid, .tid = s->tid, .time = s->time ? s->time - 1 : 0, .cpu = s->cpu,
+	};
+	uint8_t trailer[64], rec[sizeof(struct perf_event_header) + 256];
+	size_t tl = perfrec_sample_id__size(ps->o.sideband_sample_type);
+	int size;
+
+	if (p->map_seq == ps->js->file_seq)
+		return 0;
+	if (tl > sizeof(trailer))
+		return -EINVAL;
+	sid.id = sid.stream_id = sideband_id(ps, s->cpu);
+	perfrec_sample_id__write(trailer, ps->o.sideband_sample_type, &sid);
+	size = jitsink_synth_map(ps->js, p->pid, s->tid, PYSTAGE_REGION_BASE, PYSTAGE_REGION_LEN, "py", trailer, tl,
+				 rec, sizeof(rec));
+	if (size < 0)
+		return size;
+	stage_emit(&ps->stage, ring, (const struct perf_event_header *)rec);
+	p->map_seq = ps->js->file_seq;
+	ps->st.maps++;
+	return 0;
+}
+
+/* @h with its chain (at @chain_at, @old_nr entries) replaced by @nr entries of ps->chain, into ps->rec. */
+static const struct perf_event_header *rewrite(struct pystage *ps, const struct perf_event_header *h,
+					       size_t chain_at, size_t old_nr, size_t nr)
+{
+	size_t tail_at = chain_at + 8 + old_nr * 8, size = h->size - old_nr * 8 + nr * 8;
+	struct perf_event_header *out = (void *)ps->rec;
+	uint64_t n = nr;
+
+	if (size > UINT16_MAX || tail_at > h->size)
+		return NULL;
+	memcpy(ps->rec, h, chain_at);
+	memcpy(ps->rec + chain_at, &n, 8);
+	memcpy(ps->rec + chain_at + 8, ps->chain, nr * 8);
+	memcpy(ps->rec + chain_at + 8 + nr * 8, (const uint8_t *)h + tail_at, h->size - tail_at);
+	out->size = (uint16_t)size;
+	return out;
+}
+
+/* The sample merged, or NULL: it goes on as it came. */
+static const struct perf_event_header *merge_sample(struct pystage *ps, size_t ring, const struct perf_event_header *h)
+{
+	const struct drain_id *id = drain_find_id(ps->o.layout, h);
+	const uint64_t need = PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	const struct pywalk_rec *w;
+	struct perfrec_sample s;
+	struct sink *jsink;
+	bool partial;
+	size_t n;
+
+	if (!id || (id->sample_type & need) != need ||
+	    perfrec_sample__parse(h, id->sample_type, id->read_format, &s) < 0 || !s.nr_callchain)
+		return NULL;
+	ps->st.samples++;
+	w = ps->o.take(ps->o.py, s.cpu, s.tid, s.time);
+	if (!w || w->pid != s.pid || w->tid != s.tid) {
+		ps->st.not_joined += !w;
+		ps->st.unmerged += !!w;
+		return NULL;
+	}
+	jsink = stage_sink_of(&ps->stage, &jitsink_ops);
+	ps->js = jsink ? jsink->ctx : NULL;
+	ps->cur = proc_get(ps, s.pid);
+	if (!ps->js || !ps->cur || ps->cur->err) {
+		ps->st.no_image += !ps->js;
+		ps->st.unmerged++;
+		return NULL;
+	}
+	n = pystage_merge(s.callchain, s.nr_callchain, ps->cur->s.eval_lo, ps->cur->s.eval_hi, w, code_addr, ps,
+			  ps->chain, &partial);
+	ps->st.mismatched += partial;
+	if (!n || emit_map(ps, ps->cur, ring, &s) < 0) {
+		ps->st.no_image += n > 0;
+		ps->st.unmerged++;
+		return NULL;
+	}
+	h = rewrite(ps, h, (size_t)((const uint8_t *)s.callchain - (const uint8_t *)h) - 8, s.nr_callchain, n);
+	ps->st.merged += !!h;
+	ps->st.unmerged += !h;
+	return h;
+}
+
+static void in_record(struct sink *sk, struct drain_rec *r)
+{
+	struct pystage *ps = sk->ctx;
+	const struct perf_event_header *h = NULL;
+
+	if (r->h->type == PERF_RECORD_SAMPLE && stage_has_sinks(&ps->stage))
+		h = merge_sample(ps, r->ring, r->h);
+	else if (r->h->type == PERF_RECORD_EXIT || r->h->type == PERF_RECORD_COMM)
+		note_sideband(ps, r->h);
+	stage_emit(&ps->stage, r->ring, h ? h : r->h);
+}
+
+static void in_corrupt(struct sink *sk, size_t ring)
+{
+	struct pystage *ps = sk->ctx;
+
+	stage_corrupt(&ps->stage, ring);
+}
+
+static void in_round(struct sink *sk, uint64_t bytes)
+{
+	struct pystage *ps = sk->ctx;
+
+	(void)bytes;
+	stage_round(&ps->stage);
+}
+
+static const struct sink_ops pystage_ops = {
+	.record = in_record, .corrupt = in_corrupt, .round = in_round,
+};
+
+int pystage_new(const struct pystage_opts *opts, struct pystage **ret)
+{
+	struct pystage *ps;
+
+	if (!opts || !opts->layout || !ret)
+		return -EINVAL;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	ps->o = *opts;
+	if (!ps->o.take)
+		ps->o.take = pywalk_take;
+	if (!ps->o.setup)
+		ps->o.setup = default_setup;
+	ps->procs = calloc(PYSTAGE_MAX_PROCS, sizeof(*ps->procs));
+	if (!ps->procs || !ps->o.take) {
+		int r = ps->procs ? -ENOSYS : -ENOMEM;
+
+		pystage_free(ps);
+		return r;
+	}
+	stage_init(&ps->stage, &pystage_ops, ps, opts->layout);
+	*ret = ps;
+	return 0;
+}
+
+void pystage_free(struct pystage *ps)
+{
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->nr_procs; i++)
+		proc_free(ps->procs[i]);
+	free(ps->procs);
+	stage_exit(&ps->stage);
+	free(ps);
+}
+
+struct stage *pystage_stage(struct pystage *ps)
+{
+	return &ps->stage;
+}
+
+void pystage_get_stats(const struct pystage *ps, struct pystage_stats *ret)
+{
+	*ret = ps->st;
+}

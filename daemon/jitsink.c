@@ -232,17 +232,23 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 		}
 }
 
-static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len,
+/*
+ * @nonce (0: none) tells apart mappings of the same pid and range in one
+ * file: a synthetic mapping's range is the same in every process, and a
+ * process that execs gets a new one for other code.
+ */
+static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len, uint64_t nonce,
 		     uint8_t out[JITIMAGE_BID_LEN])
 {
-	uint8_t in[sizeof(js->salt) + 4 + 16], md[EVP_MAX_MD_SIZE];
+	uint8_t in[sizeof(js->salt) + 4 + 16 + 8], md[EVP_MAX_MD_SIZE];
 	unsigned n = 0;
 
 	memcpy(in, js->salt, sizeof(js->salt));
 	memcpy(in + 16, &pid, 4);
 	memcpy(in + 20, &start, 8);
 	memcpy(in + 28, &len, 8);
-	if (!EVP_Digest(in, sizeof(in), md, &n, EVP_sha1(), NULL) || n < JITIMAGE_BID_LEN)
+	memcpy(in + 36, &nonce, 8);
+	if (!EVP_Digest(in, nonce ? sizeof(in) : sizeof(in) - 8, md, &n, EVP_sha1(), NULL) || n < JITIMAGE_BID_LEN)
 		memset(md, 0, sizeof(md));  /* never happens with OpenSSL's own SHA-1 */
 	memcpy(out, md, JITIMAGE_BID_LEN);
 }
@@ -393,7 +399,8 @@ static struct jitmap *map_new(struct jitsink *js, struct jitproc *p, uint64_t st
 	}
 	m = &p->maps[p->nr_maps];
 	*m = (struct jitmap){ .start = start, .len = len, .kind = kind };
-	make_bid(js, p->pid, start, len, m->bid);
+	/* a synthetic mapping's own: its range is no process's alone */
+	make_bid(js, p->pid, start, len, strcmp(kind, "jit") ? ++js->synth_seq : 0, m->bid);
 	return m;
 }
 

@@ -101,6 +101,7 @@ struct jitsink {
 	 */
 	uint64_t keep_exited_ns;
 	uint64_t file_seq;         /* counts files begun: a synthetic mapping's MMAP2 is once per file */
+	uint64_t synth_seq;        /* synthetic mappings made: each one's build id its own */
 	struct jitsink_stats st;
 };
 

@@ -58,6 +58,7 @@ static struct pyproc_info info;
 static struct pywalk_rec walk;
 static bool have_walk;
 static unsigned setups;
+static const char *leaf_name = "hot_leaf";   /* what the running program calls it */
 
 static const struct pywalk_rec *fake_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
 {
@@ -97,7 +98,7 @@ static int fake_setup(void *ctx, pid_t pid, struct pystage_proc_setup *ret)
 	cr_assert_eq(pid, PID);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(ftruncate(fd, 0x10000), 0);
-	put_str(fd, 0x1000, "hot_leaf");
+	put_str(fd, 0x1000, leaf_name);
 	put_str(fd, 0x1100, "middle");
 	put_str(fd, 0x1200, "outer");
 	put_str(fd, 0x1300, "<module>");
@@ -169,6 +170,7 @@ static void setup(void)
 	out_len = out_nr = 0;
 	setups = 0;
 	have_walk = false;
+	leaf_name = "hot_leaf";
 }
 
 static void teardown(void)
@@ -253,6 +255,28 @@ static void check_chain(size_t i, const uint64_t *want, size_t n)
 	for (size_t k = 0; k < n; k++)
 		cr_assert_eq(got[k], want[k], "sample %zu entry %zu: %#lx, want %#lx", i, k, (unsigned long)got[k],
 			     (unsigned long)want[k]);
+}
+
+/* The image the cache holds for @bid: @addr's name in it, or NULL. */
+static char *image_name(const uint8_t *bid, uint64_t addr)
+{
+	Dwfl_Callbacks cbs = { .find_elf = dwfl_build_id_find_elf, .find_debuginfo = dwfl_standard_find_debuginfo };
+	char path[PATH_MAX], hex[2 * JITIMAGE_BID_LEN + 2];
+	const char *n = NULL;
+	Dwfl_Module *mod;
+	Dwfl *dwfl;
+	char *ret;
+
+	jitimage_bid_path(bid, hex);
+	snprintf(path, sizeof(path), "%s/.build-id/%s", dir, hex);
+	dwfl = dwfl_begin(&cbs);
+	mod = dwfl_report_elf(dwfl, "py", path, -1, PYSTAGE_REGION_BASE, false);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (mod)
+		n = dwfl_module_addrname(mod, addr);
+	ret = n ? strdup(n) : NULL;
+	dwfl_end(dwfl);
+	return ret;
 }
 
 /* <module> -> outer -> (C helper) -> middle -> hot_leaf -> json's encoder, two eval calls. */
@@ -461,4 +485,45 @@ Test(pystage, an_exit_forgets_the_process, .init = setup, .fini = teardown)
 	make_sample(rec, 2000, chain2, 9);
 	feed(rec);
 	cr_assert_eq(setups, 2, "a pid's state outlived its exit");
+}
+
+Test(pystage, an_exec_gets_a_region_of_its_own, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_LEAF, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY };
+	struct perfrec_sample_id sid = { .pid = PID, .tid = PID, .time = 1500, .id = SB_ID, .cpu = 1 };
+	uint64_t comm[8] = { 0 };
+	struct perf_event_header *h = (void *)comm;
+	uint8_t rec[1024], bid[2][JITIMAGE_BID_LEN];
+	char *n;
+
+	set_walk(1000, 0, codes, fl, 2);
+	make_sample(rec, 1000, chain2, 9);
+	feed(rec);
+	cr_assert_eq(((const struct perf_event_header *)out)->type, PERF_RECORD_MMAP2);
+	memcpy(bid[0], out + 44, JITIMAGE_BID_LEN);
+	/* the process execs another program (python running python: os.execv) */
+	h->type = PERF_RECORD_COMM;
+	h->misc = PERF_RECORD_MISC_COMM_EXEC;
+	memcpy(&comm[1], (uint32_t[]){ PID, PID }, 8);
+	memcpy(&comm[2], "python3", 8);
+	perfrec_sample_id__write((uint8_t *)comm + 24, SB_ST, &sid);
+	h->size = 24 + (uint16_t)perfrec_sample_id__size(SB_ST);
+	feed(comm);
+	leaf_name = "exec_leaf";
+	out_len = out_nr = 0;
+	set_walk(2000, 0, codes, fl, 2);
+	make_sample(rec, 2000, chain2, 9);
+	feed(rec);
+	cr_assert_eq(setups, 2);
+	cr_assert_eq(((const struct perf_event_header *)out)->type, PERF_RECORD_MMAP2, "no MMAP2 after the exec");
+	memcpy(bid[1], out + 44, JITIMAGE_BID_LEN);
+	cr_assert_neq(memcmp(bid[0], bid[1], JITIMAGE_BID_LEN), 0, "both programs' code under one build id");
+	jitsink_file_end(&js);
+	n = image_name(bid[0], PY(0));
+	cr_assert_str_eq(n, "py::hot_leaf (/w/prog.py:30)");
+	free(n);
+	n = image_name(bid[1], PY(0));
+	cr_assert_str_eq(n, "py::exec_leaf (/w/prog.py:30)");
+	free(n);
 }

@@ -16,6 +16,7 @@
 #include "drain.h"
 #include "jitsink.h"
 #include "log.h"
+#include "pymerge.h"
 #include "pystage.h"
 
 /*
@@ -25,9 +26,6 @@
  */
 extern const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
 	__attribute__((weak));
-
-/* A chain the stage writes: the longest it takes in, plus a whole walk. */
-#define MAX_CHAIN 4096
 
 struct pyps {
 	uint32_t pid;
@@ -43,123 +41,10 @@ struct pystage {
 	size_t nr_procs;
 	struct jitsink *js;        /* of the sample being merged */
 	struct pyps *cur;          /* its process */
-	uint64_t chain[MAX_CHAIN + PYWALK_MAX_FRAMES];
+	uint64_t chain[PYMERGE_MAX_CHAIN + PYWALK_MAX_FRAMES];
 	uint8_t rec[65536];
 	struct pystage_stats st;
 };
-
-static bool in_eval(uint64_t ip, uint64_t lo, uint64_t hi)
-{
-	/* a return address may be the byte after a call at the very end */
-	return ip >= lo && ip <= hi;
-}
-
-/* The walk's groups (innermost first): the index of each one's last frame; how many are whole. */
-static size_t split_groups(const struct pywalk_rec *w, uint16_t *ends)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < w->nr && i < PYWALK_MAX_FRAMES; i++)
-		if (w->frames[i].flags & PYWALK_F_ENTRY)
-			ends[k++] = (uint16_t)i;
-	return k;
-}
-
-/* Pairs of (eval frame's index in the chain, group): -1 where not matched. */
-struct match {
-	int group_of[MAX_CHAIN];   /* by chain index */
-	uint16_t evals[MAX_CHAIN]; /* the eval frames' chain indices, innermost first */
-	size_t nr_eval, nr_groups, matched;
-};
-
-/*
- * Which eval frame runs which group: from the root for a whole walk, from
- * the leaf (only when the sample's ip is in the eval loop) for a cut one.
- */
-static void match_groups(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi,
-			 const struct pywalk_rec *w, size_t k, struct match *m)
-{
-	uint16_t *evals = m->evals;
-	size_t n = 0, user = nr, pairs;
-	bool whole = !(w->flags & (PYWALK_TORN | PYWALK_TRUNCATED));
-
-	for (size_t i = 0; i < nr; i++) {
-		m->group_of[i] = -1;
-		if (chain[i] == PERF_CONTEXT_USER && user == nr)
-			user = i + 1;
-		else if (i >= user && chain[i] >= PERF_CONTEXT_MAX)
-			break;
-		else if (i >= user && in_eval(chain[i], lo, hi))
-			evals[n++] = (uint16_t)i;
-	}
-	/* frames after the last entry frame belong to a group read only in part */
-	if (whole && k && w->nr && !(w->frames[w->nr - 1].flags & PYWALK_F_ENTRY))
-		whole = false;
-	m->nr_eval = n;
-	m->nr_groups = k;
-	pairs = n < k ? n : k;
-	if (whole) {
-		for (size_t j = 0; j < pairs; j++)
-			m->group_of[evals[n - 1 - j]] = (int)(k - 1 - j);
-	} else if (n && evals[0] == user) {
-		for (size_t j = 0; j < pairs; j++)
-			m->group_of[evals[j]] = (int)j;
-	} else {
-		pairs = 0;
-	}
-	m->matched = pairs;
-}
-
-/* Group @g's frames' addresses into @out (innermost first); 0 if one cannot be named. */
-static size_t group_addrs(const struct pywalk_rec *w, const uint16_t *ends, int g,
-			  uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out)
-{
-	size_t first = g ? ends[g - 1] + 1u : 0, n = 0;
-
-	for (size_t i = first; i <= ends[g]; i++) {
-		uint64_t a = addr(ctx, w->frames[i].code);
-
-		if (!a)
-			return 0;
-		out[n++] = a;
-	}
-	return n;
-}
-
-size_t pystage_merge(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi, const struct pywalk_rec *w,
-		     uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out, bool *ret_partial)
-{
-	static __thread struct match m;
-	uint16_t ends[PYWALK_MAX_FRAMES];
-	uint64_t frames[PYWALK_MAX_FRAMES];
-	size_t k, n = 0, merged = 0;
-
-	*ret_partial = false;
-	if (nr > MAX_CHAIN || (w->flags & PYWALK_NO_TSTATE) || !w->nr)
-		return 0;
-	k = split_groups(w, ends);
-	match_groups(chain, nr, lo, hi, w, k, &m);
-	*ret_partial = m.matched < m.nr_eval || m.matched < m.nr_groups ||
-		       (w->flags & (PYWALK_TORN | PYWALK_TRUNCATED));
-	if (!m.matched)
-		return 0;
-	for (size_t i = 0; i < nr; i++) {
-		size_t g = 0;
-
-		if (m.group_of[i] >= 0)
-			g = group_addrs(w, ends, m.group_of[i], addr, ctx, frames);
-		if (!g) {
-			out[n++] = chain[i];
-			continue;
-		}
-		memcpy(out + n, frames, g * sizeof(*frames));
-		n += g;
-		merged++;
-	}
-	if (merged < m.matched)
-		*ret_partial = true;
-	return merged ? n : 0;
-}
 
 static int cmp_pid(const void *key, const void *el)
 {
@@ -369,7 +254,7 @@ static const struct perf_event_header *merge_sample(struct pystage *ps, size_t r
 		ps->st.unmerged++;
 		return NULL;
 	}
-	n = pystage_merge(s.callchain, s.nr_callchain, ps->cur->s.eval_lo, ps->cur->s.eval_hi, w, code_addr, ps,
+	n = pymerge_chain(s.callchain, s.nr_callchain, ps->cur->s.eval_lo, ps->cur->s.eval_hi, w, code_addr, ps,
 			  ps->chain, &partial);
 	ps->st.mismatched += partial;
 	if (!n || emit_map(ps, ps->cur, ring, &s) < 0) {

@@ -7,23 +7,13 @@
  * For each sample with a callchain, the walk of its thread's Python frames
  * read at the sample (pywalk.h, pywalk_take()) replaces, in the user part
  * of the chain, the frames of the interpreter's eval loop
- * (_PyEval_EvalFrameDefault) with the Python frames each was running:
- *
- *   - the walk (innermost first) splits into groups at its PYWALK_F_ENTRY
- *     frames: a group is what one C call of the eval loop runs;
- *   - a whole walk is matched to the eval frames from the root: the
- *     outermost group to the outermost eval frame, and so on inwards; when
- *     the counts differ the inner ones left over stay as they are (native
- *     eval frames, or Python frames no eval frame runs yet);
- *   - a walk that was cut (PYWALK_TORN, PYWALK_TRUNCATED) has no root:
- *     its whole groups are matched from the leaf, and only when the
- *     sample's own ip is in the eval loop (that eval call is running the
- *     innermost frame read); otherwise nothing is merged;
- *   - a group with a frame whose code object cannot be named stays native.
- *
- * Native frames below (C code called from Python) and above (main,
- * Py_RunMain, the helpers between eval calls) stay in place.  Nothing is
- * guessed; a sample the stage cannot merge goes on unchanged.
+ * (_PyEval_EvalFrameDefault) with the Python frames each was running, as
+ * pymerge.h says: a whole walk matched from the root, a cut one only from
+ * an eval frame that is the sample's own ip, a group with a frame that
+ * cannot be named left native.  Native frames below (C code called from
+ * Python) and above (main, Py_RunMain, the helpers between eval calls)
+ * stay in place.  Nothing is guessed; a sample the stage cannot merge
+ * goes on unchanged.
  *
  * Each Python frame's address: one per code object of the process, in a
  * region at PYSTAGE_REGION_BASE, in every process the same.  That address
@@ -104,17 +94,5 @@ int pystage_new(const struct pystage_opts *opts, struct pystage **ret);
 void pystage_free(struct pystage *ps);
 struct stage *pystage_stage(struct pystage *ps);
 void pystage_get_stats(const struct pystage *ps, struct pystage_stats *ret);
-
-/*
- * The merge itself, for one chain (exposed for tests and fuzzing): @chain
- * (@nr entries) with the eval frames in [@lo, @hi) of its user part
- * replaced by @w's groups as above, each Python frame's code through
- * @addr (0: it cannot be named: its group stays native), into @out (room
- * for @nr + PYWALK_MAX_FRAMES).  Returns the entries written, 0 when
- * nothing was merged; *@ret_partial says whether eval frames or groups
- * were left over.
- */
-size_t pystage_merge(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi, const struct pywalk_rec *w,
-		     uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out, bool *ret_partial);
 
 #endif

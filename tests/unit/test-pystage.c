@@ -30,6 +30,7 @@
 #include "drain.h"
 #include "jitimage.h"
 #include "jitsink.h"
+#include "pymerge.h"
 #include "pystage.h"
 
 #define SAMPLE_ST (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
@@ -526,4 +527,32 @@ Test(pystage, an_exec_gets_a_region_of_its_own, .init = setup, .fini = teardown)
 	n = image_name(bid[1], PY(0));
 	cr_assert_str_eq(n, "py::exec_leaf (/w/prog.py:30)");
 	free(n);
+}
+
+static uint64_t code_as_addr(void *ctx, uint64_t code)
+{
+	(void)ctx;
+	return PYSTAGE_REGION_BASE + code;
+}
+
+Test(pymerge, frames_past_the_user_part_are_never_replaced)
+{
+	const uint64_t codes[] = { C_LEAF, C_MIDDLE, C_OUTER };
+	const uint32_t fl[] = { PYWALK_F_ENTRY, PYWALK_F_ENTRY, PYWALK_F_ENTRY };
+	/* three eval frames: the last one's index stays matched in the merge's table */
+	const uint64_t a[] = { PERF_CONTEXT_USER, EVAL + 1, EVAL + 2, HELPER, EVAL + 3 };
+	/* a user part that ends at a context marker, then what looks like an eval frame */
+	const uint64_t b[] = { PERF_CONTEXT_USER, EVAL + 1, PERF_CONTEXT_KERNEL, HELPER, EVAL + 3 };
+	const uint64_t want[] = { PERF_CONTEXT_USER, PYSTAGE_REGION_BASE + C_OUTER, PERF_CONTEXT_KERNEL, HELPER, EVAL + 3 };
+	uint64_t res[5 + PYWALK_MAX_FRAMES];
+	bool partial;
+	size_t n;
+
+	set_walk(1, 0, codes, fl, 3);
+	cr_assert_eq(pymerge_chain(a, 5, EVAL, EVAL + 0x1000, &walk, code_as_addr, NULL, res, &partial), 5);
+	n = pymerge_chain(b, 5, EVAL, EVAL + 0x1000, &walk, code_as_addr, NULL, res, &partial);
+	cr_assert_eq(n, 5);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(res[i], want[i], "entry %zu: %#lx, want %#lx", i, (unsigned long)res[i],
+			     (unsigned long)want[i]);
 }

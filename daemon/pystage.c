@@ -32,6 +32,7 @@ struct pyps {
 	int err;                   /* setup failed: its samples pass unchanged (0: usable) */
 	struct pystage_proc_setup s;
 	uint64_t map_seq;          /* the jitsink's file_seq its MMAP2 went out for (0: none) */
+	uint64_t gone_round;       /* exited: freed once this round is over (0: lives) */
 };
 
 struct pystage {
@@ -41,6 +42,8 @@ struct pystage {
 	size_t nr_procs;
 	struct jitsink *js;        /* of the sample being merged */
 	struct pyps *cur;          /* its process */
+	uint64_t rounds;           /* rounds begun: the first is 1 */
+	size_t nr_gone;            /* of procs, exited ones waiting for their round */
 	uint64_t chain[PYMERGE_MAX_CHAIN + PYWALK_MAX_FRAMES];
 	uint8_t rec[65536];
 	struct pystage_stats st;
@@ -107,6 +110,11 @@ static struct pyps *proc_get(struct pystage *ps, uint32_t pid)
 	if (p->err) {
 		log_debug("Python frames: pid %u not merged: %s", pid, strerror(-p->err));
 		ps->st.procs_failed++;
+		/* gone already (a sample drained after its exit): not kept past the next round */
+		if (p->err == -ENOENT || p->err == -ESRCH) {
+			p->gone_round = ps->rounds + 1;
+			ps->nr_gone++;
+		}
 	} else {
 		ps->st.procs++;
 	}
@@ -118,7 +126,7 @@ static struct pyps *proc_get(struct pystage *ps, uint32_t pid)
 	return p;
 }
 
-/* An exit or an exec: its code objects (and maybe its interpreter) are gone. */
+/* An exec: its code objects (and maybe its interpreter) are gone. */
 static void proc_drop(struct pystage *ps, uint32_t pid)
 {
 	struct pyps **slot = proc_slot(ps, pid);
@@ -127,9 +135,45 @@ static void proc_drop(struct pystage *ps, uint32_t pid)
 	if (!slot)
 		return;
 	at = (size_t)(slot - ps->procs);
+	ps->nr_gone -= !!(*slot)->gone_round;
 	proc_free(*slot);
 	memmove(ps->procs + at, ps->procs + at + 1, (ps->nr_procs - at - 1) * sizeof(*ps->procs));
 	ps->nr_procs--;
+}
+
+/*
+ * An exit: the drain takes the rings one after the other, so samples
+ * the process took before it exited may still come from rings drained
+ * after the one with its EXIT, in this round or the next.  Its state
+ * stays until the next round is over, then goes (forget_gone()).
+ */
+static void proc_exited(struct pystage *ps, uint32_t pid)
+{
+	struct pyps **slot = proc_slot(ps, pid);
+
+	if (!slot || (*slot)->gone_round)
+		return;
+	(*slot)->gone_round = ps->rounds + 1;
+	ps->nr_gone++;
+}
+
+static void forget_gone(struct pystage *ps)
+{
+	size_t k = 0;
+
+	if (!ps->nr_gone)
+		return;
+	for (size_t i = 0; i < ps->nr_procs; i++) {
+		struct pyps *p = ps->procs[i];
+
+		if (p->gone_round && p->gone_round <= ps->rounds) {
+			proc_free(p);
+			ps->nr_gone--;
+		} else {
+			ps->procs[k++] = p;
+		}
+	}
+	ps->nr_procs = k;
 }
 
 static void note_sideband(struct pystage *ps, const struct perf_event_header *h)
@@ -138,7 +182,7 @@ static void note_sideband(struct pystage *ps, const struct perf_event_header *h)
 	const struct { struct perf_event_header h; uint32_t pid, ppid, tid, ptid; } *e = (const void *)h;
 
 	if (h->type == PERF_RECORD_EXIT && h->size >= sizeof(*e) && e->pid == e->tid)
-		proc_drop(ps, e->pid);
+		proc_exited(ps, e->pid);
 	else if (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC) &&
 		 h->size >= sizeof(*c) && c->pid == c->tid)
 		proc_drop(ps, c->pid);
@@ -293,6 +337,8 @@ static void in_round(struct sink *sk, uint64_t bytes)
 
 	(void)bytes;
 	stage_round(&ps->stage);
+	forget_gone(ps);
+	ps->rounds++;
 }
 
 static const struct sink_ops pystage_ops = {
@@ -321,6 +367,7 @@ int pystage_new(const struct pystage_opts *opts, struct pystage **ret)
 		return r;
 	}
 	stage_init(&ps->stage, &pystage_ops, ps, opts->layout);
+	ps->rounds = 1;
 	*ret = ps;
 	return 0;
 }

@@ -60,6 +60,7 @@ static struct pywalk_rec walk;
 static bool have_walk;
 static unsigned setups;
 static const char *leaf_name = "hot_leaf";   /* what the running program calls it */
+static int setup_err;                          /* setup() fails so (0: it does not) */
 
 static const struct pywalk_rec *fake_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
 {
@@ -97,6 +98,8 @@ static int fake_setup(void *ctx, pid_t pid, struct pystage_proc_setup *ret)
 	(void)ctx;
 	setups++;
 	cr_assert_eq(pid, PID);
+	if (setup_err)
+		return setup_err;
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(ftruncate(fd, 0x10000), 0);
 	put_str(fd, 0x1000, leaf_name);
@@ -172,6 +175,7 @@ static void setup(void)
 	setups = 0;
 	have_walk = false;
 	leaf_name = "hot_leaf";
+	setup_err = 0;
 }
 
 static void teardown(void)
@@ -469,6 +473,7 @@ Test(pystage, an_exit_forgets_the_process, .init = setup, .fini = teardown)
 	uint64_t ex[9] = { 0 };
 	struct perfrec_sample_id sid = { .pid = PID, .tid = PID, .time = 1500, .id = SB_ID, .cpu = 1 };
 	struct perf_event_header *h = (void *)ex;
+	struct pystage_stats st;
 	uint8_t rec[1024];
 
 	set_walk(1000, 0, codes, fl, 2);
@@ -482,6 +487,17 @@ Test(pystage, an_exit_forgets_the_process, .init = setup, .fini = teardown)
 	ex[3] = 1500;
 	perfrec_sample_id__write((uint8_t *)ex + 32, SB_ST, &sid);
 	feed(ex);
+	/* a sample it took before, from a ring drained after the EXIT's: this round, and the next */
+	for (int i = 0; i < 2; i++) {
+		set_walk(900 + i, 0, codes, fl, 2);
+		make_sample(rec, 900 + i, chain2, 9);
+		feed(rec);
+		pystage_stage(ps)->sink.ops->round(&pystage_stage(ps)->sink, 0);
+	}
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(st.merged, 3, "a sample drained after its process's EXIT not merged");
+	cr_assert_eq(setups, 1);
+	/* a new process of that pid, rounds later */
 	set_walk(2000, 0, codes, fl, 2);
 	make_sample(rec, 2000, chain2, 9);
 	feed(rec);
@@ -555,4 +571,29 @@ Test(pymerge, frames_past_the_user_part_are_never_replaced)
 	for (size_t i = 0; i < n; i++)
 		cr_assert_eq(res[i], want[i], "entry %zu: %#lx, want %#lx", i, (unsigned long)res[i],
 			     (unsigned long)want[i]);
+}
+
+Test(pystage, a_process_gone_before_its_first_sample_is_not_kept, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_OUTER, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY };
+	struct sink *in = &pystage_stage(ps)->sink;
+	struct pystage_stats st;
+	uint8_t rec[1024];
+
+	/* thousands of short-lived processes, each set up once, none kept for long */
+	setup_err = -ESRCH;
+	for (int i = 0; i < 2 * PYSTAGE_MAX_PROCS; i++) {
+		set_walk(1000 + i, 0, codes, fl, 2);
+		make_sample(rec, 1000 + i, chain2, 9);
+		feed(rec);
+		feed(rec);
+		out_len = out_nr = 0;
+		in->ops->round(in, 0);
+		in->ops->round(in, 0);
+	}
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(setups, 2 * PYSTAGE_MAX_PROCS, "a failed setup retried within its round, or never again");
+	cr_assert_eq(st.procs_refused, 0, "dead processes filled the table");
+	cr_assert_eq(st.procs_failed, 2 * PYSTAGE_MAX_PROCS);
 }

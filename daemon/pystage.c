@@ -269,6 +269,30 @@ static const struct perf_event_header *rewrite(struct pystage *ps, const struct 
 	return out;
 }
 
+/*
+ * The sample's own ip (PERF_SAMPLE_IP, right after IDENTIFIER) where its
+ * chain's first user frame was an eval frame replaced: the innermost
+ * Python frame, so that readers that take a sample's own symbol from its
+ * ip (perf report's self column) name the Python function that ran, as
+ * those that take it from the chain do.
+ */
+static void rewrite_ip(struct pystage *ps, uint64_t sample_type, const uint64_t *old, size_t old_nr)
+{
+	size_t at = sizeof(struct perf_event_header) + (sample_type & PERF_SAMPLE_IDENTIFIER ? 8 : 0);
+	uint64_t ip;
+
+	if (!(sample_type & PERF_SAMPLE_IP))
+		return;
+	memcpy(&ip, ps->rec + at, 8);
+	for (size_t i = 0; i + 1 < old_nr; i++)
+		if (old[i] == PERF_CONTEXT_USER) {
+			/* everything before it is unchanged: the same index in the new chain */
+			if (old[i + 1] == ip && ps->chain[i + 1] != ip)
+				memcpy(ps->rec + at, &ps->chain[i + 1], 8);
+			return;
+		}
+}
+
 /* The sample merged, or NULL: it goes on as it came. */
 static const struct perf_event_header *merge_sample(struct pystage *ps, size_t ring, const struct perf_event_header *h)
 {
@@ -307,6 +331,8 @@ static const struct perf_event_header *merge_sample(struct pystage *ps, size_t r
 		return NULL;
 	}
 	h = rewrite(ps, h, (size_t)((const uint8_t *)s.callchain - (const uint8_t *)h) - 8, s.nr_callchain, n);
+	if (h)
+		rewrite_ip(ps, id->sample_type, s.callchain, s.nr_callchain);
 	ps->st.merged += !!h;
 	ps->st.unmerged += !h;
 	return h;

@@ -201,10 +201,19 @@ static void feed(const void *rec)
 	pystage_stage(ps)->sink.ops->record(&pystage_stage(ps)->sink, &r);
 }
 
+/* The user part's first frame: the sample's ip. */
+static uint64_t user_ip(const uint64_t *chain, size_t nr)
+{
+	for (size_t i = 0; i + 1 < nr; i++)
+		if (chain[i] == PERF_CONTEXT_USER)
+			return chain[i + 1];
+	return 0;
+}
+
 /* A sample of PID on CPU 1 at @time with @nr chain entries. */
 static size_t make_sample(uint8_t *buf, uint64_t time, const uint64_t *chain, size_t nr)
 {
-	uint64_t f[] = { SAMPLE_ID, chain[nr > 2 ? 2 : 0], (uint64_t)PID << 32 | PID, time, 1, 1000, nr };
+	uint64_t f[] = { SAMPLE_ID, user_ip(chain, nr), (uint64_t)PID << 32 | PID, time, 1, 1000, nr };
 	struct perf_event_header *h = (void *)buf;
 
 	h->type = PERF_RECORD_SAMPLE;
@@ -228,8 +237,8 @@ static void set_walk(uint64_t time, uint16_t flags, const uint64_t *codes, const
 	have_walk = true;
 }
 
-/* The chain of the @i-th sample the stage emitted (NULL: none). */
-static const uint64_t *emitted_chain(size_t i, uint64_t *ret_nr)
+/* The chain of the @i-th sample the stage emitted (NULL: none), its ip in *@ret_ip. */
+static const uint64_t *emitted_chain_ip(size_t i, uint64_t *ret_nr, uint64_t *ret_ip)
 {
 	size_t k = 0;
 
@@ -242,9 +251,26 @@ static const uint64_t *emitted_chain(size_t i, uint64_t *ret_nr)
 			continue;
 		cr_assert_eq(perfrec_sample__parse(h, SAMPLE_ST, 0, &s), 0);
 		*ret_nr = s.nr_callchain;
+		*ret_ip = s.ip;
 		return s.callchain;
 	}
 	return NULL;
+}
+
+static const uint64_t *emitted_chain(size_t i, uint64_t *ret_nr)
+{
+	uint64_t ip;
+
+	return emitted_chain_ip(i, ret_nr, &ip);
+}
+
+/* The @i-th sample's own ip. */
+static uint64_t emitted_ip(size_t i)
+{
+	uint64_t nr, ip = 0;
+
+	cr_assert_not_null(emitted_chain_ip(i, &nr, &ip));
+	return ip;
 }
 
 /* The address of the @slot-th code object named. */
@@ -306,6 +332,7 @@ Test(pystage, eval_frames_become_python_frames_in_order, .init = setup, .fini = 
 	make_sample(rec, 1000, chain2, 9);
 	feed(rec);
 	check_chain(0, want, 11);
+	cr_assert_eq(emitted_ip(0), ENCODER, "the ip of a sample in C code moved");
 	pystage_get_stats(ps, &st);
 	cr_assert_eq(st.merged, 1);
 	cr_assert_eq(st.mismatched, 0);
@@ -421,6 +448,8 @@ Test(pystage, a_torn_walk_merges_from_the_running_eval_frame_only, .init = setup
 	make_sample(rec, 1000, chain, 6);
 	feed(rec);
 	check_chain(0, want, 7);
+	/* its own ip too: perf report's self column names hot_leaf, not the eval loop */
+	cr_assert_eq(emitted_ip(0), PY(0), "ip %#lx", (unsigned long)emitted_ip(0));
 	/* the same walk under json's encoder: which eval call runs what is not known, nothing merged */
 	set_walk(1001, PYWALK_TORN, codes, fl, 3);
 	make_sample(rec, 1001, chain2, 9);

@@ -203,7 +203,7 @@ static uint64_t code_addr(void *ctx, uint64_t code)
 		ps->st.names_failed++;
 		return 0;
 	}
-	base = PYSTAGE_REGION_BASE + (uint64_t)slot * PYSTAGE_SLOT;
+	base = PYSTAGE_REGION_BASE + ((uint64_t)slot + 1) * PYSTAGE_SLOT;
 	if (fresh) {
 		pyname_format(&c, name, sizeof(name));
 		/* not in the image (over its bounds): perf says [unknown] in the region, as is true */

@@ -44,9 +44,13 @@
 
 /* Where Python frames' addresses start: non-canonical, below 1 << 63 (see above). */
 #define PYSTAGE_REGION_BASE 0x0200000000000000ull
-/* One slot a code object: its frames are at slot + 8, so that ip - 1 is in it too. */
+/*
+ * One slot a code object: its frames are at slot + 8, so that ip - 1 is in
+ * it too.  Slot n lies at (n + 1) * PYSTAGE_SLOT: no symbol at the image's
+ * address 0, which readers take for no address (perfrecd's symbolizer).
+ */
 #define PYSTAGE_SLOT 16
-#define PYSTAGE_REGION_LEN ((uint64_t)PYNAME_MAX_CODES * PYSTAGE_SLOT)
+#define PYSTAGE_REGION_LEN ((uint64_t)(PYNAME_MAX_CODES + 1) * PYSTAGE_SLOT)
 /* Python processes the stage keeps state of at once. */
 #define PYSTAGE_MAX_PROCS 1024
 

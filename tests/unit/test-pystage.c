@@ -274,7 +274,7 @@ static uint64_t emitted_ip(size_t i)
 }
 
 /* The address of the @slot-th code object named. */
-#define PY(slot) (PYSTAGE_REGION_BASE + (slot) * PYSTAGE_SLOT + PYSTAGE_SLOT / 2)
+#define PY(slot) (PYSTAGE_REGION_BASE + ((slot) + 1) * PYSTAGE_SLOT + PYSTAGE_SLOT / 2)
 
 static void check_chain(size_t i, const uint64_t *want, size_t n)
 {

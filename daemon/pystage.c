@@ -32,6 +32,7 @@ struct pyps {
 	int err;                   /* setup failed: its samples pass unchanged (0: usable) */
 	struct pystage_proc_setup s;
 	uint64_t map_seq;          /* the jitsink's file_seq its MMAP2 went out for (0: none) */
+	uint64_t map_failed_seq;   /* the file_seq its MMAP2 could not be made for (the jitsink's bounds) */
 	uint64_t gone_round;       /* exited: freed once this round is over (0: lives) */
 };
 
@@ -237,14 +238,17 @@ static int emit_map(struct pystage *ps, struct pyps *p, size_t ring, const struc
 
 	if (p->map_seq == ps->js->file_seq)
 		return 0;
-	if (tl > sizeof(trailer))
-		return -EINVAL;
+	/* not asked again for every sample of the file: each ask is counted there */
+	if (p->map_failed_seq == ps->js->file_seq || tl > sizeof(trailer))
+		return -ENOSPC;
 	sid.id = sid.stream_id = sideband_id(ps, s->cpu);
 	perfrec_sample_id__write(trailer, ps->o.sideband_sample_type, &sid);
 	size = jitsink_synth_map(ps->js, p->pid, s->tid, PYSTAGE_REGION_BASE, PYSTAGE_REGION_LEN, "py", trailer, tl,
 				 rec, sizeof(rec));
-	if (size < 0)
+	if (size < 0) {
+		p->map_failed_seq = ps->js->file_seq;
 		return size;
+	}
 	stage_emit(&ps->stage, ring, (const struct perf_event_header *)rec);
 	p->map_seq = ps->js->file_seq;
 	ps->st.maps++;

@@ -626,3 +626,58 @@ Test(pystage, a_process_gone_before_its_first_sample_is_not_kept, .init = setup,
 	cr_assert_eq(st.procs_refused, 0, "dead processes filled the table");
 	cr_assert_eq(st.procs_failed, 2 * PYSTAGE_MAX_PROCS);
 }
+
+Test(pystage, without_a_build_id_cache_nothing_is_merged, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_LEAF, C_MIDDLE, C_OUTER, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY, 0, PYWALK_F_ENTRY };
+	struct pystage_stats st;
+	uint8_t rec[1024];
+	size_t len;
+
+	/* names no image could hold: the eval frames stay, and the stage says why */
+	cfg.buildid_cache = NULL;
+	for (int i = 0; i < 3; i++) {
+		out_len = out_nr = 0;
+		set_walk(1000 + i, 0, codes, fl, 4);
+		len = make_sample(rec, 1000 + i, chain2, 9);
+		feed(rec);
+		cr_assert_eq(out_nr, 1);
+		cr_assert_eq(out_len, len);
+		cr_assert_eq(memcmp(out, rec, len), 0, "a sample changed with nothing to name its frames");
+	}
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(st.merged, 0);
+	cr_assert_eq(st.no_image, 3);
+	cr_assert_eq(st.unmerged, 3);
+}
+
+Test(pystage, a_region_the_jitsink_refuses_is_asked_once_a_file, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_LEAF, C_MIDDLE, C_OUTER, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY, 0, PYWALK_F_ENTRY };
+	uint8_t rec[1024], map[512];
+	struct pystage_stats st;
+	uint64_t skipped;
+
+	/* the JIT sink's processes all taken by others */
+	for (uint32_t pid = 100000; pid < 100000 + JITSINK_MAX_PROCS; pid++)
+		cr_assert_gt(jitsink_synth_map(&js, pid, pid, PYSTAGE_REGION_BASE, PYSTAGE_REGION_LEN, "py", NULL, 0,
+					       map, sizeof(map)), 0);
+	skipped = js.st.skipped;
+	for (int i = 0; i < 3; i++) {
+		set_walk(1000 + i, 0, codes, fl, 4);
+		make_sample(rec, 1000 + i, chain2, 9);
+		feed(rec);
+	}
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(st.merged, 0);
+	cr_assert_eq(js.st.skipped - skipped, 1, "asked %lu times", (unsigned long)(js.st.skipped - skipped));
+	/* a new file: asked again */
+	jitsink_file_end(&js);
+	jitsink_file_begin(&js);
+	set_walk(2000, 0, codes, fl, 4);
+	make_sample(rec, 2000, chain2, 9);
+	feed(rec);
+	cr_assert_eq(js.st.skipped - skipped, 2);
+}

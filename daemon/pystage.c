@@ -190,14 +190,14 @@ static void note_sideband(struct pystage *ps, const struct perf_event_header *h)
 }
 
 /* The address of @code's frames in the current process (0: it cannot be named). */
-static uint64_t code_addr(void *ctx, uint64_t code)
+static uint64_t code_addr(void *ctx, const struct pywalk_frame *f)
 {
 	struct pystage *ps = ctx;
 	struct pyps *p = ps->cur;
 	struct pyname_code c;
 	char name[512];
 	bool fresh;
-	int slot = pyname_lookup(p->s.names, code, &c, &fresh);
+	int slot = pyname_lookup(p->s.names, f->code, f->instr, &c, &fresh);
 	uint64_t base;
 
 	if (slot < 0) {

@@ -82,12 +82,12 @@ static void match_groups(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t
 
 /* Group @g's frames' addresses into @out (innermost first); 0 if one cannot be named. */
 static size_t group_addrs(const struct pywalk_rec *w, const uint16_t *ends, int g,
-			  uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out)
+			  uint64_t (*addr)(void *ctx, const struct pywalk_frame *f), void *ctx, uint64_t *out)
 {
 	size_t first = g ? ends[g - 1] + 1u : 0, n = 0;
 
 	for (size_t i = first; i <= ends[g]; i++) {
-		uint64_t a = addr(ctx, w->frames[i].code);
+		uint64_t a = addr(ctx, &w->frames[i]);
 
 		if (!a)
 			return 0;
@@ -97,7 +97,7 @@ static size_t group_addrs(const struct pywalk_rec *w, const uint16_t *ends, int 
 }
 
 size_t pymerge_chain(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi, const struct pywalk_rec *w,
-		     uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out, bool *ret_partial)
+		     uint64_t (*addr)(void *ctx, const struct pywalk_frame *f), void *ctx, uint64_t *out, bool *ret_partial)
 {
 	static __thread struct match m;
 	uint16_t ends[PYWALK_MAX_FRAMES];

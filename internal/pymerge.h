@@ -37,14 +37,14 @@
 /*
  * @chain (@nr entries) with the eval frames of its user part (return
  * addresses in [@lo, @hi], the byte after a call at the end included)
- * replaced by @w's groups, each Python frame's code turned into an
- * address by @addr (0: it cannot be named), into @out, which has room
+ * replaced by @w's groups, each Python frame turned into an address by
+ * @addr (0: it cannot be named), into @out, which has room
  * for @nr + PYWALK_MAX_FRAMES entries.  Returns the entries written, 0
  * when nothing was merged; *@ret_partial says whether eval frames or
  * groups were left over (or the walk was cut).  Not reentrant across
  * threads' signal handlers (a per-thread scratch table).
  */
 size_t pymerge_chain(const uint64_t *chain, size_t nr, uint64_t lo, uint64_t hi, const struct pywalk_rec *w,
-		     uint64_t (*addr)(void *ctx, uint64_t code), void *ctx, uint64_t *out, bool *ret_partial);
+		     uint64_t (*addr)(void *ctx, const struct pywalk_frame *f), void *ctx, uint64_t *out, bool *ret_partial);
 
 #endif

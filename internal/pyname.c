@@ -23,6 +23,7 @@
 struct entry {
 	uint64_t code;   /* 0: empty */
 	int32_t slot;    /* >= 0: the slot; < 0: the error it gave */
+	uint32_t span;   /* pyname_code.span of the object named there */
 };
 
 struct pyname_cache {
@@ -101,6 +102,17 @@ int pyname_read(int memfd, const struct pyproc_info *info, uint64_t code, struct
 	    (r = rd_str(memfd, file, o, ret->file, sizeof(ret->file))) < 0)
 		return r;
 	ret->firstlineno = line > 0 ? (uint32_t)line : 0;
+	ret->span = 0;
+	if (info->minor >= 11) {
+		int64_t units;
+
+		/* ob_size: the code units of co_code_adaptive, which ends the object */
+		if ((r = rd(memfd, code + 16, &units, sizeof(units))) < 0)
+			return r;
+		if (units <= 0 || units > (1 << 24))
+			return -EPROTO;
+		ret->span = PYNAME_CODE_HEAD_MAX + 2 * (uint32_t)units;
+	}
 	return 0;
 }
 
@@ -163,7 +175,42 @@ static size_t hash(uint64_t code)
 	return (size_t)(code ^ (code >> 32));
 }
 
-int pyname_lookup(struct pyname_cache *c, uint64_t code, struct pyname_code *ret_code, bool *ret_new)
+/* Whether a frame at instruction @instr ran the object at @code of @span (unknown: trusted). */
+static bool runs(uint32_t span, uint64_t code, uint64_t instr)
+{
+	return !span || !instr || (instr > code && instr - code < span);
+}
+
+/*
+ * The object at @code read into @e with a slot of its own, when the frame
+ * at @instr ran it; @e untouched otherwise.
+ */
+static int name_entry(struct pyname_cache *c, struct entry *e, uint64_t code, uint64_t instr,
+		      struct pyname_code *ret_code, bool *ret_new)
+{
+	struct pyname_code n;
+	int r = pyname_read(c->memfd, &c->info, code, &n);
+
+	if (r < 0)
+		return r;
+	if (!runs(n.span, code, instr)) {
+		c->st.stale++;
+		return -ESTALE;
+	}
+	if (c->next_slot >= PYNAME_MAX_CODES) {
+		c->st.full++;
+		return -ENOSPC;
+	}
+	c->st.renamed += e->code != 0;
+	c->st.named++;
+	*e = (struct entry){ .code = code, .slot = (int32_t)c->next_slot++, .span = n.span };
+	*ret_code = n;
+	*ret_new = true;
+	return e->slot;
+}
+
+int pyname_lookup(struct pyname_cache *c, uint64_t code, uint64_t instr, struct pyname_code *ret_code,
+		  bool *ret_new)
 {
 	size_t i = hash(code) & c->mask;
 	struct entry *e;
@@ -176,24 +223,25 @@ int pyname_lookup(struct pyname_cache *c, uint64_t code, struct pyname_code *ret
 	while (c->tab[i].code && c->tab[i].code != code)
 		i = (i + 1) & c->mask;
 	e = &c->tab[i];
-	if (e->code)
+	if (e->code && (e->slot < 0 || runs(e->span, code, instr)))
 		return e->slot;
+	/* named from an object this frame did not run: what is there now, if it is the frame's */
+	if (e->code)
+		return name_entry(c, e, code, instr, ret_code, ret_new);
 	if (c->used >= PYNAME_MAX_CODES) {
 		c->st.full++;
 		return -ENOSPC;
 	}
-	r = pyname_read(c->memfd, &c->info, code, ret_code);
-	e->code = code;
-	c->used++;
-	if (r < 0) {
-		e->slot = r;
-		c->st.failed++;
+	r = name_entry(c, e, code, instr, ret_code, ret_new);
+	/* not kept: the object the frame ran is gone, the next frame there reads again */
+	if (r == -ESTALE || r == -ENOSPC)
 		return r;
+	if (r < 0) {
+		*e = (struct entry){ .code = code, .slot = r };
+		c->st.failed++;
 	}
-	e->slot = (int32_t)c->next_slot++;
-	c->st.named++;
-	*ret_new = true;
-	return e->slot;
+	c->used++;
+	return r;
 }
 
 void pyname_cache_stats(const struct pyname_cache *c, struct pyname_stats *ret)

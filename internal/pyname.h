@@ -31,7 +31,17 @@ struct pyname_code {
 	char qualname[160];
 	char file[320];
 	uint32_t firstlineno;
+	/*
+	 * 3.11+: bytes from the object's start within which its bytecode ends
+	 * (co_code_adaptive is inline: PYNAME_CODE_HEAD_MAX + 2 * ob_size), so
+	 * that a frame's instruction pointer tells whether it ran this object;
+	 * 0: not known (3.10's f_lasti is an index).
+	 */
+	uint32_t span;
 };
+
+/* What precedes co_code_adaptive in a 3.11-3.13 PyCodeObject, at most (about 200 bytes). */
+#define PYNAME_CODE_HEAD_MAX 320
 
 /*
  * Read the code object at @code of the process whose memory is @memfd
@@ -47,6 +57,8 @@ int pyname_format(const struct pyname_code *c, char *buf, size_t len);
 
 struct pyname_stats {
 	uint64_t named;    /* code objects read and named */
+	uint64_t renamed;  /* of them, at an address whose object changed since it was named */
+	uint64_t stale;    /* lookups refused: the frame ran another object than the one there now */
 	uint64_t failed;   /* code addresses that did not read as a code object */
 	uint64_t full;     /* lookups refused: PYNAME_MAX_CODES reached */
 };
@@ -65,15 +77,23 @@ int pyname_cache_new(int memfd, const struct pyproc_info *info, struct pyname_ca
 void pyname_cache_free(struct pyname_cache *c);
 
 /*
- * The slot of @code: a number below PYNAME_MAX_CODES, given in the order
- * code objects are first named, the same for the process's life.  The
- * first time a code object is seen it is read; then *@ret_new is true and
- * @ret_code holds its names (the caller makes its symbol of them);
- * otherwise *@ret_new is false and @ret_code untouched.  -errno as
- * pyname_read() (the same again for that address, without reading), or
- * -ENOSPC when the cache is full.
+ * The slot of @code, run by a frame at instruction @instr (pywalk.h; 0:
+ * none): a number below PYNAME_MAX_CODES, given in the order code objects
+ * are named.  The first time an address is seen its object is read; then
+ * *@ret_new is true and @ret_code holds its names (the caller makes its
+ * symbol of them); otherwise *@ret_new is false and @ret_code untouched.
+ *
+ * Names are read after the sample (when it is merged): the object a frame
+ * ran may be gone by then, its address another's.  Where the version
+ * tells (3.11+: @instr lies in the object's bytecode), a frame whose
+ * instruction is not within the object named at its address makes that
+ * address be read again: a new object there gets a new slot (*@ret_new);
+ * if the frame's object is not there any more, -ESTALE (nothing is
+ * guessed).  -errno as pyname_read() (the same again for that address,
+ * without reading), or -ENOSPC when the cache or its slots are full.
  */
-int pyname_lookup(struct pyname_cache *c, uint64_t code, struct pyname_code *ret_code, bool *ret_new);
+int pyname_lookup(struct pyname_cache *c, uint64_t code, uint64_t instr, struct pyname_code *ret_code,
+		  bool *ret_new);
 
 void pyname_cache_stats(const struct pyname_cache *c, struct pyname_stats *ret);
 

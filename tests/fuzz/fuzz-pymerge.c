@@ -22,10 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define PY_BASE 0x0200000000000000ull
 
 /* Every seventh code object cannot be named. */
-static uint64_t addr(void *ctx, uint64_t code)
+static uint64_t addr(void *ctx, const struct pywalk_frame *f)
 {
 	(void)ctx;
-	return code % 7 ? PY_BASE | (code & 0xffff) : 0;
+	return f->code % 7 ? PY_BASE | (f->code & 0xffff) : 0;
 }
 
 /* A chain entry of one byte: eval frames, natives, context markers. */

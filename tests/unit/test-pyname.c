@@ -31,12 +31,20 @@ static void put_str(int fd, uint64_t at, const char *s, uint32_t state)
 	cr_assert_eq(pwrite(fd, s, strlen(s), (off_t)at + info.off.unicode_ascii_data), (ssize_t)strlen(s));
 }
 
-static void put_code(int fd, uint64_t at, uint64_t type, uint64_t name, uint64_t file, int32_t line)
+/* A code object of @units code units of bytecode (its ob_size). */
+static void put_code_sized(int fd, uint64_t at, uint64_t type, uint64_t name, uint64_t file, int32_t line,
+			   int64_t units)
 {
+	cr_assert_eq(pwrite(fd, &units, 8, (off_t)at + 16), 8);
 	cr_assert_eq(pwrite(fd, &type, 8, (off_t)at + 8), 8);
 	cr_assert_eq(pwrite(fd, &name, 8, (off_t)at + info.off.code_name), 8);
 	cr_assert_eq(pwrite(fd, &file, 8, (off_t)at + info.off.code_filename), 8);
 	cr_assert_eq(pwrite(fd, &line, 4, (off_t)at + info.off.code_firstlineno), 4);
+}
+
+static void put_code(int fd, uint64_t at, uint64_t type, uint64_t name, uint64_t file, int32_t line)
+{
+	put_code_sized(fd, at, type, name, file, line, 10);
 }
 
 #define ASCII ((1u << 5) | (1u << 6))
@@ -108,21 +116,21 @@ Test(pyname, cache_names_once_and_remembers_failures)
 	int fd = make_mem();
 
 	cr_assert_eq(pyname_cache_new(fd, &info, &pc), 0);
-	cr_assert_eq(pyname_lookup(pc, 0x3000, &c, &fresh), 0);
+	cr_assert_eq(pyname_lookup(pc, 0x3000, 0, &c, &fresh), 0);
 	cr_assert(fresh);
 	cr_assert_str_eq(c.qualname, "Klass.hot_leaf");
-	cr_assert_eq(pyname_lookup(pc, 0x2000, &c, &fresh), 1);
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 0, &c, &fresh), 1);
 	cr_assert(fresh);
 	/* changed behind its back: a cached name is not read again */
 	put_str(fd, 0x1000, "other", ASCII);
 	memset(&c, 0, sizeof(c));
-	cr_assert_eq(pyname_lookup(pc, 0x2000, &c, &fresh), 1);
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 0, &c, &fresh), 1);
 	cr_assert_not(fresh);
 	cr_assert_eq(c.qualname[0], '\0');
-	cr_assert_eq(pyname_lookup(pc, 0x4000, &c, &fresh), -EPROTO);
+	cr_assert_eq(pyname_lookup(pc, 0x4000, 0, &c, &fresh), -EPROTO);
 	/* fixed since: still the cached error, no second read */
 	put_code(fd, 0x4000, CODE_TYPE, 0x1000, 0x1100, 1);
-	cr_assert_eq(pyname_lookup(pc, 0x4000, &c, &fresh), -EPROTO);
+	cr_assert_eq(pyname_lookup(pc, 0x4000, 0, &c, &fresh), -EPROTO);
 	cr_assert_not(fresh);
 	pyname_cache_stats(pc, &st);
 	cr_assert_eq(st.named, 2);
@@ -141,8 +149,8 @@ Test(pyname, cache_is_bounded)
 	cr_assert_eq(pyname_cache_new(make_mem(), &info, &pc), 0);
 	/* a process full of garbage addresses fills its own cache, no more */
 	for (uint64_t i = 0; i < PYNAME_MAX_CODES; i++)
-		cr_assert_eq(pyname_lookup(pc, 0x100000000ull + 64 * i, &c, &fresh), -EFAULT);
-	r = pyname_lookup(pc, 0x2000, &c, &fresh);
+		cr_assert_eq(pyname_lookup(pc, 0x100000000ull + 64 * i, 0, &c, &fresh), -EFAULT);
+	r = pyname_lookup(pc, 0x2000, 0, &c, &fresh);
 	cr_assert_eq(r, -ENOSPC);
 	pyname_cache_stats(pc, &st);
 	cr_assert_eq(st.full, 1);
@@ -174,4 +182,56 @@ Test(pyname, eval_range_of_this_process_python_less)
 	snprintf(self.path, sizeof(self.path), "/proc/self/exe");
 	/* a link last is not followed, as in a hostile process's root */
 	cr_assert_lt(pyname_eval_range(getpid(), &self, &lo, &hi), 0);
+}
+
+Test(pyname, a_frame_that_ran_another_object_is_not_named_by_this_one)
+{
+	struct pyname_cache *pc;
+	struct pyname_code c;
+	struct pyname_stats st;
+	bool fresh;
+	int fd = make_mem();
+
+	cr_assert_eq(pyname_cache_new(dup(fd), &info, &pc), 0);
+	/* a frame 100 bytes into "outer" (10 code units): it ran it */
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 0x2000 + 100, &c, &fresh), 0);
+	cr_assert(fresh);
+	cr_assert_str_eq(c.qualname, "outer");
+	/* outer freed, a bigger code object at its address: a frame deep in it gets a slot of its own */
+	put_str(fd, 0x1800, "Klass.big_one", ASCII);
+	put_code_sized(fd, 0x2000, CODE_TYPE, 0x1800, 0x1100, 70, 1000);
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 0x2000 + 1500, &c, &fresh), 1);
+	cr_assert(fresh);
+	cr_assert_str_eq(c.qualname, "Klass.big_one");
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 0x2000 + 100, &c, &fresh), 1);
+	cr_assert_not(fresh);
+	/* a frame past the end of what is there now ran something gone: no name, none kept */
+	cr_assert_eq(pyname_lookup(pc, 0x3000, 0x3000 + 4000, &c, &fresh), -ESTALE);
+	cr_assert_not(fresh);
+	cr_assert_eq(pyname_lookup(pc, 0x3000, 0x3000 + 50, &c, &fresh), 2);
+	cr_assert(fresh, "an object refused for another frame was kept");
+	cr_assert_str_eq(c.qualname, "Klass.hot_leaf");
+	cr_assert_eq(pyname_lookup(pc, 0x3000, 0x3000 - 8, &c, &fresh), -ESTALE, "an instruction before the object");
+	pyname_cache_stats(pc, &st);
+	cr_assert_eq(st.named, 3);
+	cr_assert_eq(st.renamed, 1);
+	cr_assert_eq(st.stale, 2);
+	pyname_cache_free(pc);
+	close(fd);
+}
+
+Test(pyname, python_3_10_frames_are_not_checked)
+{
+	struct pyname_cache *pc;
+	struct pyname_code c;
+	bool fresh;
+	int fd = make_mem();
+
+	/* 3.10's instruction is f_lasti, an index: nothing to hold it to */
+	info.minor = 10;
+	cr_assert_eq(pyname_cache_new(fd, &info, &pc), 0);
+	cr_assert_eq(pyname_lookup(pc, 0x2000, 4000, &c, &fresh), 0);
+	cr_assert(fresh);
+	cr_assert_eq(c.span, 0);
+	pyname_cache_free(pc);
 }

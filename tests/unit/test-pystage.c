@@ -61,6 +61,7 @@ static bool have_walk;
 static unsigned setups;
 static const char *leaf_name = "hot_leaf";   /* what the running program calls it */
 static int setup_err;                          /* setup() fails so (0: it does not) */
+static uint64_t instr_at;                      /* each frame's instruction from its code object (0: none) */
 
 static const struct pywalk_rec *fake_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
 {
@@ -84,7 +85,9 @@ static void put_str(int fd, uint64_t at, const char *s)
 static void put_code(int fd, uint64_t at, uint64_t type, uint64_t name, int32_t line)
 {
 	uint64_t file = 0x1f00;
+	int64_t units = 64;   /* ob_size: 128 bytes of bytecode */
 
+	cr_assert_eq(pwrite(fd, &units, 8, (off_t)at + 16), 8);
 	cr_assert_eq(pwrite(fd, &type, 8, (off_t)at + 8), 8);
 	cr_assert_eq(pwrite(fd, &name, 8, (off_t)at + info.off.code_name), 8);
 	cr_assert_eq(pwrite(fd, &file, 8, (off_t)at + info.off.code_filename), 8);
@@ -176,6 +179,7 @@ static void setup(void)
 	have_walk = false;
 	leaf_name = "hot_leaf";
 	setup_err = 0;
+	instr_at = 0;
 }
 
 static void teardown(void)
@@ -233,7 +237,9 @@ static void set_walk(uint64_t time, uint16_t flags, const uint64_t *codes, const
 	walk.flags = flags;
 	walk.nr = (uint16_t)n;
 	for (size_t i = 0; i < n; i++)
-		walk.frames[i] = (struct pywalk_frame){ .code = codes[i], .flags = fflags[i] };
+		walk.frames[i] = (struct pywalk_frame){
+			.code = codes[i], .flags = fflags[i], .instr = instr_at ? codes[i] + instr_at : 0,
+		};
 	have_walk = true;
 }
 
@@ -574,10 +580,10 @@ Test(pystage, an_exec_gets_a_region_of_its_own, .init = setup, .fini = teardown)
 	free(n);
 }
 
-static uint64_t code_as_addr(void *ctx, uint64_t code)
+static uint64_t code_as_addr(void *ctx, const struct pywalk_frame *f)
 {
 	(void)ctx;
-	return PYSTAGE_REGION_BASE + code;
+	return PYSTAGE_REGION_BASE + f->code;
 }
 
 Test(pymerge, frames_past_the_user_part_are_never_replaced)
@@ -680,4 +686,32 @@ Test(pystage, a_region_the_jitsink_refuses_is_asked_once_a_file, .init = setup, 
 	make_sample(rec, 2000, chain2, 9);
 	feed(rec);
 	cr_assert_eq(js.st.skipped - skipped, 2);
+}
+
+Test(pystage, a_frame_whose_code_object_is_gone_stays_native, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_LEAF, C_MIDDLE, C_OUTER, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY, 0, PYWALK_F_ENTRY };
+	const uint64_t want[] = {
+		PERF_CONTEXT_KERNEL, 0xffffffff81000010ull, PERF_CONTEXT_USER,
+		ENCODER, PY(0), PY(1), HELPER, PY(2), PY(3), PYMAIN, MAIN,
+	};
+	struct pystage_stats st;
+	uint8_t rec[1024];
+
+	/* every frame 100 bytes into its code object's bytecode: they ran what is there */
+	instr_at = PYNAME_CODE_HEAD_MAX - 100;
+	set_walk(1000, 0, codes, fl, 4);
+	make_sample(rec, 1000, chain2, 9);
+	feed(rec);
+	check_chain(0, want, 11);
+	/* frames past the end of those objects ran others, freed since: their eval frames stay */
+	instr_at = PYNAME_CODE_HEAD_MAX + 4096;
+	set_walk(2000, 0, codes, fl, 4);
+	make_sample(rec, 2000, chain2, 9);
+	feed(rec);
+	check_chain(1, chain2, 9);
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(st.merged, 1);
+	cr_assert_geq(st.names_failed, 2);
 }

@@ -321,8 +321,9 @@ static const struct perf_event_header *merge_sample(struct pystage *ps, size_t r
 	jsink = stage_sink_of(&ps->stage, &jitsink_ops);
 	ps->js = jsink ? jsink->ctx : NULL;
 	ps->cur = proc_get(ps, s.pid);
-	if (!ps->js || !ps->cur || ps->cur->err) {
-		ps->st.no_image += !ps->js;
+	/* (its region refused in this file: its names would name nothing) */
+	if (!ps->js || !ps->cur || ps->cur->err || ps->cur->map_failed_seq == ps->js->file_seq) {
+		ps->st.no_image += !ps->js || (ps->cur && !ps->cur->err);
 		ps->st.unmerged++;
 		return NULL;
 	}

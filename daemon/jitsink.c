@@ -329,7 +329,8 @@ static int make_map_rec(const struct mmap2_head *in, const struct jitmap *m, con
 	memset(rec, 0, out.header.size);
 	memcpy(rec, &out, sizeof(out));
 	memcpy(rec + sizeof(out), name, strlen(name));
-	memcpy(rec + sizeof(out) + name_len, trailer, trailer_len);
+	if (trailer_len)
+		memcpy(rec + sizeof(out) + name_len, trailer, trailer_len);
 	return out.header.size;
 }
 

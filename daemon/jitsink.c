@@ -41,6 +41,7 @@
 
 struct jitmap {
 	uint64_t start, len;
+	const char *kind;       /* its name's prefix: "jit", or a synthetic mapping's (static) */
 	uint8_t bid[JITIMAGE_BID_LEN];
 	size_t written;         /* symbols in its image in the cache (0: none written) */
 };
@@ -55,6 +56,8 @@ struct jitproc {
 	struct perfmap pm;
 	struct perfmap_root root; /* held while it has no perf map (fd -1: none) */
 	struct perfmap dump;    /* its jitdump, once its marker MMAP2 names one */
+	struct perfmap synth;   /* symbols of its synthetic mappings (jitsink_synth_sym()) */
+	bool synth_only;        /* seen only for those: its perf map not looked for */
 	struct jitmap *maps;    /* of the current file */
 	size_t nr_maps, cap_maps;
 	size_t no_map_counted;  /* of them, counted in st.no_map (each snapshot looks again) */
@@ -112,6 +115,7 @@ static void proc_free(struct jitsink *js, struct jitproc *p)
 	perfmap_stats_add(&js->st.perfmap, &p->dump.st);
 	perfmap_exit(&p->pm);
 	perfmap_exit(&p->dump);
+	perfmap_exit(&p->synth);
 	free(p->maps);
 	free(p);
 }
@@ -133,14 +137,32 @@ static void note_refused(struct jitsink *js, struct jitproc *p, int r)
 	js->st.refused++;
 }
 
-/* The process's state, its perf map opened on first sight (it exists from the runtime's start). */
-static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
+/* Its perf map opened, else its root held (the JVM writes its map as it exits). */
+static void proc_follow(struct jitsink *js, struct jitproc *p)
+{
+	int r = perfmap_open(&p->pm, (pid_t)p->pid);
+
+	p->synth_only = false;
+	if (r < 0 && r != -ENOENT)
+		log_debug("JIT symbols: no perf map of pid %u to follow: %s", p->pid, strerror(-r));
+	note_refused(js, p, r);
+	if (r < 0)
+		root_hold(js, p);
+}
+
+/*
+ * The process's state, its perf map opened on first sight (it exists from
+ * the runtime's start) when @follow: not for synthetic mappings only.
+ */
+static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time, bool follow)
 {
 	struct jitproc *p = proc_find(js, pid), **grown;
-	int r;
 
-	if (p)
+	if (p) {
+		if (follow && p->synth_only)
+			proc_follow(js, p);
 		return p;
+	}
 	if (js->nr_procs >= JITSINK_MAX_PROCS)
 		return NULL;
 	p = calloc(1, sizeof(*p));
@@ -155,12 +177,10 @@ static struct jitproc *proc_get(struct jitsink *js, uint32_t pid, uint64_t time)
 	p->root.fd = -1;
 	perfmap_init(&p->pm, &js->o.limits);
 	perfmap_init(&p->dump, &js->o.limits);
-	r = perfmap_open(&p->pm, (pid_t)pid);
-	if (r < 0 && r != -ENOENT)
-		log_debug("JIT symbols: no perf map of pid %u to follow: %s", pid, strerror(-r));
-	note_refused(js, p, r);
-	if (r < 0)
-		root_hold(js, p);
+	perfmap_init(&p->synth, &js->o.limits);
+	p->synth_only = true;
+	if (follow)
+		proc_follow(js, p);
 	js->procs[js->nr_procs++] = p;
 	js->st.procs++;
 	return p;
@@ -172,8 +192,9 @@ static uint64_t mem_used(const struct jitsink *js)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < js->nr_procs; i++)
-		n += (js->procs[i]->pm.syms_cap + js->procs[i]->dump.syms_cap) * sizeof(struct perfmap_sym) +
-		     js->procs[i]->pm.names_cap + js->procs[i]->dump.names_cap;
+		n += (js->procs[i]->pm.syms_cap + js->procs[i]->dump.syms_cap + js->procs[i]->synth.syms_cap) *
+			     sizeof(struct perfmap_sym) +
+		     js->procs[i]->pm.names_cap + js->procs[i]->dump.names_cap + js->procs[i]->synth.names_cap;
 	return n;
 }
 
@@ -187,7 +208,7 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 	struct perfmap *both[] = { &p->pm, &p->dump };
 	int r;
 
-	if (p->pm.fd < 0 && !p->exited) {
+	if (p->pm.fd < 0 && !p->exited && !p->synth_only) {
 		uint64_t now = now_ns();
 
 		if (now < p->next_open_ns)
@@ -211,17 +232,23 @@ static void proc_read(struct jitsink *js, struct jitproc *p, unsigned passes)
 		}
 }
 
-static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len,
+/*
+ * @nonce (0: none) tells apart mappings of the same pid and range in one
+ * file: a synthetic mapping's range is the same in every process, and a
+ * process that execs gets a new one for other code.
+ */
+static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uint64_t len, uint64_t nonce,
 		     uint8_t out[JITIMAGE_BID_LEN])
 {
-	uint8_t in[sizeof(js->salt) + 4 + 16], md[EVP_MAX_MD_SIZE];
+	uint8_t in[sizeof(js->salt) + 4 + 16 + 8], md[EVP_MAX_MD_SIZE];
 	unsigned n = 0;
 
 	memcpy(in, js->salt, sizeof(js->salt));
 	memcpy(in + 16, &pid, 4);
 	memcpy(in + 20, &start, 8);
 	memcpy(in + 28, &len, 8);
-	if (!EVP_Digest(in, sizeof(in), md, &n, EVP_sha1(), NULL) || n < JITIMAGE_BID_LEN)
+	memcpy(in + 36, &nonce, 8);
+	if (!EVP_Digest(in, nonce ? sizeof(in) : sizeof(in) - 8, md, &n, EVP_sha1(), NULL) || n < JITIMAGE_BID_LEN)
 		memset(md, 0, sizeof(md));  /* never happens with OpenSSL's own SHA-1 */
 	memcpy(out, md, JITIMAGE_BID_LEN);
 }
@@ -229,7 +256,8 @@ static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uin
 /* What the MMAP2 of @m calls its file; unique in a file (a mapping with a build id). */
 static void map_name(uint32_t pid, const struct jitmap *m, char *buf, size_t len)
 {
-	snprintf(buf, len, "/" LINK_DIR "/jit-%u-%" PRIx64 "-%" PRIx64 ".so", pid, m->start, m->len);
+	snprintf(buf, len, "/" LINK_DIR "/%s-%u-%" PRIx64 "-%" PRIx64 ".so", m->kind ? m->kind : "jit", pid,
+		 m->start, m->len);
 }
 
 /* The trailer's time field (sample_id_all), or NULL if it has none. */
@@ -275,36 +303,55 @@ static int emit_both(struct jitsink *js, const struct perf_event_header *h, uint
  * prot, flags and trailer, pgoff 0, the image's name and build id, one
  * nanosecond later.
  */
+/*
+ * The MMAP2 naming @m's image into @rec (@cap bytes): @in's header, pid,
+ * tid, prot and flags, pgoff 0, the image's name and build id, then
+ * @trailer_len bytes of @trailer.  Its size, or -ENOSPC.
+ */
+static int make_map_rec(const struct mmap2_head *in, const struct jitmap *m, const void *trailer,
+			size_t trailer_len, uint8_t *rec, size_t cap)
+{
+	struct mmap2_head out;
+	size_t name_len;
+	char name[128];
+
+	map_name(in->pid, m, name, sizeof(name));
+	name_len = (strlen(name) + 1 + 7) & ~(size_t)7;
+	if (sizeof(out) + name_len + trailer_len > cap)
+		return -ENOSPC;
+	out = *in;
+	out.header.misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	out.header.size = (uint16_t)(sizeof(out) + name_len + trailer_len);
+	out.pgoff = 0;
+	out.build_id_size = JITIMAGE_BID_LEN;
+	memset(out.reserved, 0, sizeof(out.reserved));
+	memcpy(out.build_id, m->bid, JITIMAGE_BID_LEN);
+	memset(rec, 0, out.header.size);
+	memcpy(rec, &out, sizeof(out));
+	memcpy(rec + sizeof(out), name, strlen(name));
+	if (trailer_len)
+		memcpy(rec + sizeof(out) + name_len, trailer, trailer_len);
+	return out.header.size;
+}
+
 static int emit_map(struct jitsink *js, const struct perf_event_header *h, const struct jitmap *m)
 {
 	const struct mmap2_head *in = (const void *)h;
 	const uint8_t *src = (const uint8_t *)h;
-	size_t name_len, name_end, trailer;
+	size_t name_len, name_end;
 	uint8_t rec[sizeof(struct mmap2_head) + 128 + 64];
-	struct mmap2_head out;
 	uint8_t *t;
 	uint64_t time;
-	char name[128];
+	int size;
 
 	name_len = strnlen((const char *)src + sizeof(*in), h->size - sizeof(*in));
 	name_end = sizeof(*in) + ((name_len + 1 + 7) & ~(size_t)7);
 	if (name_end > h->size || h->size - name_end > 64)
 		return -EINVAL;
-	trailer = h->size - name_end;
-	map_name(in->pid, m, name, sizeof(name));
-	name_len = (strlen(name) + 1 + 7) & ~(size_t)7;
-	out = *in;
-	out.header.misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
-	out.header.size = (uint16_t)(sizeof(out) + name_len + trailer);
-	out.pgoff = 0;
-	out.build_id_size = JITIMAGE_BID_LEN;
-	memset(out.reserved, 0, sizeof(out.reserved));
-	memcpy(out.build_id, m->bid, JITIMAGE_BID_LEN);
-	memset(rec, 0, sizeof(rec));
-	memcpy(rec, &out, sizeof(out));
-	memcpy(rec + sizeof(out), name, strlen(name));
-	memcpy(rec + sizeof(out) + name_len, src + name_end, trailer);
-	t = trailer_time(js, rec, out.header.size);
+	size = make_map_rec(in, m, src + name_end, h->size - name_end, rec, sizeof(rec));
+	if (size < 0)
+		return size;
+	t = trailer_time(js, rec, (size_t)size);
 	if (!t)
 		return -ENODATA;
 	memcpy(&time, t, 8);
@@ -334,6 +381,30 @@ static bool is_jit_mmap2(const struct perf_event_header *h)
 	return false;
 }
 
+/* Room for a new mapping of @p in this file, its build id made (not counted in yet: nr_maps). */
+static struct jitmap *map_new(struct jitsink *js, struct jitproc *p, uint64_t start, uint64_t len,
+			      const char *kind)
+{
+	struct jitmap *m;
+
+	if (p->nr_maps >= JITSINK_MAX_MAPS)
+		return NULL;
+	if (p->nr_maps == p->cap_maps) {
+		size_t cap = p->cap_maps ? 2 * p->cap_maps : 8;
+
+		m = reallocarray(p->maps, cap, sizeof(*m));
+		if (!m)
+			return NULL;
+		p->maps = m;
+		p->cap_maps = cap;
+	}
+	m = &p->maps[p->nr_maps];
+	*m = (struct jitmap){ .start = start, .len = len, .kind = kind };
+	/* a synthetic mapping's own: its range is no process's alone */
+	make_bid(js, p->pid, start, len, strcmp(kind, "jit") ? ++js->synth_seq : 0, m->bid);
+	return m;
+}
+
 static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
 {
 	const struct mmap2_head *in = (const void *)h;
@@ -342,7 +413,7 @@ static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
 
 	if (!cache_dir(js) || !js->o.emit)
 		return;
-	p = proc_get(js, in->pid, rec_time(js, h));
+	p = proc_get(js, in->pid, rec_time(js, h), true);
 	if (!p) {
 		js->st.skipped++;
 		return;
@@ -354,24 +425,11 @@ static void note_mmap2(struct jitsink *js, const struct perf_event_header *h)
 				js->st.maps++;
 			return;
 		}
-	if (p->nr_maps >= JITSINK_MAX_MAPS) {
+	m = map_new(js, p, in->start, in->len, "jit");
+	if (!m) {
 		js->st.skipped++;
 		return;
 	}
-	if (p->nr_maps == p->cap_maps) {
-		size_t cap = p->cap_maps ? 2 * p->cap_maps : 8;
-
-		m = reallocarray(p->maps, cap, sizeof(*m));
-		if (!m) {
-			js->st.skipped++;
-			return;
-		}
-		p->maps = m;
-		p->cap_maps = cap;
-	}
-	m = &p->maps[p->nr_maps];
-	*m = (struct jitmap){ .start = in->start, .len = in->len };
-	make_bid(js, in->pid, in->start, in->len, m->bid);
 	if (emit_map(js, h, m) < 0) {
 		js->st.skipped++;
 		return;
@@ -422,7 +480,7 @@ static void note_marker(struct jitsink *js, const struct perf_event_header *h)
 	base = strrchr(name, '/');
 	if (!base || strncmp(base + 1, "jit-", 4) || !cache_dir(js))
 		return;
-	p = proc_get(js, in->pid, rec_time(js, h));
+	p = proc_get(js, in->pid, rec_time(js, h), true);
 	if (!p || p->dump.fd >= 0)
 		return;
 	r = perfmap_open_jitdump(&p->dump, (pid_t)in->pid, name);
@@ -569,6 +627,7 @@ void jitsink_get_stats(const struct jitsink *js, struct jitsink_stats *ret)
 
 void jitsink_file_begin(struct jitsink *js)
 {
+	js->file_seq++;
 	if (getrandom(js->salt, sizeof(js->salt), GRND_NONBLOCK) != (ssize_t)sizeof(js->salt)) {
 		/* no entropy yet (early boot): time and pid still make it this file's */
 		uint64_t t = now_ns();
@@ -584,7 +643,8 @@ void jitsink_file_begin(struct jitsink *js)
 /* @s's name, from whichever of @p's tables holds it. */
 static const char *sym_name(const struct jitproc *p, const struct perfmap_sym *s)
 {
-	const struct perfmap *t = s >= p->pm.syms && s < p->pm.syms + p->pm.nr_syms ? &p->pm : &p->dump;
+	const struct perfmap *t = s >= p->pm.syms && s < p->pm.syms + p->pm.nr_syms ? &p->pm :
+				  s >= p->dump.syms && s < p->dump.syms + p->dump.nr_syms ? &p->dump : &p->synth;
 
 	return perfmap_sym_name(t, s);
 }
@@ -605,12 +665,12 @@ static int by_start_then_latest(const void *a, const void *b)
 static size_t map_syms(const struct jitproc *p, const struct jitmap *m, const struct perfmap_sym **tmp,
 		       struct jitimage_sym *out)
 {
-	const struct perfmap *both[] = { &p->pm, &p->dump };
+	const struct perfmap *all[] = { &p->pm, &p->dump, &p->synth };
 	size_t n = 0, k = 0;
 
-	for (size_t t = 0; t < 2; t++)
-		for (size_t i = 0; i < both[t]->nr_syms; i++) {
-			const struct perfmap_sym *s = &both[t]->syms[i];
+	for (size_t t = 0; t < 3; t++)
+		for (size_t i = 0; i < all[t]->nr_syms; i++) {
+			const struct perfmap_sym *s = &all[t]->syms[i];
 
 			if (s->start >= m->start && s->start - m->start < m->len &&
 			    s->size <= m->len - (s->start - m->start))
@@ -750,15 +810,15 @@ static void write_images(struct jitsink *js, const char *dir)
 
 		if (!p->nr_maps)
 			continue;
-		if (p->pm.fd < 0 && !p->pm.nr_syms && p->dump.fd < 0 && !p->dump.nr_syms) {
+		if (p->pm.fd < 0 && !p->pm.nr_syms && p->dump.fd < 0 && !p->dump.nr_syms && !p->synth.nr_syms) {
 			js->st.no_map += p->nr_maps - p->no_map_counted;
 			p->no_map_counted = p->nr_maps;
 			continue;
 		}
-		if (p->pm.nr_syms + p->dump.nr_syms > cap) {
+		if (p->pm.nr_syms + p->dump.nr_syms + p->synth.nr_syms > cap) {
 			free(tmp);
 			free(syms);
-			cap = p->pm.nr_syms + p->dump.nr_syms;
+			cap = p->pm.nr_syms + p->dump.nr_syms + p->synth.nr_syms;
 			tmp = calloc(cap, sizeof(*tmp));
 			syms = calloc(cap, sizeof(*syms));
 			if (!tmp || !syms) {
@@ -817,4 +877,70 @@ void jitsink_file_end(struct jitsink *js)
 			js->procs[k++] = p;
 	}
 	js->nr_procs = k;
+}
+
+int jitsink_synth_map(struct jitsink *js, uint32_t pid, uint32_t tid, uint64_t start, uint64_t len,
+		      const char *kind, const void *trailer, size_t trailer_len, void *buf, size_t cap)
+{
+	struct mmap2_head head = {
+		.header = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER },
+		.pid = pid, .tid = tid, .start = start, .len = len,
+		.prot = PROT_READ | PROT_EXEC, .flags = MAP_PRIVATE,
+	};
+	struct jitproc *p;
+	struct jitmap *m = NULL;
+	int size;
+
+	if (!cache_dir(js))
+		return -ENOENT;
+	if (!len || !kind || !pid || pid == UINT32_MAX)
+		return -EINVAL;
+	p = proc_get(js, pid, 0, false);
+	if (!p) {
+		js->st.skipped++;
+		return -ENOSPC;
+	}
+	for (size_t i = 0; i < p->nr_maps && !m; i++)
+		if (p->maps[i].start == start && p->maps[i].len == len)
+			m = &p->maps[i];
+	if (!m && !(m = map_new(js, p, start, len, kind))) {
+		js->st.skipped++;
+		return -ENOSPC;
+	}
+	size = make_map_rec(&head, m, trailer, trailer_len, buf, cap);
+	if (size < 0)
+		return size;
+	/* one of this file's now (a second call for it names the same image) */
+	if (m == &p->maps[p->nr_maps]) {
+		p->nr_maps++;
+		js->st.maps++;
+	}
+	return size;
+}
+
+int jitsink_synth_sym(struct jitsink *js, uint32_t pid, uint64_t start, uint64_t size, const char *name)
+{
+	struct jitproc *p;
+	char line[1024];
+	size_t before;
+	int n;
+
+	if (!cache_dir(js))
+		return -ENOENT;
+	if (strchr(name, '\n'))
+		return -EINVAL;
+	p = proc_get(js, pid, 0, false);
+	if (!p)
+		return -ENOSPC;
+	if (mem_used(js) > JITSINK_MEM_MAX) {
+		js->st.over_memory++;
+		return -ENOSPC;
+	}
+	/* a perf map's line: the same bounds and counts as a runtime's own */
+	n = snprintf(line, sizeof(line), "%" PRIx64 " %" PRIx64 " %s\n", start, size, name);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -ENAMETOOLONG;
+	before = p->synth.nr_syms;
+	perfmap_feed(&p->synth, line, (size_t)n);
+	return p->synth.nr_syms > before ? 0 : -ENOSPC;
 }

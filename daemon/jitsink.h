@@ -100,6 +100,8 @@ struct jitsink {
 	 * samples.  0: until the file ends.
 	 */
 	uint64_t keep_exited_ns;
+	uint64_t file_seq;         /* counts files begun: a synthetic mapping's MMAP2 is once per file */
+	uint64_t synth_seq;        /* synthetic mappings made: each one's build id its own */
 	struct jitsink_stats st;
 };
 
@@ -148,6 +150,34 @@ static inline void jitsink_stats_add(struct jitsink_stats *t, const struct jitsi
 	t->refused += s->refused;
 	perfmap_stats_add(&t->perfmap, &s->perfmap);
 }
+
+/*
+ * Synthetic mappings (issue 27): code that has no mapping of its own in
+ * the process (Python functions, one address per code object) given a
+ * range the process cannot map, named like a JIT mapping: an MMAP2 of
+ * /perfrec-jit/KIND-PID-START-LEN.so with a build id of this file, and an
+ * image of the symbols given (jitsink_synth_sym()) written into the cache
+ * with the JIT images, at the file's end and at snapshots.  The caller
+ * emits the MMAP2 itself, before the first sample that uses the range, in
+ * every output that gets such samples, once per file (file_seq changes).
+ * Its process's perf map is not looked for on its account.
+ *
+ * jitsink_synth_map(): the MMAP2 of [@start, @start + @len) of @pid
+ * (@tid in its body), ending in @trailer (@trailer_len bytes: the
+ * side-band event's sample_id for the caller's reader), into @buf (@cap
+ * bytes); @kind (static) starts the file name.  Its size, or -ENOENT (no
+ * build-id cache: no image could be written), -ENOSPC (over the bounds,
+ * counted in skipped), -EINVAL.
+ */
+int jitsink_synth_map(struct jitsink *js, uint32_t pid, uint32_t tid, uint64_t start, uint64_t len,
+		      const char *kind, const void *trailer, size_t trailer_len, void *buf, size_t cap);
+/*
+ * A symbol @name at [@start, @start + @size) of @pid's synthetic mappings,
+ * for their images from now on (every later file's too, while @pid
+ * lives).  @name holds no newline.  0, or -ENOENT (no cache), -ENOSPC (the
+ * perf map limits or JITSINK_MEM_MAX), -EINVAL, -ENAMETOOLONG.
+ */
+int jitsink_synth_sym(struct jitsink *js, uint32_t pid, uint64_t start, uint64_t size, const char *name);
 
 /* A record of the file's synthesized state, as if drained. */
 void jitsink_note(struct jitsink *js, const struct perf_event_header *h);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The recorder's stages and where its outputs sit (see pipeline.h).  One
- * stage exists today, host unwinding (unwind-stage.h); a new one is built
- * in pipeline_new() and given its outputs in place_of().
+ * The recorder's stages and where its outputs sit (see pipeline.h): host
+ * unwinding (unwind-stage.h), then Python frames merged (pystage.h); a new
+ * one is built in pipeline_new() and given its outputs in place_of().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 struct pipeline {
 	struct drain *drain;
 	struct unwind_stage *unwind;                 /* NULL: stacks as the rings hold them */
+	struct pystage *py;                          /* NULL: no Python frames merged */
 	struct stage *at[_PIPELINE_OUTPUT_MAX];      /* where each kind of output goes (NULL: the drain) */
 	void (*lost)(void *owner, size_t ring, uint64_t samples);
 	void *owner;
@@ -32,6 +33,9 @@ static struct stage *place_of(const struct pipeline *p, const struct config *c, 
 	case PIPELINE_FILE:
 	case PIPELINE_HISTORY:
 	case PIPELINE_STREAM:
+		/* Python frames in every output's stacks alike, behind the unwinder (it is in front) */
+		if (p->py)
+			return pystage_stage(p->py);
 		return c->unwind_host ? unwind_stage_stage(p->unwind) : NULL;
 	case PIPELINE_NOTES:
 		/* MMAP2, KSYMBOL, BPF_EVENT: the same in either form, soonest from the drain */
@@ -77,6 +81,40 @@ static int open_unwind(struct pipeline *p, const struct pipeline_opts *opts)
 	return 0;
 }
 
+/*
+ * Python frames merged into the callchains the outputs get: after the
+ * unwinder when there is one (it makes the user chains), else right on
+ * the drain; its records keep the layout of what feeds it.
+ */
+static int open_py(struct pipeline *p, const struct pipeline_opts *opts)
+{
+	struct pystage_opts o = { .sz = sizeof(o), .py = opts->py, .take = opts->py_take };
+	const struct perfrec_evlist *el = opts->evlist;
+	struct stage *up = p->unwind ? unwind_stage_stage(p->unwind) : NULL;
+	int r;
+
+	if (!opts->py)
+		return 0;
+	o.layout = up ? up->drain : p->drain;
+	for (size_t i = 0; el && i < perfrec_evlist__nr_evsels(el); i++) {
+		const struct perfrec_evsel *ev = perfrec_evlist__evsel(el, i);
+
+		if (!ev->is_sideband)
+			continue;
+		o.sideband_sample_type = ev->attr.sample_type;
+		o.sideband_ids = ev->ids;
+		o.sideband_cpus = ev->cpus;
+		o.nr_sideband_ids = ev->nr_ids;
+	}
+	r = pystage_new(&o, &p->py);
+	if (r < 0)
+		return log_error_errno(r, "Cannot merge Python frames: %s", strerror(-r));
+	r = up ? stage_add_sink(up, &pystage_stage(p->py)->sink) : drain_add_sink(p->drain, &pystage_stage(p->py)->sink);
+	if (r < 0)
+		return log_error_errno(r, "Cannot merge Python frames: %s", strerror(-r));
+	return 0;
+}
+
 int pipeline_new(const struct pipeline_opts *opts, struct pipeline **ret)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
@@ -88,6 +126,8 @@ int pipeline_new(const struct pipeline_opts *opts, struct pipeline **ret)
 	p->lost = opts->lost;
 	p->owner = opts->owner;
 	r = open_unwind(p, opts);
+	if (r == 0)
+		r = open_py(p, opts);
 	if (r < 0) {
 		pipeline_free(p);
 		return r;
@@ -102,9 +142,16 @@ void pipeline_free(struct pipeline *p)
 {
 	if (!p)
 		return;
+	if (p->py) {
+		drain_remove_sink(p->drain, &pystage_stage(p->py)->sink);
+		if (p->unwind)
+			stage_remove_sink(unwind_stage_stage(p->unwind), &pystage_stage(p->py)->sink);
+	}
 	if (p->unwind)
 		drain_remove_sink(p->drain, &unwind_stage_stage(p->unwind)->sink);
+	/* the unwinder's worker emits into the python stage: stopped first */
 	unwind_stage_free(p->unwind);
+	pystage_free(p->py);
 	free(p);
 }
 
@@ -121,6 +168,8 @@ void pipeline_replace(struct pipeline *p, struct sink *old, struct sink *s)
 	drain_replace_sink(p->drain, old, s);
 	if (p->unwind)
 		stage_replace_sink(unwind_stage_stage(p->unwind), old, s);
+	if (p->py)
+		stage_replace_sink(pystage_stage(p->py), old, s);
 }
 
 int pipeline_add(struct pipeline *p, enum pipeline_output out, struct sink *s)
@@ -137,6 +186,8 @@ void pipeline_remove(struct pipeline *p, struct sink *s)
 	drain_remove_sink(p->drain, s);
 	if (p->unwind)
 		stage_remove_sink(unwind_stage_stage(p->unwind), s);
+	if (p->py)
+		stage_remove_sink(pystage_stage(p->py), s);
 }
 
 struct sink *pipeline_sink_of(const struct pipeline *p, const struct sink_ops *ops)
@@ -148,12 +199,15 @@ struct sink *pipeline_sink_of(const struct pipeline *p, const struct sink_ops *o
 	s = drain_sink_of(p->drain, ops);
 	if (!s && p->unwind)
 		s = stage_sink_of(unwind_stage_stage(p->unwind), ops);
+	if (!s && p->py)
+		s = stage_sink_of(pystage_stage(p->py), ops);
 	return s;
 }
 
 bool pipeline_unwound(const struct pipeline *p, enum pipeline_output out)
 {
-	return p && p->unwind && p->at[out] == unwind_stage_stage(p->unwind);
+	/* every stage there is sits behind the unwinder */
+	return p && p->unwind && p->at[out];
 }
 
 int pipeline_sync(struct pipeline *p)
@@ -180,5 +234,13 @@ bool pipeline_unwind_stats(const struct pipeline *p, struct unwind_sink_stats *r
 	if (!p || !p->unwind)
 		return false;
 	unwind_stage_stats(p->unwind, ret);
+	return true;
+}
+
+bool pipeline_py_stats(const struct pipeline *p, struct pystage_stats *ret)
+{
+	if (!p || !p->py)
+		return false;
+	pystage_get_stats(p->py, ret);
 	return true;
 }

@@ -3,10 +3,11 @@
  * The recorder's pipeline: the stages between its drain and its outputs,
  * and which output sits behind which, decided here and nowhere else.
  *
- *   ring -> drain -> [unwind stage] -> file sink      (filesink.c, recorder.c)
- *                                   -> cgroup counts  (manifest-cgroup.c)
- *                                   -> history sink   (snapshot.c)
- *                                   -> stream sinks   (control.c)
+ *   ring -> drain -> [unwind stage] -> [python stage] -> file sink      (filesink.c, recorder.c)
+ *                                                    -> cgroup counts  (manifest-cgroup.c)
+ *                                                    -> history sink   (snapshot.c)
+ *                                                    -> stream sinks   (control.c)
+ *                                                    -> JIT sink       (jitsink.c)
  *                -> build-id cache feed (bidcache.c), BPF notes (bpf-meta.c)
  *
  * Each output's sink is added with its kind (pipeline_add()); the
@@ -25,6 +26,7 @@
 
 #include "config.h"
 #include "drain.h"
+#include "pystage.h"
 #include "sink.h"
 #include "unwind-sink.h"
 
@@ -45,6 +47,10 @@ struct pipeline_opts {
 	/* @samples of ring @ring came into a stage and never out of it (lost); on the draining thread */
 	void (*lost)(void *owner, size_t ring, uint64_t samples);
 	void *owner;
+	/* the walker of Python frames (pywalk.h), borrowed: a python stage merges them (NULL: none) */
+	struct pywalk *py;
+	/* how the python stage takes a sample's walk (NULL: pywalk_take(); tests give theirs) */
+	const struct pywalk_rec *(*py_take)(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);
 };
 
 /* The stages @opts->cfg asks for.  0, or -errno (logged). */
@@ -78,5 +84,7 @@ bool pipeline_state(struct pipeline *p, enum pipeline_output out, const struct p
 bool pipeline_wants_state(const struct pipeline *p);
 /* The unwinding stage's counters (false: none). */
 bool pipeline_unwind_stats(const struct pipeline *p, struct unwind_sink_stats *ret);
+/* The python stage's counters (false: none). */
+bool pipeline_py_stats(const struct pipeline *p, struct pystage_stats *ret);
 
 #endif

@@ -72,6 +72,9 @@ struct pyproc_offsets {
 	uint32_t code_filename;
 	uint32_t code_firstlineno;
 	uint32_t unicode_ascii_data;    /* sizeof(PyASCIIObject) */
+	/* Added for the BPF walk (pywalk.h); members added go last. */
+	uint32_t frame_is_entry;        /* 3.11 _PyInterpreterFrame.is_entry; else NONE */
+	uint32_t tstate_thread_id;      /* thread_id: pthread_self(), the thread's fsbase */
 };
 
 /* What the interpreter's ELF file says, before any process is looked at. */

@@ -7,12 +7,17 @@
  * through a BPF ring buffer, one record per sample it ran for.
  *
  * Joining a walk to its sample: on one CPU the program runs in the
- * overflow handler right before the kernel writes that sample, and both
- * take their time from CLOCK_MONOTONIC (the events' use_clockid,
- * bpf_ktime_get_ns()): the walk of a sample is the newest walk of the
- * same CPU and thread whose time is at most the sample's (and not older
- * than PYWALK_JOIN_NS).  pywalk_take() does that, each walk joining one
- * sample at most.
+ * overflow handler of the sample, and both take their time from
+ * CLOCK_MONOTONIC (the events' use_clockid, bpf_ktime_get_ns()).  Which
+ * comes first depends on the kernel: older ones run the program before
+ * they prepare the sample (the walk is older than its sample); newer ones
+ * (6.18 here) prepare it first, taking its time, then run the program
+ * (the walk is newer, by the program's run: microseconds).  So the walk of a
+ * sample is the walk of the same CPU and thread nearest the sample's
+ * time, within PYWALK_JOIN_WINDOW_NS either side; samples closer to each
+ * other than that (over 10 kHz per CPU) could take a neighbour's walk
+ * when their own is lost.  pywalk_take() does that, each walk joining
+ * one sample at most.
  *
  * Nothing is guessed: a read that fails, a chain that loops or leaves
  * the frame budget ends the walk, and the record says so (flags).
@@ -29,8 +34,10 @@
 
 /* Frames one walk reads at most (the BPF program's bound). */
 #define PYWALK_MAX_FRAMES 96
-/* A walk older than its sample by more than this joins nothing. */
+/* Not used by pywalk_take() any more (see PYWALK_JOIN_WINDOW_NS); kept for users. */
 #define PYWALK_JOIN_NS 2000000ull
+/* A walk further from its sample's time than this, either side, joins nothing. */
+#define PYWALK_JOIN_WINDOW_NS 100000ull
 
 /* struct pywalk_rec.flags */
 #define PYWALK_TRUNCATED (1u << 0) /* PYWALK_MAX_FRAMES read and more remained */
@@ -99,6 +106,8 @@ void pywalk_remove_process(struct pywalk *pw, pid_t pid);
  * Read what the ring holds now (non-blocking), then the walk of the sample
  * taken on @cpu from thread @tid at @time, which it consumes; walks of
  * that CPU older than it that no sample took are dropped (counted).
+ * Calls for one CPU must come in the time order of its samples (the
+ * evlist's one ring per CPU is).
  * NULL: none.  The record stays valid until the next call on @pw.
  */
 const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);

@@ -141,10 +141,13 @@ static int take_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int attach(struct pywalk *pw, const int *fds, size_t nr)
+int pywalk_attach(struct pywalk *pw, const int *fds, size_t nr)
 {
-	int prog = bpf_program__fd(pw->skel->progs.pywalk);
+	int prog;
 
+	if (!pw || (nr && !fds))
+		return -EINVAL;
+	prog = bpf_program__fd(pw->skel->progs.pywalk);
 	for (size_t i = 0; i < nr; i++)
 		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog) < 0)
 			return -errno;
@@ -187,7 +190,7 @@ int pywalk_open(const struct pywalk_opts *opts, struct pywalk **ret)
 		r = -errno;
 		goto fail;
 	}
-	r = attach(pw, fds, nr_fds);
+	r = pywalk_attach(pw, fds, nr_fds);
 	if (r < 0)
 		goto fail;
 	*ret = pw;

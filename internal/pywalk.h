@@ -95,7 +95,17 @@ struct pywalk_opts {
  * says why).
  */
 int pywalk_open(const struct pywalk_opts *opts, struct pywalk **ret);
-/* Detach and free.  NULL is fine. */
+/*
+ * Attach the loaded program to more sampling fds (events reopened by a
+ * reload, when loading again would need privileges given up since).
+ * 0, or -errno of the first fd refused.
+ */
+int pywalk_attach(struct pywalk *pw, const int *fds, size_t nr_fds);
+/*
+ * Stop walking and free.  NULL is fine.  The kernel cannot take a program
+ * off a perf event but by closing it: the program stays on the events,
+ * its map of processes emptied, returning at once, until they close.
+ */
 void pywalk_free(struct pywalk *pw);
 
 /* The program walks @pid's threads from now on, with @info's layout (status PYPROC_OK). */

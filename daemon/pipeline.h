@@ -38,6 +38,8 @@ enum pipeline_output {
 
 struct pipeline;
 
+struct pywalk;
+
 struct pipeline_opts {
 	const struct config *cfg;
 	struct drain *drain;                  /* borrowed: what the stages and outputs hang off */
@@ -45,6 +47,7 @@ struct pipeline_opts {
 	/* @samples of ring @ring came into a stage and never out of it (lost); on the draining thread */
 	void (*lost)(void *owner, size_t ring, uint64_t samples);
 	void *owner;
+	struct pywalk *py;                    /* borrowed: Python frames at the sample (NULL: none) */
 };
 
 /* The stages @opts->cfg asks for.  0, or -errno (logged). */

@@ -49,7 +49,7 @@ static const char script_loop[] =
 	"outer()\n";
 
 /* The same in a second thread; the main thread waits in join(). */
-static const char script_thread[] __attribute__((unused)) =
+static const char script_thread[] =
 	"import os, sys, threading\n"
 	"def hot_leaf(n):\n"
 	"    s = 0\n"
@@ -79,8 +79,18 @@ struct sampler {
 	size_t ring_len;
 };
 
+/* What the walks of a run must show. */
+enum mode {
+	LOOP,           /* hot_leaf, middle, outer, <module> */
+	THREAD,         /* hot_leaf, middle, outer, then threading's frames, not the main thread */
+	ANY,            /* only counted (hostile memory) */
+};
+
 struct tally {
+	enum mode mode;
+	pid_t pid;
 	unsigned samples, joined, named, hot, entry_ok;
+	unsigned truncated, max_nr;
 	unsigned far;           /* joined a walk not of its own overflow */
 	unsigned torn, no_tstate;
 };
@@ -230,26 +240,28 @@ static void code_name(int memfd, const struct pyproc_info *info, uint64_t code, 
 	rd_str(memfd, name, &info->off, out, sz);
 }
 
-/* A walk of the loop script: [hot_leaf,] middle, outer, <module>. */
+/* A walk of the loop scripts: [hot_leaf,] middle, outer, then <module> or threading's. */
 static void check_rec(int memfd, const struct pyproc_info *info, const struct pywalk_rec *w,
 		      struct tally *t)
 {
 	static const char *const want[] = { "hot_leaf", "middle", "outer", "<module>" };
+	int first, n = w->nr, need;
 	char name[128];
-	int first, n = w->nr;
 
-	if (w->flags & PYWALK_TORN)
-		t->torn++;
-	if (w->flags & PYWALK_NO_TSTATE)
-		t->no_tstate++;
-	if (n < 3 || (w->flags & (PYWALK_TORN | PYWALK_TRUNCATED)))
+	t->torn += !!(w->flags & PYWALK_TORN);
+	t->no_tstate += !!(w->flags & PYWALK_NO_TSTATE);
+	t->truncated += !!(w->flags & PYWALK_TRUNCATED);
+	if (w->nr > t->max_nr)
+		t->max_nr = w->nr;
+	if (t->mode == ANY || n < 2 || (w->flags & (PYWALK_TORN | PYWALK_TRUNCATED)))
 		return;
 	code_name(memfd, info, w->frames[0].code, name, sizeof(name));
 	first = strcmp(name, "hot_leaf") ? 1 : 0;
-	/* The thread script's outer() is the thread's outermost frame. */
-	if (n != 4 - first && n != 3 - first)
+	/* The main thread's walk ends at <module>; the other's goes on in threading. */
+	need = t->mode == LOOP ? 4 - first : 3 - first;
+	if (t->mode == LOOP ? n != need : (n <= need || w->tid == (uint32_t)t->pid))
 		return;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < need; i++) {
 		code_name(memfd, info, w->frames[i].code, name, sizeof(name));
 		if (strcmp(name, want[first + i]))
 			return;
@@ -313,7 +325,7 @@ static void sample(struct sampler *s, struct pywalk *pw, pid_t pid,
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	memfd = open(path, O_RDONLY | O_CLOEXEC);
 	cr_assert(memfd >= 0);
-	memset(t, 0, sizeof(*t));
+	memset(&t->samples, 0, sizeof(*t) - offsetof(struct tally, samples));
 	for (int i = 0; i < s->nr; i++)
 		cr_assert_eq(ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0), 0);
 	clock_gettime(CLOCK_MONOTONIC, &end);
@@ -333,7 +345,7 @@ static void sample(struct sampler *s, struct pywalk *pw, pid_t pid,
 	close(memfd);
 }
 
-static void run_python(const char *python, const char *script, unsigned minor)
+static void run_python(const char *python, enum mode mode, unsigned minor)
 {
 	struct pywalk_stats st;
 	struct pyproc_info info;
@@ -349,7 +361,9 @@ static void run_python(const char *python, const char *script, unsigned minor)
 	pw = open_walker(&s);
 	if (!pw)
 		return;
-	start_target(python, script, &t);
+	start_target(python, mode == THREAD ? script_thread : script_loop, &t);
+	n.mode = mode;
+	n.pid = t.pid;
 	cr_assert_eq(pyproc_detect("/proc", t.pid, &info), 0);
 	cr_assert_eq(info.status, PYPROC_OK, "%s: %s", python, pyproc_status_name(info.status));
 	cr_assert_eq(info.minor, minor);
@@ -379,8 +393,237 @@ static void run_python(const char *python, const char *script, unsigned minor)
 	close_sampler(&s);
 }
 
-Test(pywalk, debian_python3) { run_python("/usr/bin/python3.11", script_loop, 11); }
-Test(pywalk, pyenv_310) { run_python(pyenv("3.10.13"), script_loop, 10); }
-Test(pywalk, pyenv_311) { run_python(pyenv("3.11.7"), script_loop, 11); }
-Test(pywalk, pyenv_312) { run_python(pyenv("3.12.1"), script_loop, 12); }
-Test(pywalk, pyenv_313) { run_python(pyenv("3.13.0"), script_loop, 13); }
+Test(pywalk, debian_python3) { run_python("/usr/bin/python3.11", LOOP, 11); }
+Test(pywalk, pyenv_310) { run_python(pyenv("3.10.13"), LOOP, 10); }
+Test(pywalk, pyenv_311) { run_python(pyenv("3.11.7"), LOOP, 11); }
+Test(pywalk, pyenv_312) { run_python(pyenv("3.12.1"), LOOP, 12); }
+Test(pywalk, pyenv_313) { run_python(pyenv("3.13.0"), LOOP, 13); }
+
+/* The walk of a thread that is not the main one: found by its thread_id (fsbase). */
+Test(pywalk, thread_debian_python3) { run_python("/usr/bin/python3.11", THREAD, 11); }
+Test(pywalk, thread_pyenv_310) { run_python(pyenv("3.10.13"), THREAD, 10); }
+Test(pywalk, thread_pyenv_313) { run_python(pyenv("3.13.0"), THREAD, 13); }
+
+/* A process never added gets no walk: the program returns at its map lookup. */
+Test(pywalk, process_not_added)
+{
+	const char *python = "/usr/bin/python3.11";
+	struct pywalk_stats st;
+	struct pyproc_info info;
+	struct sampler s;
+	struct target t;
+	struct tally n = { .mode = ANY };
+	struct pywalk *pw;
+
+	if (access(python, X_OK)) {
+		cr_skip_test("%s not installed", python);
+		return;
+	}
+	pw = open_walker(&s);
+	if (!pw)
+		return;
+	start_target(python, script_loop, &t);
+	cr_assert_eq(pyproc_detect("/proc", t.pid, &info), 0);
+	n.pid = t.pid;
+	sample(&s, pw, t.pid, &info, &n);
+	pywalk_get_stats(pw, &st);
+	cr_expect_geq(n.samples, WANT_SAMPLES);
+	cr_expect_eq(n.joined, 0);
+	cr_expect_eq(st.walks, 0, "%llu walks of processes never added",
+		     (unsigned long long)st.walks);
+	cr_expect_eq(st.procs, 0);
+	stop_target(&t);
+	pywalk_free(pw);
+	close_sampler(&s);
+}
+
+/*
+ * Hostile memory: the process's thread state and frames made up in a
+ * buffer of its own (the layout added points _PyRuntime there), rewritten
+ * between rounds into chains that loop, leave the process, or name no
+ * code.  Each walk must say so (TORN, TRUNCATED, NO_TSTATE), bounded,
+ * and the process goes on, unharmed: the program only reads.
+ */
+static const char script_hostile[] =
+	"import ctypes, os, sys, threading\n"
+	"buf = ctypes.create_string_buffer(1 << 16)\n"
+	"os.write(int(sys.argv[1]), b'%d %d\\n' % (ctypes.addressof(buf), threading.get_ident()))\n"
+	"while True:\n"
+	"    pass\n";
+
+struct fake {
+	int memfd;
+	uint64_t base, ident;
+	uint64_t rt, interp, ts, cframe, f1, f2, code;
+};
+
+static void put64(const struct fake *f, uint64_t addr, uint64_t v)
+{
+	cr_assert_eq(pwrite(f->memfd, &v, 8, (off_t)addr), 8, "writing the target at %#llx",
+		     (unsigned long long)addr);
+}
+
+/* The runtime -> interpreter -> thread state -> (cframe ->) frame F1 chain. */
+static void fake_chain(const struct fake *f, const struct pyproc_info *info, uint64_t ident)
+{
+	const struct pyproc_offsets *o = &info->off;
+
+	put64(f, f->rt + o->runtime_interp_head, f->interp);
+	put64(f, f->interp + o->interp_threads_head, f->ts);
+	put64(f, f->ts + o->tstate_thread_id, ident);
+	put64(f, f->ts + o->tstate_next, 0);
+	if (o->cframe_current_frame != PYPROC_OFF_NONE) {
+		put64(f, f->ts + o->tstate_frame, f->cframe);
+		put64(f, f->cframe + o->cframe_current_frame, f->f1);
+	} else {
+		put64(f, f->ts + o->tstate_frame, f->f1);
+	}
+	put64(f, f->f1 + o->frame_code, f->code);
+	put64(f, f->f2 + o->frame_code, f->code);
+}
+
+static pid_t start_hostile(const char *python, struct target *t, struct fake *f)
+{
+	char line[128], a1[16];
+	int ready[2];
+	unsigned long long addr = 0, ident = 0;
+	struct pollfd pfd;
+	ssize_t n;
+
+	strcpy(t->dir, "/tmp/test-pywalk.XXXXXX");
+	cr_assert(mkdtemp(t->dir));
+	snprintf(t->script, sizeof(t->script), "%s/target.py", t->dir);
+	FILE *sf = fopen(t->script, "wx");
+	cr_assert(sf);
+	fputs(script_hostile, sf);
+	cr_assert_eq(fclose(sf), 0);
+	cr_assert_eq(pipe(ready), 0);
+	t->pid = fork();
+	cr_assert(t->pid >= 0);
+	if (t->pid == 0) {
+		char *env[] = { "PATH=/usr/bin:/bin", NULL };
+
+		close(ready[0]);
+		snprintf(a1, sizeof(a1), "%d", ready[1]);
+		execle(python, python, "-I", "-S", t->script, a1, (char *)NULL, env);
+		_exit(127);
+	}
+	close(ready[1]);
+	pfd = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 60000), 1, "%s did not start", python);
+	n = read(ready[0], line, sizeof(line) - 1);
+	cr_assert(n > 0, "%s exited at start", python);
+	line[n] = '\0';
+	close(ready[0]);
+	cr_assert_eq(sscanf(line, "%llu %llu", &addr, &ident), 2, "%s said '%s'", python, line);
+	snprintf(line, sizeof(line), "/proc/%d/mem", (int)t->pid);
+	f->memfd = open(line, O_RDWR | O_CLOEXEC);
+	cr_assert(f->memfd >= 0);
+	f->base = (addr + 4095) & ~4095ull;
+	f->ident = ident;
+	f->rt = f->base;
+	f->interp = f->base + 0x1000;
+	f->ts = f->base + 0x5000;
+	f->cframe = f->base + 0x6000;
+	f->f1 = f->base + 0x7000;
+	f->f2 = f->base + 0x7800;
+	f->code = f->base + 0x8000;
+	return t->pid;
+}
+
+struct round {
+	const char *what;
+	uint16_t flags;      /* each joined walk's, exactly */
+	int nr;              /* its frames */
+};
+
+/* Samples one round of hostile memory: every joined walk has R's flags and frames. */
+static void hostile_round(struct sampler *s, struct pywalk *pw, const struct pyproc_info *info,
+			  pid_t pid, const struct round *r, const char *python)
+{
+	struct tally n = { .mode = ANY, .pid = pid };
+
+	sample(s, pw, pid, info, &n);
+	cr_log_info("%s, %s: %u samples, %u joined, %u torn, %u truncated, %u no tstate, %u frames at most",
+		    python, r->what, n.samples, n.joined, n.torn, n.truncated, n.no_tstate, n.max_nr);
+	cr_expect_geq(n.joined * 10, n.samples * 9, "%s, %s: %u of %u joined", python, r->what,
+		      n.joined, n.samples);
+	cr_expect_eq(r->flags & PYWALK_TORN ? n.torn : 0, n.torn, "%s, %s: torn", python, r->what);
+	cr_expect_eq(r->flags & PYWALK_TORN ? n.joined : n.torn, n.torn, "%s, %s: %u of %u torn",
+		     python, r->what, n.torn, n.joined);
+	cr_expect_eq(r->flags & PYWALK_TRUNCATED ? n.joined : 0, n.truncated,
+		     "%s, %s: %u of %u truncated", python, r->what, n.truncated, n.joined);
+	cr_expect_eq(r->flags & PYWALK_NO_TSTATE ? n.joined : 0, n.no_tstate,
+		     "%s, %s: %u of %u without a thread state", python, r->what, n.no_tstate, n.joined);
+	cr_expect_eq(n.max_nr, (unsigned)r->nr, "%s, %s: %u frames", python, r->what, n.max_nr);
+}
+
+static void run_hostile(const char *python)
+{
+	struct pyproc_info info;
+	struct sampler s;
+	struct target t;
+	struct fake f;
+	struct pywalk *pw;
+	const struct pyproc_offsets *o;
+	int st;
+
+	if (access(python, X_OK)) {
+		cr_skip_test("%s not installed", python);
+		return;
+	}
+	pw = open_walker(&s);
+	if (!pw)
+		return;
+	start_hostile(python, &t, &f);
+	cr_assert_eq(pyproc_detect("/proc", t.pid, &info), 0);
+	cr_assert_eq(info.status, PYPROC_OK);
+	o = &info.off;
+	info.runtime_addr = f.rt;
+	fake_chain(&f, &info, f.ident);
+	cr_assert_eq(pywalk_add_process(pw, t.pid, &info), 0);
+
+	put64(&f, f.f1 + o->frame_previous, f.f1);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "a frame its own caller", PYWALK_TORN, 1 }, python);
+	put64(&f, f.f1 + o->frame_previous, 0x10000);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "a caller outside the process", PYWALK_TORN, 1 }, python);
+	put64(&f, f.f1 + o->frame_previous, f.f2);
+	put64(&f, f.f2 + o->frame_previous, f.f1);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "two frames each other's caller", PYWALK_TRUNCATED, PYWALK_MAX_FRAMES }, python);
+	put64(&f, f.f1 + o->frame_code, f.code + 1);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "code at an odd address", PYWALK_TORN, 0 }, python);
+	put64(&f, f.ts + o->tstate_next, f.ts);
+	put64(&f, f.ts + o->tstate_thread_id, f.ident + 8);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "thread states in a ring, none this thread's", PYWALK_NO_TSTATE, 0 }, python);
+	put64(&f, f.interp + o->interp_threads_head, 0xdead0000);
+	hostile_round(&s, pw, &info, t.pid, &(struct round){ "thread states outside the process", PYWALK_TORN, 0 }, python);
+
+	cr_expect_eq(waitpid(t.pid, &st, WNOHANG), 0, "%s died under the walks", python);
+	close(f.memfd);
+	stop_target(&t);
+	pywalk_free(pw);
+	close_sampler(&s);
+}
+
+Test(pywalk, hostile_debian_python3) { run_hostile("/usr/bin/python3.11"); }
+Test(pywalk, hostile_pyenv_310) { run_hostile(pyenv("3.10.13")); }
+Test(pywalk, hostile_pyenv_312) { run_hostile(pyenv("3.12.1")); }
+Test(pywalk, hostile_pyenv_313) { run_hostile(pyenv("3.13.0")); }
+
+/* The verifier of this kernel takes the program as built (nothing attached). */
+Test(pywalk, verifier_accepts)
+{
+	struct pywalk_opts o = { .sz = sizeof(o) };
+	struct pywalk *pw = NULL;
+	int r;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root (BPF)");
+		return;
+	}
+	r = pywalk_open(&o, &pw);
+	cr_assert_eq(r, 0, "the kernel refused the program: %s (bpftool -d prog load build/pywalk.bpf.o "
+		     "/sys/fs/bpf/x type perf_event shows the verifier's log)", strerror(-r));
+	cr_expect_null(pywalk_take(pw, 0, 1, 1), "a walk from nowhere");
+	pywalk_free(pw);
+}

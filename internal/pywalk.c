@@ -10,7 +10,8 @@
  * than the kernel wrote them, so a queue must span that lag: it grows up
  * to QUEUE_MAX walks, past which the oldest are pushed out (unjoined).
  * Queues are made on the first walk of their CPU, and each walk takes
- * only the bytes of its frames.
+ * only the bytes of its frames; past QUEUED_MAX bytes on all CPUs, a
+ * CPU's oldest walk makes room for its new one.
  *
  * The kernel has no way to take a program off a perf event but closing
  * the event: pywalk_free() empties the map of processes, so the program
@@ -18,6 +19,7 @@
  */
 #include <errno.h>
 #include <linux/types.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,8 @@
 #define RING_BYTES (4u << 20)
 #define QUEUE_MIN 64
 #define QUEUE_MAX 16384
+/* Bytes of walks queued on all CPUs together, at most. */
+#define QUEUED_MAX (32u << 20)
 
 /* The record the program writes is struct pywalk_rec, cut after its frames. */
 _Static_assert(sizeof(struct pywalk_abi_rec) == sizeof(struct pywalk_rec), "pywalk_rec");
@@ -61,6 +65,9 @@ struct pywalk {
 	struct ring_buffer *ring;
 	struct walkq *q;
 	size_t nr_cpus;
+	/* take() on the pipeline's thread, add/remove on the drain's, stats on any */
+	pthread_mutex_t lock;
+	size_t queued;          /* bytes of the walks in the queues */
 	struct pywalk_stats st;
 	struct pywalk_rec out;  /* what pywalk_take() returned last */
 };
@@ -75,8 +82,14 @@ static struct pywalk_rec *q_at(const struct walkq *q, size_t i)
 	return q->w[(q->head + i) % q->cap];
 }
 
-static void q_pop(struct walkq *q)
+static size_t rec_len(const struct pywalk_rec *w)
 {
+	return REC_HEAD + (size_t)w->nr * sizeof(struct pywalk_frame);
+}
+
+static void q_pop(struct pywalk *pw, struct walkq *q)
+{
+	pw->queued -= rec_len(q->w[q->head]);
 	free(q->w[q->head]);
 	q->head = (q->head + 1) % q->cap;
 	q->len--;
@@ -103,15 +116,16 @@ static void q_push(struct pywalk *pw, struct walkq *q, struct pywalk_rec *w)
 {
 	size_t i;
 
-	if (q->len == QUEUE_MAX) {
-		q_pop(q);
+	while (q->len && (q->len == QUEUE_MAX || pw->queued + rec_len(w) > QUEUED_MAX)) {
+		q_pop(pw, q);
 		pw->st.unjoined++;
 	}
-	if (q->len == q->cap && q_grow(q) < 0) {
+	if ((q->len == q->cap && q_grow(q) < 0) || pw->queued + rec_len(w) > QUEUED_MAX) {
 		free(w);
 		pw->st.unjoined++;
 		return;
 	}
+	pw->queued += rec_len(w);
 	for (i = q->len; i > 0 && q_at(q, i - 1)->time > w->time; i--)
 		q->w[(q->head + i) % q->cap] = q_at(q, i - 1);
 	q->w[(q->head + i) % q->cap] = w;
@@ -171,6 +185,7 @@ int pywalk_open(const struct pywalk_opts *opts, struct pywalk **ret)
 	if (!pw)
 		return -ENOMEM;
 	pw->nr_cpus = (size_t)cpus;
+	pthread_mutex_init(&pw->lock, NULL);
 	pw->q = calloc(pw->nr_cpus, sizeof(*pw->q));
 	libbpf_set_print(silent_print);
 	pw->skel = pw->q ? pywalk_bpf__open() : NULL;
@@ -221,10 +236,11 @@ void pywalk_free(struct pywalk *pw)
 	pywalk_bpf__destroy(pw->skel);
 	for (size_t c = 0; pw->q && c < pw->nr_cpus; c++) {
 		while (pw->q[c].len)
-			q_pop(&pw->q[c]);
+			q_pop(pw, &pw->q[c]);
 		free(pw->q[c].w);
 	}
 	free(pw->q);
+	pthread_mutex_destroy(&pw->lock);
 	free(pw);
 }
 
@@ -301,15 +317,15 @@ int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *i
 	if (r < 0)
 		return r;
 	fd = bpf_map__fd(pw->skel->maps.procs);
-	if (bpf_map_update_elem(fd, &key, &p, BPF_NOEXIST) == 0) {
-		pw->st.procs++;
-		return 0;
-	}
-	r = -errno;
+	r = bpf_map_update_elem(fd, &key, &p, BPF_NOEXIST) < 0 ? -errno : 0;
 	if (r == -EEXIST)
 		return bpf_map_update_elem(fd, &key, &p, BPF_EXIST) < 0 ? -errno : 0;
-	if (r == -E2BIG || r == -ENOMEM)
+	pthread_mutex_lock(&pw->lock);
+	if (r == 0)
+		pw->st.procs++;
+	else if (r == -E2BIG || r == -ENOMEM)
 		pw->st.procs_refused++;
+	pthread_mutex_unlock(&pw->lock);
 	return r;
 }
 
@@ -317,9 +333,12 @@ void pywalk_remove_process(struct pywalk *pw, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
 
-	if (pw && pid > 0 && bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.procs), &key) == 0 &&
-	    pw->st.procs)
+	if (!pw || pid <= 0 || bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.procs), &key) < 0)
+		return;
+	pthread_mutex_lock(&pw->lock);
+	if (pw->st.procs)
 		pw->st.procs--;
+	pthread_mutex_unlock(&pw->lock);
 }
 
 static uint64_t distance(uint64_t a, uint64_t b)
@@ -327,7 +346,7 @@ static uint64_t distance(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
-const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
+static const struct pywalk_rec *take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
 {
 	size_t best = SIZE_MAX, drop = 0;
 	uint64_t best_d = UINT64_MAX;
@@ -361,14 +380,26 @@ const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t t
 		struct pywalk_rec *w = q_at(q, 0);
 
 		if (i == best) {
-			memcpy(&pw->out, w, REC_HEAD + (size_t)w->nr * sizeof(struct pywalk_frame));
+			memcpy(&pw->out, w, rec_len(w));
 			pw->st.joined++;
 		} else {
 			pw->st.unjoined++;
 		}
-		q_pop(q);
+		q_pop(pw, q);
 	}
 	return best == SIZE_MAX ? NULL : &pw->out;
+}
+
+const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
+{
+	const struct pywalk_rec *w;
+
+	if (!pw)
+		return NULL;
+	pthread_mutex_lock(&pw->lock);
+	w = take(pw, cpu, tid, time);
+	pthread_mutex_unlock(&pw->lock);
+	return w;
 }
 
 void pywalk_get_stats(const struct pywalk *pw, struct pywalk_stats *ret)
@@ -379,7 +410,9 @@ void pywalk_get_stats(const struct pywalk *pw, struct pywalk_stats *ret)
 	memset(ret, 0, sizeof(*ret));
 	if (!pw)
 		return;
+	pthread_mutex_lock((pthread_mutex_t *)&pw->lock);
 	*ret = pw->st;
+	pthread_mutex_unlock((pthread_mutex_t *)&pw->lock);
 	lost = calloc(pw->nr_cpus, sizeof(*lost));
 	if (lost && bpf_map__lookup_elem(pw->skel->maps.lost, &zero, sizeof(zero), lost,
 					 pw->nr_cpus * sizeof(*lost), 0) == 0)

@@ -119,6 +119,8 @@ void pywalk_remove_process(struct pywalk *pw, pid_t pid);
  * Calls for one CPU must come in the time order of its samples (the
  * evlist's one ring per CPU is).
  * NULL: none.  The record stays valid until the next call on @pw.
+ * One thread takes; adding and removing processes and the stats may be
+ * on others (a lock).
  */
 const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);
 

@@ -37,13 +37,14 @@ hasnt() { walked "$DAEMON_PID" >"$T/w" && ! grep -qx "$1" "$T/w"; }
 start_daemon() { # ERRFILE ARGS...
 	local err=$1
 	shift
-	"$PERFRECD" --socket '' -o "$T/out" -e cpu-clock -F 99 "$@" 2>"$err" &
+	"$PERFRECD" --socket '' -o "$T/out" "$@" 2>"$err" &
 	DAEMON_PID=$!
 	wait_for 60 grep -q 'Recording' "$err" || { cat "$err"; fail "perfrecd did not start"; }
 }
 
 spin; before=${BG##* }
-start_daemon "$T/err"
+printf '[record]\nevents=cpu-clock\nfrequency=99\n' >"$T/conf1"
+start_daemon "$T/err" -c "$T/conf1"
 grep -q 'Python frames are on' "$T/err" || { cat "$T/err"; fail "python=yes (the default) did not load the walk as root"; }
 wait_for 30 has "$before" || { walked "$DAEMON_PID"; fail "the python running before the start ($before) is not walked"; }
 spin; after=${BG##* }
@@ -52,13 +53,27 @@ note "walked: $(walked "$DAEMON_PID" | tr '\n' ' ')"
 kill -9 "$after"; wait "$after" 2>/dev/null
 wait_for 30 hasnt "$after" || fail "the python that exited ($after) is still walked"
 has "$before" || fail "the python still running ($before) is no longer walked"
+
+# A reload that reopens the events: the walk goes on, handed over.
+printf '[record]\nevents=cpu-clock\nfrequency=199\n' >"$T/conf1"
+kill -HUP "$DAEMON_PID"
+wait_for 30 grep -q 'events reopened' "$T/err" || { cat "$T/err"; fail "the reload did not reopen the events"; }
+grep -q 'Python frames off' "$T/err" && { cat "$T/err"; fail "the reload turned Python frames off"; }
+has "$before" || { walked "$DAEMON_PID"; fail "after the reload the python ($before) is not walked"; }
+spin; later=${BG##* }
+wait_for 30 has "$later" || { walked "$DAEMON_PID"; fail "a python started after the reload ($later) is not walked"; }
+printf '[record]\nevents=cpu-clock\nfrequency=199\npython=no\n' >"$T/conf1"
+kill -HUP "$DAEMON_PID"
+wait_for 30 grep -q 'Reload refused: \[record\] python= takes effect only at start' "$T/err" \
+	|| { cat "$T/err"; fail "a reload of python=no was not refused"; }
+has "$before" || fail "the refused reload stopped the walk"
 kill -INT "$DAEMON_PID"; wait "$DAEMON_PID" || fail "perfrecd exited $?"
 DAEMON_PID=
 
 # python=no: no program.
 printf '[record]\npython=no\n' >"$T/conf"
 rm -rf "$T/out"
-start_daemon "$T/err2" -c "$T/conf"
+start_daemon "$T/err2" -c "$T/conf" -e cpu-clock -F 99
 grep -q 'Python frames' "$T/err2" && { cat "$T/err2"; fail "python=no said something of Python frames"; }
 walked "$DAEMON_PID" >/dev/null && fail "python=no loaded the walk"
 kill -INT "$DAEMON_PID"; wait "$DAEMON_PID" || fail "perfrecd exited $?"

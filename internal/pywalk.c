@@ -60,6 +60,12 @@ struct walkq {
 	size_t head, len, cap;
 };
 
+/* A process added, with its layout (pywalk_process_info()). */
+struct known {
+	pid_t pid;
+	struct pyproc_info *info;
+};
+
 struct pywalk {
 	struct pywalk_bpf *skel;
 	struct ring_buffer *ring;
@@ -68,6 +74,8 @@ struct pywalk {
 	/* take() on the pipeline's thread, add/remove on the drain's, stats on any */
 	pthread_mutex_t lock;
 	size_t queued;          /* bytes of the walks in the queues */
+	struct known *known;    /* the processes added, by pid */
+	size_t nr_known;
 	struct pywalk_stats st;
 	struct pywalk_rec out;  /* what pywalk_take() returned last */
 };
@@ -240,6 +248,9 @@ void pywalk_free(struct pywalk *pw)
 		free(pw->q[c].w);
 	}
 	free(pw->q);
+	for (size_t i = 0; i < pw->nr_known; i++)
+		free(pw->known[i].info);
+	free(pw->known);
 	pthread_mutex_destroy(&pw->lock);
 	free(pw);
 }
@@ -305,10 +316,68 @@ static int to_abi(const struct pyproc_info *info, struct pywalk_abi_proc *p)
 	return 0;
 }
 
+/* Where @pid is among the known processes, or would go; under the lock. */
+static size_t known_pos(const struct pywalk *pw, pid_t pid, bool *found)
+{
+	size_t lo = 0, hi = pw->nr_known;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pw->known[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < pw->nr_known && pw->known[lo].pid == pid;
+	return lo;
+}
+
+/* @pid's layout noted (a copy), replacing an older one; under the lock. */
+static int know(struct pywalk *pw, pid_t pid, const struct pyproc_info *info)
+{
+	bool found;
+	size_t at = known_pos(pw, pid, &found);
+	struct pyproc_info *copy = malloc(sizeof(*copy));
+	struct known *k;
+
+	if (!copy)
+		return -ENOMEM;
+	*copy = *info;
+	if (found) {
+		free(pw->known[at].info);
+		pw->known[at].info = copy;
+		return 0;
+	}
+	k = realloc(pw->known, (pw->nr_known + 1) * sizeof(*k));
+	if (!k) {
+		free(copy);
+		return -ENOMEM;
+	}
+	pw->known = k;
+	memmove(k + at + 1, k + at, (pw->nr_known - at) * sizeof(*k));
+	k[at] = (struct known){ .pid = pid, .info = copy };
+	pw->nr_known++;
+	return 0;
+}
+
+static void forget(struct pywalk *pw, pid_t pid)
+{
+	bool found;
+	size_t at = known_pos(pw, pid, &found);
+
+	if (!found)
+		return;
+	free(pw->known[at].info);
+	memmove(pw->known + at, pw->known + at + 1, (pw->nr_known - at - 1) * sizeof(*pw->known));
+	pw->nr_known--;
+}
+
 int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *info)
 {
 	struct pywalk_abi_proc p;
 	uint32_t key = (uint32_t)pid;
+	bool fresh;
 	int fd, r;
 
 	if (!pw || !info || pid <= 0)
@@ -318,10 +387,18 @@ int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *i
 		return r;
 	fd = bpf_map__fd(pw->skel->maps.procs);
 	r = bpf_map_update_elem(fd, &key, &p, BPF_NOEXIST) < 0 ? -errno : 0;
+	fresh = r == 0;
 	if (r == -EEXIST)
-		return bpf_map_update_elem(fd, &key, &p, BPF_EXIST) < 0 ? -errno : 0;
+		r = bpf_map_update_elem(fd, &key, &p, BPF_EXIST) < 0 ? -errno : 0;
 	pthread_mutex_lock(&pw->lock);
-	if (r == 0)
+	if (r == 0 && know(pw, pid, info) < 0) {
+		/* Walks the stage could not name are no use: none. */
+		bpf_map_delete_elem(fd, &key);
+		forget(pw, pid);
+		r = -ENOMEM;
+		fresh = false;
+	}
+	if (fresh)
 		pw->st.procs++;
 	else if (r == -E2BIG || r == -ENOMEM)
 		pw->st.procs_refused++;
@@ -332,13 +409,31 @@ int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *i
 void pywalk_remove_process(struct pywalk *pw, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
+	bool gone;
 
-	if (!pw || pid <= 0 || bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.procs), &key) < 0)
+	if (!pw || pid <= 0)
 		return;
+	gone = bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.procs), &key) == 0;
 	pthread_mutex_lock(&pw->lock);
-	if (pw->st.procs)
+	forget(pw, pid);
+	if (gone && pw->st.procs)
 		pw->st.procs--;
 	pthread_mutex_unlock(&pw->lock);
+}
+
+int pywalk_process_info(struct pywalk *pw, pid_t pid, struct pyproc_info *ret)
+{
+	bool found;
+	size_t at;
+
+	if (!pw || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&pw->lock);
+	at = known_pos(pw, pid, &found);
+	if (found)
+		*ret = *pw->known[at].info;
+	pthread_mutex_unlock(&pw->lock);
+	return found ? 0 : -ENOENT;
 }
 
 static uint64_t distance(uint64_t a, uint64_t b)

@@ -111,6 +111,11 @@ void pywalk_free(struct pywalk *pw);
 /* The program walks @pid's threads from now on, with @info's layout (status PYPROC_OK). */
 int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *info);
 void pywalk_remove_process(struct pywalk *pw, pid_t pid);
+/*
+ * The layout @pid was added with (a copy into @ret: the code objects of
+ * its walks are named with it), or -ENOENT: not added, or removed since.
+ */
+int pywalk_process_info(struct pywalk *pw, pid_t pid, struct pyproc_info *ret);
 
 /*
  * Read what the ring holds now (non-blocking), then the walk of the sample

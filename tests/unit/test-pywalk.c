@@ -345,6 +345,21 @@ static void sample(struct sampler *s, struct pywalk *pw, pid_t pid,
 	close(memfd);
 }
 
+/* The layout the stage names code objects with is the one added. */
+static void check_info(struct pywalk *pw, pid_t pid, const struct pyproc_info *want)
+{
+	struct pyproc_info *got = malloc(sizeof(*got));
+
+	cr_assert(got);
+	cr_assert_eq(pywalk_process_info(pw, pid, got), 0);
+	cr_expect_eq(got->runtime_addr, want->runtime_addr);
+	cr_expect_eq(got->code_type_addr, want->code_type_addr);
+	cr_expect_eq(got->minor, want->minor);
+	cr_expect_eq(memcmp(&got->off, &want->off, sizeof(got->off)), 0);
+	cr_expect_str_eq(got->path, want->path);
+	free(got);
+}
+
 static void run_python(const char *python, enum mode mode, unsigned minor)
 {
 	struct pywalk_stats st;
@@ -368,6 +383,7 @@ static void run_python(const char *python, enum mode mode, unsigned minor)
 	cr_assert_eq(info.status, PYPROC_OK, "%s: %s", python, pyproc_status_name(info.status));
 	cr_assert_eq(info.minor, minor);
 	cr_assert_eq(pywalk_add_process(pw, t.pid, &info), 0);
+	check_info(pw, t.pid, &info);
 	sample(&s, pw, t.pid, &info, &n);
 	pywalk_get_stats(pw, &st);
 	cr_log_info("%s: %u samples, %u joined, %u named (%u in hot_leaf), %u entry flags right, "
@@ -389,6 +405,7 @@ static void run_python(const char *python, enum mode mode, unsigned minor)
 	pywalk_remove_process(pw, t.pid);
 	pywalk_get_stats(pw, &st);
 	cr_expect_eq(st.procs, 0);
+	cr_expect_eq(pywalk_process_info(pw, t.pid, &info), -ENOENT, "a removed process's layout");
 	pywalk_free(pw);
 	close_sampler(&s);
 }
@@ -431,6 +448,7 @@ Test(pywalk, process_not_added)
 	cr_expect_eq(n.joined, 0);
 	cr_expect_eq(st.walks, 0, "%llu walks of processes never added",
 		     (unsigned long long)st.walks);
+	cr_expect_eq(pywalk_process_info(pw, t.pid, &info), -ENOENT);
 	cr_expect_eq(st.procs, 0);
 	stop_target(&t);
 	pywalk_free(pw);

@@ -53,8 +53,15 @@
 #define PYWALK_F_ENTRY (1u << 0)
 
 struct pywalk_frame {
-	uint64_t code;    /* the code object's address in the process */
-	uint64_t instr;   /* 3.10: f_lasti; 3.11+: the instruction pointer's address */
+	/*
+	 * The frame's f_code (3.13: f_executable) as read: aligned and a user
+	 * address, but not checked to be a code object (that would cost a
+	 * read per frame): the namer checks ob_type against the process's
+	 * PyCode_Type (pywalk_process_info()) before it trusts it.
+	 */
+	uint64_t code;
+	/* 3.10: f_lasti (code units); 3.11-12: prev_instr, 3.13: instr_ptr (addresses) */
+	uint64_t instr;
 	uint32_t flags;
 	uint32_t pad;
 };

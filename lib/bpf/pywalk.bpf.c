@@ -17,7 +17,8 @@
  *
  * Every read is bpf_probe_read_user() of the interrupted process (never
  * a write), each chain is bounded (PYWALK_ABI_MAX_THREADS thread states,
- * PYWALK_ABI_MAX_FRAMES frames, one read per frame), and nothing is
+ * two reads each; PYWALK_ABI_MAX_FRAMES frames and 8 shims, one read
+ * each: 236 reads at most per sample), and nothing is
  * guessed: a failed read, a pointer that cannot be a user address, or a
  * frame that is its own caller cuts the walk and marks it TORN.
  *

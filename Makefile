@@ -156,6 +156,8 @@ build/%.skel.h: build/%.bpf.o
 
 lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: build/offcpu.skel.h
 lib/offcpu.o build-asan/lib/offcpu.o build-fuzz/lib/offcpu.o: PR_CFLAGS += -Ibuild
+internal/pywalk.o build-asan/internal/pywalk.o build-fuzz/internal/pywalk.o: build/pywalk.skel.h
+internal/pywalk.o build-asan/internal/pywalk.o build-fuzz/internal/pywalk.o: PR_CFLAGS += -Ibuild
 
 # --- programs (linked statically against libperfrec) ----------------------
 daemon/%.o: daemon/%.c

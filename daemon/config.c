@@ -997,6 +997,10 @@ const struct config_key config_keys[] = {
 	/* offcpu=: the files' attrs change (reopened); its filter is set in place */
 	KEY("record", "offcpu", t_bool, offcpu, "no", "record off-CPU time (BPF)", .what = "a boolean (yes/no)",
 	    .applies = CONFIG_APPLY_REOPEN),
+	KEY("record", "python", t_bool, python, "yes",
+	    "Python functions in the samples of CPython processes (BPF walk of their frames)",
+	    .what = "a boolean (yes/no)", .applies = CONFIG_APPLY_RESTART,
+	    .why_restart = "loading its BPF program needs CAP_BPF and CAP_PERFMON, given up after the start"),
 	KEY("record", "offcpu-min", t_duration, offcpu_min_usec, "0", "shorter blocks are not off-CPU time",
 	    .what = "a duration", .applies = CONFIG_APPLY_OFFCPU),
 	KEY("record", "offcpu-cgroup", t_string_opt, offcpu_cgroup, "",

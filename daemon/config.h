@@ -40,6 +40,7 @@ struct config {
 	bool offcpu;               /* off-CPU time via BPF (offcpu.c) */
 	uint64_t offcpu_min_usec;  /* shorter blocks are not counted */
 	char *offcpu_cgroup;       /* NULL: every cgroup */
+	bool python;               /* Python frames read at the sample (pywalk.h) */
 	/* [output] */
 	char *directory;
 	char *prefix;

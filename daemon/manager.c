@@ -417,12 +417,13 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 	uint64_t t0;
 	int r;
 
-	r = recorder_reopen(&nrec, nc, m->argc, m->argv, oc);
+	r = recorder_reopen(&nrec, nc, m->argc, m->argv, oc, m->rec.py);
 	if (r >= 0)
 		r = snapshot_open(&nrec);
 	if (r < 0) {
 		log_error("Reload refused: the new events cannot be opened; still recording with the previous configuration");
 		nrec.offcpu = NULL;     /* oc: undo_offcpu()'s */
+		nrec.py = NULL;         /* still the running recorder's */
 		close_recorder(&nrec);
 		refuse_reload(m, nc, oc);
 		return;
@@ -439,6 +440,9 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 	/* The program goes on in the new recorder: not unloaded with the old one. */
 	if (oc && oc == m->rec.offcpu)
 		m->rec.offcpu = NULL;
+	/* So does the walk of Python frames, handed over or (python=no now) let go. */
+	if (m->rec.py && m->rec.py == nrec.py)
+		m->rec.py = NULL;
 	close_recorder(&m->rec);
 	config_exit(m->cfg);
 	*m->cfg = *nc;

@@ -40,6 +40,8 @@ enum pipeline_output {
 
 struct pipeline;
 
+struct pywalk;
+
 struct pipeline_opts {
 	const struct config *cfg;
 	struct drain *drain;                  /* borrowed: what the stages and outputs hang off */

@@ -128,7 +128,7 @@ static int open_pipeline(struct recorder *rec)
 {
 	struct pipeline_opts po = {
 		.cfg = rec->cfg, .drain = rec->drain, .evlist = rec->evlist,
-		.lost = stage_lost, .owner = rec,
+		.lost = stage_lost, .owner = rec, .py = rec->py,
 	};
 	struct filesink_opts fo = {
 		.sz = sizeof(fo), .evlist = rec->evlist,
@@ -151,6 +151,7 @@ static int open_pipeline(struct recorder *rec)
  * cache and the BPF programs on the side-band records.
  */
 static int jit_emit(void *ctx, const struct perf_event_header *h);
+static int open_pytrack(struct recorder *rec);
 
 static int open_notes(struct recorder *rec)
 {
@@ -174,6 +175,8 @@ static int open_notes(struct recorder *rec)
 	jitsink_init(&rec->jit, &rec->cfg, &jo);
 	if (r == 0)
 		r = pipeline_add(rec->pipe, rec->flight ? PIPELINE_HISTORY : PIPELINE_FILE, &rec->jit.sink);
+	if (r == 0)
+		r = open_pytrack(rec);
 	return r;
 }
 
@@ -268,22 +271,70 @@ static void read_host_name(char *out, size_t size)
 }
 
 static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
-			 struct offcpu_rec *offcpu, bool load_offcpu);
+			 struct offcpu_rec *offcpu, struct pywalk *py, bool load_bpf);
 
 int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char **argv)
 {
-	return open_recorder(rec, cfg, argc, argv, NULL, true);
+	return open_recorder(rec, cfg, argc, argv, NULL, NULL, true);
 }
 
 int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
-		    struct offcpu_rec *offcpu)
+		    struct offcpu_rec *offcpu, struct pywalk *py)
 {
-	return open_recorder(rec, cfg, argc, argv, offcpu, false);
+	return open_recorder(rec, cfg, argc, argv, offcpu, py, false);
+}
+
+/*
+ * The walk of Python frames on the sampling events (python=): loaded at
+ * start, while privileged; a reload hands the loaded one over (@py), to
+ * attach to the new events.  Never fatal: without it, a notice says why
+ * and recording goes on without Python frames.
+ */
+static void open_python(struct recorder *rec, struct pywalk *py, bool load)
+{
+	size_t n = perfrec_evlist__sample_fds(rec->evlist, NULL, 0);
+	int *fds = calloc(n ? n : 1, sizeof(*fds));
+	struct pywalk_opts o = { .sz = sizeof(o), .fds = fds, .nr_fds = n };
+	int r;
+
+	/* Not taken, a handed-over walk stays the old recorder's, which frees it. */
+	rec->py = NULL;
+	if (!rec->cfg->python || (!py && !load) || !fds) {
+		free(fds);
+		return;
+	}
+	rec->py = py;
+	perfrec_evlist__sample_fds(rec->evlist, fds, n);
+	r = py ? pywalk_attach(py, fds, n) : pywalk_open(&o, &rec->py);
+	free(fds);
+	if (r < 0) {
+		log_notice("Python frames off: %s the BPF walk failed: %s%s; recording goes on without them",
+			   py ? "attaching" : "loading", strerror(-r),
+			   r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "");
+		rec->py = NULL;
+	}
+}
+
+/* The CPython processes the walk looks at: those that run now, then as they start. */
+static int open_pytrack(struct recorder *rec)
+{
+	int r;
+
+	if (!rec->py)
+		return 0;
+	r = pytrack_new(rec->py, NULL, &rec->pytrack);
+	if (r < 0)
+		return r;
+	pytrack_scan(rec->pytrack);
+	log_info("Python frames are on (%" PRIu64 " CPython processes running now)",
+		 rec->pytrack->st.added);
+	return pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->pytrack->sink);
 }
 
 static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
-			 struct offcpu_rec *offcpu, bool load_offcpu)
+			 struct offcpu_rec *offcpu, struct pywalk *py, bool load_bpf)
 {
+	bool load_offcpu = load_bpf;
 	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
 	char err[256];
 	int r, max_rate;
@@ -347,6 +398,7 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 		return log_error_errno(r, "No event could be opened; nothing to record");
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
+	open_python(rec, py, load_bpf);
 	r = open_drain(rec);
 	if (r < 0)
 		return r;
@@ -1258,6 +1310,9 @@ void recorder_close(struct recorder *rec)
 		recfile_reset(&rec->cur);
 	}
 	offcpu_rec_close(rec->offcpu);
+	pytrack_free(rec->pytrack);
+	/* The stages that took walks are gone; the events close below. */
+	pywalk_free(rec->py);
 	drain_free(rec->drain);
 	perfrec_bpfmeta__free(rec->bpfmeta);
 	perfrec_evlist__free(rec->evlist);

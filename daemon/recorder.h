@@ -23,6 +23,8 @@
 #include "outfile.h"
 #include "jitsink.h"
 #include "pipeline.h"
+#include "pytrack.h"
+#include "pywalk.h"
 #include "sink.h"
 #include "track.h"
 #include "unwind-sink.h"
@@ -95,6 +97,8 @@ struct recorder {
 	/* _text and _etext, read once while privileged (0: synth reads them) */
 	uint64_t kernel_text, kernel_etext;
 	struct offcpu_rec *offcpu; /* off-CPU profiling (offcpu-rec.h; NULL: off) */
+	struct pywalk *py;         /* Python frames at the sample (pywalk.h; NULL: off) */
+	struct pytrack *pytrack;   /* the CPython processes it walks (pytrack.h) */
 	/* the stages between the drain and the outputs, the file sink among them (pipeline.h) */
 	struct pipeline *pipe;
 	/* consumers of records beside the file (pipeline.h's kinds): */
@@ -114,10 +118,11 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 /*
  * recorder_open() for a reload: records off-CPU time with @offcpu (NULL:
  * none), which it then owns, instead of loading a BPF program, which the
- * daemon can no longer do once it dropped its privileges.
+ * daemon can no longer do once it dropped its privileges.  Likewise the
+ * walk of Python frames @py (NULL: none), attached to the new events.
  */
 int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
-		    struct offcpu_rec *offcpu);
+		    struct offcpu_rec *offcpu, struct pywalk *py);
 /*
  * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
  * synthesized records are stamped @synth_time (file clock, 0: now), which

@@ -137,6 +137,7 @@ struct want {
 static const struct want want_common[] = {
 	{ S_RUNTIME, "interpreters.head", F(runtime_interp_head) },
 	{ S_TSTATE, "next", F(tstate_next) },
+	{ S_TSTATE, "thread_id", F(tstate_thread_id) },
 	{ S_CODE, "co_filename", F(code_filename) },
 	{ S_CODE, "co_firstlineno", F(code_firstlineno) },
 };
@@ -158,6 +159,9 @@ static const struct want want_311[] = {
 	{ S_FRAME, "prev_instr", F(frame_instr) },
 	{ S_FRAME, "owner", F(frame_owner) },
 	{ S_CODE, "co_qualname", F(code_name) },
+};
+static const struct want want_311_only[] = {
+	{ S_FRAME, "is_entry", F(frame_is_entry) },
 };
 static const struct want want_313[] = {
 	{ S_INTERP, "threads.head", F(interp_threads_head) },
@@ -209,6 +213,8 @@ int pyproc_dwarf_offsets(Elf *elf, unsigned minor, struct pyproc_offsets *off)
 		r = fill(found, have, want_311, sizeof(want_311) / sizeof(want_311[0]), &o);
 	else if (!r)
 		r = fill(found, have, want_313, sizeof(want_313) / sizeof(want_313[0]), &o);
+	if (!r && minor == 11)
+		r = fill(found, have, want_311_only, 1, &o);
 	sz = have[S_ASCII] ? dwarf_bytesize(&found[S_ASCII]) : -1;
 	if (!r && (sz < 24 || sz > 64))
 		r = -ENOENT;

@@ -28,30 +28,30 @@ static const struct {
 	 * pycore_interp.h (struct _is: next 0, tstate_head 8), cpython/pystate.h
 	 * (struct _ts: prev 0, next 8, interp 16, frame 24; no native id),
 	 * cpython/frameobject.h (struct _frame: PyObject_VAR_HEAD 24, f_back 24,
-	 * f_code 32, ..., f_lasti 96), cpython/code.h (firstlineno 40,
+	 * f_code 32, ..., f_lasti 96; thread_id 176), cpython/code.h (firstlineno 40,
 	 * co_filename 104, co_name 112), PyASCIIObject 48 bytes (with wstr). */
-	{ 10, { 32, 8, 8, N, 24, N, 24, 32, 96, N, 112, 104, 40, 48 } },
+	{ 10, { 32, 8, 8, N, 24, N, 24, 32, 96, N, 112, 104, 40, 48, N, 176 } },
 	/* v3.11.7: interpreters.head 40 (after _finalizing etc.), _is.threads.head
-	 * 16, _ts: next 8, cframe 56, native_thread_id 160; _PyCFrame:
+	 * 16, _ts: next 8, cframe 56, thread_id 152, native_thread_id 160; _PyCFrame:
 	 * use_tracing then current_frame 8; _PyInterpreterFrame (pycore_frame.h):
 	 * f_func, f_globals, f_builtins, f_locals, f_code 32, frame_obj,
 	 * previous 48, prev_instr 56, stacktop 64, is_entry 68, owner 69;
 	 * PyCodeObject: co_firstlineno 72, co_filename 112, co_name 120,
 	 * co_qualname 128; PyASCIIObject 48. */
-	{ 11, { 40, 16, 8, 160, 56, 8, 48, 32, 56, 69, 128, 112, 72, 48 } },
+	{ 11, { 40, 16, 8, 160, 56, 8, 48, 32, 56, 69, 128, 112, 72, 48, 68, 152 } },
 	/* v3.12.1: interpreters.head 40, _is.threads.head 72, _ts: next 8,
-	 * cframe 56, native_thread_id 144; _PyCFrame.current_frame 0;
+	 * cframe 56, thread_id 136, native_thread_id 144; _PyCFrame.current_frame 0;
 	 * _PyInterpreterFrame: f_code 0, previous 8, prev_instr 56, owner 70
 	 * (after stacktop 64, return_offset 68); PyCodeObject: co_firstlineno
 	 * 68, co_filename 112, co_name 120, co_qualname 128; PyASCIIObject 40
 	 * (wstr gone). */
-	{ 12, { 40, 72, 8, 144, 56, 0, 8, 0, 56, 70, 128, 112, 68, 40 } },
+	{ 12, { 40, 72, 8, 144, 56, 0, 8, 0, 56, 70, 128, 112, 68, 40, N, 136 } },
 	/* v3.13.0: _PyRuntimeState starts with _Py_DebugOffsets, so
 	 * interpreters.head 632; _is.threads.head 7344; _ts: next 8,
-	 * current_frame 72, native_thread_id 160; _PyInterpreterFrame:
+	 * current_frame 72, thread_id 152, native_thread_id 160; _PyInterpreterFrame:
 	 * f_executable 0, previous 8, instr_ptr 56, owner 70; PyCodeObject
 	 * as 3.12; PyASCIIObject 40. */
-	{ 13, { 632, 7344, 8, 160, 72, N, 8, 0, 56, 70, 128, 112, 68, 40 } },
+	{ 13, { 632, 7344, 8, 160, 72, N, 8, 0, 56, 70, 128, 112, 68, 40, N, 152 } },
 };
 
 int pyproc_table_offsets(unsigned major, unsigned minor, struct pyproc_offsets *off)
@@ -76,7 +76,7 @@ enum {
 	DO_RUNTIME_SIZE = 24, DO_RUNTIME_INTERP_HEAD = 40,
 	DO_INTERP_SIZE = 48, DO_INTERP_THREADS_HEAD = 72,
 	DO_TSTATE_SIZE = 152, DO_TSTATE_NEXT = 168, DO_TSTATE_FRAME = 184,
-	DO_TSTATE_NATIVE_TID = 200,
+	DO_TSTATE_THREAD_ID = 192, DO_TSTATE_NATIVE_TID = 200,
 	DO_FRAME_SIZE = 224, DO_FRAME_PREVIOUS = 232, DO_FRAME_EXECUTABLE = 240,
 	DO_FRAME_INSTR = 248, DO_FRAME_OWNER = 264,
 	DO_CODE_SIZE = 272, DO_CODE_FILENAME = 280, DO_CODE_QUALNAME = 296,
@@ -114,6 +114,7 @@ int pyproc_debug_offsets_parse(const void *buf, size_t len, unsigned minor,
 		{ DO_TSTATE_SIZE, DO_TSTATE_NEXT, F(tstate_next) },
 		{ DO_TSTATE_SIZE, DO_TSTATE_FRAME, F(tstate_frame) },
 		{ DO_TSTATE_SIZE, DO_TSTATE_NATIVE_TID, F(tstate_native_tid) },
+		{ DO_TSTATE_SIZE, DO_TSTATE_THREAD_ID, F(tstate_thread_id) },
 		{ DO_FRAME_SIZE, DO_FRAME_PREVIOUS, F(frame_previous) },
 		{ DO_FRAME_SIZE, DO_FRAME_EXECUTABLE, F(frame_code) },
 		{ DO_FRAME_SIZE, DO_FRAME_INSTR, F(frame_instr) },
@@ -145,6 +146,7 @@ int pyproc_debug_offsets_parse(const void *buf, size_t len, unsigned minor,
 		return -EINVAL;
 	o.unicode_ascii_data = (uint32_t)ascii;
 	o.cframe_current_frame = PYPROC_OFF_NONE;
+	o.frame_is_entry = PYPROC_OFF_NONE;
 	*off = o;
 	return 0;
 }

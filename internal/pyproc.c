@@ -72,13 +72,63 @@ static void offsets_for(Elf *elf, const struct pyproc_elf *pe, struct pyproc_inf
 	info->status = info->source ? PYPROC_OK : PYPROC_UNKNOWN_LAYOUT;
 }
 
-/* The mapping at START of file PATH (inode INO) of the process: is it one? */
-static void try_mapping(int rootfd, const char *path, uint64_t start, uint64_t ino,
-			struct pyproc_info *info)
+/* What FD (the file PATH) says, parsed. */
+static void parse_file(int fd, const char *path, struct pyproc_file *pf)
 {
 	struct pyproc_elf pe;
+	struct pyproc_info tmp;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+	pyproc_elf_scan(elf, path, &pe);
+	pf->status = pe.status;
+	pf->major = pe.major;
+	pf->minor = pe.minor;
+	pf->hexversion = pe.hexversion;
+	pf->elf_type = pe.elf_type;
+	pf->load_vaddr = pe.load_vaddr;
+	pf->runtime_vaddr = pe.runtime_vaddr;
+	pf->code_type_vaddr = pe.code_type_vaddr;
+	if (pe.status == PYPROC_OK) {
+		memset(&tmp, 0, sizeof(tmp));
+		offsets_for(elf, &pe, &tmp);
+		pf->status = tmp.status;
+		pf->source = tmp.source;
+		pf->off = tmp.off;
+	}
+	elf_end(elf);
+}
+
+/* The file of ST in CACHE, or a new slot for it (the oldest one when full). */
+static struct pyproc_file *cache_slot(struct pyproc_cache *c, const struct stat *st, bool *hit)
+{
+	struct pyproc_file *pf;
+
+	for (size_t i = 0; i < c->nr; i++) {
+		pf = &c->files[i];
+		if (pf->dev == st->st_dev && pf->ino == st->st_ino &&
+		    pf->mtime.tv_sec == st->st_mtim.tv_sec && pf->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			*hit = true;
+			c->hits++;
+			return pf;
+		}
+	}
+	*hit = false;
+	c->misses++;
+	pf = &c->files[c->nr < PYPROC_CACHE_FILES ? c->nr++ : c->next++ % PYPROC_CACHE_FILES];
+	memset(pf, 0, sizeof(*pf));
+	pf->dev = st->st_dev;
+	pf->ino = st->st_ino;
+	pf->mtime = st->st_mtim;
+	return pf;
+}
+
+/* The mapping at START of file PATH (inode INO) of the process: is it one? */
+static void try_mapping(int rootfd, const char *path, uint64_t start, uint64_t ino,
+			struct pyproc_cache *cache, struct pyproc_info *info)
+{
+	struct pyproc_file local, *pf = &local;
 	struct stat st;
-	Elf *elf;
+	bool hit = false;
 	int fd = open_in_root(rootfd, path);
 
 	info->status = PYPROC_NO_FILE;
@@ -89,24 +139,28 @@ static void try_mapping(int rootfd, const char *path, uint64_t start, uint64_t i
 		close(fd);
 		return;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	pyproc_elf_scan(elf, path, &pe);
-	info->status = pe.status;
+	if (cache)
+		pf = cache_slot(cache, &st, &hit);
+	else
+		memset(pf, 0, sizeof(*pf));
+	if (!hit)
+		parse_file(fd, path, pf);
+	close(fd);
+	info->status = pf->status;
 	/* What was found is kept for the log, whether usable or not. */
 	snprintf(info->path, sizeof(info->path), "%s", path);
-	info->major = pe.major;
-	info->minor = pe.minor;
-	info->hexversion = pe.hexversion;
-	if (pe.status == PYPROC_OK) {
+	info->major = pf->major;
+	info->minor = pf->minor;
+	info->hexversion = pf->hexversion;
+	if (pf->status == PYPROC_OK) {
 		/* An ET_EXEC is where it was linked to be. */
-		info->load_bias = pe.elf_type == ET_DYN ? start - pe.load_vaddr : 0;
-		info->runtime_addr = pe.runtime_vaddr + info->load_bias;
-		if (pe.code_type_vaddr)
-			info->code_type_addr = pe.code_type_vaddr + info->load_bias;
-		offsets_for(elf, &pe, info);
+		info->load_bias = pf->elf_type == ET_DYN ? start - pf->load_vaddr : 0;
+		info->runtime_addr = pf->runtime_vaddr + info->load_bias;
+		if (pf->code_type_vaddr)
+			info->code_type_addr = pf->code_type_vaddr + info->load_bias;
+		info->source = pf->source;
+		info->off = pf->off;
 	}
-	elf_end(elf);
-	close(fd);
 }
 
 /* How much a status says: the most telling one of all mappings is kept. */
@@ -130,6 +184,12 @@ static bool candidate(const char *path, bool first)
 }
 
 int pyproc_detect(const char *proc, pid_t pid, struct pyproc_info *info)
+{
+	return pyproc_detect_cached(proc, pid, NULL, info);
+}
+
+int pyproc_detect_cached(const char *proc, pid_t pid, struct pyproc_cache *cache,
+			 struct pyproc_info *info)
 {
 	char p[64], line[PATH_MAX + 128], path[PATH_MAX];
 	bool first = true;
@@ -163,7 +223,7 @@ int pyproc_detect(const char *proc, pid_t pid, struct pyproc_info *info)
 			continue;
 		first = false;
 		memset(&cur, 0, sizeof(cur));
-		try_mapping(rootfd, path, start, ino, &cur);
+		try_mapping(rootfd, path, start, ino, cache, &cur);
 		if (rank(cur.status) > best) {
 			best = rank(cur.status);
 			*info = cur;

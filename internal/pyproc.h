@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <gelf.h>
 
@@ -72,6 +73,9 @@ struct pyproc_offsets {
 	uint32_t code_filename;
 	uint32_t code_firstlineno;
 	uint32_t unicode_ascii_data;    /* sizeof(PyASCIIObject) */
+	/* Added for the BPF walk (pywalk.h); members added go last. */
+	uint32_t frame_is_entry;        /* 3.11 _PyInterpreterFrame.is_entry; else NONE */
+	uint32_t tstate_thread_id;      /* thread_id: pthread_self(), the thread's fsbase */
 };
 
 /* What the interpreter's ELF file says, before any process is looked at. */
@@ -118,6 +122,37 @@ void pyproc_count(struct pyproc_counters *c, enum pyproc_status s);
  * mapped inode.  Returns 0, or -errno when PROC/PID cannot be read at all.
  */
 int pyproc_detect(const char *proc, pid_t pid, struct pyproc_info *info);
+
+/*
+ * What one interpreter file says, wherever it is mapped: detection of a
+ * second process of the same python (same device, inode and mtime) costs
+ * no ELF or DWARF parse.  PYPROC_CACHE_FILES files at most, the oldest
+ * replaced.  Zeroed is empty; nothing to free.
+ */
+#define PYPROC_CACHE_FILES 32
+
+struct pyproc_file {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	enum pyproc_status status;
+	enum pyproc_source source;
+	unsigned major, minor;
+	uint32_t hexversion;
+	int elf_type;
+	uint64_t load_vaddr, runtime_vaddr, code_type_vaddr;
+	struct pyproc_offsets off;
+};
+
+struct pyproc_cache {
+	struct pyproc_file files[PYPROC_CACHE_FILES];
+	size_t nr, next;
+	uint64_t hits, misses;
+};
+
+/* pyproc_detect() through CACHE (NULL: none). */
+int pyproc_detect_cached(const char *proc, pid_t pid, struct pyproc_cache *cache,
+			 struct pyproc_info *info);
 
 /* The version, _PyRuntime and load address from an ELF of any origin. */
 void pyproc_elf_scan(Elf *elf, const char *file_name, struct pyproc_elf *out);

@@ -7,12 +7,17 @@
  * through a BPF ring buffer, one record per sample it ran for.
  *
  * Joining a walk to its sample: on one CPU the program runs in the
- * overflow handler right before the kernel writes that sample, and both
- * take their time from CLOCK_MONOTONIC (the events' use_clockid,
- * bpf_ktime_get_ns()): the walk of a sample is the newest walk of the
- * same CPU and thread whose time is at most the sample's (and not older
- * than PYWALK_JOIN_NS).  pywalk_take() does that, each walk joining one
- * sample at most.
+ * overflow handler of the sample, and both take their time from
+ * CLOCK_MONOTONIC (the events' use_clockid, bpf_ktime_get_ns()).  Which
+ * comes first depends on the kernel: older ones run the program before
+ * they prepare the sample (the walk is older than its sample); newer ones
+ * (6.18 here) prepare it first, taking its time, then run the program
+ * (the walk is newer, by the program's run: microseconds).  So the walk of a
+ * sample is the walk of the same CPU and thread nearest the sample's
+ * time, within PYWALK_JOIN_WINDOW_NS either side; samples closer to each
+ * other than that (over 10 kHz per CPU) could take a neighbour's walk
+ * when their own is lost.  pywalk_take() does that, each walk joining
+ * one sample at most.
  *
  * Nothing is guessed: a read that fails, a chain that loops or leaves
  * the frame budget ends the walk, and the record says so (flags).
@@ -29,8 +34,10 @@
 
 /* Frames one walk reads at most (the BPF program's bound). */
 #define PYWALK_MAX_FRAMES 96
-/* A walk older than its sample by more than this joins nothing. */
+/* Not used by pywalk_take() any more (see PYWALK_JOIN_WINDOW_NS); kept for users. */
 #define PYWALK_JOIN_NS 2000000ull
+/* A walk further from its sample's time than this, either side, joins nothing. */
+#define PYWALK_JOIN_WINDOW_NS 100000ull
 
 /* struct pywalk_rec.flags */
 #define PYWALK_TRUNCATED (1u << 0) /* PYWALK_MAX_FRAMES read and more remained */
@@ -46,8 +53,15 @@
 #define PYWALK_F_ENTRY (1u << 0)
 
 struct pywalk_frame {
-	uint64_t code;    /* the code object's address in the process */
-	uint64_t instr;   /* 3.10: f_lasti; 3.11+: the instruction pointer's address */
+	/*
+	 * The frame's f_code (3.13: f_executable) as read: aligned and a user
+	 * address, but not checked to be a code object (that would cost a
+	 * read per frame): the namer checks ob_type against the process's
+	 * PyCode_Type (pywalk_process_info()) before it trusts it.
+	 */
+	uint64_t code;
+	/* 3.10: f_lasti (code units); 3.11-12: prev_instr, 3.13: instr_ptr (addresses) */
+	uint64_t instr;
 	uint32_t flags;
 	uint32_t pad;
 };
@@ -88,18 +102,37 @@ struct pywalk_opts {
  * says why).
  */
 int pywalk_open(const struct pywalk_opts *opts, struct pywalk **ret);
-/* Detach and free.  NULL is fine. */
+/*
+ * Attach the loaded program to more sampling fds (events reopened by a
+ * reload, when loading again would need privileges given up since).
+ * 0, or -errno of the first fd refused.
+ */
+int pywalk_attach(struct pywalk *pw, const int *fds, size_t nr_fds);
+/*
+ * Stop walking and free.  NULL is fine.  The kernel cannot take a program
+ * off a perf event but by closing it: the program stays on the events,
+ * its map of processes emptied, returning at once, until they close.
+ */
 void pywalk_free(struct pywalk *pw);
 
 /* The program walks @pid's threads from now on, with @info's layout (status PYPROC_OK). */
 int pywalk_add_process(struct pywalk *pw, pid_t pid, const struct pyproc_info *info);
 void pywalk_remove_process(struct pywalk *pw, pid_t pid);
+/*
+ * The layout @pid was added with (a copy into @ret: the code objects of
+ * its walks are named with it), or -ENOENT: not added, or removed since.
+ */
+int pywalk_process_info(struct pywalk *pw, pid_t pid, struct pyproc_info *ret);
 
 /*
  * Read what the ring holds now (non-blocking), then the walk of the sample
  * taken on @cpu from thread @tid at @time, which it consumes; walks of
  * that CPU older than it that no sample took are dropped (counted).
+ * Calls for one CPU must come in the time order of its samples (the
+ * evlist's one ring per CPU is).
  * NULL: none.  The record stays valid until the next call on @pw.
+ * One thread takes; adding and removing processes and the stats may be
+ * on others (a lock).
  */
 const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);
 

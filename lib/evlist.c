@@ -938,6 +938,26 @@ size_t perfrec_evlist__nr_evsels(const struct perfrec_evlist *el)
 	return el ? el->nr_evsels : 0;
 }
 
+size_t perfrec_evlist__sample_fds(const struct perfrec_evlist *el, int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t e = 0; el && e < el->nr_evsels; e++) {
+		const struct evsel *ev = &el->evsels[e];
+
+		if (ev->pub.is_sideband || !ev->fds)
+			continue;
+		for (size_t i = 0; i < nr_slots(el); i++) {
+			if (ev->fds[i] < 0)
+				continue;
+			if (n < max)
+				fds[n] = ev->fds[i];
+			n++;
+		}
+	}
+	return n;
+}
+
 const struct perfrec_evsel *perfrec_evlist__evsel(const struct perfrec_evlist *el, size_t idx)
 {
 	if (!el || idx >= el->nr_evsels)

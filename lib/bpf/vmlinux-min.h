@@ -69,7 +69,13 @@ struct mm_struct {
 	struct file *exe_file;
 };
 
+/* x86: the user fs base, pthread_self() (lib/bpf/pywalk.bpf.c). */
+struct thread_struct {
+	long unsigned int fsbase;
+};
+
 struct task_struct {
+	struct thread_struct thread;
 	pid_t pid;
 	pid_t tgid;
 	struct mm_struct *mm;

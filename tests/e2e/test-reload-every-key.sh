@@ -300,7 +300,7 @@ part_restart() {
 	start "${base[@]}" "socket=$S"
 	for kv in drain-priority=1 user=nobody group=nogroup "socket=$T/other.sock" control-group=root \
 		metrics-listen=127.0.0.1:19155 upload-url=http://127.0.0.1:9/b upload-region=eu-west-1 \
-		"upload-credentials=$T/creds" "upload-key={host}/{file}"; do
+		"upload-credentials=$T/creds" "upload-key={host}/{file}" python=no; do
 		k=${kv%%=*}
 		if [ "$k" = socket ]; then reload refused "${base[@]}" "$kv"
 		else reload refused "${base[@]}" "socket=$S" "$kv"; fi

@@ -59,7 +59,7 @@ static const char *const other_value[][2] = {
 	{ "period", "100000" }, { "callchain", "dwarf" }, { "stack-size", "4096" }, { "unwind", "host" },
 	{ "clockid", "boottime" }, { "cpus", "0" }, { "mmap-size", "1M" }, { "drain-priority", "5" },
 	{ "flush-interval", "2s" }, { "checkpoint-interval", "1s" }, { "context-switch", "yes" },
-	{ "offcpu", "yes" }, { "offcpu-min", "10ms" }, { "offcpu-cgroup", "system.slice" },
+	{ "offcpu", "yes" }, { "python", "no" }, { "offcpu-min", "10ms" }, { "offcpu-cgroup", "system.slice" },
 	{ "max-overhead", "1%" }, { "duration", "1h" }, { "directory", "/srv/profiles" }, { "prefix", "p" },
 	{ "rotate-size", "1M" }, { "rotate-interval", "10min" }, { "max-files", "3" }, { "max-bytes", "1G" },
 	{ "max-age", "1d" }, { "min-free", "1G" }, { "on-rotate", "/bin/true" }, { "buildid-cache", "no" },

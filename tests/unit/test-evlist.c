@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -583,6 +584,49 @@ Test(evlist, new_rejects_a_clock_the_kernel_does_not_take)
 	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), -EINVAL);
 	o.clockid = -1;
 	cr_assert_eq(perfrec_evlist__new(m, &s, 1, &o, &el), 0);
+	perfrec_evlist__free(el);
+	perfrec_cpumap__free(m);
+}
+
+/* The sampling events' fds, for PERF_EVENT_IOC_SET_BPF: every CPU's, not the side-band's. */
+Test(evlist, sample_fds_are_the_sampling_events)
+{
+	struct perfrec_cpumap *m;
+	struct perfrec_evspec s[2];
+	struct perfrec_evlist *el = NULL;
+	struct perfrec_evlist_opts o = { .sz = sizeof(o), .period = 100000 };
+	struct failure f = { 0 };
+	size_t n, want = 0;
+	int fds[512], one;
+
+	need_perf();
+	m = online();
+	s[0] = spec("cpu-clock");
+	s[1] = spec("task-clock");
+	cr_assert_eq(perfrec_evlist__new(m, s, 2, &o, &el), 0);
+	cr_assert_eq(perfrec_evlist__sample_fds(el, fds, 512), 0, "fds before open");
+	cr_assert_eq(perfrec_evlist__open(el, record_failure, &f), 2);
+	for (size_t e = 1; e < perfrec_evlist__nr_evsels(el); e++)
+		want += perfrec_evlist__evsel(el, e)->nr_ids;
+	n = perfrec_evlist__sample_fds(el, fds, 512);
+	cr_assert_eq(n, want, "%zu fds for %zu sampling ids", n, want);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = 0;
+		bool sampling = false;
+
+		cr_assert_eq(ioctl(fds[i], PERF_EVENT_IOC_ID, &id), 0, "fd %d", fds[i]);
+		for (size_t e = 1; e < perfrec_evlist__nr_evsels(el); e++) {
+			const struct perfrec_evsel *ev = perfrec_evlist__evsel(el, e);
+
+			for (size_t k = 0; k < ev->nr_ids; k++)
+				sampling |= ev->ids[k] == id;
+		}
+		cr_expect(sampling, "fd %d (id %llu) is no sampling event's", fds[i], (unsigned long long)id);
+	}
+	/* Less room: the count all the same, and only that many written. */
+	one = -7;
+	cr_assert_eq(perfrec_evlist__sample_fds(el, &one, 1), want);
+	cr_expect_eq(one, fds[0]);
 	perfrec_evlist__free(el);
 	perfrec_cpumap__free(m);
 }

@@ -429,3 +429,41 @@ static void run_unsupported(const char *python, unsigned minor, enum pyproc_stat
 Test(pyproc, pyenv_39_unsupported) { run_unsupported(pyenv("3.9.18"), 9, PYPROC_UNSUPPORTED); }
 /* 3.6 has no _PyRuntime at all (3.7 brought it). */
 Test(pyproc, pyenv_36_no_runtime) { run_unsupported(pyenv("3.6.15"), 6, PYPROC_NOT_PYTHON); }
+
+/* A second process of the same python costs no parse, and finds the same (its own) layout. */
+static void run_cached(const char *python)
+{
+	static struct pyproc_cache cache;
+	struct pyproc_info plain, cached;
+	struct target a, b;
+	uint64_t misses;
+
+	if (access(python, X_OK)) {
+		cr_skip("%s not installed", python);
+		return;
+	}
+	memset(&cache, 0, sizeof(cache));
+	start_target(python, false, NULL, &a);
+	start_target(python, false, NULL, &b);
+	cr_assert_eq(pyproc_detect_cached("/proc", a.pid, &cache, &cached), 0);
+	cr_assert_eq(cached.status, PYPROC_OK);
+	cr_expect_eq(cache.hits, 0);
+	misses = cache.misses;
+	cr_expect_geq(misses, 1);
+	cr_assert_eq(pyproc_detect_cached("/proc", b.pid, &cache, &cached), 0);
+	cr_expect_eq(cache.misses, misses, "%s parsed again", python);
+	cr_expect_eq(cache.hits, misses);
+	cr_assert_eq(pyproc_detect("/proc", b.pid, &plain), 0);
+	cr_expect_eq(cached.status, plain.status);
+	cr_expect_eq(cached.source, plain.source);
+	cr_expect_eq(cached.runtime_addr, plain.runtime_addr, "%s: %#llx, uncached %#llx", python,
+		     (unsigned long long)cached.runtime_addr, (unsigned long long)plain.runtime_addr);
+	cr_expect_eq(cached.code_type_addr, plain.code_type_addr);
+	cr_expect_eq(memcmp(&cached.off, &plain.off, sizeof(plain.off)), 0);
+	cr_expect_str_eq(cached.path, plain.path);
+	stop_target(&a);
+	stop_target(&b);
+}
+
+Test(pyproc, cache_debian_python3) { run_cached("/usr/bin/python3.11"); }
+Test(pyproc, cache_pyenv_312) { run_cached(pyenv("3.12.1")); }

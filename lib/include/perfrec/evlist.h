@@ -155,6 +155,12 @@ PERFREC_API int perfrec_evlist__ring_cpu(const struct perfrec_evlist *el, size_t
 
 /* Opened events, side-band first.  Borrowed. */
 PERFREC_API size_t perfrec_evlist__nr_evsels(const struct perfrec_evlist *el);
+/*
+ * The fds of the sampling events opened (every CPU and thread slot, not the
+ * side-band's): at most @max written, the number there are returned.
+ * Borrowed: for ioctls such as PERF_EVENT_IOC_SET_BPF, closed by __free().
+ */
+PERFREC_API size_t perfrec_evlist__sample_fds(const struct perfrec_evlist *el, int *fds, size_t max);
 PERFREC_API const struct perfrec_evsel *perfrec_evlist__evsel(const struct perfrec_evlist *el, size_t idx);
 
 /* Unmap the rings, close every fd, free; NULL and half-opened evlists are fine. */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Which processes the walk of Python frames (pywalk.h) walks (issue 27):
+ * a sink (sink.h) on the side-band records that, for each executable
+ * MMAP2 of a file named like a CPython interpreter (python*, or a
+ * libpython*.so), detects the process's layout (pyproc.h) and hands it to
+ * the walker; at the process's EXIT, or an exec that replaces it, takes
+ * it back.  At start, pytrack_scan() looks at the processes that already
+ * run.  Detection goes through a cache of interpreter files (device,
+ * inode, mtime), so a second process of the same python costs no parse.
+ *
+ * What detection found is counted per pyproc_status: a process whose
+ * version or layout is not known is recorded as before, and counted.
+ * All on the draining thread; not thread-safe.
+ */
+#ifndef PERFRECD_PYTRACK_H
+#define PERFRECD_PYTRACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/perf_event.h>
+
+#include "pyproc.h"
+#include "pywalk.h"
+#include "sink.h"
+
+/* Processes tracked at once; past it they are refused (counted). */
+#define PYTRACK_MAX_PROCS 4096
+
+struct pytrack_stats {
+	struct pyproc_counters found; /* detections by outcome (PYPROC_OK: a CPython found) */
+	uint64_t added;               /* processes handed to the walker */
+	uint64_t refused;             /* not handed: the walker or PYTRACK_MAX_PROCS refused */
+	uint64_t removed;             /* taken back at exit or exec */
+	uint64_t tracked;             /* now */
+	uint64_t cache_hits, cache_misses;
+};
+
+struct pytrack {
+	struct sink sink;             /* ctx: this */
+	struct pywalk *pw;            /* borrowed */
+	char proc[64];                /* "/proc", or a test's */
+	struct pyproc_cache cache;
+	pid_t *pids;                  /* tracked, sorted */
+	size_t nr_pids;
+	struct pytrack_stats st;
+};
+
+/* A new tracker feeding @pw (borrowed), looking at processes under @proc (NULL: "/proc"). */
+int pytrack_new(struct pywalk *pw, const char *proc, struct pytrack **ret);
+void pytrack_free(struct pytrack *t);
+
+/* Every process that runs now: detected, and handed to the walker if it is a CPython. */
+void pytrack_scan(struct pytrack *t);
+/* One side-band record (MMAP2, EXIT, COMM). */
+void pytrack_note(struct pytrack *t, const struct perf_event_header *h);
+void pytrack_get_stats(const struct pytrack *t, struct pytrack_stats *ret);
+
+/* The cheap test first: does a mapped file's name look like a CPython interpreter? */
+bool pytrack_python_name(const char *path);
+
+extern const struct sink_ops pytrack_sink_ops;
+
+#endif

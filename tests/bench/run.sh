@@ -33,11 +33,13 @@
 # "views" part (views.sh) times perfrecctl flamegraph/pprof against perf
 # script | collapse and perf report on a 1-million-sample file; the
 # "jit26" part (jit26.sh, BENCH_JIT_* knobs) what naming JIT frames costs
-# the capture against a node that JIT-compiles all the time.
+# the capture against a node that JIT-compiles all the time; the "py27"
+# part (py27.sh, BENCH_PY_* knobs) what reading Python frames at the
+# sample costs perfrecd and a busy Python workload.
 # See tests/bench/README.md.
 #
 # Environment: BENCH_PARTS ("record steady drain synth ratio timing
-# callchain unwind unwind25 views jit26"; the last five take their own knobs, see
+# callchain unwind unwind25 views jit26 py27"; the last six take their own knobs, see
 # their scripts),
 # BENCH_STEADY_SECS (20), BENCH_STEADY_RATES ("1000 10000 50000"),
 # BENCH_STEADY_RUNS (3), BENCH_STEADY_COMPRESS_RATES ("": none),
@@ -70,7 +72,7 @@ STEADY_RATES=${BENCH_STEADY_RATES:-1000 10000 50000}
 STEADY_RUNS=${BENCH_STEADY_RUNS:-3}
 STEADY_ZRATES=${BENCH_STEADY_COMPRESS_RATES-}
 STEADY_DRATES=${BENCH_STEADY_DEFAULT_RATES-10000 50000}
-PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind unwind25 views jit26}
+PARTS=${BENCH_PARTS:-record steady drain synth ratio timing callchain unwind unwind25 views jit26 py27}
 [ "${BENCH_SKIP_RECORD:-0}" = 1 ] && PARTS=${PARTS//record/}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECCTL=$ROOT/tools/perfrecctl
@@ -301,6 +303,14 @@ case " $PARTS " in *" jit26 "*)
 	echo
 	echo "== jit26 (naming JIT frames: perfrecd's CPU, RSS and bytes against a node compiling all the time) =="
 	BENCH_RESULTS=$RESULTS tests/bench/jit26.sh
+	;;
+esac
+
+case " $PARTS " in *" py27 "*)
+	# Issue 27: Python frames read at the sample, with and without.
+	echo
+	echo "== py27 (Python frames: perfrecd's CPU and bytes per sample with and without, the workload's slowdown) =="
+	BENCH_RESULTS=$RESULTS tests/bench/py27.sh
 	;;
 esac
 exit 0

@@ -37,7 +37,7 @@ die() { echo "bench py27: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (perf_event_open on all CPUs)"
 [ -x "$PERFRECD" ] || die "$PERFRECD not built (make all)"
 [ -x "$PY" ] || { echo "bench py27: $PY is not installed: skipped"; exit 0; }
-"$PERFRECD" --help 2>&1 | grep -q python || grep -q '^python=' conf/perfrecd.conf ||
+"$PERFRECD" --config-keys 2>/dev/null | grep -q "^record python " ||
 	{ echo "bench py27: this perfrecd has no python= key: skipped"; exit 0; }
 
 mkdir -p "$RESULTS"

@@ -96,7 +96,7 @@ check_perfparser() {
 # filter lets other tasks' rows in), pprof's of the profile's samples.
 check_shares() {
 	local what=$1 f=$2 pid=$3; shift 3
-	local fn kind perf_share pp_share
+	local fn kind perf_share pp_share tot
 	command -v go >/dev/null || { note "$what: no go tool pprof to compare shares with"; return; }
 	"$PERFRECCTL" pprof --no-debuginfod --pid "$pid" -o "$T/sh.pb.gz" "$f" 2>"$T/sh.err" ||
 		{ cat "$T/sh.err"; fail "$what: perfrecctl pprof failed"; }
@@ -110,12 +110,17 @@ check_shares() {
 		awk 'NR == FNR { t[$1] = 1; next } /^ +[0-9.]+%/ { split($3, a, ":"); if (a[1] in t) print }' \
 			"$T/sh.tids" - >"$T/sh.perf"
 	[ -s "$T/sh.perf" ] || fail "$what: perf report has no rows of pid $pid"
+	# the process's whole share, one row a thread: the sum of its symbols'
+	# Self%, each rounded to 0.01, loses the many small rows (an interpreter's)
+	tot=$(perf --buildid-dir "$(dirname "$f")" report -i "$f" --stdio --no-children --sort pid -g none 2>/dev/null |
+		awk 'NR == FNR { t[$1] = 1; next } /^ +[0-9.]+%/ { split($2, a, ":"); v = $1; sub("%", "", v); if (a[1] in t) s += v }
+			END { printf "%.4f", s }' "$T/sh.tids" -)
 	for fn in "$@"; do
 		for kind in flat cum; do
-			# perf: Children% (col 1) or Self% (col 2) of the rows naming fn, over the sum of the pid's Self%
-			perf_share=$(awk -v re="$fn" -v c=$([ $kind = cum ] && echo 1 || echo 2) '
-				{ v = $c; sub("%", "", v); s = $2; sub("%", "", s); t += s; if ($0 ~ re) k += v }
-				END { printf "%.2f", t ? 100 * k / t : 0 }' "$T/sh.perf")
+			# perf: Children% (col 1) or Self% (col 2) of the rows naming fn, over the pid's share
+			perf_share=$(awk -v re="$fn" -v t="$tot" -v c=$([ $kind = cum ] && echo 1 || echo 2) '
+				{ v = $c; sub("%", "", v); if ($0 ~ re) k += v }
+				END { printf "%.2f", (t > 0 ? 100 * k / t : 0) }' "$T/sh.perf")
 			# pprof: flat% (col 2) or cum% (col 5) of the rows naming fn
 			pp_share=$(awk -v re="$fn" -v c=$([ $kind = cum ] && echo 5 || echo 2) '
 				$2 ~ /%$/ && $5 ~ /%$/ && $0 ~ re { v = $c; sub("%", "", v); k += v }

@@ -14,7 +14,7 @@ defined on it or on its parent (the function's entry), and names are string
 ids.  Prints "SAMPLES NAMED": the samples of threads whose comm is COMM and,
 of those, the ones with FUNCTION in any frame.  With CALLERs it prints a
 third figure: of the named samples, those with every CALLER in a frame too
-(whole paths).  Exits 2 on a stream it cannot read, so a test tells a format
+(whole paths; a CALLER starting with "~" is a regular expression too).  Exits 2 on a stream it cannot read, so a test tells a format
 it does not know from a missing name.
 COMM "pid:N" takes the samples of process N instead (a JVM
 renames its threads).  A FUNCTION starting with "~" is a regular expression (re.search) for the
@@ -99,8 +99,12 @@ def main():
         match = lambda name: name == function
     names = [set(name_of(f) for f in frames) for frames in mine]
     named = [n for n in names if any(match(x) for x in n)]
+    def has(n, c):
+        if c.startswith(b'~'):
+            return any(re.search(c[1:], x) for x in n)
+        return c in n
     if callers:
-        print(len(mine), len(named), sum(1 for n in named if all(c in n for c in callers)))
+        print(len(mine), len(named), sum(1 for n in named if all(has(n, c) for c in callers)))
     else:
         print(len(mine), len(named))
 

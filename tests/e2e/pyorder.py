@@ -17,12 +17,12 @@ ORDERED those with py::outer whose Python frames keep the order above;
 VIA those with via_json and middle; NATIVE, of those, those with a native frame between
 via_json and middle (json's C encoder); ENTRY, of the ordered, those whose
 root end is native and reaches main, Py_BytesMain, __libc_start_main or
-_start past outer.
+_start (a thread: start_thread or clone) past outer.
 """
 import re
 import sys
 
-ENTRY = re.compile(r"^(main|Py_BytesMain|Py_RunMain|__libc_start_main.*|__libc_start_call_main|_start)$")
+ENTRY = re.compile(r"^(main|Py_BytesMain|Py_RunMain|__libc_start_main.*|__libc_start_call_main|_start|start_thread|clone3?|__clone3?)$")
 CHAIN = ["hot_leaf", "via_json", "middle", "outer"]
 
 

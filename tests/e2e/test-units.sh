@@ -70,6 +70,7 @@ CapabilityBoundingSet=~CAP_SYS_PTRACE		other users' /proc/PID/maps
 CapabilityBoundingSet=~CAP_(DAC_*|FOWNER|IPC_OWNER)	CAP_DAC_READ_SEARCH: binaries for build ids
 CapabilityBoundingSet=~CAP_IPC_LOCK		rings beyond perf_event_mlock_kb
 CapabilityBoundingSet=~CAP_SYSLOG		real addresses in /proc/kallsyms
+CapabilityBoundingSet=~CAP_BPF		loading the Python walk and off-CPU programs at start, then given up
 ProtectKernelLogs=				would drop CAP_SYSLOG
 ProtectKernelTunables=				would hide /proc/kallsyms
 ProtectHome=					read-only: binaries in /home
@@ -161,6 +162,11 @@ timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs 
 wait "$wl"
 wait "$kl"
 [ "$rc" = 0 ] || { cat "$T/daemon.log"; fail "perfrecd with the unit's capabilities exited $rc"; }
+# python=yes (the default) loads its BPF program with the unit's CAP_BPF
+if [ -r /sys/kernel/btf/vmlinux ]; then
+	grep -q 'Python frames are on' "$T/daemon.log" ||
+		{ cat "$T/daemon.log"; fail "the unit's capabilities do not load the walk of Python frames"; }
+fi
 f=$(only_file "$O")
 [ "$(stat -c %U "$f")" = nobody ] || fail "the file is not owned by the unprivileged user"
 "$D/usr/bin/perfrecctl" verify "$f" >"$T/verify.log" 2>&1 || { cat "$T/verify.log"; fail "perfrecctl verify rejected $f"; }

@@ -128,6 +128,42 @@ static void jit_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(o, "jit", j);
 }
 
+/* Python frames (issue 27): processes tracked and why not, walks, merges. */
+static void python_status(const struct recorder *rec, struct json_object *o)
+{
+	struct json_object *p = json_object_new_object(), *found = json_object_new_object();
+	struct python_stats st;
+	bool on = recorder_python_stats(rec, &st);
+
+	if (!p || !found) {
+		json_object_put(p);
+		json_object_put(found);
+		return;
+	}
+	J_ADD(p, "on", json_object_new_boolean(on));
+#define PY_ADD(obj, name, v) J_ADD(obj, name, json_object_new_int64((int64_t)(v)))
+	for (int s = 0; s < _PYPROC_STATUS_MAX; s++)
+		PY_ADD(found, pyproc_status_key(s), st.track.found.n[s]);
+	J_ADD(p, "found", found);
+	PY_ADD(p, "processes", st.track.tracked);
+	PY_ADD(p, "added", st.track.added);
+	PY_ADD(p, "refused", st.track.refused);
+	PY_ADD(p, "walks", st.walk.walks);
+	PY_ADD(p, "walks_joined", st.walk.joined);
+	PY_ADD(p, "walks_unjoined", st.walk.unjoined);
+	PY_ADD(p, "walks_torn", st.walk.torn);
+	PY_ADD(p, "walks_truncated", st.walk.truncated);
+	PY_ADD(p, "walks_lost", st.walk.ring_lost);
+	PY_ADD(p, "samples_merged", st.stage.merged);
+	PY_ADD(p, "samples_not_joined", st.stage.not_joined);
+	PY_ADD(p, "samples_mismatched", st.stage.mismatched);
+	PY_ADD(p, "samples_unmerged", st.stage.unmerged);
+	PY_ADD(p, "names_failed", st.stage.names_failed);
+	PY_ADD(p, "processes_failed", st.stage.procs_failed + st.stage.procs_refused);
+#undef PY_ADD
+	J_ADD(o, "python", p);
+}
+
 static struct json_object *status(struct control *ctl)
 {
 	struct recorder *rec = ctl->rec;
@@ -210,6 +246,7 @@ static struct json_object *status(struct control *ctl)
 	status_governor(ctl, o);
 	unwind_status(rec, o);
 	jit_status(rec, o);
+	python_status(rec, o);
 	return o;
 }
 

@@ -121,6 +121,7 @@ static void collect_metrics(struct metrics *mx, void *userdata, struct metrics_v
 	v->have_unwind = recorder_unwind_stats(rec, &v->unwind);
 	v->have_jit = true;
 	recorder_jit_stats(rec, &v->jit);
+	v->have_python = recorder_python_stats(rec, &v->python);
 }
 
 void manager_block_signals(sigset_t *ret_mask)

@@ -214,6 +214,25 @@ static void jit_metrics(FILE *f, const struct jitsink_stats *j)
 	counter(f, "perfrecd_jit_cut_names_total", "Symbol names cut to their bound.", j->perfmap.cut_names);
 }
 
+/* Python frames (issue 27): processes found by outcome, walks, merges. */
+static void python_metrics(FILE *f, const struct python_stats *p)
+{
+	fprintf(f, "# HELP perfrecd_python_processes_found_total Processes looked at for a CPython runtime, by outcome.\n"
+		   "# TYPE perfrecd_python_processes_found_total counter\n");
+	for (int s = 0; s < _PYPROC_STATUS_MAX; s++)
+		fprintf(f, "perfrecd_python_processes_found_total{status=\"%s\"} %" PRIu64 "\n",
+			pyproc_status_key(s), p->track.found.n[s]);
+	gauge(f, "perfrecd_python_processes", "CPython processes whose frames are walked now.", p->track.tracked);
+	counter(f, "perfrecd_python_walks_total", "Walks of Python frames read from the BPF ring.", p->walk.walks);
+	counter(f, "perfrecd_python_walks_joined_total", "Walks joined to their sample.", p->walk.joined);
+	counter(f, "perfrecd_python_walks_unjoined_total", "Walks no sample took (aged out).", p->walk.unjoined);
+	counter(f, "perfrecd_python_walks_torn_total", "Walks cut at a read that failed or a chain that was not sane.", p->walk.torn);
+	counter(f, "perfrecd_python_walks_lost_total", "Walks the BPF ring had no room for.", p->walk.ring_lost);
+	counter(f, "perfrecd_python_samples_merged_total", "Samples with Python frames in place of the eval loop's.", p->stage.merged);
+	counter(f, "perfrecd_python_samples_unmerged_total", "Samples with a walk of which nothing could be merged.", p->stage.unmerged);
+	counter(f, "perfrecd_python_names_failed_total", "Python frames whose code object could not be named.", p->stage.names_failed);
+}
+
 int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 {
 	char *text = NULL;
@@ -282,6 +301,8 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 	}
 	if (v->have_jit)
 		jit_metrics(f, &v->jit);
+	if (v->have_python)
+		python_metrics(f, &v->python);
 	family(f, "perfrecd_cpu_seconds_total", "counter", "CPU time perfrecd used (user and system, all threads), in seconds.");
 	fprintf(f, "perfrecd_cpu_seconds_total %.6f\n", v->cpu_sec);
 	gauge(f, "perfrecd_resident_memory_bytes", "Resident set size of perfrecd in bytes.", v->rss_bytes);

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "jitsink.h"
+#include "pytrack.h"
 #include "unwind-sink.h"
 #include "upload.h"
 
@@ -59,6 +60,8 @@ struct metrics_values {
 	struct unwind_sink_stats unwind;
 	bool have_jit;            /* jit.* below are meaningful (the JIT sink runs) */
 	struct jitsink_stats jit;
+	bool have_python;         /* python.* below are meaningful (python=yes and the walk loaded) */
+	struct python_stats python;
 };
 
 /*

@@ -23,6 +23,7 @@
 #include <linux/perf_event.h>
 
 #include "pyproc.h"
+#include "pystage.h"
 #include "pywalk.h"
 #include "sink.h"
 
@@ -57,6 +58,13 @@ void pytrack_scan(struct pytrack *t);
 /* One side-band record (MMAP2, EXIT, COMM). */
 void pytrack_note(struct pytrack *t, const struct perf_event_header *h);
 void pytrack_get_stats(const struct pytrack *t, struct pytrack_stats *ret);
+
+/* Python frames (issue 27) as status and metrics tell them: processes tracked, walks, merges. */
+struct python_stats {
+	struct pytrack_stats track;
+	struct pywalk_stats walk;
+	struct pystage_stats stage;
+};
 
 /* The cheap test first: does a mapped file's name look like a CPython interpreter? */
 bool pytrack_python_name(const char *path);

@@ -196,6 +196,18 @@ bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats 
 	return rec && pipeline_unwind_stats(rec->pipe, ret);
 }
 
+bool recorder_python_stats(const struct recorder *rec, struct python_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!rec || !rec->py)
+		return false;
+	pywalk_get_stats(rec->py, &ret->walk);
+	if (rec->pytrack)
+		pytrack_get_stats(rec->pytrack, &ret->track);
+	pipeline_py_stats(rec->pipe, &ret->stage);
+	return true;
+}
+
 void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret)
 {
 	jitsink_get_stats(&rec->jit, ret);

@@ -110,6 +110,8 @@ struct recorder {
 
 /* With unwind=host: the unwinding stage's counters (false: not unwinding on the host). */
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret);
+/* Python frames: tracked processes, walks, merges (false: python= off or not loaded). */
+bool recorder_python_stats(const struct recorder *rec, struct python_stats *ret);
 /* What the JIT sink followed, named and left out (jitsink.h). */
 void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret);
 

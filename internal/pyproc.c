@@ -28,6 +28,21 @@ static const char *const status_names[_PYPROC_STATUS_MAX] = {
 	[PYPROC_NO_FILE] = "interpreter file unreadable or replaced",
 };
 
+static const char *const status_keys[_PYPROC_STATUS_MAX] = {
+	[PYPROC_OK] = "python",
+	[PYPROC_NOT_PYTHON] = "not_python",
+	[PYPROC_UNKNOWN_VERSION] = "unknown_version",
+	[PYPROC_UNSUPPORTED] = "unsupported_version",
+	[PYPROC_UNKNOWN_LAYOUT] = "unknown_layout",
+	[PYPROC_BAD_ELF] = "bad_elf",
+	[PYPROC_NO_FILE] = "no_file",
+};
+
+const char *pyproc_status_key(enum pyproc_status s)
+{
+	return (unsigned)s < _PYPROC_STATUS_MAX ? status_keys[s] : "invalid";
+}
+
 const char *pyproc_status_name(enum pyproc_status s)
 {
 	return (unsigned)s < _PYPROC_STATUS_MAX ? status_names[s] : "invalid";

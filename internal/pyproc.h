@@ -112,6 +112,8 @@ struct pyproc_frame {
 };
 
 const char *pyproc_status_name(enum pyproc_status s);
+/* The same as a key for status and metrics: "python", "not_python", "unsupported_version"... */
+const char *pyproc_status_key(enum pyproc_status s);
 const char *pyproc_source_name(enum pyproc_source s);
 void pyproc_count(struct pyproc_counters *c, enum pyproc_status s);
 

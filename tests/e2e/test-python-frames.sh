@@ -129,6 +129,23 @@ ln -s "$(readlink "$T/py$last")" "$T/pybad"
 "$T/pybad" "$T/pybad.py" >/dev/null 2>&1
 note "the process that damaged its frames exited $?"
 
+# What perfrecctl status tells of it: the pythons found, 3.9 counted as
+# unsupported, walks joined to samples and merged (polled: the drain may
+# not have taken the last walks yet).
+py_status() {
+	"$PERFRECCTL" --socket "$T/sock" --json status >"$T/status.json" 2>"$T/status.err" || return 1
+	python3 - "$T/status.json" "${OLD:+1}" <<'EOP'
+import json, sys
+p = json.load(open(sys.argv[1]))["python"]
+ok = p["on"] and p["found"]["python"] >= 5 and p["walks_joined"] > 1000 and p["samples_merged"] > 1000
+if sys.argv[2]:
+    ok = ok and p["found"]["unsupported_version"] >= 1
+sys.exit(0 if ok else 1)
+EOP
+}
+wait_for 30 py_status || { cat "$T/status.json" "$T/status.err"; fail "perfrecctl status does not count the pythons, walks and merges"; }
+note "status: $(python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["python"]; print({k: p[k] for k in ("found", "walks", "walks_joined", "samples_merged", "names_failed")})' "$T/status.json")"
+
 kill -TERM $DAEMON_PID; wait $DAEMON_PID; rc=$?; DAEMON_PID=
 [ $rc = 0 ] || { cat "$T/d.log"; fail "perfrecd exited $rc"; }
 grep -q 'AddressSanitizer\|runtime error' "$T/d.log" && { cat "$T/d.log"; fail "perfrecd: sanitizer report"; }

@@ -10,7 +10,8 @@
 # perfparser names the path; the shares of hot_leaf in perf report and
 # go tool pprof -top agree within 3 points; the C frames between via_json
 # and middle (json's encoder) and the native entry past outer are there.
-# Then: a process in a mount namespace of its own (its own /tmp), threads,
+# Then: a process in a mount namespace of its own (its own /tmp; a cut of
+# its run is read by every reader too), threads,
 # a Python whose version is not supported (recorded as before), and a
 # process that writes garbage over its frames (bounded, no crash).
 . "$(dirname "$0")/lib.sh"
@@ -95,9 +96,11 @@ run_all
 # A mount namespace of its own, its own /tmp; threads; both with the last interpreter.
 last=${PYS[-1]}
 # (its /tmp hides $T: the program comes on stdin, opened before)
+date +%s.%N >"$T/t0"
 unshare -m sh -c 'mount -t tmpfs tmpfs /tmp && exec "$0" - 4' "$(readlink -f "$T/py$last")" <"$T/pyfw.py" >/dev/null &
 NSPID=$!
 wait $NSPID || fail "the workload in its own mount namespace failed"
+date +%s.%N >"$T/t1"
 "$T/py$last" "$T/pyfw.py" 2 2 >/dev/null &
 THRPID=$!
 wait $THRPID || fail "the threaded workload failed"
@@ -212,6 +215,9 @@ for tag in "${PYS[@]}"; do
 done
 check_py "mount-ns" "$NSPID" ""
 check_py "threads" "$THRPID" ""
+# A cut of the namespaced process's run carries its Python names (jit-checks.sh:
+# perf, perfparser, the views, the shares).
+check_cut "python, mount-ns" "$f" "$NSPID" 'py::outer'
 
 # Python 3.9: its samples are there, as before, with no Python frames named.
 if [ -n "$OLD" ]; then

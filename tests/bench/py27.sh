@@ -5,7 +5,8 @@
 # Python frames at the sample (issue 27: the BPF walk, the merge stage,
 # naming code objects) costs, on a busy Python workload: two processes of
 # Debian's python3 (one a CPU) running outer -> middle -> json.dumps ->
-# via_json -> hot_leaf and a recursive fib for a fixed number of rounds.
+# via_json -> hot_leaf and a recursive fib for a fixed number of rounds
+# (tests/e2e/pyfw.py, the workload of test-python-frames.sh).
 #
 # BENCH_PY_RUNS times (3), alternating, each mode once:
 #
@@ -43,25 +44,6 @@ die() { echo "bench py27: $*" >&2; exit 1; }
 mkdir -p "$RESULTS"
 TMP=$(mktemp -d /tmp/perfrec-bench-py27.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-cat >"$TMP/busy.py" <<'EOS'
-import json, sys
-def hot_leaf(o):
-    s = 0
-    for i in range(3000):
-        s += i * i
-    return s
-def via_json(o):
-    return hot_leaf(o)
-def middle():
-    return json.dumps([object(), object()], default=via_json)
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-def outer(rounds):
-    for _ in range(rounds):
-        middle()
-        fib(11)
-outer(int(sys.argv[1]))
-EOS
 OUT=$RESULTS/py27.txt
 CSV=$RESULTS/py27-runs.csv
 echo "mode,run,rate,perfrecd_cpu_s,samples,bytes,workload_cpu_s,workload_wall_s,load" >"$CSV"
@@ -73,9 +55,9 @@ say "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, $(git rev-parse --short HE
 workload() {
 	local t0 t1 a b
 	t0=$(date +%s.%N)
-	python3 "$RUSAGE" "$TMP/w1" "$PY" "$TMP/busy.py" "$ROUNDS" &
+	python3 "$RUSAGE" "$TMP/w1" "$PY" "$ROOT/tests/e2e/pyfw.py" --rounds "$ROUNDS" &
 	a=$!
-	python3 "$RUSAGE" "$TMP/w2" "$PY" "$TMP/busy.py" "$ROUNDS" &
+	python3 "$RUSAGE" "$TMP/w2" "$PY" "$ROOT/tests/e2e/pyfw.py" --rounds "$ROUNDS" &
 	b=$!
 	wait $a $b
 	t1=$(date +%s.%N)

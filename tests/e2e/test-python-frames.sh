@@ -21,40 +21,8 @@ require_events; require_perf; require_perfparser
 # (Debian's python3 has none): host unwinding.
 STACKS=(--call-graph dwarf --unwind host)
 
-cat >"$T/pyfw.py" <<'EOF'
-import json, sys, threading, time
-
-def hot_leaf(o):
-    s = 0
-    for i in range(3000):
-        s += i * i
-    return s
-
-def via_json(o):
-    # json's C encoder calls this for what it cannot encode itself
-    return hot_leaf(o)
-
-def middle():
-    return json.dumps([object(), object()], default=via_json)
-
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-
-def outer(secs):
-    # CPU time, not wall time: on a loaded machine the start stays a small share
-    while time.thread_time() < secs:
-        middle()
-        fib(11)
-
-if len(sys.argv) > 2:
-    ts = [threading.Thread(target=outer, args=(float(sys.argv[1]),)) for _ in range(int(sys.argv[2]))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-else:
-    outer(float(sys.argv[1]))
-EOF
+# The workload, shared with the py27 bench.
+cp "$TOP/tests/e2e/pyfw.py" "$T/pyfw.py"
 
 # The interpreters, each under a name of its own (comm: other jobs' pythons are not counted).
 PYS=()

@@ -282,6 +282,45 @@ static void read_host_name(char *out, size_t size)
 			    "files are named with '%s'", out);
 }
 
+/* The events on every CPU, as @cfg says, capped as perf record caps -F. */
+static int open_events(struct recorder *rec, const struct config *cfg)
+{
+	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
+	int r, max_rate;
+
+	max_rate = perfrec_evlist__max_sample_rate();
+	if (cfg->freq && max_rate > 0 && cfg->freq > (uint64_t)max_rate)
+		return log_error_errno(-EINVAL,
+			"Frequency %" PRIu64 " Hz is above the kernel's limit of %d Hz (kernel.perf_event_max_sample_rate)",
+			cfg->freq, max_rate);
+
+	/* As perf record caps -F at the kernel's limit: warn, and record at the guard's rate. */
+	if (config_freq(cfg) != cfg->freq)
+		log_warning("frequency=%" PRIu64 " Hz is above max-frequency=%d Hz: sampling at %d Hz "
+			    "(so many samples on every CPU would take the host; raise max-frequency= to allow it)",
+			    cfg->freq, cfg->max_freq, cfg->max_freq);
+	eo.freq = config_freq(cfg);
+	eo.period = cfg->period;
+	eo.callchain = cfg->callchain;
+	eo.stack_user = cfg->callchain && cfg->dwarf ? (uint32_t)cfg->stack_size : 0;
+	eo.clockid = cfg->clockid;
+	/* mmap-size is a power of two >= 4K (config.c); pages follow. */
+	eo.mmap_pages = config_ring_bytes(cfg) / (size_t)sysconf(_SC_PAGESIZE);
+	if (eo.mmap_pages == 0)
+		eo.mmap_pages = 1;
+	eo.context_switch = cfg->context_switch;
+	r = perfrec_evlist__new(rec->cpus, rec->specs, rec->nr_specs, &eo, &rec->evlist);
+	if (r < 0)
+		return log_error_errno(r, "Cannot set up events: %s", strerror(-r));
+	r = perfrec_evlist__open(rec->evlist, open_error, rec);
+	if ((r == -EPERM || r == -ENOMEM) && rec->nr_open_failures == 0)
+		return log_error_errno(r, "Cannot map the ring buffers: %s (locked memory limit: kernel.perf_event_mlock_kb and RLIMIT_MEMLOCK; try a smaller mmap-size)",
+				       strerror(-r));
+	if (r < 0)
+		return log_error_errno(r, "No event could be opened; nothing to record");
+	return 0;
+}
+
 static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
 			 struct offcpu_rec *offcpu, struct pywalk *py, bool load_bpf);
 
@@ -346,10 +385,8 @@ static int open_pytrack(struct recorder *rec)
 static int open_recorder(struct recorder *rec, const struct config *cfg, int argc, char **argv,
 			 struct offcpu_rec *offcpu, struct pywalk *py, bool load_bpf)
 {
-	bool load_offcpu = load_bpf;
-	struct perfrec_evlist_opts eo = { .sz = sizeof(eo) };
 	char err[256];
-	int r, max_rate;
+	int r;
 
 	memset(rec, 0, sizeof(*rec));
 	rec->cfg = cfg;
@@ -378,36 +415,9 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	}
 	rec->nr_specs = cfg->nr_events;
 
-	max_rate = perfrec_evlist__max_sample_rate();
-	if (cfg->freq && max_rate > 0 && cfg->freq > (uint64_t)max_rate)
-		return log_error_errno(-EINVAL,
-			"Frequency %" PRIu64 " Hz is above the kernel's limit of %d Hz (kernel.perf_event_max_sample_rate)",
-			cfg->freq, max_rate);
-
-	/* As perf record caps -F at the kernel's limit: warn, and record at the guard's rate. */
-	if (config_freq(cfg) != cfg->freq)
-		log_warning("frequency=%" PRIu64 " Hz is above max-frequency=%d Hz: sampling at %d Hz "
-			    "(so many samples on every CPU would take the host; raise max-frequency= to allow it)",
-			    cfg->freq, cfg->max_freq, cfg->max_freq);
-	eo.freq = config_freq(cfg);
-	eo.period = cfg->period;
-	eo.callchain = cfg->callchain;
-	eo.stack_user = cfg->callchain && cfg->dwarf ? (uint32_t)cfg->stack_size : 0;
-	eo.clockid = cfg->clockid;
-	/* mmap-size is a power of two >= 4K (config.c); pages follow. */
-	eo.mmap_pages = config_ring_bytes(cfg) / (size_t)sysconf(_SC_PAGESIZE);
-	if (eo.mmap_pages == 0)
-		eo.mmap_pages = 1;
-	eo.context_switch = cfg->context_switch;
-	r = perfrec_evlist__new(rec->cpus, rec->specs, rec->nr_specs, &eo, &rec->evlist);
+	r = open_events(rec, cfg);
 	if (r < 0)
-		return log_error_errno(r, "Cannot set up events: %s", strerror(-r));
-	r = perfrec_evlist__open(rec->evlist, open_error, rec);
-	if ((r == -EPERM || r == -ENOMEM) && rec->nr_open_failures == 0)
-		return log_error_errno(r, "Cannot map the ring buffers: %s (locked memory limit: kernel.perf_event_mlock_kb and RLIMIT_MEMLOCK; try a smaller mmap-size)",
-				       strerror(-r));
-	if (r < 0)
-		return log_error_errno(r, "No event could be opened; nothing to record");
+		return r;
 
 	rec->nr_rings = perfrec_evlist__nr_rings(rec->evlist);
 	open_python(rec, py, load_bpf);
@@ -424,7 +434,7 @@ static int open_recorder(struct recorder *rec, const struct config *cfg, int arg
 	rec->fsink.track = (struct track){ .bids = rec->flight ? NULL : rec->buildids };
 	/* A reload hands over the program loaded at start: loading needs CAP_BPF, dropped since. */
 	rec->offcpu = offcpu;
-	r = load_offcpu ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
+	r = load_bpf ? offcpu_rec_open(cfg, &rec->offcpu) : 0;
 	if (r < 0)
 		return r;
 	/* While still privileged: the BPF programs loaded now (bpf-meta.c). */

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "drain.h"
+#include "log.h"
 #include "pytrack.h"
 
 /* The head of a PERF_RECORD_MMAP2, before its file name. */
@@ -131,6 +132,8 @@ static void untrack(struct pytrack *t, pid_t pid, uint64_t time)
 	if (!found)
 		return;
 	if (time && t->procs[at].since && time <= t->procs[at].since) {
+		log_debug("Python frames: pid %d: an exit or exec older than its interpreter's MMAP2, not its end",
+			  (int)pid);
 		t->st.stale++;
 		return;
 	}

@@ -32,6 +32,7 @@ struct pyps {
 	int err;                   /* setup failed: its samples pass unchanged (0: usable) */
 	struct pystage_proc_setup s;
 	uint64_t map_seq;          /* the jitsink's file_seq its MMAP2 went out for (0: none) */
+	uint64_t map_time;         /* that MMAP2's time: samples no newer stay native (emit_map()) */
 	uint64_t map_failed_seq;   /* the file_seq its MMAP2 could not be made for (the jitsink's bounds) */
 	uint64_t gone_round;       /* exited: freed once this round is over (0: lives) */
 };
@@ -226,6 +227,15 @@ static uint64_t sideband_id(const struct pystage *ps, uint32_t cpu)
  * The region's MMAP2 before the first sample of @p in this file, a
  * nanosecond before the sample so that readers sorting by time apply it
  * first.  0, or -errno: then the sample is not merged.
+ *
+ * The first sample merged is the first drained, not the oldest: the drain
+ * takes the rings one after the other, so a ring read later in the pass
+ * (another CPU, another thread of the process) can still hold older
+ * samples of it.  Those must not carry region addresses (merge_sample()):
+ * in time order they come before the MMAP2, and hotspot's perfparser
+ * keeps the location it made of an address it could not map for that
+ * pid and address for the rest of the file, so one such sample left
+ * every later sample through the same code objects unnamed.
  */
 static int emit_map(struct pystage *ps, struct pyps *p, size_t ring, const struct perfrec_sample *s)
 {
@@ -251,6 +261,7 @@ static int emit_map(struct pystage *ps, struct pyps *p, size_t ring, const struc
 	}
 	stage_emit(&ps->stage, ring, (const struct perf_event_header *)rec);
 	p->map_seq = ps->js->file_seq;
+	p->map_time = sid.time;
 	ps->st.maps++;
 	return 0;
 }
@@ -324,6 +335,12 @@ static const struct perf_event_header *merge_sample(struct pystage *ps, size_t r
 	/* (its region refused in this file: its names would name nothing) */
 	if (!ps->js || !ps->cur || ps->cur->err || ps->cur->map_failed_seq == ps->js->file_seq) {
 		ps->st.no_image += !ps->js || (ps->cur && !ps->cur->err);
+		ps->st.unmerged++;
+		return NULL;
+	}
+	/* older than its region's MMAP2 in this file (a ring drained after it: emit_map()) */
+	if (ps->cur->map_seq == ps->js->file_seq && s.time <= ps->cur->map_time) {
+		ps->st.before_map++;
 		ps->st.unmerged++;
 		return NULL;
 	}

@@ -23,7 +23,9 @@
  * for user space.  It is named by the JIT machinery (jitsink.h's synthetic
  * mappings): the jitsink behind the stage gives the region an MMAP2 with a
  * build id, emitted by the stage right before the first sample of that
- * process in each file to every output behind it, and an image whose
+ * process in each file to every output behind it (its samples older than
+ * that one, drained after it from other rings, stay native: none may
+ * carry the region's addresses before its MMAP2), and an image whose
  * symbols ("py::QUALNAME (FILE:FIRSTLINE)", pyname.h) are written into the
  * build-id cache with the JIT images.  Without a jitsink behind the stage
  * or a build-id cache, nothing is merged.
@@ -66,6 +68,7 @@ struct pystage_stats {
 	uint64_t procs_refused; /* not set up: PYSTAGE_MAX_PROCS */
 	uint64_t maps;         /* synthetic MMAP2s emitted */
 	uint64_t no_image;     /* samples not merged: no jitsink or no build-id cache behind the stage */
+	uint64_t before_map;   /* samples not merged: older than their region's MMAP2 (drained after it) */
 };
 
 /* What the stage needs of a process: how to name its code, where its eval loop is. */

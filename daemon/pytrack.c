@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "drain.h"
+#include "log.h"
 #include "pytrack.h"
 
 /* The head of a PERF_RECORD_MMAP2, before its file name. */
@@ -68,24 +69,24 @@ void pytrack_free(struct pytrack *t)
 {
 	if (!t)
 		return;
-	free(t->pids);
+	free(t->procs);
 	free(t);
 }
 
 /* Where @pid is in the sorted list, or would go. */
 static size_t pid_pos(const struct pytrack *t, pid_t pid, bool *found)
 {
-	size_t lo = 0, hi = t->nr_pids;
+	size_t lo = 0, hi = t->nr_procs;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->pids[mid] < pid)
+		if (t->procs[mid].pid < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*found = lo < t->nr_pids && t->pids[lo] == pid;
+	*found = lo < t->nr_procs && t->procs[lo].pid == pid;
 	return lo;
 }
 
@@ -97,39 +98,53 @@ static bool tracked(const struct pytrack *t, pid_t pid)
 	return found;
 }
 
-static int track(struct pytrack *t, pid_t pid)
+static int track(struct pytrack *t, pid_t pid, uint64_t since)
 {
 	bool found;
 	size_t at = pid_pos(t, pid, &found);
-	pid_t *p;
+	struct pytrack_proc *p;
 
 	if (found)
 		return 0;
-	p = realloc(t->pids, (t->nr_pids + 1) * sizeof(*p));
+	p = realloc(t->procs, (t->nr_procs + 1) * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	t->pids = p;
-	memmove(p + at + 1, p + at, (t->nr_pids - at) * sizeof(*p));
-	p[at] = pid;
-	t->nr_pids++;
+	t->procs = p;
+	memmove(p + at + 1, p + at, (t->nr_procs - at) * sizeof(*p));
+	p[at] = (struct pytrack_proc){ .pid = pid, .since = since };
+	t->nr_procs++;
 	return 0;
 }
 
-static void untrack(struct pytrack *t, pid_t pid)
+/*
+ * @pid's EXIT or exec at @time: its walks end, unless the record is older
+ * than the one it was added at.  Such a record ended an earlier program
+ * of the pid, drained after the newer one's MMAP2 from another ring: a
+ * shell that execs python right after it was exec'd itself (unshare -m
+ * sh -c '...; exec python'), the exec of sh on one CPU, python's on the
+ * other; taken for python's end it left python unwalked for its life.
+ */
+static void untrack(struct pytrack *t, pid_t pid, uint64_t time)
 {
 	bool found;
 	size_t at = pid_pos(t, pid, &found);
 
 	if (!found)
 		return;
-	memmove(t->pids + at, t->pids + at + 1, (t->nr_pids - at - 1) * sizeof(*t->pids));
-	t->nr_pids--;
+	if (time && t->procs[at].since && time <= t->procs[at].since) {
+		log_debug("Python frames: pid %d: an exit or exec older than its interpreter's MMAP2, not its end",
+			  (int)pid);
+		t->st.stale++;
+		return;
+	}
+	memmove(t->procs + at, t->procs + at + 1, (t->nr_procs - at - 1) * sizeof(*t->procs));
+	t->nr_procs--;
 	pywalk_remove_process(t->pw, pid);
 	t->st.removed++;
 }
 
-/* Detect @pid and, a CPython, hand it to the walker. */
-static void look_at(struct pytrack *t, pid_t pid)
+/* Detect @pid and, a CPython, hand it to the walker; @time: of the record that says so (0: none). */
+static void look_at(struct pytrack *t, pid_t pid, uint64_t time)
 {
 	struct pyproc_info *info;
 
@@ -145,10 +160,10 @@ static void look_at(struct pytrack *t, pid_t pid)
 	}
 	pyproc_count(&t->st.found, info->status);
 	if (info->status == PYPROC_OK) {
-		int r = t->nr_pids >= PYTRACK_MAX_PROCS ? -E2BIG :
+		int r = t->nr_procs >= PYTRACK_MAX_PROCS ? -E2BIG :
 			pywalk_add_process(t->pw, pid, info);
 
-		if (r == 0 && track(t, pid) < 0) {
+		if (r == 0 && track(t, pid, time) < 0) {
 			pywalk_remove_process(t->pw, pid);
 			r = -ENOMEM;
 		}
@@ -198,12 +213,12 @@ void pytrack_scan(struct pytrack *t)
 		if (*end || pid <= 0 || pid > INT32_MAX)
 			continue;
 		if (maps_python(t, (pid_t)pid))
-			look_at(t, (pid_t)pid);
+			look_at(t, (pid_t)pid, 0);
 	}
 	closedir(d);
 }
 
-static void note_mmap2(struct pytrack *t, const struct perf_event_header *h)
+static void note_mmap2(struct pytrack *t, const struct perf_event_header *h, uint64_t time)
 {
 	const struct mmap2_head *m = (const void *)h;
 	const char *name = (const char *)h + sizeof(*m);
@@ -215,26 +230,26 @@ static void note_mmap2(struct pytrack *t, const struct perf_event_header *h)
 	room = h->size - sizeof(*m);
 	if (!memchr(name, '\0', room) || !pytrack_python_name(name))
 		return;
-	look_at(t, (pid_t)m->pid);
+	look_at(t, (pid_t)m->pid, time);
 }
 
-void pytrack_note(struct pytrack *t, const struct perf_event_header *h)
+void pytrack_note(struct pytrack *t, const struct perf_event_header *h, uint64_t time)
 {
 	if (!t || !t->pw)
 		return;
 	if (h->type == PERF_RECORD_MMAP2) {
-		note_mmap2(t, h);
+		note_mmap2(t, h, time);
 	} else if (h->type == PERF_RECORD_EXIT && h->size >= sizeof(struct exit_head)) {
 		const struct exit_head *e = (const void *)h;
 
 		if (e->pid == e->tid)
-			untrack(t, (pid_t)e->pid);
+			untrack(t, (pid_t)e->pid, time);
 	} else if (h->type == PERF_RECORD_COMM && h->size >= sizeof(struct comm_head) &&
 		   (h->misc & PERF_RECORD_MISC_COMM_EXEC)) {
 		const struct comm_head *c = (const void *)h;
 
 		/* Another image: its MMAP2s, which follow, say whether it is a python. */
-		untrack(t, (pid_t)c->pid);
+		untrack(t, (pid_t)c->pid, time);
 	}
 }
 
@@ -244,14 +259,14 @@ void pytrack_get_stats(const struct pytrack *t, struct pytrack_stats *ret)
 	if (!t)
 		return;
 	*ret = t->st;
-	ret->tracked = t->nr_pids;
+	ret->tracked = t->nr_procs;
 	ret->cache_hits = t->cache.hits;
 	ret->cache_misses = t->cache.misses;
 }
 
 static void pytrack_record(struct sink *s, struct drain_rec *r)
 {
-	pytrack_note(s->ctx, r->h);
+	pytrack_note(s->ctx, r->h, drain_rec_time(r));
 }
 
 const struct sink_ops pytrack_sink_ops = {

@@ -5,7 +5,7 @@
  * MMAP2 of a file named like a CPython interpreter (python*, or a
  * libpython*.so), detects the process's layout (pyproc.h) and hands it to
  * the walker; at the process's EXIT, or an exec that replaces it, takes
- * it back.  At start, pytrack_scan() looks at the processes that already
+ * it back (not at an older one: pytrack_note()).  At start, pytrack_scan() looks at the processes that already
  * run.  Detection goes through a cache of interpreter files (device,
  * inode, mtime), so a second process of the same python costs no parse.
  *
@@ -35,8 +35,14 @@ struct pytrack_stats {
 	uint64_t added;               /* processes handed to the walker */
 	uint64_t refused;             /* not handed: the walker or PYTRACK_MAX_PROCS refused */
 	uint64_t removed;             /* taken back at exit or exec */
+	uint64_t stale;               /* exits and execs older than the process's interpreter MMAP2: not its end */
 	uint64_t tracked;             /* now */
 	uint64_t cache_hits, cache_misses;
+};
+
+struct pytrack_proc {
+	pid_t pid;
+	uint64_t since;               /* the time of the record it was added at (0: none, the scan) */
 };
 
 struct pytrack {
@@ -44,8 +50,8 @@ struct pytrack {
 	struct pywalk *pw;            /* borrowed */
 	char proc[64];                /* "/proc", or a test's */
 	struct pyproc_cache cache;
-	pid_t *pids;                  /* tracked, sorted */
-	size_t nr_pids;
+	struct pytrack_proc *procs;   /* tracked, sorted by pid */
+	size_t nr_procs;
 	struct pytrack_stats st;
 };
 
@@ -55,8 +61,14 @@ void pytrack_free(struct pytrack *t);
 
 /* Every process that runs now: detected, and handed to the walker if it is a CPython. */
 void pytrack_scan(struct pytrack *t);
-/* One side-band record (MMAP2, EXIT, COMM). */
-void pytrack_note(struct pytrack *t, const struct perf_event_header *h);
+/*
+ * One side-band record (MMAP2, EXIT, COMM) of @time (0: not known).  The
+ * drain takes the rings one after the other, so an EXIT or exec of a pid
+ * may come after the MMAP2 of a newer program of it (another CPU's ring,
+ * drained later): one older than the record the process was added at is
+ * not its end (counted in stale).
+ */
+void pytrack_note(struct pytrack *t, const struct perf_event_header *h, uint64_t time);
 void pytrack_get_stats(const struct pytrack *t, struct pytrack_stats *ret);
 
 /* Python frames (issue 27) as status and metrics tell them: processes tracked, walks, merges. */

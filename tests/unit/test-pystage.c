@@ -522,10 +522,14 @@ Test(pystage, an_exit_forgets_the_process, .init = setup, .fini = teardown)
 	ex[3] = 1500;
 	perfrec_sample_id__write((uint8_t *)ex + 32, SB_ST, &sid);
 	feed(ex);
-	/* a sample it took before, from a ring drained after the EXIT's: this round, and the next */
+	/*
+	 * a sample it took before, from a ring drained after the EXIT's: this
+	 * round, and the next (newer than its first: older ones stay native,
+	 * no_sample_older_than_the_region_mmap2_carries_its_addresses)
+	 */
 	for (int i = 0; i < 2; i++) {
-		set_walk(900 + i, 0, codes, fl, 2);
-		make_sample(rec, 900 + i, chain2, 9);
+		set_walk(1200 + i, 0, codes, fl, 2);
+		make_sample(rec, 1200 + i, chain2, 9);
 		feed(rec);
 		pystage_stage(ps)->sink.ops->round(&pystage_stage(ps)->sink, 0);
 	}
@@ -714,4 +718,62 @@ Test(pystage, a_frame_whose_code_object_is_gone_stays_native, .init = setup, .fi
 	pystage_get_stats(ps, &st);
 	cr_assert_eq(st.merged, 1);
 	cr_assert_geq(st.names_failed, 2);
+}
+
+/*
+ * The drain takes the rings one after the other: the first sample of a
+ * process merged (CPU 1's ring) is not its oldest when CPU 0's ring,
+ * drained after it, holds older samples of another of its threads.  Those
+ * stay native: in time order they come before the region's MMAP2, and
+ * hotspot's perfparser, which keeps the location it made of an address it
+ * could not map for good, then named none of the process's samples
+ * through the same code objects (tests/e2e/test-python-frames.sh, one run
+ * in three).
+ */
+Test(pystage, no_sample_older_than_the_region_mmap2_carries_its_addresses, .init = setup, .fini = teardown)
+{
+	const uint64_t codes[] = { C_LEAF, C_MIDDLE, C_OUTER, C_MODULE };
+	const uint32_t fl[] = { 0, PYWALK_F_ENTRY, 0, PYWALK_F_ENTRY };
+	const uint64_t times[] = { 1000, 900, 950, 1000, 1100 };   /* in the drain's order */
+	uint64_t map_time = 0;
+	struct pystage_stats st;
+	uint8_t rec[1024];
+	size_t k = 0;
+
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		set_walk(times[i], 0, codes, fl, 4);
+		make_sample(rec, times[i], chain2, 9);
+		feed(rec);
+	}
+	for (size_t off = 0; off < out_len;) {
+		const struct perf_event_header *h = (const void *)(out + off);
+		struct perfrec_sample_id sid;
+		struct perfrec_sample s;
+		bool region = false;
+
+		off += h->size;
+		if (h->type == PERF_RECORD_MMAP2) {
+			cr_assert_eq(perfrec_sample_id__parse(h, SB_ST, &sid), 0);
+			cr_assert_eq(map_time, 0, "a second MMAP2");
+			map_time = sid.time;
+			continue;
+		}
+		cr_assert_eq(perfrec_sample__parse(h, SAMPLE_ST, 0, &s), 0);
+		for (size_t j = 0; j < s.nr_callchain; j++)
+			region |= s.callchain[j] >= PYSTAGE_REGION_BASE &&
+				  s.callchain[j] < PYSTAGE_REGION_BASE + PYSTAGE_REGION_LEN;
+		cr_assert_eq(s.time, times[k], "samples reordered");
+		k++;
+		cr_assert(map_time, "a sample before the MMAP2 in the stream");
+		if (s.time <= map_time)
+			cr_assert(!region, "a sample at %lu carries region addresses; the MMAP2 is at %lu",
+				  (unsigned long)s.time, (unsigned long)map_time);
+		else
+			cr_assert(region, "the sample at %lu was not merged", (unsigned long)s.time);
+	}
+	cr_assert_eq(k, 5);
+	check_chain(1, chain2, 9);
+	pystage_get_stats(ps, &st);
+	cr_assert_eq(st.merged, 3);
+	cr_assert_eq(st.before_map, 2, "not counted");
 }

@@ -96,8 +96,8 @@ static struct pywalk *walker(void)
 	return pw;
 }
 
-/* An executable MMAP2 of @path in @pid, as the side-band event writes it. */
-static void mmap2(struct pytrack *t, pid_t pid, const char *path)
+/* An executable MMAP2 of @path in @pid at @time, as the side-band event writes it. */
+static void mmap2_at(struct pytrack *t, pid_t pid, const char *path, uint64_t time)
 {
 	union {
 		struct perf_event_header h;
@@ -121,7 +121,12 @@ static void mmap2(struct pytrack *t, pid_t pid, const char *path)
 	m.header.size = (uint16_t)(sizeof(m) + n);
 	memcpy(u.b, &m, sizeof(m));
 	memcpy(u.b + sizeof(m), path, strlen(path));
-	pytrack_note(t, &u.h);
+	pytrack_note(t, &u.h, time);
+}
+
+static void mmap2(struct pytrack *t, pid_t pid, const char *path)
+{
+	mmap2_at(t, pid, path, 0);
 }
 
 static void exit_rec(struct pytrack *t, pid_t pid)
@@ -132,10 +137,10 @@ static void exit_rec(struct pytrack *t, pid_t pid)
 		uint64_t time;
 	} e = { { PERF_RECORD_EXIT, 0, sizeof(e) }, (uint32_t)pid, 1, (uint32_t)pid, 1, 0 };
 
-	pytrack_note(t, &e.h);
+	pytrack_note(t, &e.h, 0);
 }
 
-static void comm_exec(struct pytrack *t, pid_t pid)
+static void comm_exec_at(struct pytrack *t, pid_t pid, uint64_t time)
 {
 	struct {
 		struct perf_event_header h;
@@ -144,7 +149,12 @@ static void comm_exec(struct pytrack *t, pid_t pid)
 	} c = { { PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, sizeof(c) }, (uint32_t)pid,
 		(uint32_t)pid, "sleep" };
 
-	pytrack_note(t, &c.h);
+	pytrack_note(t, &c.h, time);
+}
+
+static void comm_exec(struct pytrack *t, pid_t pid)
+{
+	comm_exec_at(t, pid, 0);
 }
 
 Test(pytrack, scan_then_exit)
@@ -255,6 +265,46 @@ Test(pytrack, python_name_not_python)
 	stop(pid);
 	unlink(exe);
 	rmdir(dir);
+	pytrack_free(t);
+	pywalk_free(pw);
+}
+
+/*
+ * The drain takes the rings one after the other: the exec of a shell on
+ * one CPU can come after the MMAP2 of the python that shell exec'd next
+ * on the other (unshare -m sh -c '...; exec python': test-python-frames's
+ * process in a mount namespace of its own, one run in three).  That exec
+ * ended the shell, not python: python stays walked until an exec or exit
+ * newer than its interpreter's MMAP2.
+ */
+Test(pytrack, an_exec_older_than_the_interpreter_mmap2_is_not_its_end)
+{
+	struct pytrack_stats st;
+	struct pywalk_stats ws;
+	struct pytrack *t;
+	struct pywalk *pw = walker();
+	pid_t pid;
+
+	if (!pw)
+		return;
+	cr_assert_eq(pytrack_new(pw, NULL, &t), 0);
+	pid = start(PYTHON, loop);
+	mmap2_at(t, pid, PYTHON, 2000);
+	comm_exec_at(t, pid, 1000);   /* the shell's exec, drained late */
+	pytrack_get_stats(t, &st);
+	cr_expect_eq(st.tracked, 1, "an older exec took the process back");
+	cr_expect_eq(st.removed, 0);
+	cr_expect_eq(st.stale, 1, "not counted");
+	pywalk_get_stats(pw, &ws);
+	cr_expect_eq(ws.procs, 1, "the walker no longer walks it");
+	/* a newer one is its end */
+	comm_exec_at(t, pid, 3000);
+	pytrack_get_stats(t, &st);
+	cr_expect_eq(st.tracked, 0);
+	cr_expect_eq(st.removed, 1);
+	pywalk_get_stats(pw, &ws);
+	cr_expect_eq(ws.procs, 0);
+	stop(pid);
 	pytrack_free(t);
 	pywalk_free(pw);
 }

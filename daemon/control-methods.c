@@ -158,6 +158,8 @@ static void python_status(const struct recorder *rec, struct json_object *o)
 	PY_ADD(p, "samples_not_joined", st.stage.not_joined);
 	PY_ADD(p, "samples_mismatched", st.stage.mismatched);
 	PY_ADD(p, "samples_unmerged", st.stage.unmerged);
+	PY_ADD(p, "samples_before_map", st.stage.before_map);
+	PY_ADD(p, "stale_ends", st.track.stale);
 	PY_ADD(p, "names_failed", st.stage.names_failed);
 	PY_ADD(p, "processes_failed", st.stage.procs_failed + st.stage.procs_refused);
 #undef PY_ADD

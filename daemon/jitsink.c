@@ -254,10 +254,20 @@ static void make_bid(const struct jitsink *js, uint32_t pid, uint64_t start, uin
 }
 
 /* What the MMAP2 of @m calls its file; unique in a file (a mapping with a build id). */
+/*
+ * A synthetic region (a kind but "jit") lies at the same address in every program a
+ * pid execs: its name carries the start of its build id too, since
+ * perfparser finds build ids by name and would name one program's frames
+ * by the other's image.
+ */
 static void map_name(uint32_t pid, const struct jitmap *m, char *buf, size_t len)
 {
-	snprintf(buf, len, "/" LINK_DIR "/%s-%u-%" PRIx64 "-%" PRIx64 ".so", m->kind ? m->kind : "jit", pid,
-		 m->start, m->len);
+	if (m->kind && strcmp(m->kind, "jit"))
+		snprintf(buf, len, "/" LINK_DIR "/%s-%u-%" PRIx64 "-%" PRIx64 "-%02x%02x%02x%02x.so", m->kind, pid,
+			 m->start, m->len, m->bid[0], m->bid[1], m->bid[2], m->bid[3]);
+	else
+		snprintf(buf, len, "/" LINK_DIR "/%s-%u-%" PRIx64 "-%" PRIx64 ".so", m->kind ? m->kind : "jit", pid,
+			 m->start, m->len);
 }
 
 /* The trailer's time field (sample_id_all), or NULL if it has none. */

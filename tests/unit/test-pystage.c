@@ -365,8 +365,9 @@ Test(pystage, the_mmap2_comes_first_once_per_file_and_the_image_names_the_code, 
 	cr_assert_eq(out_nr, 3, "not one MMAP2 and two samples: %zu records", out_nr);
 	cr_assert_eq(h->type, PERF_RECORD_MMAP2);
 	cr_assert(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID);
-	snprintf(name, sizeof(name), "/perfrec-jit/py-%d-%llx-%llx.so", PID, PYSTAGE_REGION_BASE,
-		 (unsigned long long)PYSTAGE_REGION_LEN);
+	/* its name: pid, range and the start of its build id (one program's of those the pid runs) */
+	snprintf(name, sizeof(name), "/perfrec-jit/py-%d-%llx-%llx-%02x%02x%02x%02x.so", PID, PYSTAGE_REGION_BASE,
+		 (unsigned long long)PYSTAGE_REGION_LEN, out[44], out[45], out[46], out[47]);
 	cr_assert_str_eq((const char *)out + 72, name);
 	cr_assert_eq(perfrec_sample_id__parse(h, SB_ST, &sid), 0);
 	cr_assert_eq(sid.time, 999, "the MMAP2 is not just before its sample");
@@ -551,13 +552,15 @@ Test(pystage, an_exec_gets_a_region_of_its_own, .init = setup, .fini = teardown)
 	uint64_t comm[8] = { 0 };
 	struct perf_event_header *h = (void *)comm;
 	uint8_t rec[1024], bid[2][JITIMAGE_BID_LEN];
-	char *n;
+	char *n, name0[128];
 
 	set_walk(1000, 0, codes, fl, 2);
 	make_sample(rec, 1000, chain2, 9);
 	feed(rec);
 	cr_assert_eq(((const struct perf_event_header *)out)->type, PERF_RECORD_MMAP2);
 	memcpy(bid[0], out + 44, JITIMAGE_BID_LEN);
+	memcpy(name0, out + 72, sizeof(name0) - 1);
+	name0[sizeof(name0) - 1] = 0;
 	/* the process execs another program (python running python: os.execv) */
 	h->type = PERF_RECORD_COMM;
 	h->misc = PERF_RECORD_MISC_COMM_EXEC;
@@ -575,6 +578,8 @@ Test(pystage, an_exec_gets_a_region_of_its_own, .init = setup, .fini = teardown)
 	cr_assert_eq(((const struct perf_event_header *)out)->type, PERF_RECORD_MMAP2, "no MMAP2 after the exec");
 	memcpy(bid[1], out + 44, JITIMAGE_BID_LEN);
 	cr_assert_neq(memcmp(bid[0], bid[1], JITIMAGE_BID_LEN), 0, "both programs' code under one build id");
+	/* perfparser finds build ids by name: one name for both would name the first program's frames by the second's */
+	cr_assert_str_neq(name0, (const char *)out + 72, "both regions named %s", name0);
 	jitsink_file_end(&js);
 	n = image_name(bid[0], PY(0));
 	cr_assert_str_eq(n, "py::hot_leaf (/w/prog.py:30)");

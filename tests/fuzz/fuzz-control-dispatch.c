@@ -51,6 +51,7 @@ int recorder_add_output(struct recorder *rec, enum pipeline_output out, struct s
 struct outfile_source recorder_source(const struct recorder *rec, enum pipeline_output out) { (void)rec; (void)out; return (struct outfile_source){ 0 }; }
 bool recorder_unwind_stats(const struct recorder *rec, struct unwind_sink_stats *ret) { (void)rec; (void)ret; return false; }
 void recorder_jit_stats(const struct recorder *rec, struct jitsink_stats *ret) { (void)rec; memset(ret, 0, sizeof(*ret)); }
+bool recorder_python_stats(const struct recorder *rec, struct python_stats *ret) { (void)rec; memset(ret, 0, sizeof(*ret)); return false; }
 
 static struct config cfg;
 static struct recorder rec;

@@ -69,15 +69,15 @@ collapse() {  # PID COMM [perf script options]
 # ld.so's start (_start / _dl_start_user at one address) is named apart by
 # perf and us, a matter of aliases, not of demangling.
 # A C function of libc may be named by any of its aliases
-# (__GI___sigaltstack, __sigaltstack, sigaltstack): perf names them from
-# .dynsym where we may have libc's .symtab; "__GI_" and leading
-# underscores are taken off C names on both sides (a mangled name keeps
+# (__GI___sigaltstack, __sigaltstack, sigaltstack; __libc_write, write):
+# perf names them from .dynsym where we may have libc's .symtab; "__GI_",
+# leading underscores and "libc_" are taken off C names on both sides (a mangled name keeps
 # its "_Z"/"_R" and still differs from its demangled form).
 mains() {
 	grep -E '(^|;)__libc_start_call_main(;| [0-9]+$)' |
 		awk '{ c = $NF; $NF = ""; sub(/ $/, ""); n = split($0, f, ";"); s = "";
 		       for (i = 1; i <= n; i++) {
-			       if (f[i] !~ /^_[ZR]/) { sub(/^__GI_/, "", f[i]); sub(/^_+/, "", f[i]) }
+			       if (f[i] !~ /^_[ZR]/) { sub(/^__GI_/, "", f[i]); sub(/^_+/, "", f[i]); sub(/^libc_/, "", f[i]) }
 			       s = s (i > 1 ? ";" : "") f[i] }
 		       t[s] += c } END { for (k in t) print k, t[k] }' | LC_ALL=C sort
 }

@@ -377,7 +377,7 @@ static int open_pytrack(struct recorder *rec)
 	if (r < 0)
 		return r;
 	pytrack_scan(rec->pytrack);
-	log_info("Python frames are on (%" PRIu64 " CPython processes running now)",
+	log_debug("Python frames are on (%" PRIu64 " CPython processes running now)",
 		 rec->pytrack->st.added);
 	return pipeline_add(rec->pipe, PIPELINE_NOTES, &rec->pytrack->sink);
 }

@@ -37,7 +37,7 @@ hasnt() { walked "$DAEMON_PID" >"$T/w" && ! grep -qx "$1" "$T/w"; }
 start_daemon() { # ERRFILE ARGS...
 	local err=$1
 	shift
-	"$PERFRECD" --socket '' -o "$T/out" "$@" 2>"$err" &
+	"$PERFRECD" -v --socket '' -o "$T/out" "$@" 2>"$err" &
 	DAEMON_PID=$!
 	wait_for 60 grep -q 'Recording' "$err" || { cat "$err"; fail "perfrecd did not start"; }
 }

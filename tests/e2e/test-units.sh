@@ -158,7 +158,7 @@ kl=$!
 sleep 0.5
 timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs \
 	--inh-caps=-all,"$caps" --ambient-caps=-all,"$caps" --bounding-set=-all,"$caps" \
-	"$D/usr/sbin/perfrecd" -o "$O" -d 2 --socket "" >"$T/daemon.log" 2>&1; rc=$?
+	"$D/usr/sbin/perfrecd" -v -o "$O" -d 2 --socket "" >"$T/daemon.log" 2>&1; rc=$?
 wait "$wl"
 wait "$kl"
 [ "$rc" = 0 ] || { cat "$T/daemon.log"; fail "perfrecd with the unit's capabilities exited $rc"; }

@@ -19,14 +19,6 @@
 #include "pymerge.h"
 #include "pystage.h"
 
-/*
- * The walker is another module's (internal/pywalk.c); the stage runs
- * without it (tests give their own take()), so a daemon built without
- * the walker still links.
- */
-extern const struct pywalk_rec *pywalk_take(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time)
-	__attribute__((weak));
-
 struct pyps {
 	uint32_t pid;
 	int err;                   /* setup failed: its samples pass unchanged (0: usable) */
@@ -64,15 +56,22 @@ static struct pyps **proc_slot(struct pystage *ps, uint32_t pid)
 }
 
 /* What a process needs, through /proc: its layout, its eval loop, its memory. */
+/*
+ * @ctx is the walker: the layout its tracker (pytrack.c) detected when it
+ * added @pid, so the draining thread does not open and parse the
+ * interpreter's file again; looked up afresh only for a process the
+ * walker no longer knows.
+ */
 static int default_setup(void *ctx, pid_t pid, struct pystage_proc_setup *ret)
 {
 	struct pyproc_info *info = malloc(sizeof(*info));
 	int r;
 
-	(void)ctx;
 	if (!info)
 		return -ENOMEM;
-	r = pyproc_detect("/proc", pid, info);
+	r = pywalk_process_info(ctx, pid, info);
+	if (r < 0)
+		r = pyproc_detect("/proc", pid, info);
 	if (r == 0 && info->status != PYPROC_OK)
 		r = -EPROTO;
 	if (r == 0)
@@ -405,14 +404,14 @@ int pystage_new(const struct pystage_opts *opts, struct pystage **ret)
 	ps->o = *opts;
 	if (!ps->o.take)
 		ps->o.take = pywalk_take;
-	if (!ps->o.setup)
+	if (!ps->o.setup) {
 		ps->o.setup = default_setup;
+		ps->o.ctx = ps->o.py;
+	}
 	ps->procs = calloc(PYSTAGE_MAX_PROCS, sizeof(*ps->procs));
-	if (!ps->procs || !ps->o.take) {
-		int r = ps->procs ? -ENOSYS : -ENOMEM;
-
+	if (!ps->procs) {
 		pystage_free(ps);
-		return r;
+		return -ENOMEM;
 	}
 	stage_init(&ps->stage, &pystage_ops, ps, opts->layout);
 	ps->rounds = 1;

@@ -87,7 +87,7 @@ struct pystage_opts {
 	const uint64_t *sideband_ids;        /* borrowed; one per CPU (@sideband_cpus), the first for others */
 	const int *sideband_cpus;
 	size_t nr_sideband_ids;
-	/* seams for tests: NULL is pywalk_take(), and pyproc_detect() + pyname_*() on /proc */
+	/* seams for tests: NULL is pywalk_take(), and the walker's layout (else pyproc_detect()) + pyname_*() */
 	const struct pywalk_rec *(*take)(struct pywalk *pw, uint32_t cpu, uint32_t tid, uint64_t time);
 	int (*setup)(void *ctx, pid_t pid, struct pystage_proc_setup *ret);
 	void *ctx;
@@ -95,7 +95,7 @@ struct pystage_opts {
 
 struct pystage;
 
-/* 0, -EINVAL, -ENOMEM, -ENOSYS (no walker built in). */
+/* 0, -EINVAL or -ENOMEM. */
 int pystage_new(const struct pystage_opts *opts, struct pystage **ret);
 /* NULL is fine. */
 void pystage_free(struct pystage *ps);

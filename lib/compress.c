@@ -33,7 +33,8 @@
 struct perfrec_compress {
 	ZSTD_CCtx *cctx;
 	int level;
-	size_t in_rec;       /* input bytes in the pending record */
+	size_t in_rec;       /* input bytes in the pending record, gathered in inbuf */
+	unsigned char *inbuf;  /* PERFREC_COMPRESS_CHUNK bytes */
 	unsigned char *rec;  /* header + payload of the pending record */
 	size_t rec_cap;
 	ZSTD_outBuffer out;  /* into rec + HDR */
@@ -66,9 +67,10 @@ int perfrec_compress__new(int level, struct perfrec_compress **ret_compress)
 	c->level = level;
 	c->rec_cap = HDR + ZSTD_compressBound(PERFREC_COMPRESS_CHUNK) + 64;
 	c->rec = malloc(c->rec_cap);
+	c->inbuf = malloc(PERFREC_COMPRESS_CHUNK);
 	c->cctx = ZSTD_createCCtx();
 	cp = ZSTD_getCParams(level, 0, 0);
-	if (!c->rec || !c->cctx ||
+	if (!c->rec || !c->inbuf || !c->cctx ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, level)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_windowLog,
 						 cp.windowLog < MAX_WINDOW_LOG ? (int)cp.windowLog : MAX_WINDOW_LOG)) ||
@@ -87,26 +89,38 @@ int perfrec_compress__new(int level, struct perfrec_compress **ret_compress)
 	return 0;
 }
 
-/* End the pending record with a flush and hand it to @emit. */
+/*
+ * Compress the pending chunk in one call, ending with a flush, and hand
+ * the record to @emit.  The chunk is gathered first (__feed() copies):
+ * one ZSTD_compressStream2() per record of some 300 bytes (a sample
+ * with a short callchain) cost more in call overhead than compressing.
+ */
 static int finish_record(struct perfrec_compress *c, perfrec_compress_emit_fn emit, void *ctx)
 {
-	ZSTD_inBuffer in = { NULL, 0, 0 };
 	struct perf_event_header h;
-	size_t left;
 	int r;
 
-	if (!c->in_rec)
-		return 0;
-	do {
-		left = ZSTD_compressStream2(c->cctx, &c->out, &in, ZSTD_e_flush);
+	if (c->in_rec) {
+		ZSTD_inBuffer in = { c->inbuf, c->in_rec, 0 };
+		uint64_t t0 = thread_ns();
+		size_t left;
+
+		do {
+			left = ZSTD_compressStream2(c->cctx, &c->out, &in, ZSTD_e_flush);
+			if (ZSTD_isError(left) || (left && c->out.pos == c->out.size))
+				break;
+		} while (left);
+		c->cpu_ns += thread_ns() - t0;
 		if (ZSTD_isError(left))
 			return -EIO;
 		/* The buffer holds compressBound(CHUNK): a full one is a broken invariant. */
-		if (left && c->out.pos == c->out.size)
+		if (left || in.pos != in.size || HDR + c->out.pos > PERFREC_RECORD_MAX)
 			return -EOVERFLOW;
-	} while (left);
-	if (HDR + c->out.pos > PERFREC_RECORD_MAX)
-		return -EOVERFLOW;
+		/* In zstd's stream now: a failed emit below is retried, never compressed again. */
+		c->in_rec = 0;
+	}
+	if (!c->out.pos)
+		return 0;
 	h.type = PERFREC_RECORD_COMPRESSED;
 	h.misc = 0;
 	h.size = (uint16_t)(HDR + c->out.pos);
@@ -116,7 +130,6 @@ static int finish_record(struct perfrec_compress *c, perfrec_compress_emit_fn em
 		return r;
 	c->bytes_out += h.size;
 	c->frames++;
-	c->in_rec = 0;
 	c->out.pos = 0;
 	return 0;
 }
@@ -124,62 +137,45 @@ static int finish_record(struct perfrec_compress *c, perfrec_compress_emit_fn em
 int perfrec_compress__feed(struct perfrec_compress *c, const struct iovec *iov, int iovcnt,
 			   perfrec_compress_emit_fn emit, void *ctx)
 {
-	uint64_t t0;
-	int r = 0;
-
 	if (!c || !emit || iovcnt < 0 || (iovcnt && !iov))
 		return -EINVAL;
-	t0 = thread_ns();
-	for (int i = 0; i < iovcnt && r == 0; i++) {
-		ZSTD_inBuffer in = { iov[i].iov_base, iov[i].iov_len, 0 };
+	for (int i = 0; i < iovcnt; i++) {
+		const unsigned char *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
 
-		while (in.pos < in.size) {
-			size_t take = in.size - in.pos, room = PERFREC_COMPRESS_CHUNK - c->in_rec, ret;
-			ZSTD_inBuffer part;
+		while (left) {
+			size_t take;
+			int r;
 
-			if (take > room)
-				take = room;
-			part.src = (const char *)in.src + in.pos;
-			part.size = take;
-			part.pos = 0;
-			/* e_continue consumes all input unless the output is full, which the bound rules out. */
-			while (part.pos < part.size) {
-				ret = ZSTD_compressStream2(c->cctx, &c->out, &part, ZSTD_e_continue);
-				if (ZSTD_isError(ret)) {
-					r = -EIO;
-					goto out;
-				}
-				if (part.pos < part.size && c->out.pos == c->out.size) {
-					r = -EOVERFLOW;
-					goto out;
-				}
+			/* A record whose emit failed goes first, and a full chunk. */
+			if (c->out.pos || c->in_rec == PERFREC_COMPRESS_CHUNK) {
+				r = finish_record(c, emit, ctx);
+				if (r < 0)
+					return r;
 			}
-			in.pos += take;
+			take = PERFREC_COMPRESS_CHUNK - c->in_rec;
+			if (take > left)
+				take = left;
+			memcpy(c->inbuf + c->in_rec, p, take);
+			p += take;
+			left -= take;
 			c->in_rec += take;
 			c->bytes_in += take;
 			if (c->in_rec == PERFREC_COMPRESS_CHUNK) {
 				r = finish_record(c, emit, ctx);
 				if (r < 0)
-					goto out;
+					return r;
 			}
 		}
 	}
-out:
-	c->cpu_ns += thread_ns() - t0;
-	return r;
+	return 0;
 }
 
 int perfrec_compress__flush(struct perfrec_compress *c, perfrec_compress_emit_fn emit, void *ctx)
 {
-	uint64_t t0;
-	int r;
-
 	if (!c || !emit)
 		return -EINVAL;
-	t0 = thread_ns();
-	r = finish_record(c, emit, ctx);
-	c->cpu_ns += thread_ns() - t0;
-	return r;
+	return finish_record(c, emit, ctx);
 }
 
 void perfrec_compress__counters(const struct perfrec_compress *c, uint64_t *ret_in, uint64_t *ret_out,
@@ -211,6 +207,7 @@ void perfrec_compress__free(struct perfrec_compress *c)
 		return;
 	ZSTD_freeCCtx(c->cctx);
 	free(c->rec);
+	free(c->inbuf);
 	free(c);
 }
 

@@ -66,7 +66,7 @@ PERFREC_API int perfrec_compress__feed(struct perfrec_compress *c, const struct 
 /* Complete the pending record (if any input is pending) and pass it to @emit. */
 PERFREC_API int perfrec_compress__flush(struct perfrec_compress *c, perfrec_compress_emit_fn emit, void *ctx);
 
-/* Counters since __new(): input bytes, record bytes out, records, thread CPU ns in zstd. */
+/* Counters since __new(): input bytes, record bytes out, records, thread CPU ns of the flushes (zstd compresses a chunk there). */
 PERFREC_API void perfrec_compress__counters(const struct perfrec_compress *c, uint64_t *ret_in,
 					    uint64_t *ret_out, uint64_t *ret_frames, uint64_t *ret_cpu_ns);
 

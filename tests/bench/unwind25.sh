@@ -17,7 +17,11 @@
 #           unwinds its file (perf's whole cost of the same stacks; for
 #           PERF_SECS only: its report costs some 5 ms of CPU a sample,
 #           60 s of it would take 10 minutes and more).  Per
-#           run: recorder CPU (wait4), samples, CPU per sample, bytes per
+#           run: recorder CPU (wait4), samples, CPU per sample (all-in: the
+#           start's /proc walk and table loads included) and perfrecd's
+#           steady CPU per sample (its status's cpu_time_sec and samples
+#           from STEADY_FROM s into the run to the end of the load: what an
+#           always-on daemon costs once started), bytes per
 #           sample, LOST records and samples lost, the kernel's throttled
 #           max rate, and for perfrecd host its status's unwind counters
 #           taken when the load ends (samples, unwound, behind: stripped
@@ -43,7 +47,8 @@
 # BENCH_U25_RUNS (1, runs per recorder), BENCH_U25_SLOW_RATE (99),
 # BENCH_U25_ROUNDS (2), BENCH_U25_CACHE_SECS (30),
 # BENCH_U25_PERF_SECS (15), BENCH_U25_REPLAY_REC_SECS (20),
-# BENCH_U25_REPLAY_SECS (30), BENCH_STACK_SIZE (8192),
+# BENCH_U25_REPLAY_SECS (30), BENCH_U25_STEADY_FROM (15: the steady
+# figure's window starts this many seconds into a run), BENCH_STACK_SIZE (8192),
 # BENCH_MMAP_PAGES (128), BENCH_RESULTS (tests/bench/results).
 set -u
 cd "$(dirname "$0")/../.."
@@ -58,6 +63,7 @@ CACHE_SECS=${BENCH_U25_CACHE_SECS:-30}
 REPLAY_SECS=${BENCH_U25_REPLAY_SECS:-30}
 REPLAY_REC_SECS=${BENCH_U25_REPLAY_REC_SECS:-20}
 PERF_SECS=${BENCH_U25_PERF_SECS:-15}
+STEADY_FROM=${BENCH_U25_STEADY_FROM:-15}
 STACK=${BENCH_STACK_SIZE:-8192}
 PAGES=${BENCH_MMAP_PAGES:-128}
 RESULTS=${BENCH_RESULTS:-$ROOT/tests/bench/results}
@@ -158,6 +164,7 @@ print(" ".join(str(m.get(k, u.get(k, "-"))) for k in
 rec_run() {
 	local tool=$1 mode=$2 run=$3 out=$TMP/rec-$1-$2-$3 cg=() pid f files eff
 	local bytes=0 samples=0 lrec=0 slost=0 a b c d cpu rss rcpu="" counters="- - - - - - - - - -" secs=$SECS
+	local steady="" poll=
 	case $mode in
 	fp) cg=(-g) ;;
 	dwarf) cg=(--call-graph "dwarf,$STACK") ;;
@@ -178,9 +185,22 @@ rec_run() {
 	fi
 	pid=$!
 	sleep 0.5
+	if [ "$tool" = perfrecd ]; then
+		(sleep "$STEADY_FROM"; "$PERFRECCTL" --socket "$out.sock" --json status > "$out.status0" 2>/dev/null) &
+		poll=$!
+	fi
 	loop_six "$secs" > "$out.runs" || die "a workload failed"
 	if [ "$tool" = perfrecd ]; then
 		"$PERFRECCTL" --socket "$out.sock" --json status > "$out.status" 2>/dev/null
+		wait "$poll"
+		steady=$(python3 -c '
+import json, sys
+try:
+    a, b = (json.load(open(p)) for p in sys.argv[1:3])
+    n = b["samples"] - a["samples"]
+    print("%.2f" % ((b["cpu_time_sec"] - a["cpu_time_sec"]) * 1e6 / n) if n > 0 else "")
+except (OSError, ValueError, KeyError):
+    print("")' "$out.status0" "$out.status")
 	fi
 	wait $pid || { cat "$out.err" >&2; die "$tool $mode recording failed"; }
 	if [ "$mode" = host ] || [ "$mode" = warm ]; then
@@ -204,7 +224,7 @@ rec_run() {
 	fi
 	echo "$tool,$mode,$RATE,$run,$secs,$NCPU,$eff,$cpu,$samples,$(awk -v c="$cpu" -v s="$samples" \
 		'BEGIN { printf "%.2f", s ? c * 1e6 / s : 0 }'),$rss,$bytes,$(awk -v b="$bytes" -v s="$samples" \
-		'BEGIN { printf "%.0f", s ? b / s : 0 }'),$lrec,$slost,$rcpu,${counters// /,},$(paste -sd' ' "$out.runs")" >> "$CSV"
+		'BEGIN { printf "%.0f", s ? b / s : 0 }'),$lrec,$slost,$rcpu,${counters// /,},$(paste -sd' ' "$out.runs"),$steady" >> "$CSV"
 	rm -rf "$out" "$out".*
 }
 
@@ -213,7 +233,7 @@ step_record() {
 	local configs=(perfrecd:host perfrecd:fp perf:dwarf perfrecd:warm)
 	mkdir -p -m 0700 "$TMP/bidcache"
 	CSV=$RESULTS/unwind25-runs.csv
-	echo "tool,mode,rate,run,secs,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,unwind_samples,unwound,behind,dropped,by_tables,by_libdwfl,tables,table_bytes,tables_built,tables_loaded,workload_runs" > "$CSV"
+	echo "tool,mode,rate,run,secs,ncpu,effective_max_rate,cpu_s,samples,cpu_us_per_sample,peak_rss_kib,bytes,bytes_per_sample,lost_records,samples_lost,report_cpu_s,unwind_samples,unwound,behind,dropped,by_tables,by_libdwfl,tables,table_bytes,tables_built,tables_loaded,workload_runs,steady_us_per_sample" > "$CSV"
 	say "== record: the six programs together for ${SECS}s per run, $RATE Hz on $NCPU CPUs, dwarf stacks of $STACK bytes (load $(load))"
 	for run in $(seq "$RUNS"); do
 		for i in $(seq 0 $((${#configs[@]} - 1))); do
@@ -222,14 +242,15 @@ step_record() {
 			rec_run "${c%%:*}" "${c#*:}" "$run"
 		done
 	done
-	python3 - "$CSV" <<'PY' | tee -a "$OUT"
+	python3 - "$CSV" "$STEADY_FROM" <<'PY' | tee -a "$OUT"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def med(tool, mode, key):
     v = [float(r[key]) for r in rows if r["tool"] == tool and r["mode"] == mode and r[key] not in ("", "-")]
     return statistics.median(v) if v else float("nan")
 for r in rows:
-    print("%(tool)s %(mode)s run %(run)s, %(secs)s s: %(cpu_s)s s CPU, %(samples)s samples, %(cpu_us_per_sample)s us/sample, "
+    print("%(tool)s %(mode)s run %(run)s, %(secs)s s: %(cpu_s)s s CPU, %(samples)s samples, %(cpu_us_per_sample)s us/sample "
+          "(steady %(steady_us_per_sample)s), "
           "%(bytes_per_sample)s B/sample, lost records %(lost_records)s, samples lost %(samples_lost)s, "
           "max rate %(effective_max_rate)s, report %(report_cpu_s)s s; unwind: samples %(unwind_samples)s "
           "unwound %(unwound)s behind %(behind)s dropped %(dropped)s by_tables %(by_tables)s by_libdwfl %(by_libdwfl)s "
@@ -244,6 +265,9 @@ print("median CPU/sample: perfrecd host %.2f us, perfrecd -g %.2f us (host/-g %.
                                                       host / perf_whole))
 print("median CPU/sample of perfrecd host after a restart (tables loaded from the build-id cache): %.2f us "
       "(%.2fx -g, %.3fx perf)" % (warm, warm / fp, warm / perf_whole))
+sh, sw, sf = (med("perfrecd", m, "steady_us_per_sample") for m in ("host", "warm", "fp"))
+print("median steady CPU/sample (from %s s into a run to the end of the load): perfrecd host %.2f us, after a restart "
+      "%.2f us, -g %.2f us (host/-g %.2fx, restart/-g %.2fx)" % (sys.argv[2], sh, sw, sf, sh / sf, sw / sf))
 hb = med("perfrecd", "host", "bytes_per_sample"); fb = med("perfrecd", "fp", "bytes_per_sample")
 print("bytes/sample: host %.0f, -g %.0f (%.2fx), perf dwarf %.0f" % (hb, fb, hb / fb, med("perf", "dwarf", "bytes_per_sample")))
 PY

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,14 @@ struct unwind_sink {
 	unsigned nr_spare;
 	bool busy;                     /* the worker holds a round */
 	bool stop;
-	struct unwind_sink_stats st;
+	struct unwind_sink_stats st;   /* but its queued_bytes and max_queued_bytes: */
+	/*
+	 * Bytes in rounds handed over or being filled: added by the draining
+	 * thread per record, taken off by the worker per round, without the
+	 * lock (a lock a record was some 3% of perfrecd's CPU).  Only the
+	 * draining thread raises them, so it alone keeps the maximum.
+	 */
+	_Atomic uint64_t queued, max_queued;
 	pthread_t worker;
 	bool started;
 	_Alignas(8) unsigned char strip[PERFREC_RECORD_MAX + 1];
@@ -207,7 +215,7 @@ static void *work(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->st.unwinder = ust;
 		s->st.tables = tst;
-		s->st.queued_bytes -= r->len;
+		atomic_fetch_sub_explicit(&s->queued, r->len, memory_order_relaxed);
 		s->st.rounds++;
 		if (err && !s->st.error)
 			s->st.error = err;
@@ -263,12 +271,13 @@ int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emi
 	return 0;
 }
 
-/* @n more bytes queued; under s->lock. */
+/* @n more bytes queued, by the draining thread. */
 static void count_queued(struct unwind_sink *s, uint64_t n)
 {
-	s->st.queued_bytes += n;
-	if (s->st.queued_bytes > s->st.max_queued_bytes)
-		s->st.max_queued_bytes = s->st.queued_bytes;
+	uint64_t q = atomic_fetch_add_explicit(&s->queued, n, memory_order_relaxed) + n;
+
+	if (q > atomic_load_explicit(&s->max_queued, memory_order_relaxed))
+		atomic_store_explicit(&s->max_queued, q, memory_order_relaxed);
 }
 
 int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *rec,
@@ -277,43 +286,27 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
 	static const struct cut whole;
 	struct cut c = plan_cut(rec, attr);
 	uint64_t size = rec->size - c.len;
-	bool over;
 	int r;
 
-	/*
-	 * One lock a record: its bytes are counted before they are copied
-	 * (the worker does not see the round being filled) and given back
-	 * if the copy fails.
-	 */
-	pthread_mutex_lock(&s->lock);
-	over = s->st.queued_bytes + size > s->max_queue;
-	if (!over || rec->type != PERF_RECORD_SAMPLE)
-		count_queued(s, size);
-	pthread_mutex_unlock(&s->lock);
-	if (over && rec->type == PERF_RECORD_SAMPLE) {
+	if (rec->type == PERF_RECORD_SAMPLE &&
+	    atomic_load_explicit(&s->queued, memory_order_relaxed) + size > s->max_queue) {
 		int n = perfrec_unwinder__strip(rec, attr, s->strip, sizeof(s->strip));
 
 		if (n > 0) {
 			/* Already in the unwound layout: the worker passes it on as it is. */
 			r = round_add(s->cur, (const void *)s->strip, NULL, &whole);
-			pthread_mutex_lock(&s->lock);
 			if (r == 0) {
+				count_queued(s, (uint64_t)n);
+				pthread_mutex_lock(&s->lock);
 				s->st.behind++;
-				s->st.queued_bytes += (uint64_t)n;
+				pthread_mutex_unlock(&s->lock);
 			}
-			pthread_mutex_unlock(&s->lock);
 			return r;
 		}
-		pthread_mutex_lock(&s->lock);
-		count_queued(s, size);
-		pthread_mutex_unlock(&s->lock);
 	}
 	r = round_add(s->cur, rec, attr, &c);
-	if (r < 0) {
-		pthread_mutex_lock(&s->lock);
-		s->st.queued_bytes -= size;
-		pthread_mutex_unlock(&s->lock);
-	}
+	if (r == 0)
+		count_queued(s, size);
 	return r;
 }
 
@@ -392,6 +385,8 @@ void unwind_sink_stats(struct unwind_sink *s, struct unwind_sink_stats *ret)
 	pthread_mutex_lock(&s->lock);
 	*ret = s->st;
 	pthread_mutex_unlock(&s->lock);
+	ret->queued_bytes = atomic_load_explicit(&s->queued, memory_order_relaxed);
+	ret->max_queued_bytes = atomic_load_explicit(&s->max_queued, memory_order_relaxed);
 }
 
 void unwind_sink_free(struct unwind_sink *s)

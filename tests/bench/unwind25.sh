@@ -49,7 +49,8 @@
 # BENCH_U25_PERF_SECS (15), BENCH_U25_REPLAY_REC_SECS (20),
 # BENCH_U25_REPLAY_SECS (30), BENCH_U25_STEADY_FROM (15: the steady
 # figure's window starts this many seconds into a run), BENCH_STACK_SIZE (8192),
-# BENCH_MMAP_PAGES (128), BENCH_RESULTS (tests/bench/results).
+# BENCH_MMAP_PAGES (perf's -m: 128; perfrecd's ring only when set, else
+# its default, mmap-size=auto), BENCH_RESULTS (tests/bench/results).
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -66,6 +67,10 @@ PERF_SECS=${BENCH_U25_PERF_SECS:-15}
 STEADY_FROM=${BENCH_U25_STEADY_FROM:-15}
 STACK=${BENCH_STACK_SIZE:-8192}
 PAGES=${BENCH_MMAP_PAGES:-128}
+# perfrecd's default recording sizes its own rings (mmap-size=auto: 4 MiB a
+# CPU for 8-KiB stacks at 999 Hz); 128 pages drop samples whenever the
+# draining thread waits 32 ms, which on 2 busy CPUs it does.
+OUR_PAGES=${BENCH_MMAP_PAGES:-}
 RESULTS=${BENCH_RESULTS:-$ROOT/tests/bench/results}
 RUSAGE=$ROOT/tests/bench/rusage.py
 PERFRECD=$ROOT/tests/plain-perfrecd
@@ -104,12 +109,14 @@ OUT=$RESULTS/unwind25.txt
 say() { echo "$*" | tee -a "$OUT"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# conf FILE [BUILDID_CACHE]: one file per run, perf's ring size; the
+# conf FILE [BUILDID_CACHE]: one file per run, the ring size asked for; the
 # build-id cache (and the unwind tables beside it) in the output directory
 # unless named.
 conf() {
-	printf '[record]\nmmap-size=%s\n[output]\nrotate-interval=0\nrotate-size=0\nmax-bytes=0\nmax-files=0\n' \
-		"$((PAGES * $(getconf PAGESIZE)))" > "$1"
+	{
+		[ -z "$OUR_PAGES" ] || printf '[record]\nmmap-size=%s\n' "$((OUR_PAGES * $(getconf PAGESIZE)))"
+		printf '[output]\nrotate-interval=0\nrotate-size=0\nmax-bytes=0\nmax-files=0\n'
+	} > "$1"
 	[ -z "${2:-}" ] || printf 'buildid-cache=%s\n' "$2" >> "$1"
 }
 

@@ -368,6 +368,13 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 	start = b.start;
 	d->in_pass = true;
 	while ((rr = perfrec_ring__next(ring, &b, &h)) > 0) {
+		/*
+		 * A DWARF sample's last line (its stack copy's dyn_size, which
+		 * the unwinding stage reads first) is 8 KiB away from the
+		 * header: asked for now, it comes while the record is decoded.
+		 */
+		if (h->size > 256)
+			__builtin_prefetch((const unsigned char *)h + h->size - 8);
 		/* A sample's event, looked up once for the repair and the sinks. */
 		f = h->type == PERF_RECORD_SAMPLE ? find_sample_id(d, h) : NULL;
 		fh = drain_repair(d, h, f, d->fixed, sizeof(d->fixed));

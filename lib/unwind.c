@@ -1038,6 +1038,8 @@ static void evict_sessions(struct perfrec_unwinder *u)
  * already there, where dwfl_report_elf() took that for a clash and
  * dropped the module in use.
  */
+static bool jit_map(const struct map *m);
+
 static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
 {
 	struct map *m = &s->maps[i];
@@ -1047,7 +1049,8 @@ static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
 	Dwarf_Addr bias;
 	void **userdata;
 
-	if (!m->exec || m->missing || m->reported || m->name[0] != '/' || m->pgoff > m->start)
+	/* JIT code ("//anon" too) is no file to look for: libdwfl's frame pointers walk it. */
+	if (!m->exec || m->missing || m->reported || m->name[0] != '/' || jit_map(m) || m->pgoff > m->start)
 		return false;
 	m->reported = true;
 	for (size_t j = 0; j < s->nr; j++)

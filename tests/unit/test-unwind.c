@@ -243,6 +243,28 @@ Test(unwind, frames_past_the_stack_copy_end_the_chain)
 	perfrec_unwinder__free(u);
 }
 
+/*
+ * Anonymous executable memory (JIT code: node makes dozens of such maps
+ * a run) is no file: a libdwfl session leaves it out instead of looking
+ * for "//anon" through map_files, the process's root and the host (three
+ * failed opens a map) and counting it a missing file.
+ */
+Test(unwind, anonymous_code_is_not_looked_for_as_a_file)
+{
+	struct perfrec_unwinder *u = new_dwfl_unwinder();
+	_Alignas(8) unsigned char rec[256] = {0};
+	struct perfrec_unwinder_stats st;
+	struct chain c;
+
+	feed_maps(u, NULL, NULL);
+	take_map(u, mmap2_record(rec, 0x10000000000ULL, 1 << 20, 0, PROT_READ | PROT_EXEC, "//anon"));
+	c = unwind(u, &snap);
+	cr_expect(chain_has(&c, outer_marker), "the stack no longer unwinds");
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.elf_missing, 0, "%" PRIu64 " files missing: //anon was looked for", st.elf_missing);
+	perfrec_unwinder__free(u);
+}
+
 Test(unwind, a_missing_or_changed_file_is_not_used)
 {
 	static const uint8_t other_id[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };

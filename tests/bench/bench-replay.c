@@ -15,10 +15,14 @@
  * time: the machine may be busy), wall samples/s, and how many CPUs
  * sampling at 99 Hz and at 999 Hz one worker keeps up with at that rate.
  * The sink behind the worker (the file writer) is not in these figures.
+ * With BENCH_REPLAY_DIGEST set in the environment, hashes of what the
+ * rewriting gave in the warm-up pass and in the counted passes: two
+ * builds of the unwinder compared (with SECS small: one counted pass).
  *
  *   bench-replay FILE.data [SECS]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +37,21 @@
 struct tally {
 	uint64_t samples, records, rewritten;
 	double rewrite_cpu;      /* in perfrec_unwinder__rewrite() */
+	bool digest;             /* BENCH_REPLAY_DIGEST set: hash what the rewriting gave */
+	uint64_t hash;
 };
+
+/* FNV-1a over the records rewritten (and the results of the others): two builds compared. */
+static void digest(struct tally *t, const unsigned char *out, int r)
+{
+	uint64_t h = t->hash ? t->hash : 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < (int)sizeof(r); i++)
+		h = (h ^ ((unsigned)r >> (8 * i) & 0xff)) * 0x100000001b3ull;
+	for (int i = 0; i < r; i++)
+		h = (h ^ out[i]) * 0x100000001b3ull;
+	t->hash = h;
+}
 
 static double clock_s(clockid_t id)
 {
@@ -77,8 +95,11 @@ static void rewrite_batch(struct perfrec_unwinder *u, struct batch *b, struct ta
 	double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	int r[BATCH_RECORDS];
 
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		r[i] = perfrec_unwinder__rewrite(u, (const void *)(b->buf + b->off[i]), b->attr[i], out, sizeof(out));
+		if (t->digest)
+			digest(t, out, r[i]);
+	}
 	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct perf_event_header *rec = (const void *)(b->buf + b->off[i]);
@@ -124,7 +145,7 @@ static int run(const char *path, double secs, const char *dir)
 	struct perfrec_unwinder_tables_opts to = { .dir = dir };
 	struct perfrec_unwinder_table_stats ts;
 	struct perfrec_unwinder *u;
-	struct tally warm = { 0 }, t = { 0 };
+	struct tally warm = { .digest = !!getenv("BENCH_REPLAY_DIGEST") }, t = { 0 };
 	double w0, c0, wall, cpu, us, rw_us;
 	unsigned passes = 0;
 	int r = -1;
@@ -139,10 +160,13 @@ static int run(const char *path, double secs, const char *dir)
 	printf("warm-up pass: %llu samples (%llu with DWARF stacks rewritten), %.2f s CPU (tables built)\n",
 	       (unsigned long long)warm.samples, (unsigned long long)warm.rewritten,
 	       clock_s(CLOCK_THREAD_CPUTIME_ID) - c0);
+	if (warm.digest)
+		printf("digest %016llx\n", (unsigned long long)warm.hash);
 	if (!warm.rewritten) {
 		fprintf(stderr, "bench-replay: %s has no DWARF samples to unwind\n", path);
 		goto out;
 	}
+	t.digest = warm.digest;
 	w0 = clock_s(CLOCK_MONOTONIC);
 	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	do {
@@ -154,6 +178,8 @@ static int run(const char *path, double secs, const char *dir)
 	cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 	rw_us = t.rewrite_cpu * 1e6 / (double)t.samples;
 	us = cpu * 1e6 / (double)t.samples;
+	if (t.digest)
+		printf("digest_passes %016llx\n", (unsigned long long)t.hash);
 	perfrec_unwinder__table_stats(u, &ts);
 	printf("passes %u\nsamples %llu\nrecords %llu\nwall_s %.2f\ncpu_s %.2f\n", passes,
 	       (unsigned long long)t.samples, (unsigned long long)t.records, wall, cpu);

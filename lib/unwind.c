@@ -1127,18 +1127,16 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 /* --- unwind tables ------------------------------------------------------ */
 
 /*
- * What a file whose CFI made no table gets instead: one fallback row over
- * everything, so that the walk hands such frames to libdwfl.
+ * What a file whose CFI made no table gets instead: a fallback row at
+ * every pc, so that the walk hands such frames to libdwfl.
  */
 static const struct unwtab_row dwfl_row = { .kind = UNWTAB_FALLBACK };
-static const struct unwtab dwfl_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&dwfl_row };
 /*
  * And a file that is not to be had: its frame is the chain's last, as
  * with libdwfl (no module).  Its code is no JIT's: its frame pointers, if
  * any, are not followed on the strength of a file nobody could check.
  */
 static const struct unwtab_row stop_row = { .kind = UNWTAB_OUTERMOST };
-static const struct unwtab stop_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&stop_row };
 
 /* Which file table_open() looks for: the one find_elf() takes for @m. */
 struct tab_open {
@@ -1287,8 +1285,8 @@ struct tab_walk {
 	const struct space *s;
 };
 
-/* unwtab_find_fn over a process's maps: a file's table, none for JIT code, or a sentinel's. */
-static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, uint64_t *ret_bias)
+/* unwtab_find_fn over a process's maps: a file's table's row, none for JIT code, or a sentinel's. */
+static int table_find(void *ctx, uint64_t pc, const struct unwtab_row **ret_row)
 {
 	struct tab_walk *w = ctx;
 	struct map *m = find_map(w->s, pc);
@@ -1311,16 +1309,12 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 		state = resolve_table(w->u, w->s, m);
 	switch (state) {
 	case TAB_TABLE:
-		*ret_table = m->tab;
-		*ret_bias = m->tab_bias;
-		return 1;
+		return unwtab_find_row(m->tab, m->tab_bias, pc, ret_row);
 	case TAB_DWFL:
-		*ret_table = &dwfl_table;
-		*ret_bias = 0;
+		*ret_row = &dwfl_row;
 		return 1;
 	case TAB_STOP:
-		*ret_table = &stop_table;
-		*ret_bias = 0;
+		*ret_row = &stop_row;
 		return 1;
 	default:
 		return 0;
@@ -1330,10 +1324,9 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 /* Whether libdwfl, starting at @ip as a frame's pc, takes the row the tables stopped at (hand_over()). */
 static bool dwfl_looks_up_alike(struct tab_walk *w, uint64_t ip)
 {
-	const struct unwtab *t;
-	uint64_t bias;
+	const struct unwtab_row *row, *before;
 
-	return table_find(w, ip, &t, &bias) == 1 && unwtab_lookup(t, ip - bias) == unwtab_lookup(t, ip - 1 - bias);
+	return table_find(w, ip, &row) == 1 && table_find(w, ip - 1, &before) == 1 && row == before;
 }
 
 /*
@@ -1462,11 +1455,10 @@ static bool fp_past_dwfl(struct perfrec_unwinder *u, struct tab_walk *w, unsigne
 {
 	const struct current *c = &u->cur;
 	uint64_t lookup = c->last_caller ? c->last.ip - 1 : c->last.ip;
+	const struct unwtab_row *row;
 	struct unwtab_result res;
-	const struct unwtab *t;
-	uint64_t bias;
 
-	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &t, &bias) != 0)
+	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &row) != 0)
 		return false;
 	if (unwtab_unwind_from(&c->last, c->sp, c->last_caller, c->stack, c->stack_len, table_find, w, u->tframes,
 			       u->max_frames - *n + 1, &res) < 0 || res.nr_frames < 2)

@@ -74,6 +74,8 @@
 #define NR_BUCKETS 1024
 #define BUILD_ID_MAX 20
 #define KEY_MAX 64
+/* Entries of the look-up memo (struct memo): 128 KiB. */
+#define MEMO_BITS 12
 
 /* perf's x86_64 register numbers (PERF_REG_X86_*), as bits of sample_regs_user. */
 enum { P_AX, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
@@ -118,6 +120,12 @@ enum tab_state {
 
 struct space {
 	uint32_t pid;
+	/*
+	 * Which maps these are: a new value of the unwinder's counter when the
+	 * space is made and whenever its maps change, so never one that a
+	 * space freed before (the same pid again) had.  The memo's key.
+	 */
+	uint64_t epoch;
 	struct map *maps;        /* sorted by start, not overlapping */
 	size_t nr, cap;
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
@@ -125,6 +133,22 @@ struct space {
 	bool grown;              /* code maps were only added: report them to dwfl */
 	uint64_t last_use;
 	struct space *next;      /* hash chain */
+};
+
+/*
+ * What table_find() answered for a pc of a space with the maps of @epoch
+ * (0: empty).  Stacks go through the same return addresses over and over
+ * (a program's main loop, its recursions, the same library calls), and
+ * each answer is a search of the maps and one of a table's rows: the memo,
+ * direct-mapped by pc and epoch, answers most frames without either.
+ * @row points into a table of the cache (or at a sentinel row): every
+ * entry goes when the cache evicts a table (its generation) or is
+ * replaced (perfrec_unwinder__set_tables()).
+ */
+struct memo {
+	uint64_t pc, epoch;
+	const struct unwtab_row *row;
+	int found;
 };
 
 /* What the callbacks read: the sample being unwound. */
@@ -184,6 +208,9 @@ struct perfrec_unwinder {
 	struct unwtab_frame tframes[512];
 	struct unwtab_regs dwfl_from;  /* cur.from's */
 	unsigned dwfl_base;            /* frames the tables found before libdwfl's */
+	uint64_t epochs;               /* the last space epoch handed out */
+	uint64_t memo_gen;             /* the table cache's generation the memo holds rows of */
+	struct memo memo[1u << MEMO_BITS];
 };
 
 /* --- ELF cache ----------------------------------------------------------- */
@@ -504,6 +531,7 @@ static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool c
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	s->epoch = ++u->epochs;
 	s->last_use = ++u->clock;
 	s->next = *pp;
 	*pp = s;
@@ -621,6 +649,8 @@ static int reserve(struct space *s, size_t n)
  * session holds only the executable maps.  Rebuilding re-reads every
  * module's CFI, and a process that maps as it runs (or starts, one
  * library at a time) would otherwise pay that on nearly every sample.
+ * Returns 1 when code was added, cut or replaced, 0 when only data maps
+ * changed (what table_find() answers is the same), or -ENOMEM.
  */
 static int add_map(struct space *s, struct map *nm)
 {
@@ -679,7 +709,7 @@ static int add_map(struct space *s, struct map *nm)
 		s->stale = true;
 	else if (nm->exec)
 		s->grown = true;
-	return 0;
+	return code_gone || nm->exec;
 }
 
 static int copy_space(struct perfrec_unwinder *u, uint32_t from, uint32_t to)
@@ -717,6 +747,7 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 	uint32_t pid, prot = PROT_EXEC;
 	size_t name_len;
 	struct space *s;
+	int r;
 
 	if ((size_t)(end - p) <= fixed)
 		return 0;
@@ -752,7 +783,14 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 		free(m.name);
 		return -ENOMEM;
 	}
-	return add_map(s, &m);
+	/*
+	 * The memo's answers for this space go when code changes (or when a
+	 * failure may have cut a map already), not at every heap or stack map.
+	 */
+	r = add_map(s, &m);
+	if (r != 0)
+		s->epoch = ++u->epochs;
+	return r < 0 ? r : 0;
 }
 
 static int apply_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
@@ -771,8 +809,10 @@ static int apply_sideband(struct perfrec_unwinder *u, const struct perf_event_he
 
 			memcpy(&pid, p, 4);
 			s = find_space(u, pid, false);
-			if (s)
+			if (s) {
 				clear_maps(s);
+				s->epoch = ++u->epochs;
+			}
 		}
 		return 0;
 	case PERF_RECORD_FORK:
@@ -1285,13 +1325,61 @@ struct tab_walk {
 	const struct space *s;
 };
 
-/* unwtab_find_fn over a process's maps: a file's table's row, none for JIT code, or a sentinel's. */
+/* Forget every row the memo holds: the table cache evicted tables, or is another. */
+static void memo_clear(struct perfrec_unwinder *u)
+{
+	memset(u->memo, 0, sizeof(u->memo));
+	u->memo_gen = unwtab_cache_generation(u->tabs);
+}
+
+static struct memo *memo_slot(struct perfrec_unwinder *u, uint64_t pc, uint64_t epoch)
+{
+	uint64_t h = (pc ^ (epoch * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return &u->memo[h >> (64 - MEMO_BITS)];
+}
+
+/* What table_find() answers, from the maps and the tables. */
+static int table_find_maps(struct tab_walk *w, uint64_t pc, const struct unwtab_row **ret_row, bool *ret_stable);
+
+/*
+ * unwtab_find_fn over a process's maps: a file's table's row, none for JIT
+ * code, or a sentinel's; from the memo when this space's maps were asked
+ * for @pc before, else from the maps, and kept when the answer holds
+ * until the maps change or the cache evicts (not a table deferred for now).
+ */
 static int table_find(void *ctx, uint64_t pc, const struct unwtab_row **ret_row)
 {
 	struct tab_walk *w = ctx;
+	struct perfrec_unwinder *u = w->u;
+	struct memo *e;
+	bool stable;
+	int r;
+
+	/* With the tables off a map's answer changes as libdwfl finds its file or not. */
+	if (u->tables_off)
+		return table_find_maps(w, pc, ret_row, &stable);
+	e = memo_slot(u, pc, w->s->epoch);
+	if (e->pc == pc && e->epoch == w->s->epoch) {
+		*ret_row = e->row;
+		return e->found;
+	}
+	*ret_row = NULL;
+	r = table_find_maps(w, pc, ret_row, &stable);
+	/* Tables resolved for this look-up may have evicted others: rows held are gone. */
+	if (unwtab_cache_generation(u->tabs) != u->memo_gen)
+		memo_clear(u);
+	if (stable)
+		*e = (struct memo){ .pc = pc, .epoch = w->s->epoch, .row = *ret_row, .found = r };
+	return r;
+}
+
+static int table_find_maps(struct tab_walk *w, uint64_t pc, const struct unwtab_row **ret_row, bool *ret_stable)
+{
 	struct map *m = find_map(w->s, pc);
 	enum tab_state state;
 
+	*ret_stable = true;
 	if (!m || !m->exec)
 		return -1;
 	/*
@@ -1305,8 +1393,11 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab_row **ret_row)
 		state = (enum tab_state)m->tab_state;
 	/* A table evicted since is asked for again (loaded or built). */
 	if (!w->u->tables_off &&
-	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs))))
+	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs)))) {
 		state = resolve_table(w->u, w->s, m);
+		/* Not had for now (no memory, over the build budget): asked again next time. */
+		*ret_stable = m->tab_state != TAB_UNKNOWN;
+	}
 	switch (state) {
 	case TAB_TABLE:
 		return unwtab_find_row(m->tab, m->tab_bias, pc, ret_row);
@@ -1410,6 +1501,7 @@ int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfre
 	unwtab_cache_free(u->tabs);
 	u->tabs = c;
 	u->tables_off = opts->off;
+	memo_clear(u);
 	return 0;
 }
 

@@ -803,22 +803,132 @@ Test(unwind_tables, a_table_of_another_build_id_is_not_used, .init = make_tabdir
 	cr_expect_eq(ts.cache.saved, 0, "a table was saved for the new build id");
 }
 
-/* Memory holds the tables up to its bound: past it they go (counted) and come back. */
+/*
+ * Memory holds the tables up to its bound: past it they go (counted) and
+ * come back.  Each round asks for them again: rows the unwinder kept of
+ * pcs it saw (lib/unwind.c's memo) went with their tables.
+ */
 Test(unwind_tables, the_memory_bound_evicts_and_unwinding_goes_on, .init = make_tabdir, .fini = rm_tabdir)
 {
 	struct perfrec_unwinder *u = new_table_unwinder(1);
 	struct perfrec_unwinder_table_stats ts;
+	uint64_t got = 0;
 	struct chain c;
 
 	feed_maps(u, NULL, NULL);
 	for (int i = 0; i < 3; i++) {
 		c = unwind(u, &snap);
 		cr_expect(chain_has(&c, middle_marker) && chain_has(&c, outer_marker), "round %d", i);
+		perfrec_unwinder__table_stats(u, &ts);
+		cr_expect_gt(ts.cache.built + ts.cache.loaded, got, "round %d: the evicted tables were not asked for", i);
+		got = ts.cache.built + ts.cache.loaded;
 	}
 	perfrec_unwinder__table_stats(u, &ts);
 	cr_expect_geq(ts.cache.evicted, 1, "nothing evicted past a 1-byte bound");
 	cr_expect_eq(ts.cache.tables, 1, "%zu tables kept under a 1-byte bound", ts.cache.tables);
 	cr_expect_eq(ts.by_tables, 3);
+	perfrec_unwinder__free(u);
+}
+
+static bool whole(struct perfrec_unwinder *u)
+{
+	struct chain c = unwind(u, &snap);
+
+	return chain_has(&c, middle_marker) && chain_has(&c, outer_marker);
+}
+
+/* A record of this process, the body's first 16 bytes @ids (pid, ppid or pid, tid, ...). */
+static void feed_task(struct perfrec_unwinder *u, uint32_t type, uint16_t misc, const uint32_t ids[4])
+{
+	_Alignas(8) unsigned char rec[64] = {0};
+	struct perf_event_header *h = (void *)rec;
+
+	h->type = type;
+	h->misc = misc;
+	h->size = sizeof(*h) + 24 + 16;
+	memcpy(rec + sizeof(*h), ids, 16);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+}
+
+/* This executable's code mapping, [*start, *end). */
+static void exe_text(uint64_t *start, uint64_t *end)
+{
+	uint64_t pc = (uint64_t)(uintptr_t)capture_here, a, b;
+	char line[PATH_MAX + 128], perms[8];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	*start = *end = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &a, &b, perms) == 3 && pc >= a && pc < b) {
+			*start = a;
+			*end = b;
+		}
+	if (f)
+		fclose(f);
+	cr_assert_gt(*end, *start, "capture_here() is in no mapping");
+}
+
+/*
+ * The unwinder remembers what it found at each pc of a process (its memo),
+ * and forgets it when the process's code changes: a binary replaced by
+ * another at the same addresses (here: the same path with another build
+ * id, whose file is not to be had, so its frames end the chain), its code
+ * cut by a data map, an exec, the pid used again by a new process.  Each
+ * time the next sample must be unwound with the new maps, and back.
+ */
+Test(unwind_tables, a_process_whose_code_changes_is_not_unwound_from_memory, .init = setup)
+{
+	static const uint8_t other_id[20] = { 0xde, 0xad, 0xbe, 0xef, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+	struct perfrec_unwinder *u = new_unwinder();
+	uint32_t pid = (uint32_t)getpid(), ids[4] = { pid, pid, pid, pid };
+	uint64_t start, end;
+	uint8_t id[20];
+
+	self_build_id(id);
+	exe_text(&start, &end);
+	feed_maps(u, NULL, id);
+	cr_assert(whole(u));
+	cr_assert(whole(u), "not unwound whole the second time (from memory)");
+	/* Another binary at the same addresses. */
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "unwound with the replaced binary's table");
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u), "the binary mapped again is not unwound through");
+	/* Data over the code: no code there any more. */
+	feed_one_map(u, start, end - start, PROT_READ | PROT_WRITE, "//anon");
+	cr_expect_not(whole(u), "unwound through code a data map replaced");
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	/* An exec: none of the old code (a data map of the new image first), then the other binary. */
+	feed_task(u, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, ids);
+	feed_one_map(u, 0x10000, 0x1000, PROT_READ | PROT_WRITE, "//anon");
+	cr_expect_not(whole(u), "unwound with the code of the image before exec");
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "unwound with the maps of the image before exec");
+	/* The process exits and its pid is a new process's, mapping the same way. */
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	feed_task(u, PERF_RECORD_EXIT, 0, ids);
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "the new process of the same pid was unwound with the old one's maps");
+	feed_task(u, PERF_RECORD_EXIT, 0, ids);
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	perfrec_unwinder__free(u);
+}
+
+/* New tables (perfrecd's reload) are another cache: nothing remembered of the old one's rows is used. */
+Test(unwind_tables, new_tables_are_asked_not_the_rows_of_the_old, .init = make_tabdir, .fini = rm_tabdir)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder_table_stats ts;
+
+	feed_maps(u, NULL, NULL);
+	cr_assert(whole(u));
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .dir = tabdir }), 0);
+	cr_expect(whole(u));
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.cache.built, 1, "the new cache built no table: rows of the old one were used");
 	perfrec_unwinder__free(u);
 }
 

@@ -1267,3 +1267,29 @@ Test(unwtab, indexed_lookups_are_plain_searches)
 		free(t.first);
 	}
 }
+
+/*
+ * A look-up searches the rows of one granule of the index: compiled code
+ * has a row every 50 bytes or so, and granules of 4 KiB made that some 80
+ * rows, seven probes, most of them cache misses in a table of megabytes
+ * (cc1's).  Granules hold a handful now, for an index of at most a
+ * quarter as many entries as rows.
+ */
+Test(unwtab, index_granules_hold_a_few_rows)
+{
+	size_t n = 100000;
+	struct unwtab t = { .nr_rows = n, .rows = calloc(n, sizeof(struct unwtab_row)) };
+
+	cr_assert_not_null(t.rows);
+	for (size_t i = 0; i < n; i++)
+		t.rows[i] = (struct unwtab_row){ .start = 0x10000 + 48 * i, .kind = UNWTAB_CFA_SP, .cfa_off = 8 };
+	cr_assert_eq(unwtab_index(&t), 0);
+	cr_expect_leq(1ull << t.index_shift, 48 * 8, "granules of %llu bytes: %llu rows each",
+		      1ull << t.index_shift, (1ull << t.index_shift) / 48);
+	cr_expect_leq(t.index_len, n / 4 + 1024 + 1, "an index of %zu entries for %zu rows", t.index_len, n);
+	for (size_t i = 0; i < n; i += 997)
+		cr_assert_eq(unwtab_lookup(&t, 0x10000 + 48 * i + 47), &t.rows[i]);
+	free(t.first);
+	free(t.rows);
+}
+

@@ -76,6 +76,8 @@
 #define KEY_MAX 64
 /* Entries of the look-up memo (struct memo): 128 KiB. */
 #define MEMO_BITS 12
+/* Bytes of a sample's stack copy fetched into the cache before its walk (unwind_tables()). */
+#define PREFETCH_STACK 4096
 
 /* perf's x86_64 register numbers (PERF_REG_X86_*), as bits of sample_regs_user. */
 enum { P_AX, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
@@ -1461,6 +1463,14 @@ static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp
 	};
 	struct unwtab_result res;
 
+	/*
+	 * The walk reads the stack copy a frame at a time, each read waiting
+	 * for the row found with the last: the copy, written by the kernel and
+	 * queued by another thread, is rarely in this CPU's cache.  Its first
+	 * pages are asked for at once.
+	 */
+	for (size_t off = 0; off < u->cur.stack_len && off < PREFETCH_STACK; off += 64)
+		__builtin_prefetch(u->cur.stack + off);
 	if (unwtab_unwind(&regs, u->cur.stack, u->cur.stack_len, table_find, &w, u->tframes, u->max_frames,
 			  &res) < 0)
 		return 0;

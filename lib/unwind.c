@@ -541,11 +541,12 @@ static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool c
 	return s;
 }
 
-static void drop_dwfl(struct space *s)
+static void drop_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	if (s->dwfl) {
 		dwfl_end(s->dwfl);
 		s->dwfl = NULL;
+		u->st.live_sessions--;
 	}
 }
 
@@ -557,9 +558,9 @@ static void clear_maps(struct space *s)
 	s->stale = true;
 }
 
-static void free_space(struct space *s)
+static void free_space(struct perfrec_unwinder *u, struct space *s)
 {
-	drop_dwfl(s);
+	drop_dwfl(u, s);
 	clear_maps(s);
 	free(s->maps);
 	free(s);
@@ -574,7 +575,7 @@ static void remove_space(struct perfrec_unwinder *u, uint32_t pid)
 			struct space *s = *pp;
 
 			*pp = s->next;
-			free_space(s);
+			free_space(u, s);
 			u->st.spaces--;
 			return;
 		}
@@ -616,7 +617,7 @@ static void drop_sessions_using(struct perfrec_unwinder *u, const char *key)
 					continue;
 				map_key(&s->maps[i], k);
 				if (strcmp(k, key) == 0) {
-					drop_dwfl(s);
+					drop_dwfl(u, s);
 					s->stale = true;
 					u->st.sessions_evicted++;
 					break;
@@ -1053,18 +1054,17 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 static void evict_sessions(struct perfrec_unwinder *u)
 {
-	size_t live = 0;
 	struct space *oldest = NULL;
 
+	/* Counted as they come and go: the spaces are walked only to find the one to drop. */
+	if (u->st.live_sessions <= u->max_spaces)
+		return;
 	for (size_t b = 0; b < NR_BUCKETS; b++)
 		for (struct space *s = u->buckets[b]; s; s = s->next)
-			if (s->dwfl) {
-				live++;
-				if (!oldest || s->last_use < oldest->last_use)
-					oldest = s;
-			}
-	if (live > u->max_spaces && oldest) {
-		drop_dwfl(oldest);
+			if (s->dwfl && (!oldest || s->last_use < oldest->last_use))
+				oldest = s;
+	if (oldest) {
+		drop_dwfl(u, oldest);
 		oldest->stale = true;
 		u->st.sessions_evicted++;
 	}
@@ -1139,12 +1139,13 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	size_t reported = 0;
 
-	drop_dwfl(s);
+	drop_dwfl(u, s);
 	s->stale = s->grown = false;
 	u->st.sessions++;
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!s->dwfl)
 		return false;
+	u->st.live_sessions++;
 	for (size_t i = 0; i < s->nr; i++)
 		s->maps[i].reported = false;
 	u->building = s;
@@ -1159,7 +1160,7 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 	 * backend, which a later report can free.
 	 */
 	if (!reported || !dwfl_attach_state(s->dwfl, u->host_elf, (pid_t)s->pid, &thread_callbacks, u)) {
-		drop_dwfl(s);
+		drop_dwfl(u, s);
 		return false;
 	}
 	evict_sessions(u);
@@ -2002,7 +2003,7 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 			struct space *s = u->buckets[b];
 
 			u->buckets[b] = s->next;
-			free_space(s);
+			free_space(u, s);
 		}
 	while (u->elves) {
 		struct elf_entry *e = u->elves;
@@ -2018,12 +2019,8 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 	free(u);
 }
 
+/* Called after every round: counters only, no walk over the spaces. */
 void perfrec_unwinder__stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_stats *ret)
 {
 	*ret = u ? u->st : (struct perfrec_unwinder_stats){0};
-	if (!u)
-		return;
-	for (size_t b = 0; b < NR_BUCKETS; b++)
-		for (const struct space *s = u->buckets[b]; s; s = s->next)
-			ret->live_sessions += !!s->dwfl;
 }

@@ -644,6 +644,92 @@ Test(unwind, maps_without_any_usable_file_are_tried_once_until_they_change)
 	perfrec_unwinder__free(u);
 }
 
+struct as_pid {
+	struct perfrec_unwinder *u;
+	uint32_t pid;
+};
+
+/* This process's maps as those of process @pid. */
+static void take_map_as(void *ctx, const struct perf_event_header *h)
+{
+	_Alignas(8) unsigned char rec[PATH_MAX + 256];
+	const struct as_pid *a = ctx;
+
+	memcpy(rec, h, h->size);
+	memcpy(rec + sizeof(*h), &a->pid, 4);
+	memcpy(rec + sizeof(*h) + 4, &a->pid, 4);
+	take_map(a->u, (const void *)rec);
+}
+
+/* The snapshot as a sample of process @pid: whether it reached outer_marker. */
+static bool whole_as(struct perfrec_unwinder *u, uint32_t pid)
+{
+	static _Alignas(8) unsigned char in[65536], out[65536];
+	struct perf_event_attr a = attr();
+	struct perf_event_header *h = sample(&snap, in);
+	uint64_t ids = (uint64_t)pid << 32 | pid;
+	int n;
+
+	memcpy(in + sizeof(*h) + 16, &ids, 8);
+	n = perfrec_unwinder__rewrite(u, h, &a, out, sizeof(out));
+	cr_assert_gt(n, 0);
+	for (unsigned i = 0; i + 8 <= (unsigned)n; i += 8) {
+		uint64_t v, f = (uint64_t)(uintptr_t)outer_marker;
+
+		memcpy(&v, out + i, 8);
+		if (v >= f && v < f + 128)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The live sessions are counted as they are built, dropped for the cap
+ * and freed with their process (perfrec_unwinder__stats() is asked after
+ * every round, and no longer walks the spaces to count them).
+ */
+Test(unwind, live_sessions_are_counted_as_they_come_and_go)
+{
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .max_spaces = 1 };
+	uint32_t exit_ids[4] = { 7001, 1, 7001, 1 };
+	struct perfrec_unwinder_stats st;
+	struct perfrec_unwinder *u;
+
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .off = true }), 0);
+	for (uint32_t pid = 7000; pid < 7002; pid++)
+		for_each_map(NULL, NULL, take_map_as, &(struct as_pid){ .u = u, .pid = pid });
+	cr_assert(whole_as(u, 7000));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1);
+	cr_assert(whole_as(u, 7001));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1, "%zu sessions past a cap of 1", st.live_sessions);
+	cr_expect_eq(st.sessions_evicted, 1);
+	cr_assert(whole_as(u, 7000));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1);
+	cr_expect_eq(st.sessions_evicted, 2);
+	/* 7001's session went for 7000's: its exit leaves 7000's. */
+	{
+		_Alignas(8) unsigned char rec[64] = {0};
+		struct perf_event_header *h = (void *)rec;
+
+		h->type = PERF_RECORD_EXIT;
+		h->size = sizeof(*h) + 24;
+		memcpy(rec + sizeof(*h), exit_ids, 16);
+		cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+		perfrec_unwinder__stats(u, &st);
+		cr_expect_eq(st.live_sessions, 1);
+		exit_ids[0] = exit_ids[2] = 7000;
+		memcpy(rec + sizeof(*h), exit_ids, 16);
+		cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+		perfrec_unwinder__stats(u, &st);
+		cr_expect_eq(st.live_sessions, 0, "%zu sessions of processes gone", st.live_sessions);
+	}
+	perfrec_unwinder__free(u);
+}
+
 /* --- the unwind tables ------------------------------------------------------ */
 
 static char tabdir[] = "/tmp/perfrec-unwind-tables-XXXXXX";

@@ -267,11 +267,17 @@ static void evict_elves(struct perfrec_unwinder *u, const struct elf_entry *keep
 	}
 }
 
+/* Asked for every code map of every new process: hex by hand, not a snprintf() a byte. */
 static void map_key(const struct map *m, char *key)
 {
+	static const char hex[] = "0123456789abcdef";
+
 	if (m->build_id_len) {
-		for (unsigned i = 0; i < m->build_id_len; i++)
-			snprintf(key + 2 * i, 3, "%02x", m->build_id[i]);
+		for (unsigned i = 0; i < m->build_id_len; i++) {
+			key[2 * i] = hex[m->build_id[i] >> 4];
+			key[2 * i + 1] = hex[m->build_id[i] & 15];
+		}
+		key[2 * m->build_id_len] = 0;
 	} else {
 		snprintf(key, KEY_MAX, "%x:%x:%" PRIu64, m->maj, m->min, m->ino);
 	}

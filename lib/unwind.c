@@ -650,6 +650,27 @@ static int reserve(struct space *s, size_t n)
 }
 
 /*
+ * The first of @s's maps that ends past @addr (s->nr if none): the maps
+ * are sorted and do not overlap, so their ends are sorted too.  A process
+ * with malloc's arenas, thread stacks and the like has thousands of maps,
+ * and each new one was a walk over all of them.
+ */
+static size_t first_ending_after(const struct space *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
  * Map @nm (its name owned by the space from now on) over whatever it
  * overlaps.  The unwind session is rebuilt only when code maps are cut or
  * replaced; new code (the dynamic loader mapping a library, a dlopen) is
@@ -664,7 +685,7 @@ static int reserve(struct space *s, size_t n)
 static int add_map(struct space *s, struct map *nm)
 {
 	bool code_gone = false;
-	size_t i = 0;
+	size_t i;
 	int r;
 
 	r = reserve(s, 2);
@@ -672,13 +693,10 @@ static int add_map(struct space *s, struct map *nm)
 		free(nm->name);
 		return r;
 	}
-	while (i < s->nr) {
+	/* The maps it overlaps, from the first that ends past its start. */
+	for (i = first_ending_after(s, nm->start); i < s->nr && s->maps[i].start < nm->end;) {
 		struct map *m = &s->maps[i];
 
-		if (m->end <= nm->start || m->start >= nm->end) {
-			i++;
-			continue;
-		}
 		code_gone |= m->exec;
 		if (m->start < nm->start && m->end > nm->end) {
 			/* Split around the new one. */
@@ -709,8 +727,7 @@ static int add_map(struct space *s, struct map *nm)
 			s->nr--;
 		}
 	}
-	for (i = 0; i < s->nr && s->maps[i].start < nm->start; i++)
-		;
+	i = first_ending_after(s, nm->start);
 	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
 	s->maps[i] = *nm;
 	s->nr++;

@@ -2,8 +2,8 @@
 /*
  * The host unwinder (see perfrec/unwind.h).  Three pieces:
  *
- * - Address spaces: per process, the file mappings from MMAP/MMAP2 (later
- *   ones cut earlier ones where they overlap, as mmap does), copied on
+ * - Address spaces: per process, the code mappings from MMAP/MMAP2 (later
+ *   ones, data too, cut earlier ones where they overlap, as mmap does), copied on
  *   FORK of a new process, emptied by COMM with exec, dropped at the
  *   leader's EXIT.  Each keeps a libdwfl session (Dwfl) built lazily from
  *   its executable mappings at the first sample after a change; the
@@ -128,7 +128,7 @@ struct space {
 	 * space freed before (the same pid again) had.  The memo's key.
 	 */
 	uint64_t epoch;
-	struct map *maps;        /* sorted by start, not overlapping */
+	struct map *maps;        /* the code maps, sorted by start, not overlapping */
 	size_t nr, cap;
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
 	bool stale;              /* code maps changed or went, or dwfl was dropped: rebuild it */
@@ -679,8 +679,13 @@ static size_t first_ending_after(const struct space *s, uint64_t addr)
  * session holds only the executable maps.  Rebuilding re-reads every
  * module's CFI, and a process that maps as it runs (or starts, one
  * library at a time) would otherwise pay that on nearly every sample.
- * Returns 1 when code was added, cut or replaced, 0 when only data maps
- * changed (what table_find() answers is the same), or -ENOMEM.
+ * A data map is not kept at all: all it does to unwinding is take the
+ * place of code it overlaps (a pc there is in no code either way), and
+ * with mmap_data every heap growth, arena and thread stack is one: python3
+ * or node kept thousands, each with its name copied, to search through
+ * and to copy at every fork.
+ * Returns 1 when code was added, cut or replaced, 0 when it was a data map
+ * over no code (what table_find() answers is the same), or -ENOMEM.
  */
 static int add_map(struct space *s, struct map *nm)
 {
@@ -697,7 +702,7 @@ static int add_map(struct space *s, struct map *nm)
 	for (i = first_ending_after(s, nm->start); i < s->nr && s->maps[i].start < nm->end;) {
 		struct map *m = &s->maps[i];
 
-		code_gone |= m->exec;
+		code_gone = true;
 		if (m->start < nm->start && m->end > nm->end) {
 			/* Split around the new one. */
 			struct map tail = *m;
@@ -726,6 +731,11 @@ static int add_map(struct space *s, struct map *nm)
 			memmove(m, m + 1, (s->nr - i - 1) * sizeof(*m));
 			s->nr--;
 		}
+	}
+	if (!nm->exec) {
+		if (code_gone)
+			s->stale = true;
+		return code_gone;
 	}
 	i = first_ending_after(s, nm->start);
 	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
@@ -800,10 +810,13 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 	m.exec = v2 ? !!(prot & PROT_EXEC) : !(h->misc & PERF_RECORD_MISC_MMAP_DATA);
 	if (pid == UINT32_MAX || (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
 		return 0;
-	name_len = strnlen((const char *)p + fixed, (size_t)(end - p) - fixed);
-	m.name = strndup((const char *)p + fixed, name_len);
-	if (!m.name)
-		return -ENOMEM;
+	/* A data map's name is never asked for (add_map() keeps only code). */
+	if (m.exec) {
+		name_len = strnlen((const char *)p + fixed, (size_t)(end - p) - fixed);
+		m.name = strndup((const char *)p + fixed, name_len);
+		if (!m.name)
+			return -ENOMEM;
+	}
 	s = find_space(u, pid, true);
 	if (!s) {
 		free(m.name);

@@ -18,6 +18,9 @@
  * With BENCH_REPLAY_DIGEST set in the environment, hashes of what the
  * rewriting gave in the warm-up pass and in the counted passes: two
  * builds of the unwinder compared (with SECS small: one counted pass).
+ * With BENCH_REPLAY_ROUND=N, records go as the sink's worker hands them
+ * over: N at a time pushed (perfrec_unwinder__push_borrowed()) and
+ * flushed (sorted by time, rewritten, emitted); "rewrite" is then that.
  *
  *   bench-replay FILE.data [SECS]
  */
@@ -38,6 +41,7 @@ struct tally {
 	uint64_t samples, records, rewritten;
 	double rewrite_cpu;      /* in perfrec_unwinder__rewrite() */
 	bool digest;             /* BENCH_REPLAY_DIGEST set: hash what the rewriting gave */
+	size_t round;            /* BENCH_REPLAY_ROUND: records per push/flush round (0: rewrite each) */
 	uint64_t hash;
 };
 
@@ -89,12 +93,45 @@ struct batch {
 	size_t n, len;
 };
 
+static int emitted(void *ctx, const struct perf_event_header *rec)
+{
+	struct tally *t = ctx;
+
+	if (rec->type == PERF_RECORD_SAMPLE)
+		t->rewritten++;
+	if (t->digest)
+		digest(t, (const void *)rec, rec->size);
+	return 0;
+}
+
+/* As the sink's worker does: rounds pushed (borrowed), then flushed in time order. */
+static void flush_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
+{
+	double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+
+	for (size_t i = 0; i < b->n; i += t->round) {
+		for (size_t k = i; k < b->n && k < i + t->round; k++)
+			perfrec_unwinder__push_borrowed(u, (const void *)(b->buf + b->off[k]), b->attr[k]);
+		perfrec_unwinder__flush(u, emitted, t);
+	}
+	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	for (size_t i = 0; i < b->n; i++) {
+		t->records++;
+		t->samples += ((const struct perf_event_header *)(b->buf + b->off[i]))->type == PERF_RECORD_SAMPLE;
+	}
+	b->n = b->len = 0;
+}
+
 static void rewrite_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
 {
 	static _Alignas(8) unsigned char out[65536];
 	double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	int r[BATCH_RECORDS];
 
+	if (t->round) {
+		flush_batch(u, b, t);
+		return;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		r[i] = perfrec_unwinder__rewrite(u, (const void *)(b->buf + b->off[i]), b->attr[i], out, sizeof(out));
 		if (t->digest)
@@ -145,7 +182,9 @@ static int run(const char *path, double secs, const char *dir)
 	struct perfrec_unwinder_tables_opts to = { .dir = dir };
 	struct perfrec_unwinder_table_stats ts;
 	struct perfrec_unwinder *u;
-	struct tally warm = { .digest = !!getenv("BENCH_REPLAY_DIGEST") }, t = { 0 };
+	const char *round = getenv("BENCH_REPLAY_ROUND");
+	struct tally warm = { .digest = !!getenv("BENCH_REPLAY_DIGEST"), .round = round ? strtoul(round, NULL, 10) : 0 };
+	struct tally t = { 0 };
 	double w0, c0, wall, cpu, us, rw_us;
 	unsigned passes = 0;
 	int r = -1;
@@ -167,6 +206,7 @@ static int run(const char *path, double secs, const char *dir)
 		goto out;
 	}
 	t.digest = warm.digest;
+	t.round = warm.round;
 	w0 = clock_s(CLOCK_MONOTONIC);
 	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	do {

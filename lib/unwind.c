@@ -1818,16 +1818,25 @@ static int grow(unsigned char **buf, size_t *cap, size_t need)
 static uint64_t record_time(const struct perf_event_header *rec, const struct perf_event_attr *a, bool *ret_known)
 {
 	struct perfrec_sample_id sid;
-	struct perfrec_sample s;
 
 	*ret_known = false;
 	if (!a || !(a->sample_type & PERF_SAMPLE_TIME))
 		return 0;
+	/*
+	 * A sample's time comes after fields of fixed sizes (identifier, ip,
+	 * pid and tid): read where it is, not by parsing the whole sample,
+	 * which perfrec_unwinder__rewrite() does once more.
+	 */
 	if (rec->type == PERF_RECORD_SAMPLE) {
-		if (perfrec_sample__parse(rec, a->sample_type, a->read_format, &s) < 0)
+		uint64_t st = a->sample_type, t;
+		size_t off = sizeof(*rec) + 8 * (size_t)(!!(st & PERF_SAMPLE_IDENTIFIER) + !!(st & PERF_SAMPLE_IP) +
+							 !!(st & PERF_SAMPLE_TID));
+
+		if (rec->size < off + 8)
 			return 0;
+		memcpy(&t, (const unsigned char *)rec + off, 8);
 		*ret_known = true;
-		return s.time;
+		return t;
 	}
 	if (rec->type >= PERF_RECORD_MAX || !a->sample_id_all || perfrec_sample_id__parse(rec, a->sample_type, &sid) < 0)
 		return 0;

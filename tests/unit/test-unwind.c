@@ -501,6 +501,55 @@ Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
 }
 
 /* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
+/*
+ * The other way round: a sample from before the FORK is unwound before it
+ * (the child has no maps yet: its ip alone).  Its time is read where it
+ * lies in the sample, after the identifier, ip, pid and tid.
+ */
+Test(unwind, a_sample_before_its_fork_is_unwound_before_it)
+{
+	static unsigned char in[65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na, sb;
+	struct perf_event_header *h = sample(&snap, in);
+	_Alignas(8) unsigned char fork_rec[64] = {0};
+	struct perf_event_header *fh = (void *)fork_rec;
+	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
+	struct perfrec_sample s;
+	uint64_t v;
+
+	feed_maps(u, NULL, NULL);
+	v = (uint64_t)child << 32 | child;
+	memcpy(in + sizeof(*h) + 16, &v, 8);
+	v = 500;
+	memcpy(in + sizeof(*h) + 24, &v, 8);
+	a.sample_id_all = 1;
+	fh->type = PERF_RECORD_FORK;
+	fh->size = sizeof(*fh) + 24 + 16;
+	memcpy(fork_rec + sizeof(*fh), ids, 16);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);
+	v = (uint64_t)child << 32 | child;
+	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);
+	sb = a;
+	sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	/* The FORK pushed first: time order puts the sample before it all the same. */
+	cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
+	cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
+	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	cr_assert_eq(got.nr, 2);
+	cr_assert_eq(got.types[1], PERF_RECORD_SAMPLE, "not in push order");
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr((const void *)(got.buf + ((const struct perf_event_header *)got.buf)->size),
+						&na, &s), 0);
+	cr_expect_eq(s.nr_callchain, 2, "the sample was unwound after its FORK (%" PRIu64 " frames)",
+		     s.nr_callchain - 1);
+	perfrec_unwinder__free(u);
+}
+
 Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
 {
 	static unsigned char in[65536], out[65536];

@@ -1895,34 +1895,73 @@ static const struct perf_event_header *queued_record(const struct perfrec_unwind
 }
 
 /* By time, then by position: records of the same time keep their order. */
-static int by_time(const void *a, const void *b, void *arg)
+/* Whether queued record @i goes before @j: by time, then in push order. */
+static bool before(const struct queued *q, size_t i, size_t j)
 {
-	const struct queued *q = arg;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	return q[i].time < q[j].time || (q[i].time == q[j].time && i < j);
+}
 
-	if (q[i].time != q[j].time)
-		return q[i].time < q[j].time ? -1 : 1;
-	return i < j ? -1 : i > j;
+/* The end of the run of @src (in order) from @i. */
+static size_t run_end(const struct queued *q, const size_t *src, size_t i, size_t n)
+{
+	for (i++; i < n && !before(q, src[i], src[i - 1]); i++)
+		;
+	return i;
+}
+
+/*
+ * The indexes of the @n queued records in time order, in @a or @b (each
+ * of @n entries): which one is returned.  A round is already a few runs
+ * in order (one CPU's ring after another, each in time order): they are
+ * found and merged two by two, O(n log runs), where qsort() took
+ * O(n log n) and a malloc() per flush.
+ */
+static size_t *sort_queue(const struct queued *q, size_t n, size_t *a, size_t *b)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = i;
+	for (;;) {
+		size_t i = 0;
+
+		if (run_end(q, a, 0, n) >= n)
+			return a;
+		while (i < n) {
+			size_t lo = i, mid = run_end(q, a, i, n), hi = mid < n ? run_end(q, a, mid, n) : n;
+			size_t x = lo, y = mid, k = lo;
+
+			while (x < mid && y < hi)
+				b[k++] = before(q, a[y], a[x]) ? a[y++] : a[x++];
+			while (x < mid)
+				b[k++] = a[x++];
+			while (y < hi)
+				b[k++] = a[y++];
+			i = hi;
+		}
+		{
+			size_t *t = a;
+
+			a = b;
+			b = t;
+		}
+	}
 }
 
 int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx)
 {
 	static _Thread_local _Alignas(8) unsigned char one[PERFREC_RECORD_MAX + 1];
-	size_t *order;
+	size_t *buf, *order;
 	int r = 0;
 
 	if (!u || !emit)
 		return -EINVAL;
 	if (!u->nq)
 		return 0;
-	order = malloc(u->nq * sizeof(*order));
-	if (!order) {
+	buf = malloc(2 * u->nq * sizeof(*buf));
+	if (!buf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < u->nq; i++)
-		order[i] = i;
-	qsort_r(order, u->nq, sizeof(*order), by_time, u->q);
+	order = sort_queue(u->q, u->nq, buf, buf + u->nq);
 	u->olen = 0;
 	for (size_t k = 0; k < u->nq; k++) {
 		struct queued *q = &u->q[order[k]];
@@ -1957,7 +1996,7 @@ int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn
 			u->olen += (size_t)n;
 		}
 	}
-	free(order);
+	free(buf);
 	for (size_t i = 0; i < u->nq; i++) {
 		const struct queued *q = &u->q[i];
 		int e;

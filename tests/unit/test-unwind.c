@@ -1068,6 +1068,95 @@ Test(unwind_tables, new_tables_are_asked_not_the_rows_of_the_old, .init = make_t
 }
 
 /*
+ * A round of three CPUs' rings, each in time order, one after the other:
+ * this binary's code mapped again and again, alternately with its own
+ * build id and with another one (whose file is not to be had), and a
+ * sample after each.  Flushed, every sample is unwound with the mapping
+ * of its time: whole after its own build id, not after the other.
+ */
+Test(unwind_tables, a_round_of_several_rings_is_unwound_in_time_order, .init = setup)
+{
+	static const uint8_t other_id[20] = { 0xba, 0xd1, 0xd0 };
+	static unsigned char recs[16][PATH_MAX + 256];
+	static unsigned char samples[8][65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na, sb;
+	const struct perf_event_header *ev[16];
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	uint64_t start, end, pgoff = 0, v, ids = (uint64_t)getpid() << 32 | (uint32_t)getpid();
+	uint8_t id[20];
+	size_t off;
+
+	cr_assert_gt(len, 0);
+	exe[len] = 0;
+	self_build_id(id);
+	exe_text(&start, &end);
+	{
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[PATH_MAX + 128];
+		uint64_t x, y, o;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64, &x, &y, &o) == 3 && x == start)
+				pgoff = o;
+		if (f)
+			fclose(f);
+	}
+	feed_maps(u, NULL, id);
+	a.sample_id_all = 1;
+	sb = a;
+	sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	for (unsigned k = 0; k < 8; k++) {
+		struct perf_event_header *h = mmap2_record(recs[2 * k], start, end - start, pgoff, PROT_READ | PROT_EXEC, exe);
+
+		h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+		recs[2 * k][sizeof(*h) + 32] = 20;
+		memcpy(recs[2 * k] + sizeof(*h) + 36, k % 2 ? other_id : id, 20);
+		off = h->size;
+		v = 100 * k + 50;
+		memcpy(recs[2 * k] + off, &ids, 8);
+		memcpy(recs[2 * k] + off + 8, &v, 8);
+		h->size = (uint16_t)(off + 16);
+		ev[2 * k] = h;
+		h = sample(&snap, samples[k]);
+		v = 100 * k + 75;
+		memcpy(samples[k] + sizeof(*h) + 24, &v, 8);
+		ev[2 * k + 1] = h;
+	}
+	/* Three rings: records 0, 3, 6, ... then 1, 4, 7, ... then 2, 5, 8, ... */
+	for (unsigned r = 0; r < 3; r++)
+		for (unsigned i = r; i < 16; i += 3)
+			cr_assert_eq(perfrec_unwinder__push(u, ev[i], ev[i]->type == PERF_RECORD_SAMPLE ? &a : &sb), 0);
+	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	cr_assert_eq(got.nr, 16);
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	off = 0;
+	for (unsigned i = 0, seen = 0; i < 16; i++) {
+		const struct perf_event_header *h = (const void *)(got.buf + off);
+		struct perfrec_sample smp;
+		struct chain c = { 0 };
+
+		off += h->size;
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		seen++;
+		cr_assert_eq(perfrec_sample__parse_attr(h, &na, &smp), 0);
+		c.nr = smp.nr_callchain - 1;
+		memcpy(c.ip, smp.callchain + 1, c.nr * 8);
+		if ((smp.time / 100) % 2 == 0)
+			cr_expect(chain_has(&c, outer_marker), "the sample at %" PRIu64 " was not unwound with its map",
+				  smp.time);
+		else
+			cr_expect_not(chain_has(&c, outer_marker), "the sample at %" PRIu64 " was unwound with "
+				      "another time's map", smp.time);
+		cr_assert_leq(seen, 8);
+	}
+	perfrec_unwinder__free(u);
+}
+
+/*
  * The [vdso] maps perfrecd writes carry the image's build id: its table
  * is built from the running image (vdso.h), so a sample at the entry of a
  * vdso function (CFA = rsp + 8) goes on to its caller.  Without it the

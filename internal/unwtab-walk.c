@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The unwinder over unwind tables (internal/unwtab.h): per frame, one call of
- * the caller's @find (which mapping, which table) and one binary search;
- * memory is read only from the sample's stack copy.
+ * the caller's @find (which mapping, which row of its table); memory is
+ * read only from the sample's stack copy.
  *
  * Where the code has no table (JIT code, anonymous executable memory, a
  * gap between FDEs) the frame-pointer chain is followed, but only while it
@@ -21,8 +21,6 @@ struct walk {
 	const uint8_t *stack;
 	uint64_t base;
 	size_t size;
-	unwtab_find_fn find;
-	void *ctx;
 };
 
 static bool read_u64(const struct walk *w, uint64_t addr, uint64_t *v)
@@ -99,19 +97,16 @@ static int step_fp(const struct walk *w, struct unwtab_regs *st)
 	return STEP_OK;
 }
 
-/* One frame up from @st at its pc @lookup (the ip, or a return address - 1). */
-static int step(const struct walk *w, uint64_t lookup, struct unwtab_regs *st, uint8_t *how)
+/*
+ * One frame up from @st, whose pc @find answered @found and @row for
+ * (the ip, or a return address - 1).
+ */
+static int step(const struct walk *w, int found, const struct unwtab_row *row, struct unwtab_regs *st,
+		uint8_t *how)
 {
-	const struct unwtab *tab = NULL;
-	const struct unwtab_row *row = NULL;
-	uint64_t bias = 0;
-	int r = w->find(w->ctx, lookup, &tab, &bias);
-
-	if (r < 0)
+	if (found < 0)
 		return UNWTAB_END_NO_MAP;
-	if (r > 0 && tab)
-		row = unwtab_lookup(tab, lookup - bias);
-	if (row && (row->kind & UNWTAB_KIND_MASK) != UNWTAB_GAP) {
+	if (found > 0 && row && (row->kind & UNWTAB_KIND_MASK) != UNWTAB_GAP) {
 		*how = UNWTAB_FROM_TABLE;
 		return step_table(w, row, st);
 	}
@@ -123,30 +118,36 @@ int unwtab_unwind_from(const struct unwtab_regs *regs, uint64_t stack_base, bool
 		       size_t stack_size, unwtab_find_fn find, void *ctx, struct unwtab_frame *frames,
 		       unsigned max_frames, struct unwtab_result *ret)
 {
-	struct walk w = { .stack = stack, .base = stack_base, .size = stack_size, .find = find, .ctx = ctx };
+	struct walk w = { .stack = stack, .base = stack_base, .size = stack_size };
+	const struct unwtab_row *row = NULL;
 	struct unwtab_regs st;
-	int end = UNWTAB_END_MAX_FRAMES;
+	int end = UNWTAB_END_MAX_FRAMES, found;
 	unsigned n = 0;
 
 	if (!regs || !find || !frames || !max_frames || !ret || (stack_size && !stack))
 		return -EINVAL;
 	st = *regs;
 	frames[n++] = (struct unwtab_frame){ .pc = st.ip, .how = UNWTAB_FROM_REGS };
+	/*
+	 * A caller's pc is after its call: it is looked up at the call, which
+	 * may end the function.  Each pc is looked up once: the look-up that
+	 * checks a caller's return address lands in code is the one its own
+	 * step uses.
+	 */
+	found = n < max_frames ? find(ctx, caller ? st.ip - 1 : st.ip, &row) : 0;
 	while (n < max_frames) {
 		struct unwtab_regs next = st;
-		const struct unwtab *tab;
-		uint64_t bias;
 		uint8_t how;
 
-		/* A caller's pc is after its call: look up the call, which may end the function. */
-		end = step(&w, n == 1 && !caller ? st.ip : st.ip - 1, &next, &how);
+		end = step(&w, found, row, &next, &how);
 		if (end != STEP_OK)
 			break;
 		if (!next.ip) {
 			end = UNWTAB_END_OUTERMOST;
 			break;
 		}
-		if (find(ctx, next.ip - 1, &tab, &bias) < 0) {
+		found = find(ctx, next.ip - 1, &row);
+		if (found < 0) {
 			end = UNWTAB_END_NO_MAP;
 			break;
 		}

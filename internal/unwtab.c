@@ -711,7 +711,14 @@ void unwtab_free(struct unwtab *t)
 	free(t);
 }
 
-/* Granules of at least 4 KiB, and not many more of them than rows (a hostile span stays small). */
+/*
+ * The finest granules (from 64 bytes) for an index of at most a quarter
+ * as many entries as rows, 1 byte a row (a hostile span stays small):
+ * compiled code has a row every 50 bytes or so, so a look-up searches a
+ * handful of rows in one or two cache lines.  Granules of 4 KiB held some
+ * 80 rows of cc1: seven probes, most of them cache misses, in tables of
+ * megabytes.
+ */
 int unwtab_index(struct unwtab *t)
 {
 	uint64_t span;
@@ -723,7 +730,7 @@ int unwtab_index(struct unwtab *t)
 		return 0;
 	t->index_base = t->rows[0].start;
 	span = t->rows[t->nr_rows - 1].start - t->index_base;
-	for (t->index_shift = 12; t->index_shift < 63 && (span >> t->index_shift) > 2 * t->nr_rows + 1024;)
+	for (t->index_shift = 6; t->index_shift < 63 && (span >> t->index_shift) > t->nr_rows / 4 + 1024;)
 		t->index_shift++;
 	t->index_len = (size_t)(span >> t->index_shift) + 1;
 	t->first = calloc(t->index_len, sizeof(*t->first));

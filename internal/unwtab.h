@@ -159,17 +159,30 @@ int unwtab_parse(const void *buf, size_t len, const uint8_t *build_id, size_t bu
 /*
  * The unwinder.  The sample's user registers and its copy of the user
  * stack (which starts at regs->sp); @find maps a pc of the process to the
- * table of the file mapped there and its load bias:
- *   returns 1 with *ret_table and *ret_bias: file-backed code with a table,
+ * row that holds it in the table of the file mapped there (as
+ * unwtab_find_row() does with the table and the mapping's load bias), so
+ * that a caller may keep the rows of pcs it has seen:
+ *   returns 1 with *ret_row: file-backed code with a table (NULL: before
+ *     its first row, no information there),
  *   0: executable memory without a table (JIT code, a file without CFI),
  *   negative: no executable mapping at @pc.
+ * Each pc is asked for once per walk.  A row must stay valid until @find
+ * is called again.
  */
 struct unwtab_regs {
 	uint64_t ip, sp, bp;
 	bool bp_valid;
 };
 
-typedef int (*unwtab_find_fn)(void *ctx, uint64_t pc, const struct unwtab **ret_table, uint64_t *ret_bias);
+typedef int (*unwtab_find_fn)(void *ctx, uint64_t pc, const struct unwtab_row **ret_row);
+
+/* @find's answer for @pc of a mapping of @t with load bias @bias. */
+static inline int unwtab_find_row(const struct unwtab *t, uint64_t bias, uint64_t pc,
+				  const struct unwtab_row **ret_row)
+{
+	*ret_row = unwtab_lookup(t, pc - bias);
+	return 1;
+}
 
 /* How a frame's pc was found. */
 enum unwtab_how {

@@ -2,8 +2,8 @@
 /*
  * The host unwinder (see perfrec/unwind.h).  Three pieces:
  *
- * - Address spaces: per process, the file mappings from MMAP/MMAP2 (later
- *   ones cut earlier ones where they overlap, as mmap does), copied on
+ * - Address spaces: per process, the code mappings from MMAP/MMAP2 (later
+ *   ones, data too, cut earlier ones where they overlap, as mmap does), copied on
  *   FORK of a new process, emptied by COMM with exec, dropped at the
  *   leader's EXIT.  Each keeps a libdwfl session (Dwfl) built lazily from
  *   its executable mappings at the first sample after a change; the
@@ -74,6 +74,10 @@
 #define NR_BUCKETS 1024
 #define BUILD_ID_MAX 20
 #define KEY_MAX 64
+/* Entries of the look-up memo (struct memo): 128 KiB. */
+#define MEMO_BITS 12
+/* Bytes of a sample's stack copy fetched into the cache before its walk (unwind_tables()). */
+#define PREFETCH_STACK 4096
 
 /* perf's x86_64 register numbers (PERF_REG_X86_*), as bits of sample_regs_user. */
 enum { P_AX, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
@@ -118,13 +122,35 @@ enum tab_state {
 
 struct space {
 	uint32_t pid;
-	struct map *maps;        /* sorted by start, not overlapping */
+	/*
+	 * Which maps these are: a new value of the unwinder's counter when the
+	 * space is made and whenever its maps change, so never one that a
+	 * space freed before (the same pid again) had.  The memo's key.
+	 */
+	uint64_t epoch;
+	struct map *maps;        /* the code maps, sorted by start, not overlapping */
 	size_t nr, cap;
 	Dwfl *dwfl;              /* NULL: not built (or dropped) */
 	bool stale;              /* code maps changed or went, or dwfl was dropped: rebuild it */
 	bool grown;              /* code maps were only added: report them to dwfl */
 	uint64_t last_use;
 	struct space *next;      /* hash chain */
+};
+
+/*
+ * What table_find() answered for a pc of a space with the maps of @epoch
+ * (0: empty).  Stacks go through the same return addresses over and over
+ * (a program's main loop, its recursions, the same library calls), and
+ * each answer is a search of the maps and one of a table's rows: the memo,
+ * direct-mapped by pc and epoch, answers most frames without either.
+ * @row points into a table of the cache (or at a sentinel row): every
+ * entry goes when the cache evicts a table (its generation) or is
+ * replaced (perfrec_unwinder__set_tables()).
+ */
+struct memo {
+	uint64_t pc, epoch;
+	const struct unwtab_row *row;
+	int found;
 };
 
 /* What the callbacks read: the sample being unwound. */
@@ -184,6 +210,9 @@ struct perfrec_unwinder {
 	struct unwtab_frame tframes[512];
 	struct unwtab_regs dwfl_from;  /* cur.from's */
 	unsigned dwfl_base;            /* frames the tables found before libdwfl's */
+	uint64_t epochs;               /* the last space epoch handed out */
+	uint64_t memo_gen;             /* the table cache's generation the memo holds rows of */
+	struct memo memo[1u << MEMO_BITS];
 };
 
 /* --- ELF cache ----------------------------------------------------------- */
@@ -238,11 +267,17 @@ static void evict_elves(struct perfrec_unwinder *u, const struct elf_entry *keep
 	}
 }
 
+/* Asked for every code map of every new process: hex by hand, not a snprintf() a byte. */
 static void map_key(const struct map *m, char *key)
 {
+	static const char hex[] = "0123456789abcdef";
+
 	if (m->build_id_len) {
-		for (unsigned i = 0; i < m->build_id_len; i++)
-			snprintf(key + 2 * i, 3, "%02x", m->build_id[i]);
+		for (unsigned i = 0; i < m->build_id_len; i++) {
+			key[2 * i] = hex[m->build_id[i] >> 4];
+			key[2 * i + 1] = hex[m->build_id[i] & 15];
+		}
+		key[2 * m->build_id_len] = 0;
 	} else {
 		snprintf(key, KEY_MAX, "%x:%x:%" PRIu64, m->maj, m->min, m->ino);
 	}
@@ -504,6 +539,7 @@ static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool c
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	s->epoch = ++u->epochs;
 	s->last_use = ++u->clock;
 	s->next = *pp;
 	*pp = s;
@@ -511,11 +547,12 @@ static struct space *find_space(struct perfrec_unwinder *u, uint32_t pid, bool c
 	return s;
 }
 
-static void drop_dwfl(struct space *s)
+static void drop_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	if (s->dwfl) {
 		dwfl_end(s->dwfl);
 		s->dwfl = NULL;
+		u->st.live_sessions--;
 	}
 }
 
@@ -527,9 +564,9 @@ static void clear_maps(struct space *s)
 	s->stale = true;
 }
 
-static void free_space(struct space *s)
+static void free_space(struct perfrec_unwinder *u, struct space *s)
 {
-	drop_dwfl(s);
+	drop_dwfl(u, s);
 	clear_maps(s);
 	free(s->maps);
 	free(s);
@@ -544,7 +581,7 @@ static void remove_space(struct perfrec_unwinder *u, uint32_t pid)
 			struct space *s = *pp;
 
 			*pp = s->next;
-			free_space(s);
+			free_space(u, s);
 			u->st.spaces--;
 			return;
 		}
@@ -586,7 +623,7 @@ static void drop_sessions_using(struct perfrec_unwinder *u, const char *key)
 					continue;
 				map_key(&s->maps[i], k);
 				if (strcmp(k, key) == 0) {
-					drop_dwfl(s);
+					drop_dwfl(u, s);
 					s->stale = true;
 					u->st.sessions_evicted++;
 					break;
@@ -613,6 +650,27 @@ static int reserve(struct space *s, size_t n)
 }
 
 /*
+ * The first of @s's maps that ends past @addr (s->nr if none): the maps
+ * are sorted and do not overlap, so their ends are sorted too.  A process
+ * with malloc's arenas, thread stacks and the like has thousands of maps,
+ * and each new one was a walk over all of them.
+ */
+static size_t first_ending_after(const struct space *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
  * Map @nm (its name owned by the space from now on) over whatever it
  * overlaps.  The unwind session is rebuilt only when code maps are cut or
  * replaced; new code (the dynamic loader mapping a library, a dlopen) is
@@ -621,11 +679,18 @@ static int reserve(struct space *s, size_t n)
  * session holds only the executable maps.  Rebuilding re-reads every
  * module's CFI, and a process that maps as it runs (or starts, one
  * library at a time) would otherwise pay that on nearly every sample.
+ * A data map is not kept at all: all it does to unwinding is take the
+ * place of code it overlaps (a pc there is in no code either way), and
+ * with mmap_data every heap growth, arena and thread stack is one: python3
+ * or node kept thousands, each with its name copied, to search through
+ * and to copy at every fork.
+ * Returns 1 when code was added, cut or replaced, 0 when it was a data map
+ * over no code (what table_find() answers is the same), or -ENOMEM.
  */
 static int add_map(struct space *s, struct map *nm)
 {
 	bool code_gone = false;
-	size_t i = 0;
+	size_t i;
 	int r;
 
 	r = reserve(s, 2);
@@ -633,14 +698,11 @@ static int add_map(struct space *s, struct map *nm)
 		free(nm->name);
 		return r;
 	}
-	while (i < s->nr) {
+	/* The maps it overlaps, from the first that ends past its start. */
+	for (i = first_ending_after(s, nm->start); i < s->nr && s->maps[i].start < nm->end;) {
 		struct map *m = &s->maps[i];
 
-		if (m->end <= nm->start || m->start >= nm->end) {
-			i++;
-			continue;
-		}
-		code_gone |= m->exec;
+		code_gone = true;
 		if (m->start < nm->start && m->end > nm->end) {
 			/* Split around the new one. */
 			struct map tail = *m;
@@ -670,8 +732,12 @@ static int add_map(struct space *s, struct map *nm)
 			s->nr--;
 		}
 	}
-	for (i = 0; i < s->nr && s->maps[i].start < nm->start; i++)
-		;
+	if (!nm->exec) {
+		if (code_gone)
+			s->stale = true;
+		return code_gone;
+	}
+	i = first_ending_after(s, nm->start);
 	memmove(&s->maps[i + 1], &s->maps[i], (s->nr - i) * sizeof(*nm));
 	s->maps[i] = *nm;
 	s->nr++;
@@ -679,7 +745,7 @@ static int add_map(struct space *s, struct map *nm)
 		s->stale = true;
 	else if (nm->exec)
 		s->grown = true;
-	return 0;
+	return code_gone || nm->exec;
 }
 
 static int copy_space(struct perfrec_unwinder *u, uint32_t from, uint32_t to)
@@ -717,6 +783,7 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 	uint32_t pid, prot = PROT_EXEC;
 	size_t name_len;
 	struct space *s;
+	int r;
 
 	if ((size_t)(end - p) <= fixed)
 		return 0;
@@ -743,16 +810,26 @@ static int note_mmap(struct perfrec_unwinder *u, const struct perf_event_header 
 	m.exec = v2 ? !!(prot & PROT_EXEC) : !(h->misc & PERF_RECORD_MISC_MMAP_DATA);
 	if (pid == UINT32_MAX || (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
 		return 0;
-	name_len = strnlen((const char *)p + fixed, (size_t)(end - p) - fixed);
-	m.name = strndup((const char *)p + fixed, name_len);
-	if (!m.name)
-		return -ENOMEM;
+	/* A data map's name is never asked for (add_map() keeps only code). */
+	if (m.exec) {
+		name_len = strnlen((const char *)p + fixed, (size_t)(end - p) - fixed);
+		m.name = strndup((const char *)p + fixed, name_len);
+		if (!m.name)
+			return -ENOMEM;
+	}
 	s = find_space(u, pid, true);
 	if (!s) {
 		free(m.name);
 		return -ENOMEM;
 	}
-	return add_map(s, &m);
+	/*
+	 * The memo's answers for this space go when code changes (or when a
+	 * failure may have cut a map already), not at every heap or stack map.
+	 */
+	r = add_map(s, &m);
+	if (r != 0)
+		s->epoch = ++u->epochs;
+	return r < 0 ? r : 0;
 }
 
 static int apply_sideband(struct perfrec_unwinder *u, const struct perf_event_header *h)
@@ -771,8 +848,10 @@ static int apply_sideband(struct perfrec_unwinder *u, const struct perf_event_he
 
 			memcpy(&pid, p, 4);
 			s = find_space(u, pid, false);
-			if (s)
+			if (s) {
 				clear_maps(s);
+				s->epoch = ++u->epochs;
+			}
 		}
 		return 0;
 	case PERF_RECORD_FORK:
@@ -1011,18 +1090,17 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 static void evict_sessions(struct perfrec_unwinder *u)
 {
-	size_t live = 0;
 	struct space *oldest = NULL;
 
+	/* Counted as they come and go: the spaces are walked only to find the one to drop. */
+	if (u->st.live_sessions <= u->max_spaces)
+		return;
 	for (size_t b = 0; b < NR_BUCKETS; b++)
 		for (struct space *s = u->buckets[b]; s; s = s->next)
-			if (s->dwfl) {
-				live++;
-				if (!oldest || s->last_use < oldest->last_use)
-					oldest = s;
-			}
-	if (live > u->max_spaces && oldest) {
-		drop_dwfl(oldest);
+			if (s->dwfl && (!oldest || s->last_use < oldest->last_use))
+				oldest = s;
+	if (oldest) {
+		drop_dwfl(u, oldest);
 		oldest->stale = true;
 		u->st.sessions_evicted++;
 	}
@@ -1100,12 +1178,13 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 {
 	size_t reported = 0;
 
-	drop_dwfl(s);
+	drop_dwfl(u, s);
 	s->stale = s->grown = false;
 	u->st.sessions++;
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!s->dwfl)
 		return false;
+	u->st.live_sessions++;
 	for (size_t i = 0; i < s->nr; i++)
 		s->maps[i].reported = false;
 	u->building = s;
@@ -1120,7 +1199,7 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 	 * backend, which a later report can free.
 	 */
 	if (!reported || !dwfl_attach_state(s->dwfl, u->host_elf, (pid_t)s->pid, &thread_callbacks, u)) {
-		drop_dwfl(s);
+		drop_dwfl(u, s);
 		return false;
 	}
 	evict_sessions(u);
@@ -1130,18 +1209,16 @@ static bool build_dwfl(struct perfrec_unwinder *u, struct space *s)
 /* --- unwind tables ------------------------------------------------------ */
 
 /*
- * What a file whose CFI made no table gets instead: one fallback row over
- * everything, so that the walk hands such frames to libdwfl.
+ * What a file whose CFI made no table gets instead: a fallback row at
+ * every pc, so that the walk hands such frames to libdwfl.
  */
 static const struct unwtab_row dwfl_row = { .kind = UNWTAB_FALLBACK };
-static const struct unwtab dwfl_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&dwfl_row };
 /*
  * And a file that is not to be had: its frame is the chain's last, as
  * with libdwfl (no module).  Its code is no JIT's: its frame pointers, if
  * any, are not followed on the strength of a file nobody could check.
  */
 static const struct unwtab_row stop_row = { .kind = UNWTAB_OUTERMOST };
-static const struct unwtab stop_table = { .nr_rows = 1, .rows = (struct unwtab_row *)&stop_row };
 
 /* Which file table_open() looks for: the one find_elf() takes for @m. */
 struct tab_open {
@@ -1290,13 +1367,61 @@ struct tab_walk {
 	const struct space *s;
 };
 
-/* unwtab_find_fn over a process's maps: a file's table, none for JIT code, or a sentinel's. */
-static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, uint64_t *ret_bias)
+/* Forget every row the memo holds: the table cache evicted tables, or is another. */
+static void memo_clear(struct perfrec_unwinder *u)
+{
+	memset(u->memo, 0, sizeof(u->memo));
+	u->memo_gen = unwtab_cache_generation(u->tabs);
+}
+
+static struct memo *memo_slot(struct perfrec_unwinder *u, uint64_t pc, uint64_t epoch)
+{
+	uint64_t h = (pc ^ (epoch * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return &u->memo[h >> (64 - MEMO_BITS)];
+}
+
+/* What table_find() answers, from the maps and the tables. */
+static int table_find_maps(struct tab_walk *w, uint64_t pc, const struct unwtab_row **ret_row, bool *ret_stable);
+
+/*
+ * unwtab_find_fn over a process's maps: a file's table's row, none for JIT
+ * code, or a sentinel's; from the memo when this space's maps were asked
+ * for @pc before, else from the maps, and kept when the answer holds
+ * until the maps change or the cache evicts (not a table deferred for now).
+ */
+static int table_find(void *ctx, uint64_t pc, const struct unwtab_row **ret_row)
 {
 	struct tab_walk *w = ctx;
+	struct perfrec_unwinder *u = w->u;
+	struct memo *e;
+	bool stable;
+	int r;
+
+	/* With the tables off a map's answer changes as libdwfl finds its file or not. */
+	if (u->tables_off)
+		return table_find_maps(w, pc, ret_row, &stable);
+	e = memo_slot(u, pc, w->s->epoch);
+	if (e->pc == pc && e->epoch == w->s->epoch) {
+		*ret_row = e->row;
+		return e->found;
+	}
+	*ret_row = NULL;
+	r = table_find_maps(w, pc, ret_row, &stable);
+	/* Tables resolved for this look-up may have evicted others: rows held are gone. */
+	if (unwtab_cache_generation(u->tabs) != u->memo_gen)
+		memo_clear(u);
+	if (stable)
+		*e = (struct memo){ .pc = pc, .epoch = w->s->epoch, .row = *ret_row, .found = r };
+	return r;
+}
+
+static int table_find_maps(struct tab_walk *w, uint64_t pc, const struct unwtab_row **ret_row, bool *ret_stable)
+{
 	struct map *m = find_map(w->s, pc);
 	enum tab_state state;
 
+	*ret_stable = true;
 	if (!m || !m->exec)
 		return -1;
 	/*
@@ -1310,20 +1435,19 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 		state = (enum tab_state)m->tab_state;
 	/* A table evicted since is asked for again (loaded or built). */
 	if (!w->u->tables_off &&
-	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs))))
+	    (state == TAB_UNKNOWN || (state == TAB_TABLE && m->tab_gen != unwtab_cache_generation(w->u->tabs)))) {
 		state = resolve_table(w->u, w->s, m);
+		/* Not had for now (no memory, over the build budget): asked again next time. */
+		*ret_stable = m->tab_state != TAB_UNKNOWN;
+	}
 	switch (state) {
 	case TAB_TABLE:
-		*ret_table = m->tab;
-		*ret_bias = m->tab_bias;
-		return 1;
+		return unwtab_find_row(m->tab, m->tab_bias, pc, ret_row);
 	case TAB_DWFL:
-		*ret_table = &dwfl_table;
-		*ret_bias = 0;
+		*ret_row = &dwfl_row;
 		return 1;
 	case TAB_STOP:
-		*ret_table = &stop_table;
-		*ret_bias = 0;
+		*ret_row = &stop_row;
 		return 1;
 	default:
 		return 0;
@@ -1333,10 +1457,9 @@ static int table_find(void *ctx, uint64_t pc, const struct unwtab **ret_table, u
 /* Whether libdwfl, starting at @ip as a frame's pc, takes the row the tables stopped at (hand_over()). */
 static bool dwfl_looks_up_alike(struct tab_walk *w, uint64_t ip)
 {
-	const struct unwtab *t;
-	uint64_t bias;
+	const struct unwtab_row *row, *before;
 
-	return table_find(w, ip, &t, &bias) == 1 && unwtab_lookup(t, ip - bias) == unwtab_lookup(t, ip - 1 - bias);
+	return table_find(w, ip, &row) == 1 && table_find(w, ip - 1, &before) == 1 && row == before;
 }
 
 /*
@@ -1380,6 +1503,14 @@ static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp
 	};
 	struct unwtab_result res;
 
+	/*
+	 * The walk reads the stack copy a frame at a time, each read waiting
+	 * for the row found with the last: the copy, written by the kernel and
+	 * queued by another thread, is rarely in this CPU's cache.  Its first
+	 * pages are asked for at once.
+	 */
+	for (size_t off = 0; off < u->cur.stack_len && off < PREFETCH_STACK; off += 64)
+		__builtin_prefetch(u->cur.stack + off);
 	if (unwtab_unwind(&regs, u->cur.stack, u->cur.stack_len, table_find, &w, u->tframes, u->max_frames,
 			  &res) < 0)
 		return 0;
@@ -1420,6 +1551,7 @@ int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfre
 	unwtab_cache_free(u->tabs);
 	u->tabs = c;
 	u->tables_off = opts->off;
+	memo_clear(u);
 	return 0;
 }
 
@@ -1465,11 +1597,10 @@ static bool fp_past_dwfl(struct perfrec_unwinder *u, struct tab_walk *w, unsigne
 {
 	const struct current *c = &u->cur;
 	uint64_t lookup = c->last_caller ? c->last.ip - 1 : c->last.ip;
+	const struct unwtab_row *row;
 	struct unwtab_result res;
-	const struct unwtab *t;
-	uint64_t bias;
 
-	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &t, &bias) != 0)
+	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &row) != 0)
 		return false;
 	if (unwtab_unwind_from(&c->last, c->sp, c->last_caller, c->stack, c->stack_len, table_find, w, u->tframes,
 			       u->max_frames - *n + 1, &res) < 0 || res.nr_frames < 2)
@@ -1690,16 +1821,25 @@ static int grow(unsigned char **buf, size_t *cap, size_t need)
 static uint64_t record_time(const struct perf_event_header *rec, const struct perf_event_attr *a, bool *ret_known)
 {
 	struct perfrec_sample_id sid;
-	struct perfrec_sample s;
 
 	*ret_known = false;
 	if (!a || !(a->sample_type & PERF_SAMPLE_TIME))
 		return 0;
+	/*
+	 * A sample's time comes after fields of fixed sizes (identifier, ip,
+	 * pid and tid): read where it is, not by parsing the whole sample,
+	 * which perfrec_unwinder__rewrite() does once more.
+	 */
 	if (rec->type == PERF_RECORD_SAMPLE) {
-		if (perfrec_sample__parse(rec, a->sample_type, a->read_format, &s) < 0)
+		uint64_t st = a->sample_type, t;
+		size_t off = sizeof(*rec) + 8 * (size_t)(!!(st & PERF_SAMPLE_IDENTIFIER) + !!(st & PERF_SAMPLE_IP) +
+							 !!(st & PERF_SAMPLE_TID));
+
+		if (rec->size < off + 8)
 			return 0;
+		memcpy(&t, (const unsigned char *)rec + off, 8);
 		*ret_known = true;
-		return s.time;
+		return t;
 	}
 	if (rec->type >= PERF_RECORD_MAX || !a->sample_id_all || perfrec_sample_id__parse(rec, a->sample_type, &sid) < 0)
 		return 0;
@@ -1758,34 +1898,73 @@ static const struct perf_event_header *queued_record(const struct perfrec_unwind
 }
 
 /* By time, then by position: records of the same time keep their order. */
-static int by_time(const void *a, const void *b, void *arg)
+/* Whether queued record @i goes before @j: by time, then in push order. */
+static bool before(const struct queued *q, size_t i, size_t j)
 {
-	const struct queued *q = arg;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	return q[i].time < q[j].time || (q[i].time == q[j].time && i < j);
+}
 
-	if (q[i].time != q[j].time)
-		return q[i].time < q[j].time ? -1 : 1;
-	return i < j ? -1 : i > j;
+/* The end of the run of @src (in order) from @i. */
+static size_t run_end(const struct queued *q, const size_t *src, size_t i, size_t n)
+{
+	for (i++; i < n && !before(q, src[i], src[i - 1]); i++)
+		;
+	return i;
+}
+
+/*
+ * The indexes of the @n queued records in time order, in @a or @b (each
+ * of @n entries): which one is returned.  A round is already a few runs
+ * in order (one CPU's ring after another, each in time order): they are
+ * found and merged two by two, O(n log runs), where qsort() took
+ * O(n log n) and a malloc() per flush.
+ */
+static size_t *sort_queue(const struct queued *q, size_t n, size_t *a, size_t *b)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = i;
+	for (;;) {
+		size_t i = 0;
+
+		if (run_end(q, a, 0, n) >= n)
+			return a;
+		while (i < n) {
+			size_t lo = i, mid = run_end(q, a, i, n), hi = mid < n ? run_end(q, a, mid, n) : n;
+			size_t x = lo, y = mid, k = lo;
+
+			while (x < mid && y < hi)
+				b[k++] = before(q, a[y], a[x]) ? a[y++] : a[x++];
+			while (x < mid)
+				b[k++] = a[x++];
+			while (y < hi)
+				b[k++] = a[y++];
+			i = hi;
+		}
+		{
+			size_t *t = a;
+
+			a = b;
+			b = t;
+		}
+	}
 }
 
 int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn emit, void *ctx)
 {
 	static _Thread_local _Alignas(8) unsigned char one[PERFREC_RECORD_MAX + 1];
-	size_t *order;
+	size_t *buf, *order;
 	int r = 0;
 
 	if (!u || !emit)
 		return -EINVAL;
 	if (!u->nq)
 		return 0;
-	order = malloc(u->nq * sizeof(*order));
-	if (!order) {
+	buf = malloc(2 * u->nq * sizeof(*buf));
+	if (!buf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < u->nq; i++)
-		order[i] = i;
-	qsort_r(order, u->nq, sizeof(*order), by_time, u->q);
+	order = sort_queue(u->q, u->nq, buf, buf + u->nq);
 	u->olen = 0;
 	for (size_t k = 0; k < u->nq; k++) {
 		struct queued *q = &u->q[order[k]];
@@ -1820,7 +1999,7 @@ int perfrec_unwinder__flush(struct perfrec_unwinder *u, perfrec_unwinder_emit_fn
 			u->olen += (size_t)n;
 		}
 	}
-	free(order);
+	free(buf);
 	for (size_t i = 0; i < u->nq; i++) {
 		const struct queued *q = &u->q[i];
 		int e;
@@ -1911,7 +2090,7 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 			struct space *s = u->buckets[b];
 
 			u->buckets[b] = s->next;
-			free_space(s);
+			free_space(u, s);
 		}
 	while (u->elves) {
 		struct elf_entry *e = u->elves;
@@ -1927,12 +2106,8 @@ void perfrec_unwinder__free(struct perfrec_unwinder *u)
 	free(u);
 }
 
+/* Called after every round: counters only, no walk over the spaces. */
 void perfrec_unwinder__stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_stats *ret)
 {
 	*ret = u ? u->st : (struct perfrec_unwinder_stats){0};
-	if (!u)
-		return;
-	for (size_t b = 0; b < NR_BUCKETS; b++)
-		for (const struct space *s = u->buckets[b]; s; s = s->next)
-			ret->live_sessions += !!s->dwfl;
 }

@@ -15,10 +15,17 @@
  * time: the machine may be busy), wall samples/s, and how many CPUs
  * sampling at 99 Hz and at 999 Hz one worker keeps up with at that rate.
  * The sink behind the worker (the file writer) is not in these figures.
+ * With BENCH_REPLAY_DIGEST set in the environment, hashes of what the
+ * rewriting gave in the warm-up pass and in the counted passes: two
+ * builds of the unwinder compared (with SECS small: one counted pass).
+ * With BENCH_REPLAY_ROUND=N, records go as the sink's worker hands them
+ * over: N at a time pushed (perfrec_unwinder__push_borrowed()) and
+ * flushed (sorted by time, rewritten, emitted); "rewrite" is then that.
  *
  *   bench-replay FILE.data [SECS]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +40,22 @@
 struct tally {
 	uint64_t samples, records, rewritten;
 	double rewrite_cpu;      /* in perfrec_unwinder__rewrite() */
+	bool digest;             /* BENCH_REPLAY_DIGEST set: hash what the rewriting gave */
+	size_t round;            /* BENCH_REPLAY_ROUND: records per push/flush round (0: rewrite each) */
+	uint64_t hash;
 };
+
+/* FNV-1a over the records rewritten (and the results of the others): two builds compared. */
+static void digest(struct tally *t, const unsigned char *out, int r)
+{
+	uint64_t h = t->hash ? t->hash : 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < (int)sizeof(r); i++)
+		h = (h ^ ((unsigned)r >> (8 * i) & 0xff)) * 0x100000001b3ull;
+	for (int i = 0; i < r; i++)
+		h = (h ^ out[i]) * 0x100000001b3ull;
+	t->hash = h;
+}
 
 static double clock_s(clockid_t id)
 {
@@ -55,34 +77,101 @@ static const struct perf_event_attr *record_attr(struct perfrec_pdreader *in, co
 	return a ? &a->attr : NULL;
 }
 
+/*
+ * Records are copied in batches (as the worker's rounds hold them: copies,
+ * not the file's mapping) and each batch is rewritten between two reads of
+ * the thread's CPU clock: a clock read per record (a system call) would
+ * cost about as much as the rewriting it measures.
+ */
+#define BATCH_BYTES (4u << 20)
+#define BATCH_RECORDS 4096
+
+struct batch {
+	_Alignas(8) unsigned char buf[BATCH_BYTES];
+	size_t off[BATCH_RECORDS];
+	const struct perf_event_attr *attr[BATCH_RECORDS];
+	size_t n, len;
+};
+
+static int emitted(void *ctx, const struct perf_event_header *rec)
+{
+	struct tally *t = ctx;
+
+	if (rec->type == PERF_RECORD_SAMPLE)
+		t->rewritten++;
+	if (t->digest)
+		digest(t, (const void *)rec, rec->size);
+	return 0;
+}
+
+/* As the sink's worker does: rounds pushed (borrowed), then flushed in time order. */
+static void flush_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
+{
+	double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+
+	for (size_t i = 0; i < b->n; i += t->round) {
+		for (size_t k = i; k < b->n && k < i + t->round; k++)
+			perfrec_unwinder__push_borrowed(u, (const void *)(b->buf + b->off[k]), b->attr[k]);
+		perfrec_unwinder__flush(u, emitted, t);
+	}
+	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	for (size_t i = 0; i < b->n; i++) {
+		t->records++;
+		t->samples += ((const struct perf_event_header *)(b->buf + b->off[i]))->type == PERF_RECORD_SAMPLE;
+	}
+	b->n = b->len = 0;
+}
+
+static void rewrite_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
+{
+	static _Alignas(8) unsigned char out[65536];
+	double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	int r[BATCH_RECORDS];
+
+	if (t->round) {
+		flush_batch(u, b, t);
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		r[i] = perfrec_unwinder__rewrite(u, (const void *)(b->buf + b->off[i]), b->attr[i], out, sizeof(out));
+		if (t->digest)
+			digest(t, out, r[i]);
+	}
+	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct perf_event_header *rec = (const void *)(b->buf + b->off[i]);
+
+		t->records++;
+		if (rec->type == PERF_RECORD_SAMPLE) {
+			t->samples++;
+			t->rewritten += r[i] > 0;
+		}
+	}
+	b->n = b->len = 0;
+}
+
 /* One pass over @path through @u, adding to @t. */
 static int pass(struct perfrec_unwinder *u, const char *path, struct tally *t)
 {
-	static _Alignas(8) unsigned char out[65536], copy[65536];
+	static struct batch b;
 	const struct perf_event_header *rec;
 	struct perfrec_pdreader *in;
-	double t0;
-	int n;
 
 	if (perfrec_pdreader__open(path, NULL, &in) < 0) {
 		fprintf(stderr, "bench-replay: cannot read %s\n", path);
 		return -1;
 	}
 	while (perfrec_pdreader__next(in, &rec, NULL) > 0) {
-		const struct perf_event_attr *a = record_attr(in, rec);
+		size_t sz = (rec->size + 7u) & ~(size_t)7;
 
-		/* A copy, as the worker's rounds hold (not the file's mapping). */
-		memcpy(copy, rec, rec->size);
-		rec = (const void *)copy;
-		t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-		n = perfrec_unwinder__rewrite(u, rec, a, out, sizeof(out));
-		t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
-		t->records++;
-		if (rec->type == PERF_RECORD_SAMPLE) {
-			t->samples++;
-			t->rewritten += n > 0;
-		}
+		if (b.n == BATCH_RECORDS || b.len + sz > sizeof(b.buf))
+			rewrite_batch(u, &b, t);
+		b.attr[b.n] = record_attr(in, rec);
+		b.off[b.n++] = b.len;
+		memcpy(b.buf + b.len, rec, rec->size);
+		b.len += sz;
 	}
+	rewrite_batch(u, &b, t);
 	perfrec_pdreader__free(in);
 	return 0;
 }
@@ -93,7 +182,9 @@ static int run(const char *path, double secs, const char *dir)
 	struct perfrec_unwinder_tables_opts to = { .dir = dir };
 	struct perfrec_unwinder_table_stats ts;
 	struct perfrec_unwinder *u;
-	struct tally warm = { 0 }, t = { 0 };
+	const char *round = getenv("BENCH_REPLAY_ROUND");
+	struct tally warm = { .digest = !!getenv("BENCH_REPLAY_DIGEST"), .round = round ? strtoul(round, NULL, 10) : 0 };
+	struct tally t = { 0 };
 	double w0, c0, wall, cpu, us, rw_us;
 	unsigned passes = 0;
 	int r = -1;
@@ -108,10 +199,14 @@ static int run(const char *path, double secs, const char *dir)
 	printf("warm-up pass: %llu samples (%llu with DWARF stacks rewritten), %.2f s CPU (tables built)\n",
 	       (unsigned long long)warm.samples, (unsigned long long)warm.rewritten,
 	       clock_s(CLOCK_THREAD_CPUTIME_ID) - c0);
+	if (warm.digest)
+		printf("digest %016llx\n", (unsigned long long)warm.hash);
 	if (!warm.rewritten) {
 		fprintf(stderr, "bench-replay: %s has no DWARF samples to unwind\n", path);
 		goto out;
 	}
+	t.digest = warm.digest;
+	t.round = warm.round;
 	w0 = clock_s(CLOCK_MONOTONIC);
 	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	do {
@@ -123,6 +218,8 @@ static int run(const char *path, double secs, const char *dir)
 	cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 	rw_us = t.rewrite_cpu * 1e6 / (double)t.samples;
 	us = cpu * 1e6 / (double)t.samples;
+	if (t.digest)
+		printf("digest_passes %016llx\n", (unsigned long long)t.hash);
 	perfrec_unwinder__table_stats(u, &ts);
 	printf("passes %u\nsamples %llu\nrecords %llu\nwall_s %.2f\ncpu_s %.2f\n", passes,
 	       (unsigned long long)t.samples, (unsigned long long)t.records, wall, cpu);

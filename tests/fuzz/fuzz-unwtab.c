@@ -42,13 +42,10 @@ static uint64_t fnv1a(const uint8_t *p, size_t len, size_t skip_at)
 	return h;
 }
 
-static int find(void *ctx, uint64_t pc, const struct unwtab **tab, uint64_t *bias)
+static int find(void *ctx, uint64_t pc, const struct unwtab_row **row)
 {
-	if (pc >= 0x400000 && pc < 0x800000) {
-		*tab = ctx;
-		*bias = 0x400000;
-		return 1;
-	}
+	if (pc >= 0x400000 && pc < 0x800000)
+		return unwtab_find_row(ctx, 0x400000, pc, row);
 	return pc >= 0x800000 && pc < 0x900000 ? 0 : -ENOENT;
 }
 

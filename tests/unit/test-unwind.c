@@ -523,6 +523,55 @@ Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
 }
 
 /* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
+/*
+ * The other way round: a sample from before the FORK is unwound before it
+ * (the child has no maps yet: its ip alone).  Its time is read where it
+ * lies in the sample, after the identifier, ip, pid and tid.
+ */
+Test(unwind, a_sample_before_its_fork_is_unwound_before_it)
+{
+	static unsigned char in[65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na, sb;
+	struct perf_event_header *h = sample(&snap, in);
+	_Alignas(8) unsigned char fork_rec[64] = {0};
+	struct perf_event_header *fh = (void *)fork_rec;
+	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
+	struct perfrec_sample s;
+	uint64_t v;
+
+	feed_maps(u, NULL, NULL);
+	v = (uint64_t)child << 32 | child;
+	memcpy(in + sizeof(*h) + 16, &v, 8);
+	v = 500;
+	memcpy(in + sizeof(*h) + 24, &v, 8);
+	a.sample_id_all = 1;
+	fh->type = PERF_RECORD_FORK;
+	fh->size = sizeof(*fh) + 24 + 16;
+	memcpy(fork_rec + sizeof(*fh), ids, 16);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);
+	v = (uint64_t)child << 32 | child;
+	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);
+	v = 1000;
+	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);
+	sb = a;
+	sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	/* The FORK pushed first: time order puts the sample before it all the same. */
+	cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
+	cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
+	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	cr_assert_eq(got.nr, 2);
+	cr_assert_eq(got.types[1], PERF_RECORD_SAMPLE, "not in push order");
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	cr_assert_eq(perfrec_sample__parse_attr((const void *)(got.buf + ((const struct perf_event_header *)got.buf)->size),
+						&na, &s), 0);
+	cr_expect_eq(s.nr_callchain, 2, "the sample was unwound after its FORK (%" PRIu64 " frames)",
+		     s.nr_callchain - 1);
+	perfrec_unwinder__free(u);
+}
+
 Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
 {
 	static unsigned char in[65536], out[65536];
@@ -663,6 +712,92 @@ Test(unwind, maps_without_any_usable_file_are_tried_once_until_they_change)
 	cr_expect(chain_has(&c, outer_marker));
 	perfrec_unwinder__stats(u, &st);
 	cr_expect_eq(st.sessions, 2);
+	perfrec_unwinder__free(u);
+}
+
+struct as_pid {
+	struct perfrec_unwinder *u;
+	uint32_t pid;
+};
+
+/* This process's maps as those of process @pid. */
+static void take_map_as(void *ctx, const struct perf_event_header *h)
+{
+	_Alignas(8) unsigned char rec[PATH_MAX + 256];
+	const struct as_pid *a = ctx;
+
+	memcpy(rec, h, h->size);
+	memcpy(rec + sizeof(*h), &a->pid, 4);
+	memcpy(rec + sizeof(*h) + 4, &a->pid, 4);
+	take_map(a->u, (const void *)rec);
+}
+
+/* The snapshot as a sample of process @pid: whether it reached outer_marker. */
+static bool whole_as(struct perfrec_unwinder *u, uint32_t pid)
+{
+	static _Alignas(8) unsigned char in[65536], out[65536];
+	struct perf_event_attr a = attr();
+	struct perf_event_header *h = sample(&snap, in);
+	uint64_t ids = (uint64_t)pid << 32 | pid;
+	int n;
+
+	memcpy(in + sizeof(*h) + 16, &ids, 8);
+	n = perfrec_unwinder__rewrite(u, h, &a, out, sizeof(out));
+	cr_assert_gt(n, 0);
+	for (unsigned i = 0; i + 8 <= (unsigned)n; i += 8) {
+		uint64_t v, f = (uint64_t)(uintptr_t)outer_marker;
+
+		memcpy(&v, out + i, 8);
+		if (v >= f && v < f + 128)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The live sessions are counted as they are built, dropped for the cap
+ * and freed with their process (perfrec_unwinder__stats() is asked after
+ * every round, and no longer walks the spaces to count them).
+ */
+Test(unwind, live_sessions_are_counted_as_they_come_and_go)
+{
+	struct perfrec_unwinder_opts o = { .sz = sizeof(o), .max_spaces = 1 };
+	uint32_t exit_ids[4] = { 7001, 1, 7001, 1 };
+	struct perfrec_unwinder_stats st;
+	struct perfrec_unwinder *u;
+
+	cr_assert_eq(perfrec_unwinder__new(&o, &u), 0);
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .off = true }), 0);
+	for (uint32_t pid = 7000; pid < 7002; pid++)
+		for_each_map(NULL, NULL, take_map_as, &(struct as_pid){ .u = u, .pid = pid });
+	cr_assert(whole_as(u, 7000));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1);
+	cr_assert(whole_as(u, 7001));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1, "%zu sessions past a cap of 1", st.live_sessions);
+	cr_expect_eq(st.sessions_evicted, 1);
+	cr_assert(whole_as(u, 7000));
+	perfrec_unwinder__stats(u, &st);
+	cr_expect_eq(st.live_sessions, 1);
+	cr_expect_eq(st.sessions_evicted, 2);
+	/* 7001's session went for 7000's: its exit leaves 7000's. */
+	{
+		_Alignas(8) unsigned char rec[64] = {0};
+		struct perf_event_header *h = (void *)rec;
+
+		h->type = PERF_RECORD_EXIT;
+		h->size = sizeof(*h) + 24;
+		memcpy(rec + sizeof(*h), exit_ids, 16);
+		cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+		perfrec_unwinder__stats(u, &st);
+		cr_expect_eq(st.live_sessions, 1);
+		exit_ids[0] = exit_ids[2] = 7000;
+		memcpy(rec + sizeof(*h), exit_ids, 16);
+		cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+		perfrec_unwinder__stats(u, &st);
+		cr_expect_eq(st.live_sessions, 0, "%zu sessions of processes gone", st.live_sessions);
+	}
 	perfrec_unwinder__free(u);
 }
 
@@ -825,22 +960,221 @@ Test(unwind_tables, a_table_of_another_build_id_is_not_used, .init = make_tabdir
 	cr_expect_eq(ts.cache.saved, 0, "a table was saved for the new build id");
 }
 
-/* Memory holds the tables up to its bound: past it they go (counted) and come back. */
+/*
+ * Memory holds the tables up to its bound: past it they go (counted) and
+ * come back.  Each round asks for them again: rows the unwinder kept of
+ * pcs it saw (lib/unwind.c's memo) went with their tables.
+ */
 Test(unwind_tables, the_memory_bound_evicts_and_unwinding_goes_on, .init = make_tabdir, .fini = rm_tabdir)
 {
 	struct perfrec_unwinder *u = new_table_unwinder(1);
 	struct perfrec_unwinder_table_stats ts;
+	uint64_t got = 0;
 	struct chain c;
 
 	feed_maps(u, NULL, NULL);
 	for (int i = 0; i < 3; i++) {
 		c = unwind(u, &snap);
 		cr_expect(chain_has(&c, middle_marker) && chain_has(&c, outer_marker), "round %d", i);
+		perfrec_unwinder__table_stats(u, &ts);
+		cr_expect_gt(ts.cache.built + ts.cache.loaded, got, "round %d: the evicted tables were not asked for", i);
+		got = ts.cache.built + ts.cache.loaded;
 	}
 	perfrec_unwinder__table_stats(u, &ts);
 	cr_expect_geq(ts.cache.evicted, 1, "nothing evicted past a 1-byte bound");
 	cr_expect_eq(ts.cache.tables, 1, "%zu tables kept under a 1-byte bound", ts.cache.tables);
 	cr_expect_eq(ts.by_tables, 3);
+	perfrec_unwinder__free(u);
+}
+
+static bool whole(struct perfrec_unwinder *u)
+{
+	struct chain c = unwind(u, &snap);
+
+	return chain_has(&c, middle_marker) && chain_has(&c, outer_marker);
+}
+
+/* A record of this process, the body's first 16 bytes @ids (pid, ppid or pid, tid, ...). */
+static void feed_task(struct perfrec_unwinder *u, uint32_t type, uint16_t misc, const uint32_t ids[4])
+{
+	_Alignas(8) unsigned char rec[64] = {0};
+	struct perf_event_header *h = (void *)rec;
+
+	h->type = type;
+	h->misc = misc;
+	h->size = sizeof(*h) + 24 + 16;
+	memcpy(rec + sizeof(*h), ids, 16);
+	cr_assert_eq(perfrec_unwinder__rewrite(u, h, NULL, NULL, 0), 0);
+}
+
+/* This executable's code mapping, [*start, *end). */
+static void exe_text(uint64_t *start, uint64_t *end)
+{
+	uint64_t pc = (uint64_t)(uintptr_t)capture_here, a, b;
+	char line[PATH_MAX + 128], perms[8];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	*start = *end = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &a, &b, perms) == 3 && pc >= a && pc < b) {
+			*start = a;
+			*end = b;
+		}
+	if (f)
+		fclose(f);
+	cr_assert_gt(*end, *start, "capture_here() is in no mapping");
+}
+
+/*
+ * The unwinder remembers what it found at each pc of a process (its memo),
+ * and forgets it when the process's code changes: a binary replaced by
+ * another at the same addresses (here: the same path with another build
+ * id, whose file is not to be had, so its frames end the chain), its code
+ * cut by a data map, an exec, the pid used again by a new process.  Each
+ * time the next sample must be unwound with the new maps, and back.
+ */
+Test(unwind_tables, a_process_whose_code_changes_is_not_unwound_from_memory, .init = setup)
+{
+	static const uint8_t other_id[20] = { 0xde, 0xad, 0xbe, 0xef, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+	struct perfrec_unwinder *u = new_unwinder();
+	uint32_t pid = (uint32_t)getpid(), ids[4] = { pid, pid, pid, pid };
+	uint64_t start, end;
+	uint8_t id[20];
+
+	self_build_id(id);
+	exe_text(&start, &end);
+	feed_maps(u, NULL, id);
+	cr_assert(whole(u));
+	cr_assert(whole(u), "not unwound whole the second time (from memory)");
+	/* Another binary at the same addresses. */
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "unwound with the replaced binary's table");
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u), "the binary mapped again is not unwound through");
+	/* Data over the code: no code there any more. */
+	feed_one_map(u, start, end - start, PROT_READ | PROT_WRITE, "//anon");
+	cr_expect_not(whole(u), "unwound through code a data map replaced");
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	/* An exec: none of the old code (a data map of the new image first), then the other binary. */
+	feed_task(u, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, ids);
+	feed_one_map(u, 0x10000, 0x1000, PROT_READ | PROT_WRITE, "//anon");
+	cr_expect_not(whole(u), "unwound with the code of the image before exec");
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "unwound with the maps of the image before exec");
+	/* The process exits and its pid is a new process's, mapping the same way. */
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	feed_task(u, PERF_RECORD_EXIT, 0, ids);
+	feed_maps(u, NULL, other_id);
+	cr_expect_not(whole(u), "the new process of the same pid was unwound with the old one's maps");
+	feed_task(u, PERF_RECORD_EXIT, 0, ids);
+	feed_maps(u, NULL, id);
+	cr_expect(whole(u));
+	perfrec_unwinder__free(u);
+}
+
+/* New tables (perfrecd's reload) are another cache: nothing remembered of the old one's rows is used. */
+Test(unwind_tables, new_tables_are_asked_not_the_rows_of_the_old, .init = make_tabdir, .fini = rm_tabdir)
+{
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perfrec_unwinder_table_stats ts;
+
+	feed_maps(u, NULL, NULL);
+	cr_assert(whole(u));
+	cr_assert_eq(perfrec_unwinder__set_tables(u, &(struct perfrec_unwinder_tables_opts){ .dir = tabdir }), 0);
+	cr_expect(whole(u));
+	perfrec_unwinder__table_stats(u, &ts);
+	cr_expect_geq(ts.cache.built, 1, "the new cache built no table: rows of the old one were used");
+	perfrec_unwinder__free(u);
+}
+
+/*
+ * A round of three CPUs' rings, each in time order, one after the other:
+ * this binary's code mapped again and again, alternately with its own
+ * build id and with another one (whose file is not to be had), and a
+ * sample after each.  Flushed, every sample is unwound with the mapping
+ * of its time: whole after its own build id, not after the other.
+ */
+Test(unwind_tables, a_round_of_several_rings_is_unwound_in_time_order, .init = setup)
+{
+	static const uint8_t other_id[20] = { 0xba, 0xd1, 0xd0 };
+	static unsigned char recs[16][PATH_MAX + 256];
+	static unsigned char samples[8][65536];
+	static struct collected got;
+	struct perfrec_unwinder *u = new_unwinder();
+	struct perf_event_attr a = attr(), na, sb;
+	const struct perf_event_header *ev[16];
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	uint64_t start, end, pgoff = 0, v, ids = (uint64_t)getpid() << 32 | (uint32_t)getpid();
+	uint8_t id[20];
+	size_t off;
+
+	cr_assert_gt(len, 0);
+	exe[len] = 0;
+	self_build_id(id);
+	exe_text(&start, &end);
+	{
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[PATH_MAX + 128];
+		uint64_t x, y, o;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64, &x, &y, &o) == 3 && x == start)
+				pgoff = o;
+		if (f)
+			fclose(f);
+	}
+	feed_maps(u, NULL, id);
+	a.sample_id_all = 1;
+	sb = a;
+	sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	for (unsigned k = 0; k < 8; k++) {
+		struct perf_event_header *h = mmap2_record(recs[2 * k], start, end - start, pgoff, PROT_READ | PROT_EXEC, exe);
+
+		h->misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+		recs[2 * k][sizeof(*h) + 32] = 20;
+		memcpy(recs[2 * k] + sizeof(*h) + 36, k % 2 ? other_id : id, 20);
+		off = h->size;
+		v = 100 * k + 50;
+		memcpy(recs[2 * k] + off, &ids, 8);
+		memcpy(recs[2 * k] + off + 8, &v, 8);
+		h->size = (uint16_t)(off + 16);
+		ev[2 * k] = h;
+		h = sample(&snap, samples[k]);
+		v = 100 * k + 75;
+		memcpy(samples[k] + sizeof(*h) + 24, &v, 8);
+		ev[2 * k + 1] = h;
+	}
+	/* Three rings: records 0, 3, 6, ... then 1, 4, 7, ... then 2, 5, 8, ... */
+	for (unsigned r = 0; r < 3; r++)
+		for (unsigned i = r; i < 16; i += 3)
+			cr_assert_eq(perfrec_unwinder__push(u, ev[i], ev[i]->type == PERF_RECORD_SAMPLE ? &a : &sb), 0);
+	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
+	cr_assert_eq(got.nr, 16);
+	perfrec_unwinder__rewrite_attr(&a, &na);
+	off = 0;
+	for (unsigned i = 0, seen = 0; i < 16; i++) {
+		const struct perf_event_header *h = (const void *)(got.buf + off);
+		struct perfrec_sample smp;
+		struct chain c = { 0 };
+
+		off += h->size;
+		if (h->type != PERF_RECORD_SAMPLE)
+			continue;
+		seen++;
+		cr_assert_eq(perfrec_sample__parse_attr(h, &na, &smp), 0);
+		c.nr = smp.nr_callchain - 1;
+		memcpy(c.ip, smp.callchain + 1, c.nr * 8);
+		if ((smp.time / 100) % 2 == 0)
+			cr_expect(chain_has(&c, outer_marker), "the sample at %" PRIu64 " was not unwound with its map",
+				  smp.time);
+		else
+			cr_expect_not(chain_has(&c, outer_marker), "the sample at %" PRIu64 " was unwound with "
+				      "another time's map", smp.time);
+		cr_assert_leq(seen, 8);
+	}
 	perfrec_unwinder__free(u);
 }
 

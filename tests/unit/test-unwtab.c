@@ -689,17 +689,14 @@ static void free_space(struct space *s)
 	free(s);
 }
 
-static int find(void *ctx, uint64_t pc, const struct unwtab **tab, uint64_t *bias)
+static int find(void *ctx, uint64_t pc, const struct unwtab_row **row)
 {
 	struct space *s = ctx;
 
 	/* The last map holding @pc: a later mmap over an earlier one replaces it. */
 	for (size_t i = s->nr; i-- > 0;)
-		if (pc >= s->maps[i].start && pc < s->maps[i].end) {
-			*tab = s->maps[i].tab;
-			*bias = s->maps[i].bias;
-			return s->maps[i].tab ? 1 : 0;
-		}
+		if (pc >= s->maps[i].start && pc < s->maps[i].end)
+			return s->maps[i].tab ? unwtab_find_row(s->maps[i].tab, s->maps[i].bias, pc, row) : 0;
 	return -ENOENT;
 }
 
@@ -840,6 +837,69 @@ Test(unwind, code_without_a_table_follows_a_consistent_frame_pointer_chain)
 	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), find, &f->s, fr, 16, &res), 0);
 	cr_assert_eq(res.nr_frames, 1);
 	cr_assert_eq(res.end, UNWTAB_END_INCONSISTENT);
+	free(f);
+}
+
+/* The pcs the walker asked its find function for. */
+struct counted {
+	struct space *s;
+	uint64_t pcs[64];
+	unsigned n;
+};
+
+static int counted_find(void *ctx, uint64_t pc, const struct unwtab_row **row)
+{
+	struct counted *c = ctx;
+
+	cr_assert_lt(c->n, 64);
+	c->pcs[c->n++] = pc;
+	return find(c->s, pc, row);
+}
+
+/*
+ * A look-up is the walker's main cost: each pc once per walk, the one that
+ * checks a return address lands in code being the one its frame's step
+ * uses (it was asked twice, 7 look-ups for 4 frames).
+ */
+Test(unwind, each_pc_is_looked_up_once)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	struct unwtab_row rows[] = {
+		{ .start = 0x1000, .kind = UNWTAB_CFA_SP, .cfa_off = 16, .ra_off = -8 },
+		{ .start = 0x1100, .kind = UNWTAB_CFA_SP, .cfa_off = 32, .ra_off = -8 },
+		{ .start = 0x1200, .kind = UNWTAB_OUTERMOST },
+	};
+	struct unwtab t = { .nr_rows = 3, .rows = rows };
+	struct counted c = { .s = &f->s };
+	struct unwtab_frame fr[16];
+	struct unwtab_result res;
+	struct unwtab_regs regs;
+
+	f->s.maps[f->s.nr++] = (struct tmap){ .start = 0x400000, .end = 0x402000, .bias = 0x400000, .tab = &t };
+	f->s.maps[f->s.nr++] = (struct tmap){ .start = 0x10000, .end = 0x20000 }; /* "JIT", no table */
+	/* ip in row 0 (CFA sp + 16) -> 0x401101 in row 1 (CFA + 32) -> JIT by rbp -> 0x401201: outermost */
+	f->stack[1] = 0x401101;
+	f->stack[5] = 0x10100;
+	f->stack[10] = 0;
+	f->stack[11] = 0x401201;
+	regs = (struct unwtab_regs){ .ip = 0x401010, .sp = at(f, 0), .bp = at(f, 10), .bp_valid = true };
+	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), counted_find, &c, fr, 16, &res), 0);
+	cr_assert_eq(res.nr_frames, 4, "%u frames, end %d", res.nr_frames, res.end);
+	cr_assert_eq(fr[2].pc, 0x10100);
+	cr_assert_eq(fr[3].pc, 0x401201);
+	cr_assert_eq(res.end, UNWTAB_END_OUTERMOST);
+	cr_assert_eq(c.n, 4, "%u look-ups for 4 frames", c.n);
+	cr_assert_eq(c.pcs[0], 0x401010, "the sampled ip as it is");
+	for (unsigned i = 1; i < 4; i++)
+		cr_assert_eq(c.pcs[i], fr[i].pc - 1, "look-up %u: a return address at its call", i);
+	/* From a caller's frame (where libdwfl stopped): its pc is looked up at the call, once. */
+	c.n = 0;
+	regs = (struct unwtab_regs){ .ip = 0x401101, .sp = at(f, 2), .bp = at(f, 10), .bp_valid = true };
+	cr_assert_eq(unwtab_unwind_from(&regs, at(f, 0), true, f->stack, sizeof(f->stack), counted_find, &c, fr, 16,
+					&res), 0);
+	cr_assert_eq(res.nr_frames, 3);
+	cr_assert_eq(c.n, 3);
+	cr_assert_eq(c.pcs[0], 0x401100);
 	free(f);
 }
 
@@ -1094,10 +1154,9 @@ static struct tally record_and_compare(const char *prog, const char *arg, const 
 		if (smp.pid != wl_pid || !smp.regs_abi || !smp.stack_dyn_size)
 			continue;
 		{
-			const struct unwtab *tab;
-			uint64_t bias;
+			const struct unwtab_row *row;
 
-			if (find(s, smp.ip, &tab, &bias) < 0)
+			if (find(s, smp.ip, &row) < 0)
 				t.leaf_unmapped++;
 		}
 		compare_sample(u, s, rec, &pa->attr, &smp, &t);
@@ -1208,3 +1267,29 @@ Test(unwtab, indexed_lookups_are_plain_searches)
 		free(t.first);
 	}
 }
+
+/*
+ * A look-up searches the rows of one granule of the index: compiled code
+ * has a row every 50 bytes or so, and granules of 4 KiB made that some 80
+ * rows, seven probes, most of them cache misses in a table of megabytes
+ * (cc1's).  Granules hold a handful now, for an index of at most a
+ * quarter as many entries as rows.
+ */
+Test(unwtab, index_granules_hold_a_few_rows)
+{
+	size_t n = 100000;
+	struct unwtab t = { .nr_rows = n, .rows = calloc(n, sizeof(struct unwtab_row)) };
+
+	cr_assert_not_null(t.rows);
+	for (size_t i = 0; i < n; i++)
+		t.rows[i] = (struct unwtab_row){ .start = 0x10000 + 48 * i, .kind = UNWTAB_CFA_SP, .cfa_off = 8 };
+	cr_assert_eq(unwtab_index(&t), 0);
+	cr_expect_leq(1ull << t.index_shift, 48 * 8, "granules of %llu bytes: %llu rows each",
+		      1ull << t.index_shift, (1ull << t.index_shift) / 48);
+	cr_expect_leq(t.index_len, n / 4 + 1024 + 1, "an index of %zu entries for %zu rows", t.index_len, n);
+	for (size_t i = 0; i < n; i += 997)
+		cr_assert_eq(unwtab_lookup(&t, 0x10000 + 48 * i + 47), &t.rows[i]);
+	free(t.first);
+	free(t.rows);
+}
+

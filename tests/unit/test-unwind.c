@@ -461,6 +461,31 @@ static int collect(void *ctx, const struct perf_event_header *rec)
 }
 
 /*
+ * The sample at @in made a sample of a child of this process at
+ * @sample_time, and at @fork_rec that child's FORK at time 1000, its
+ * trailer laid out for TID and TIME as @sb (the trailer of @a minus
+ * IDENTIFIER and CGROUP) says.
+ */
+static void child_and_fork(unsigned char *in, uint64_t sample_time, unsigned char *fork_rec,
+			   const struct perf_event_attr *a, struct perf_event_attr *sb)
+{
+	struct perf_event_header *fh = (void *)fork_rec;
+	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
+	uint64_t v = (uint64_t)child << 32 | child, t = 1000;
+
+	memcpy(in + sizeof(*fh) + 16, &v, 8);
+	memcpy(in + sizeof(*fh) + 24, &sample_time, 8);
+	fh->type = PERF_RECORD_FORK;
+	fh->size = sizeof(*fh) + 24 + 16;
+	memcpy(fork_rec + sizeof(*fh), ids, 16);
+	memcpy(fork_rec + sizeof(*fh) + 16, &t, 8);  /* fork's own time */
+	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);  /* trailer: pid, tid */
+	memcpy(fork_rec + sizeof(*fh) + 32, &t, 8);  /* trailer: time */
+	*sb = *a;
+	sb->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+}
+
+/*
  * A round in drain order: the sample (time 2000) of a process forked from
  * this one comes before its FORK (time 1000), written from another CPU's
  * ring.  Flushed, the sample is unwound with the maps the FORK gave it,
@@ -470,43 +495,20 @@ Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
 {
 	static unsigned char in[65536];
 	static struct collected got;
+	static struct perf_event_attr sb;
 	struct perfrec_unwinder *u = new_unwinder();
 	struct perf_event_attr a = attr(), na;
 	struct perf_event_header *h = sample(&snap, in);
 	_Alignas(8) unsigned char fork_rec[64] = {0};
-	struct perf_event_header *fh = (void *)fork_rec;
-	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
-	uint64_t v;
 	struct perfrec_sample s;
 	const struct perf_event_header *out;
 
 	feed_maps(u, NULL, NULL);
-	/* The sample is the child's, at time 2000. */
-	v = (uint64_t)child << 32 | child;
-	memcpy(in + sizeof(*h) + 16, &v, 8);
-	v = 2000;
-	memcpy(in + sizeof(*h) + 24, &v, 8);
-	/* The FORK at time 1000, its trailer laid out for TID and TIME. */
 	a.sample_id_all = 1;
-	fh->type = PERF_RECORD_FORK;
-	fh->size = sizeof(*fh) + 24 + 16;
-	memcpy(fork_rec + sizeof(*fh), ids, 16);
-	v = 1000;
-	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);             /* fork's own time */
-	v = (uint64_t)child << 32 | child;
-	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);             /* trailer: pid, tid */
-	v = 1000;
-	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);             /* trailer: time */
-	{
-		/* The trailer of attr() minus IDENTIFIER/CGROUP: TID, TIME. */
-		static struct perf_event_attr sb;
-
-		sb = a;
-		sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-		cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
-		cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
-		cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
-	}
+	child_and_fork(in, 2000, fork_rec, &a, &sb);
+	cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
+	cr_assert_eq(perfrec_unwinder__push(u, (const void *)fork_rec, &sb), 0);
+	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
 	cr_assert_eq(got.nr, 2);
 	cr_expect_eq(got.types[0], PERF_RECORD_SAMPLE, "not in push order");
 	cr_expect_eq(got.types[1], PERF_RECORD_FORK);
@@ -522,7 +524,6 @@ Test(unwind, a_round_is_unwound_in_time_order_and_emitted_in_push_order)
 	perfrec_unwinder__free(u);
 }
 
-/* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
 /*
  * The other way round: a sample from before the FORK is unwound before it
  * (the child has no maps yet: its ip alone).  Its time is read where it
@@ -532,34 +533,18 @@ Test(unwind, a_sample_before_its_fork_is_unwound_before_it)
 {
 	static unsigned char in[65536];
 	static struct collected got;
+	static struct perf_event_attr sb;
 	struct perfrec_unwinder *u = new_unwinder();
-	struct perf_event_attr a = attr(), na, sb;
+	struct perf_event_attr a = attr(), na;
 	struct perf_event_header *h = sample(&snap, in);
 	_Alignas(8) unsigned char fork_rec[64] = {0};
-	struct perf_event_header *fh = (void *)fork_rec;
-	uint32_t child = (uint32_t)getpid() + 100000, ids[4] = { child, (uint32_t)getpid(), child, (uint32_t)getpid() };
 	struct perfrec_sample s;
-	uint64_t v;
 
 	feed_maps(u, NULL, NULL);
-	v = (uint64_t)child << 32 | child;
-	memcpy(in + sizeof(*h) + 16, &v, 8);
-	v = 500;
-	memcpy(in + sizeof(*h) + 24, &v, 8);
 	a.sample_id_all = 1;
-	fh->type = PERF_RECORD_FORK;
-	fh->size = sizeof(*fh) + 24 + 16;
-	memcpy(fork_rec + sizeof(*fh), ids, 16);
-	v = 1000;
-	memcpy(fork_rec + sizeof(*fh) + 16, &v, 8);
-	v = (uint64_t)child << 32 | child;
-	memcpy(fork_rec + sizeof(*fh) + 24, &v, 8);
-	v = 1000;
-	memcpy(fork_rec + sizeof(*fh) + 32, &v, 8);
-	sb = a;
-	sb.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	child_and_fork(in, 500, fork_rec, &a, &sb);
 	/* The FORK pushed first: time order puts the sample before it all the same. */
-	cr_assert_eq(perfrec_unwinder__push(u, fh, &sb), 0);
+	cr_assert_eq(perfrec_unwinder__push(u, (const void *)fork_rec, &sb), 0);
 	cr_assert_eq(perfrec_unwinder__push(u, h, &a), 0);
 	cr_assert_eq(perfrec_unwinder__flush(u, collect, &got), 0);
 	cr_assert_eq(got.nr, 2);
@@ -572,6 +557,7 @@ Test(unwind, a_sample_before_its_fork_is_unwound_before_it)
 	perfrec_unwinder__free(u);
 }
 
+/* Behind: the sample in the unwound layout with its ip alone, no unwinder needed. */
 Test(unwind, strip_gives_the_ip_alone_in_the_rewritten_layout)
 {
 	static unsigned char in[65536], out[65536];

@@ -988,22 +988,12 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-/* The map holding @pc, or NULL. */
+/* The map holding @pc, or NULL: the first ending past it, if it starts at or before it. */
 static struct map *find_map(const struct space *s, uint64_t pc)
 {
-	size_t lo = 0, hi = s->nr;
+	size_t i = first_ending_after(s, pc);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->maps[mid].end <= pc)
-			lo = mid + 1;
-		else if (s->maps[mid].start > pc)
-			hi = mid;
-		else
-			return &s->maps[mid];
-	}
-	return NULL;
+	return i < s->nr && s->maps[i].start <= pc ? &s->maps[i] : NULL;
 }
 
 static bool in_exec_map(const struct space *s, uint64_t pc)
@@ -1897,7 +1887,6 @@ static const struct perf_event_header *queued_record(const struct perfrec_unwind
 	return q->borrowed ? q->borrowed : (const void *)(u->qbuf + q->off);
 }
 
-/* By time, then by position: records of the same time keep their order. */
 /* Whether queued record @i goes before @j: by time, then in push order. */
 static bool before(const struct queued *q, size_t i, size_t j)
 {

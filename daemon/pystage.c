@@ -55,12 +55,12 @@ static struct pyps **proc_slot(struct pystage *ps, uint32_t pid)
 	return bsearch(&pid, ps->procs, ps->nr_procs, sizeof(*ps->procs), cmp_pid);
 }
 
-/* What a process needs, through /proc: its layout, its eval loop, its memory. */
 /*
- * @ctx is the walker: the layout its tracker (pytrack.c) detected when it
- * added @pid, so the draining thread does not open and parse the
- * interpreter's file again; looked up afresh only for a process the
- * walker no longer knows.
+ * What a process needs, through /proc: its layout, its eval loop, its
+ * memory.  @ctx is the walker: the layout its tracker (pytrack.c)
+ * detected when it added @pid, so the draining thread does not open and
+ * parse the interpreter's file again; looked up afresh only for a process
+ * the walker no longer knows.
  */
 static int default_setup(void *ctx, pid_t pid, struct pystage_proc_setup *ret)
 {

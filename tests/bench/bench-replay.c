@@ -104,6 +104,23 @@ static int emitted(void *ctx, const struct perf_event_header *rec)
 	return 0;
 }
 
+/*
+ * A batch done: its records and samples counted, and with @r (rewrite()'s
+ * results) the samples rewritten (flushes count theirs as emitted).
+ */
+static void tally_batch(struct batch *b, struct tally *t, const int *r)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		t->records++;
+		if (((const struct perf_event_header *)(b->buf + b->off[i]))->type == PERF_RECORD_SAMPLE) {
+			t->samples++;
+			if (r)
+				t->rewritten += r[i] > 0;
+		}
+	}
+	b->n = b->len = 0;
+}
+
 /* As the sink's worker does: rounds pushed (borrowed), then flushed in time order. */
 static void flush_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
 {
@@ -115,11 +132,7 @@ static void flush_batch(struct perfrec_unwinder *u, struct batch *b, struct tall
 		perfrec_unwinder__flush(u, emitted, t);
 	}
 	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
-	for (size_t i = 0; i < b->n; i++) {
-		t->records++;
-		t->samples += ((const struct perf_event_header *)(b->buf + b->off[i]))->type == PERF_RECORD_SAMPLE;
-	}
-	b->n = b->len = 0;
+	tally_batch(b, t, NULL);
 }
 
 static void rewrite_batch(struct perfrec_unwinder *u, struct batch *b, struct tally *t)
@@ -138,16 +151,7 @@ static void rewrite_batch(struct perfrec_unwinder *u, struct batch *b, struct ta
 			digest(t, out, r[i]);
 	}
 	t->rewrite_cpu += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
-	for (size_t i = 0; i < b->n; i++) {
-		const struct perf_event_header *rec = (const void *)(b->buf + b->off[i]);
-
-		t->records++;
-		if (rec->type == PERF_RECORD_SAMPLE) {
-			t->samples++;
-			t->rewritten += r[i] > 0;
-		}
-	}
-	b->n = b->len = 0;
+	tally_batch(b, t, r);
 }
 
 /* One pass over @path through @u, adding to @t. */

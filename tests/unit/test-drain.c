@@ -207,6 +207,76 @@ Test(drain, two_sinks_see_the_same_records_and_bytes)
 	fake_exit(&f);
 }
 
+/* A sink that keeps the records it is given in the ring until told to let go. */
+struct holder {
+	struct sink sink;
+	uint64_t held;       /* the first position kept; UINT64_MAX: none */
+	uint64_t ring_size;
+	size_t in_ring, copies;
+	const struct perf_event_header *first;
+};
+
+static void holder_record(struct sink *s, struct drain_rec *r)
+{
+	struct holder *v = s->ctx;
+
+	if (!r->in_ring) {
+		v->copies++;
+		return;
+	}
+	v->in_ring++;
+	v->ring_size = r->ring_size;
+	if (v->held == UINT64_MAX) {
+		v->held = r->pos;
+		v->first = r->h;
+	}
+}
+
+static uint64_t holder_hold(struct sink *s, size_t ring, uint64_t end)
+{
+	struct holder *v = s->ctx;
+
+	cr_assert_eq(ring, 2);
+	return v->held == UINT64_MAX ? end : v->held;
+}
+
+static const struct sink_ops holder_ops = { .record = holder_record, .hold = holder_hold };
+
+Test(drain, a_sink_holding_records_stops_the_tail_until_it_lets_go)
+{
+	static struct seen a;
+	struct holder h = { .held = UINT64_MAX };
+	struct drain *d = new_drain();
+	struct fake f;
+	uint64_t first_pass;
+
+	fake_init(&f, 1024, 0);
+	add_seen(d, &a);
+	h.sink = (struct sink){ .ops = &holder_ops, .ctx = &h };
+	cr_assert_eq(drain_add_sink(d, &h.sink), 0);
+	produce_sample(&f, 1, 10, 0);
+	first_pass = f.stream_len;
+	produce_sample(&f, 2, 11, 0);
+	cr_assert_eq(pass(d, &f), f.stream_len);
+	cr_expect_eq(h.in_ring, 2);
+	cr_expect_eq(h.ring_size, 1024);
+	cr_expect_eq(h.held, 0, "the first record's position");
+	cr_expect_eq(f.meta->data_tail, 0, "held: the kernel may not write over it");
+	/* The next pass reads only what is new; the tail stays while held. */
+	produce_sample(&f, 3, 12, 0);
+	cr_assert_eq(pass(d, &f), f.stream_len - 2 * first_pass);
+	cr_expect_eq(a.samples, 3, "no record walked twice");
+	cr_expect_eq(f.meta->data_tail, 0);
+	cr_expect_eq(((const uint64_t *)h.first)[4], 10, "still there");
+	/* Let go: an empty pass gives the bytes back. */
+	h.held = UINT64_MAX;
+	cr_assert_eq(pass(d, &f), 0);
+	cr_expect_eq(f.meta->data_tail, f.stream_len);
+	cr_expect_eq(a.samples, 3);
+	drain_free(d);
+	fake_exit(&f);
+}
+
 Test(drain, a_failing_sink_does_not_stop_the_others)
 {
 	static struct seen bad, good, leaver;

@@ -262,3 +262,100 @@ Test(unwind_sink, samples_queue_without_the_unused_stack_and_come_out_the_same)
 		unwind_sink_free(s);
 	}
 }
+
+/* An emit that stops in the first sample until the test lets it go. */
+struct gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool entered, open;
+	struct last last;
+};
+
+static int gated(void *ctx, const struct perf_event_header *rec)
+{
+	struct gate *g = ctx;
+
+	if (rec->type != PERF_RECORD_SAMPLE)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	g->entered = true;
+	pthread_cond_broadcast(&g->cond);
+	while (!g->open)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	return keep_last(&g->last, rec);
+}
+
+/*
+ * A DWARF sample still in its ring is queued without a copy: the ring's
+ * tail is held at it (unwind_sink_hold()) until the worker is done with
+ * its round, not just handed it, and what comes out is what the unwinder
+ * makes of it; past max_held a sample is copied and counted instead.
+ */
+Test(unwind_sink, samples_read_in_the_ring_hold_it_until_their_round_is_done)
+{
+	static unsigned char ring[65536], direct[65536];
+	static struct gate g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct perf_event_attr a = attr();
+	const struct perf_event_header *h = sample(&snap, ring + 64);
+	struct unwind_sink_at at = { .ring = 3, .pos = 1000064, .max_held = 4 * h->size };
+	struct unwind_sink_stats st;
+	struct perfrec_unwinder *u;
+	struct unwind_sink *s;
+	bool entered;
+	int n;
+
+	cr_assert_eq(perfrec_unwinder__new(NULL, &u), 0);
+	for_each_map(NULL, NULL, take_map_unwinder, u);
+	n = perfrec_unwinder__rewrite(u, h, &a, direct, sizeof(direct));
+	cr_assert_gt(n, 0);
+	perfrec_unwinder__free(u);
+
+	cr_assert_eq(unwind_sink_new(NULL, gated, &g, &s), 0);
+	feed_maps_as(s, NULL, NULL, true);
+	cr_expect_eq(unwind_sink_hold(s, 3, 2000000), 2000000, "nothing held yet");
+	cr_assert_eq(unwind_sink_record_at(s, h, &a, &at), 0);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.in_ring, 1);
+	cr_expect_eq(st.queued_bytes, 0, "copied: %" PRIu64 " bytes queued", st.queued_bytes);
+	cr_expect_eq(unwind_sink_hold(s, 3, 2000000), 1000064);
+	cr_expect_eq(unwind_sink_hold(s, 2, 2000000), 2000000, "another ring is not held");
+	cr_assert_eq(unwind_sink_round(s), 0);
+	/* The worker is in the round: the tail stays. */
+	pthread_mutex_lock(&g.lock);
+	for (int i = 0; i < 100 && !g.entered; i++) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += 1;
+		pthread_cond_timedwait(&g.cond, &g.lock, &t);
+	}
+	entered = g.entered;
+	pthread_mutex_unlock(&g.lock);
+	cr_assert(entered, "the worker never emitted the sample");
+	cr_expect_eq(unwind_sink_hold(s, 3, 2000000), 1000064, "let go before the worker was done");
+	pthread_mutex_lock(&g.lock);
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	cr_expect_eq(unwind_sink_hold(s, 3, 2000000), 2000000, "still held after the round");
+	cr_assert_eq(g.last.size, (size_t)n);
+	cr_expect(memcmp(g.last.rec, direct, (size_t)n) == 0, "not what the unwinder makes of it");
+
+	/* Held past max_held: the third sample in a row is copied. */
+	for (int i = 0; i < 3; i++) {
+		at.pos = 3000000 + (uint64_t)i * h->size * 2;
+		cr_assert_eq(unwind_sink_record_at(s, h, &a, &at), 0);
+	}
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.in_ring, 3);
+	cr_expect_eq(st.copied_held, 1);
+	cr_expect_gt(st.queued_bytes, 0);
+	cr_expect_eq(unwind_sink_hold(s, 3, 4000000), 3000000);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.unwinder.samples, 4);
+	cr_expect_eq(unwind_sink_hold(s, 3, 4000000), 4000000);
+	unwind_sink_free(s);
+}

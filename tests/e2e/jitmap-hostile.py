@@ -22,6 +22,11 @@ m = mmap.mmap(-1, 1 << 16, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
               prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
 path = '/tmp/perf-%d.map' % os.getpid()
+# Named for this pid: whatever is there is an earlier process's leftover.
+try:
+    os.unlink(path)
+except FileNotFoundError:
+    pass
 if kind == 'fifo':
     os.mkfifo(path, 0o600)
 elif kind == 'symlink':

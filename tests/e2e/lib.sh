@@ -17,8 +17,25 @@ if [ -z "${PYENV_ROOT:-}" ] && [ -d "${HOME:-/nonexistent}/.pyenv" ]; then expor
 export HOME=$T/home
 mkdir -m 0700 "$HOME"
 DAEMON_PID=
+# JIT runtimes a test starts (node --perf-basic-prof, python -X perf) leave
+# /tmp/perf-PID.map behind when they end; a later process given the same
+# pid would find it (test-jit-perfmap-hostile's did).  The ones that came
+# during the test and whose process is gone are removed with it.
+ls /tmp/perf-*.map >"$T/.perf-maps-before" 2>/dev/null
+remove_new_perf_maps() {
+	local m pid
+	for m in /tmp/perf-*.map; do
+		[ -e "$m" ] || [ -L "$m" ] || continue
+		grep -qxF "$m" "$T/.perf-maps-before" 2>/dev/null && continue
+		pid=${m#/tmp/perf-}
+		pid=${pid%.map}
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		[ -d "/proc/$pid" ] || rm -f "$m"
+	done
+}
 cleanup() {
 	[ -n "$DAEMON_PID" ] && kill -9 "$DAEMON_PID" 2>/dev/null
+	remove_new_perf_maps
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT

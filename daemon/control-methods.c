@@ -77,8 +77,6 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(u, "samples", json_object_new_int64((int64_t)st.unwinder.samples));
 	J_ADD(u, "unwound", json_object_new_int64((int64_t)st.unwinder.unwound));
 	J_ADD(u, "behind", json_object_new_int64((int64_t)st.behind));
-	J_ADD(u, "in_ring", json_object_new_int64((int64_t)st.in_ring));
-	J_ADD(u, "copied_held", json_object_new_int64((int64_t)st.copied_held));
 	J_ADD(u, "dropped", json_object_new_int64((int64_t)st.unwinder.dropped));
 	J_ADD(u, "elf_hits", json_object_new_int64((int64_t)st.unwinder.elf_hits));
 	J_ADD(u, "elf_opened", json_object_new_int64((int64_t)st.unwinder.elf_opened));

@@ -291,8 +291,6 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		counter(f, "perfrecd_unwind_samples_total", "DWARF samples unwound on the host (unwind=host).", u->unwinder.samples);
 		counter(f, "perfrecd_unwind_unwound_total", "Of those, samples with at least one caller found.", u->unwinder.unwound);
 		counter(f, "perfrecd_unwind_behind_total", "Samples written with their sampled user ip only: the unwinder was too far behind.", u->behind);
-		counter(f, "perfrecd_unwind_in_ring_total", "DWARF samples the unwinder read where the kernel wrote them, not copied.", u->in_ring);
-		counter(f, "perfrecd_unwind_copied_held_total", "DWARF samples copied for the unwinder: their ring held as much as it may already.", u->copied_held);
 		counter(f, "perfrecd_unwind_dropped_total", "DWARF samples the unwinder could not rewrite (bad input, no memory): not written.", u->unwinder.dropped);
 		counter(f, "perfrecd_unwind_elf_cache_hits_total", "ELF lookups the unwinder's cache answered.", u->unwinder.elf_hits);
 		counter(f, "perfrecd_unwind_elf_opened_total", "ELF files the unwinder opened (misses of its cache).", u->unwinder.elf_opened);

@@ -44,7 +44,6 @@
 #include "outfile.h"
 #include "log.h"
 #include "pipeline.h"
-#include "unwind-stage.h"
 #include "pipeout.h"
 #include "recorder.h"
 #include "safename.h"
@@ -309,9 +308,6 @@ static int open_events(struct recorder *rec, const struct config *cfg)
 	eo.mmap_pages = config_ring_bytes(cfg) / (size_t)sysconf(_SC_PAGESIZE);
 	if (eo.mmap_pages == 0)
 		eo.mmap_pages = 1;
-	/* Host unwinding holds the samples it reads in the ring: the drain wakes sooner. */
-	if (cfg->unwind_host && eo.stack_user)
-		eo.wakeup_bytes = unwind_stage_wakeup_bytes((uint64_t)eo.mmap_pages * (uint64_t)sysconf(_SC_PAGESIZE));
 	eo.context_switch = cfg->context_switch;
 	r = perfrec_evlist__new(rec->cpus, rec->specs, rec->nr_specs, &eo, &rec->evlist);
 	if (r < 0)

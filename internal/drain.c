@@ -10,9 +10,7 @@
  *                                  repaired record cuts the span (the ring
  *                                  is read-only to us): the bytes before it
  *                                  from the ring, it from the repaired copy
- *   perfrec_ring__commit_keep()    tail moved only after every sink had them,
- *                                  and only up to what a sink still reads
- *                                  in place (its hold())
+ *   perfrec_ring__commit()         tail moved only after every sink had them
  *
  * Nothing is allocated per record: a wrapped record sits in the ring's
  * scratch buffer, a repaired one in the drain's.
@@ -352,21 +350,6 @@ static void to_corrupt(struct drain *d, size_t idx)
 	}
 }
 
-/* The ring's tail after a pass to @end: the lowest position a sink still holds. */
-static uint64_t kept_from(struct drain *d, size_t idx, uint64_t end)
-{
-	uint64_t keep = end;
-
-	for (size_t i = 0; i < d->nr_sinks; i++) {
-		struct sink *s = d->sinks[i];
-		uint64_t k;
-
-		if (s && s->ops->hold && (k = s->ops->hold(s, idx, end)) != end && end - k > end - keep)
-			keep = k;
-	}
-	return keep;
-}
-
 uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 {
 	const struct perf_event_header *h, *fh;
@@ -378,13 +361,20 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 	int rr;
 
 	if (perfrec_ring__begin(ring, &b) <= 0) {
-		/* An overwritten ring still needs its tail moved (ring.h); kept bytes may be given back. */
-		perfrec_ring__commit_keep(ring, &b, kept_from(d, idx, b.pos + b.skip));
+		/* An overwritten ring still needs its tail moved (ring.h). */
+		perfrec_ring__commit(ring, &b);
 		return 0;
 	}
 	start = b.start;
 	d->in_pass = true;
 	while ((rr = perfrec_ring__next(ring, &b, &h)) > 0) {
+		/*
+		 * A DWARF sample's last line (its stack copy's dyn_size, which
+		 * the unwinding stage reads first) is 8 KiB away from the
+		 * header: asked for now, it comes while the record is decoded.
+		 */
+		if (h->size > 256)
+			__builtin_prefetch((const unsigned char *)h + h->size - 8);
 		/* A sample's event, looked up once for the repair and the sinks. */
 		f = h->type == PERF_RECORD_SAMPLE ? find_sample_id(d, h) : NULL;
 		fh = drain_repair(d, h, f, d->fixed, sizeof(d->fixed));
@@ -401,11 +391,6 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 			continue;
 		}
 		decode(d, &r, fh, idx, f);
-		if ((const unsigned char *)h >= ring->data && (const unsigned char *)h < ring->data + ring->size) {
-			r.in_ring = true;
-			r.pos = b.pos - h->size;
-			r.ring_size = ring->size;
-		}
 		to_records(d, &r);
 	}
 	if (rr < 0) {
@@ -413,8 +398,8 @@ uint64_t drain_ring(struct drain *d, struct perfrec_ring *ring, size_t idx)
 		to_corrupt(d, idx);
 	}
 	to_writes(d, idx, iov, perfrec_ring__iov(ring, &b, iov));
-	/* Every sink has had the bytes (or refused them): give back what none still reads. */
-	perfrec_ring__commit_keep(ring, &b, kept_from(d, idx, b.pos + b.skip));
+	/* Every sink has had the bytes (or refused them): give them back. */
+	perfrec_ring__commit(ring, &b);
 	d->in_pass = false;
 	compact_sinks(d);
 	return b.pos + b.skip - start;

@@ -8,8 +8,7 @@
  * callchains holding a PERF_CONTEXT value) and hands each sink the records
  * one by one and the bytes as spans pointing into the ring, so the fast
  * path stays a writev straight from the mapping.  The ring's tail moves
- * only after every sink has had the bytes, and only up to what a sink still
- * reads in place (sink.h's hold(): the host unwinder's worker does).
+ * only after every sink has had the bytes.
  *
  * It is libperfrec's and internal (not installed, not exported from the
  * shared library): perfrecd's recorder and the record object (record.c)
@@ -58,14 +57,6 @@ struct drain_rec {
 	uint64_t time;       /* SAMPLE: its time; others: see drain_rec_time() */
 	uint64_t lost;       /* LOST, LOST_SAMPLES: how many */
 	bool sample_ok;      /* SAMPLE: pid and time decoded (its event is known) */
-	/*
-	 * @h is in the ring itself, at position @pos of a ring of @ring_size
-	 * bytes, and stays there as long as a sink holds it (sink.h's hold()):
-	 * false for a wrapped record (a copy), a repaired one, one decoded
-	 * from elsewhere.
-	 */
-	bool in_ring;
-	uint64_t pos, ring_size;
 	/* the lookup, done at most once per record */
 	const struct drain_id *id;
 	bool looked_up, timed;

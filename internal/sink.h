@@ -20,14 +20,6 @@
  *             segments pointing into the ring (or one repaired copy), valid
  *             only during the call (may be NULL)
  *
- *   hold()    after the write()s, @end the ring position the pass walked to:
- *             the lowest position the sink still reads in place (records
- *             it was given in_ring and kept, drain.h), or @end for none.
- *             The ring's tail stops there, so the kernel cannot write over
- *             them; a later pass gives them back once hold() says so.  A
- *             sink must keep little (a fraction of the ring) and give it
- *             back soon, or the kernel loses samples (may be NULL)
- *
  * and after a pass over every ring:
  *
  *   round()   @bytes drained in the pass (0: nothing); a sink that wrote
@@ -53,7 +45,6 @@ struct sink_ops {
 	int (*write)(struct sink *s, size_t ring, const struct iovec *iov, int n, uint64_t bytes);
 	void (*corrupt)(struct sink *s, size_t ring);
 	void (*round)(struct sink *s, uint64_t bytes);
-	uint64_t (*hold)(struct sink *s, size_t ring, uint64_t end);
 };
 
 /* Embedded in its owner (container_of() style: the owner's first field or @ctx). */

@@ -5,13 +5,6 @@
  * on them.  One mutex guards the queue and the counters; the condition
  * variable wakes the worker for a round and the syncing thread when the
  * worker is idle with nothing queued.
- *
- * A sample read in place (unwind_sink_record_at()) pins its ring: each
- * ring keeps, oldest first, the position of the first such sample of
- * every round not done yet (a round's seq, given at hand-over); the worker
- * publishes the seq of each round it is done with (done_seq, a release
- * after its last read of the round), and the draining thread drops the
- * pins up to it (an acquire) before it says how far a tail may move.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -46,8 +39,7 @@
 #define TRIM_INTERVAL_SEC 10
 
 struct item {
-	size_t off;                   /* in the round's buf, */
-	const void *at;               /* or where the drain found it (a ring): not NULL */
+	size_t off;
 	const struct perf_event_attr *attr;
 };
 
@@ -56,19 +48,7 @@ struct round {
 	size_t len, cap;
 	struct item *items;
 	size_t nr, items_cap;
-	uint64_t seq;                 /* 1, 2, ... in hand-over order */
 	struct round *next;
-};
-
-/* The first sample a round reads in a ring, until the round is done. */
-struct pin {
-	uint64_t seq, pos;
-};
-
-/* A ring's pins, oldest first: a circular buffer. */
-struct ring_pins {
-	struct pin *v;
-	size_t head, nr, cap;
 };
 
 struct unwind_sink {
@@ -93,12 +73,6 @@ struct unwind_sink {
 	 * draining thread raises them, so it alone keeps the maximum.
 	 */
 	_Atomic uint64_t queued, max_queued;
-	/* the draining thread's: rounds handed over, each ring's pins */
-	uint64_t handed_seq;
-	struct ring_pins *pins;
-	size_t nr_pins;
-	_Atomic uint64_t in_ring, copied_held;
-	_Atomic uint64_t done_seq;     /* the worker's: the last round it is done with */
 	pthread_t worker;
 	bool started;
 	_Alignas(8) unsigned char strip[PERFREC_RECORD_MAX + 1];
@@ -161,15 +135,6 @@ static struct cut plan_cut(const struct perf_event_header *rec, const struct per
 	return c;
 }
 
-/* @rec queued where it is: the worker reads it there. */
-static int round_add_at(struct round *r, const struct perf_event_header *rec, const struct perf_event_attr *attr)
-{
-	if (ARRAY_RESERVE(r->items, r->items_cap, r->nr + 1, 256) < 0)
-		return -ENOMEM;
-	r->items[r->nr++] = (struct item){ .at = rec, .attr = attr };
-	return 0;
-}
-
 static int round_add(struct round *r, const struct perf_event_header *rec, const struct perf_event_attr *attr,
 		     const struct cut *c)
 {
@@ -230,12 +195,9 @@ static void *work(void *arg)
 		s->busy = true;
 		pthread_mutex_unlock(&s->lock);
 
-		for (size_t i = 0; i < r->nr && !err; i++) {
-			const struct item *it = &r->items[i];
-
-			err = perfrec_unwinder__push_borrowed(s->u, it->at ? it->at : (const void *)(r->buf + it->off),
-							      it->attr);
-		}
+		for (size_t i = 0; i < r->nr && !err; i++)
+			err = perfrec_unwinder__push_borrowed(s->u, (const void *)(r->buf + r->items[i].off),
+							      r->items[i].attr);
 		/*
 		 * Flushed even when a push failed (no memory: the rest of the
 		 * round is not emitted): nothing of a round may stay in the
@@ -246,8 +208,6 @@ static void *work(void *arg)
 		fe = perfrec_unwinder__flush(s->u, s->emit, s->ctx);
 		if (!err)
 			err = fe;
-		/* Nothing of the round is read after this: its rings' pins may go. */
-		atomic_store_explicit(&s->done_seq, r->seq, memory_order_release);
 		perfrec_unwinder__stats(s->u, &ust);
 		perfrec_unwinder__table_stats(s->u, &tst);
 		trim_now_and_then(&last_trim);
@@ -350,93 +310,6 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
 	return r;
 }
 
-/* The pins of rounds the worker is done with go. */
-static void pins_drop_done(struct unwind_sink *s, struct ring_pins *p)
-{
-	uint64_t done;
-
-	if (!p->nr)
-		return;
-	done = atomic_load_explicit(&s->done_seq, memory_order_acquire);
-	while (p->nr && p->v[p->head].seq <= done) {
-		p->head = (p->head + 1) % p->cap;
-		p->nr--;
-	}
-}
-
-/* The pins of ring @ring, made room for; NULL without memory. */
-static struct ring_pins *pins_of(struct unwind_sink *s, size_t ring)
-{
-	if (ring >= s->nr_pins) {
-		size_t n = ring + 1 > s->nr_pins * 2 ? ring + 1 : s->nr_pins * 2;
-		struct ring_pins *v = realloc(s->pins, n * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		memset(v + s->nr_pins, 0, (n - s->nr_pins) * sizeof(*v));
-		s->pins = v;
-		s->nr_pins = n;
-	}
-	return &s->pins[ring];
-}
-
-/* The round being filled reads ring @p from @pos on (its first sample there pins it). */
-static int pin(struct ring_pins *p, uint64_t seq, uint64_t pos)
-{
-	if (p->nr && p->v[(p->head + p->nr - 1) % p->cap].seq == seq)
-		return 0;
-	if (p->nr == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 4;
-		struct pin *v = malloc(cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < p->nr; i++)
-			v[i] = p->v[(p->head + i) % p->cap];
-		free(p->v);
-		p->v = v;
-		p->cap = cap;
-		p->head = 0;
-	}
-	p->v[(p->head + p->nr) % p->cap] = (struct pin){ .seq = seq, .pos = pos };
-	p->nr++;
-	return 0;
-}
-
-int unwind_sink_record_at(struct unwind_sink *s, const struct perf_event_header *rec,
-			  const struct perf_event_attr *attr, const struct unwind_sink_at *at)
-{
-	struct ring_pins *p;
-	uint64_t from;
-
-	/* Only DWARF samples are worth it; a worker far behind gets them stripped. */
-	if (!at || rec->type != PERF_RECORD_SAMPLE || !attr || !(attr->sample_type & PERF_SAMPLE_STACK_USER) ||
-	    atomic_load_explicit(&s->queued, memory_order_relaxed) + rec->size > s->max_queue ||
-	    !(p = pins_of(s, at->ring)))
-		return unwind_sink_record(s, rec, attr);
-	pins_drop_done(s, p);
-	from = p->nr ? p->v[p->head].pos : at->pos;
-	if (at->pos + rec->size - from > at->max_held) {
-		atomic_fetch_add_explicit(&s->copied_held, 1, memory_order_relaxed);
-		return unwind_sink_record(s, rec, attr);
-	}
-	if (pin(p, s->handed_seq + 1, at->pos) < 0 || round_add_at(s->cur, rec, attr) < 0)
-		return unwind_sink_record(s, rec, attr);
-	atomic_fetch_add_explicit(&s->in_ring, 1, memory_order_relaxed);
-	return 0;
-}
-
-uint64_t unwind_sink_hold(struct unwind_sink *s, size_t ring, uint64_t end)
-{
-	struct ring_pins *p;
-
-	if (ring >= s->nr_pins)
-		return end;
-	p = &s->pins[ring];
-	pins_drop_done(s, p);
-	return p->nr ? p->v[p->head].pos : end;
-}
-
 int unwind_sink_state(struct unwind_sink *s, const struct perf_event_header *rec,
 		      const struct perf_event_attr *attr)
 {
@@ -485,7 +358,6 @@ int unwind_sink_round(struct unwind_sink *s)
 		pthread_mutex_unlock(&s->lock);
 		return -ENOMEM;
 	}
-	s->cur->seq = ++s->handed_seq;
 	if (s->tail)
 		s->tail->next = s->cur;
 	else
@@ -515,8 +387,6 @@ void unwind_sink_stats(struct unwind_sink *s, struct unwind_sink_stats *ret)
 	pthread_mutex_unlock(&s->lock);
 	ret->queued_bytes = atomic_load_explicit(&s->queued, memory_order_relaxed);
 	ret->max_queued_bytes = atomic_load_explicit(&s->max_queued, memory_order_relaxed);
-	ret->in_ring = atomic_load_explicit(&s->in_ring, memory_order_relaxed);
-	ret->copied_held = atomic_load_explicit(&s->copied_held, memory_order_relaxed);
 }
 
 void unwind_sink_free(struct unwind_sink *s)
@@ -534,9 +404,6 @@ void unwind_sink_free(struct unwind_sink *s)
 	round_free_list(s->head);
 	round_free_list(s->spare);
 	round_free(s->cur);
-	for (size_t i = 0; i < s->nr_pins; i++)
-		free(s->pins[i].v);
-	free(s->pins);
 	perfrec_unwinder__free(s->u);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);

@@ -19,14 +19,6 @@
  * such samples are counted (stats.behind).  Side-band records always go
  * into the queue (the address spaces need them).
  *
- * Reading in place: a DWARF sample still in the ring it was drained from
- * (unwind_sink_record_at()) is not copied; the worker reads it there, and
- * unwind_sink_hold() tells the drain how far the ring's tail may move until
- * the worker is done with the round (sink.h's hold()).  What one ring
- * holds is bounded (its @max_held): past it a sample is copied as above,
- * and counted (stats.copied_held), so a worker slow for a while costs
- * copies, never ring space the kernel needs.
- *
  * Attrs passed with records are borrowed until unwind_sink_sync() returns
  * or the sink is freed: sync before freeing the events they belong to.
  * One thread drives the record/round/sync calls.
@@ -52,8 +44,6 @@ struct unwind_sink_stats {
 	struct perfrec_unwinder_stats unwinder; /* as of the last round done */
 	struct perfrec_unwinder_table_stats tables; /* ... and how it went with the unwind tables */
 	uint64_t behind;        /* samples only stripped: the worker was too far behind */
-	uint64_t in_ring;       /* samples the worker read in the ring, not copied */
-	uint64_t copied_held;   /* samples copied: their ring held max_held already */
 	uint64_t queued_bytes;  /* waiting for the worker now */
 	uint64_t max_queued_bytes;
 	uint64_t rounds;        /* rounds done */
@@ -66,27 +56,6 @@ int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emi
 /* Queue @rec (copied) of @attr (NULL when it has none).  0 or -ENOMEM. */
 int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *rec,
 		       const struct perf_event_attr *attr);
-
-/* Where a record lies in the ring it was drained from. */
-struct unwind_sink_at {
-	size_t ring;       /* the drain's index */
-	uint64_t pos;      /* its ring position */
-	uint64_t max_held; /* bytes of the ring the worker may hold at most */
-};
-
-/*
- * unwind_sink_record(), for a record that stays at @at until
- * unwind_sink_hold() lets it go: a DWARF sample is queued without a copy
- * while its ring holds less than @at->max_held, anything else is copied.
- */
-int unwind_sink_record_at(struct unwind_sink *s, const struct perf_event_header *rec,
-			  const struct perf_event_attr *attr, const struct unwind_sink_at *at);
-/*
- * The lowest position of ring @ring the worker may still read (records
- * queued in place and not done with), or @end when none: the drain's
- * hold().  Draining thread only.
- */
-uint64_t unwind_sink_hold(struct unwind_sink *s, size_t ring, uint64_t end);
 /*
  * Feed a side-band record (an output's synthesized state) straight into
  * the worker's address spaces; it is not emitted.  Only while the worker

@@ -227,21 +227,7 @@ static void in_record(struct sink *s, struct drain_rec *r)
 	const struct ring_id *e = ring_id_of(us, r->h);
 	bool sample = r->h->type == PERF_RECORD_SAMPLE;
 
-	int err;
-
-	/*
-	 * A sample still in its ring is read there by the worker (no copy of
-	 * its 8-KiB stack), up to half of the ring held per ring; the drain
-	 * wakes at a quarter (unwind_stage_wakeup_bytes()).
-	 */
-	if (r->in_ring) {
-		struct unwind_sink_at at = { .ring = r->ring, .pos = r->pos, .max_held = r->ring_size / 2 };
-
-		err = unwind_sink_record_at(us->worker, r->h, e ? e->attr : NULL, &at);
-	} else {
-		err = unwind_sink_record(us->worker, r->h, e ? e->attr : NULL);
-	}
-	if (err < 0) {
+	if (unwind_sink_record(us->worker, r->h, e ? e->attr : NULL) < 0) {
 		if (sample && us->lost)
 			us->lost(us->ctx, r->ring, 1);
 		return;
@@ -269,15 +255,8 @@ static void in_round(struct sink *s, uint64_t bytes)
 	hand_over(us);
 }
 
-static uint64_t in_hold(struct sink *s, size_t ring, uint64_t end)
-{
-	struct unwind_stage *us = s->ctx;
-
-	return unwind_sink_hold(us->worker, ring, end);
-}
-
 static const struct sink_ops unwind_stage_ops = {
-	.record = in_record, .corrupt = in_corrupt, .round = in_round, .hold = in_hold,
+	.record = in_record, .corrupt = in_corrupt, .round = in_round,
 };
 
 int unwind_stage_new(const struct unwind_stage_opts *opts, struct unwind_stage **ret)

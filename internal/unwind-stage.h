@@ -7,9 +7,8 @@
  * made of a round is emitted on the draining thread at a later round(),
  * so the sinks behind the stage stay single-threaded:
  *
- *   record()   each record queued for the worker, with its event's attr:
- *              copied, or (a DWARF sample still in its ring) read there
- *              by the worker, the ring's tail held meanwhile (hold())
+ *   record()   each record queued for the worker (copied), with its
+ *              event's attr
  *   round()    what the worker finished since the last round() emitted
  *              (stage_emit(), one stage_round() per round upstream), then
  *              the round filled since handed to the worker
@@ -43,20 +42,6 @@ struct unwind_stage;
  * (unwtab-cache.h): 50 ms a second, saved up to 100 ms.
  */
 #define UNWIND_STAGE_BUILD_NS_PER_SEC 50000000ULL
-
-/*
- * The worker reads DWARF samples where the drain found them, in the ring
- * (unwind-sink.h), holding the ring's tail meanwhile, up to half of a
- * ring: its owner opens the rings to wake the drain at a quarter of their
- * size (this), not half, so that a pass's samples, held until the next
- * pass gives them back, leave the kernel as much room at each wakeup as a
- * ring read with no stage has (half), and three quarters at worst, while
- * the worker is behind.
- */
-static inline uint32_t unwind_stage_wakeup_bytes(uint64_t ring_bytes)
-{
-	return (uint32_t)(ring_bytes / 4);
-}
 
 struct unwind_stage_opts {
 	size_t sz;

@@ -36,6 +36,7 @@
 
 #include <perfrec/evlist.h>
 
+#define DEFAULT_MMAP_PAGES 128
 #define DEFAULT_FREQ 1000
 /* perf record names its side-band event so: counted in host and guest alike. */
 #define SIDEBAND_NAME "dummy:HG"
@@ -312,7 +313,7 @@ int perfrec_evlist__new(const struct perfrec_cpumap *cpus,
 	el->context_switch = PERFREC_OPTS_GET(opts, context_switch, false);
 	el->stack_user = PERFREC_OPTS_GET(opts, stack_user, (uint32_t)0);
 	if (!el->mmap_pages)
-		el->mmap_pages = PERFREC_EVLIST_DEFAULT_MMAP_PAGES;
+		el->mmap_pages = DEFAULT_MMAP_PAGES;
 	el->cgroup_fd = -1;
 	r = copy_target(el, opts);
 	if (r < 0)

@@ -616,11 +616,6 @@ static int open_events(struct perfrec_record *r, const struct perfrec_record_opt
 	eo.stack_user = r->stack_user;
 	eo.clockid = r->clockid;
 	eo.mmap_pages = PERFREC_OPTS_GET(opts, mmap_pages, (size_t)0);
-	/* Host unwinding holds the samples it reads in the ring: the drain wakes sooner. */
-	if (r->unwind_host && eo.stack_user)
-		eo.wakeup_bytes = unwind_stage_wakeup_bytes(
-			(uint64_t)(eo.mmap_pages ? eo.mmap_pages : PERFREC_EVLIST_DEFAULT_MMAP_PAGES) *
-			(uint64_t)sysconf(_SC_PAGESIZE));
 	eo.target = PERFREC_OPTS_GET(opts, target, PERFREC_TARGET_CPUS);
 	eo.pid = PERFREC_OPTS_GET(opts, pid, 0);
 	if (eo.target == PERFREC_TARGET_PROCESS && !eo.pid)

@@ -62,7 +62,7 @@ static void copy_out(const struct perfrec_ring *r, uint64_t pos, void *dst, size
 
 int64_t perfrec_ring__begin(struct perfrec_ring *r, struct perfrec_ring_batch *b)
 {
-	uint64_t head, tail, start;
+	uint64_t head, tail;
 
 	/*
 	 * Acquire: pairs with the kernel's smp_store_release() of data_head
@@ -72,12 +72,10 @@ int64_t perfrec_ring__begin(struct perfrec_ring *r, struct perfrec_ring_batch *b
 	head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
 	/* Only we write data_tail, so a relaxed load sees our last store. */
 	tail = __atomic_load_n(&r->meta->data_tail, __ATOMIC_RELAXED);
-	/* Bytes kept by the last commit were walked already. */
-	start = r->ahead && r->read - tail <= head - tail ? r->read : tail;
 
 	b->head = head;
-	b->start = start;
-	b->pos = start;
+	b->start = tail;
+	b->pos = tail;
 	b->skip = 0;
 
 	if (head - tail > r->size) {
@@ -87,11 +85,11 @@ int64_t perfrec_ring__begin(struct perfrec_ring *r, struct perfrec_ring_batch *b
 		 * between tail and head can be trusted to start on a record
 		 * boundary, so the whole span is dropped at commit.
 		 */
-		b->skip = head - start;
+		b->skip = head - tail;
 		r->corrupt++;
 		return -EBADMSG;
 	}
-	return (int64_t)(head - start);
+	return (int64_t)(head - tail);
 }
 
 /* Mark the rest of the pass as dropped; commit will move tail to head. */
@@ -193,33 +191,20 @@ int perfrec_ring__iov(const struct perfrec_ring *r, const struct perfrec_ring_ba
 	return 2;
 }
 
-void perfrec_ring__commit_keep(struct perfrec_ring *r, const struct perfrec_ring_batch *b, uint64_t keep)
+void perfrec_ring__commit(struct perfrec_ring *r, const struct perfrec_ring_batch *b)
 {
 	/*
 	 * pos ends on a record boundary and skip is only ever head - pos, so
-	 * the end is either a record boundary or exactly head: never inside a
-	 * record, never past what the kernel published.
+	 * the new tail is either a record boundary or exactly head: never
+	 * inside a record, never past what the kernel published.
 	 */
-	uint64_t end = b->pos + b->skip;
-	uint64_t tail = __atomic_load_n(&r->meta->data_tail, __ATOMIC_RELAXED);
+	uint64_t tail = b->pos + b->skip;
 
-	/* Only what lies between the tail and the end can be kept. */
-	if (end - keep > end - tail)
-		keep = end;
-	r->read = end;
-	r->ahead = keep != end;
 	/*
 	 * Release: pairs with the kernel's read of data_tail in
 	 * perf_output_begin() (followed by its smp_mb()) before it reuses
-	 * space.  Our reads and copies of [tail, keep) happen before the
-	 * kernel can see the space as free and overwrite it; so do another
-	 * thread's reads of kept bytes, when it told this one it was done
-	 * with them through a release the caller acquired.
+	 * space.  Our reads and copies of [start, tail) happen before the
+	 * kernel can see the space as free and overwrite it.
 	 */
-	__atomic_store_n(&r->meta->data_tail, keep, __ATOMIC_RELEASE);
-}
-
-void perfrec_ring__commit(struct perfrec_ring *r, const struct perfrec_ring_batch *b)
-{
-	perfrec_ring__commit_keep(r, b, b->pos + b->skip);
+	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
 }

@@ -183,8 +183,6 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	v.unwind.unwinder.samples = 900;
 	v.unwind.unwinder.unwound = 880;
 	v.unwind.behind = 12;
-	v.unwind.in_ring = 850;
-	v.unwind.copied_held = 6;
 	v.unwind.unwinder.dropped = 2;
 	v.unwind.unwinder.elf_hits = 5000;
 	v.unwind.unwinder.elf_opened = 7;
@@ -202,8 +200,6 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	expect_family(text, "perfrecd_unwind_samples_total", "counter", "perfrecd_unwind_samples_total 900");
 	expect_family(text, "perfrecd_unwind_unwound_total", "counter", "perfrecd_unwind_unwound_total 880");
 	expect_family(text, "perfrecd_unwind_behind_total", "counter", "perfrecd_unwind_behind_total 12");
-	expect_family(text, "perfrecd_unwind_in_ring_total", "counter", "perfrecd_unwind_in_ring_total 850");
-	expect_family(text, "perfrecd_unwind_copied_held_total", "counter", "perfrecd_unwind_copied_held_total 6");
 	expect_family(text, "perfrecd_unwind_dropped_total", "counter", "perfrecd_unwind_dropped_total 2");
 	expect_family(text, "perfrecd_unwind_elf_cache_hits_total", "counter", "perfrecd_unwind_elf_cache_hits_total 5000");
 	expect_family(text, "perfrecd_unwind_elf_opened_total", "counter", "perfrecd_unwind_elf_opened_total 7");

@@ -345,44 +345,6 @@ Test(ring, tail_moves_only_on_commit)
 	fake_exit(&f);
 }
 
-Test(ring, kept_bytes_hold_the_tail_and_are_not_walked_again)
-{
-	struct fake f;
-	struct perfrec_ring_batch b;
-	const struct perf_event_header *rec, *kept;
-
-	fake_init(&f, 256, 0);
-	cr_assert(produce(&f, 64, 1));
-	cr_assert(produce(&f, 64, 2));
-	cr_assert_eq(perfrec_ring__begin(&f.r, &b), 128);
-	cr_assert_eq(perfrec_ring__next(&f.r, &b, &rec), 1);
-	cr_assert_eq(perfrec_ring__next(&f.r, &b, &kept), 1);
-	/* The second record is still read where it is: the tail stops at it. */
-	perfrec_ring__commit_keep(&f.r, &b, 64);
-	cr_assert_eq(f.meta->data_tail, 64);
-	/* The kernel cannot write over it: 192 bytes free, not 256. */
-	cr_assert(produce(&f, 128, 3));
-	cr_assert_not(produce(&f, 128, 4));
-	cr_assert_eq(kept->misc, 2);
-	/* The next pass starts after what was walked, not at the tail. */
-	cr_assert_eq(perfrec_ring__begin(&f.r, &b), 128);
-	cr_assert_eq(perfrec_ring__next(&f.r, &b, &rec), 1);
-	cr_assert_eq(rec->misc, 3);
-	/* Still kept; then given back with the pass. */
-	perfrec_ring__commit_keep(&f.r, &b, 64);
-	cr_assert_eq(f.meta->data_tail, 64);
-	cr_assert_eq(perfrec_ring__begin(&f.r, &b), 0);
-	perfrec_ring__commit(&f.r, &b);
-	cr_assert_eq(f.meta->data_tail, 256);
-	cr_assert(produce(&f, 128, 4));
-	/* A keep past the end, or before the tail, keeps nothing. */
-	cr_assert_eq(perfrec_ring__begin(&f.r, &b), 128);
-	cr_assert_eq(perfrec_ring__next(&f.r, &b, &rec), 1);
-	perfrec_ring__commit_keep(&f.r, &b, 10);
-	cr_assert_eq(f.meta->data_tail, 384);
-	fake_exit(&f);
-}
-
 /* xorshift64: a fixed-seed generator so failures reproduce. */
 static uint64_t rnd(uint64_t *s)
 {

@@ -20,9 +20,6 @@
 #include <perfrec/evspec.h>
 #include <perfrec/ring.h>
 
-/* Data pages per ring when perfrec_evlist_opts.mmap_pages is 0. */
-#define PERFREC_EVLIST_DEFAULT_MMAP_PAGES 128
-
 struct perfrec_evlist_opts {
 	size_t sz;
 	uint64_t freq;          /* sample_freq; 0: use period */

@@ -11,8 +11,7 @@
  *                           segments, for writev straight from the ring
  *   perfrec_ring__commit()  release-store data_tail (pairs with the kernel's
  *                           read of tail before it overwrites space), only
- *                           after the bytes have been copied out (or up to
- *                           what is still read in place: __commit_keep())
+ *                           after the bytes have been copied out
  *
  * The ring memory may be a real mmap or an in-memory fake (tests).
  */
@@ -31,12 +30,6 @@ struct perfrec_ring {
 	size_t scratch_size;
 	int cpu;
 	uint64_t corrupt;                  /* passes cut short by a bad size */
-	/*
-	 * Where the next pass starts when the last commit kept bytes
-	 * (perfrec_ring__commit_keep()): walked already, not given back.
-	 */
-	uint64_t read;
-	int ahead;                         /* read is past data_tail */
 };
 
 struct perfrec_ring_batch {
@@ -91,16 +84,5 @@ PERFREC_API int perfrec_ring__iov(const struct perfrec_ring *r, const struct per
  * data_tail is untouched, so a pass that is not committed is read again.
  */
 PERFREC_API void perfrec_ring__commit(struct perfrec_ring *r, const struct perfrec_ring_batch *b);
-
-/*
- * perfrec_ring__commit(), but the bytes from @keep on stay the reader's:
- * data_tail becomes @keep (a record boundary the reader walked, between
- * the tail and b->pos + b->skip), the next pass starts after what this one
- * walked, and a later commit gives the kept bytes back.  Records there stay
- * where they are until then: a reader can hand them to another thread
- * instead of copying them.  A @keep outside that span keeps nothing.
- */
-PERFREC_API void perfrec_ring__commit_keep(struct perfrec_ring *r, const struct perfrec_ring_batch *b,
-					   uint64_t keep);
 
 #endif

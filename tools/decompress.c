@@ -26,6 +26,7 @@
 
 #include "fsutil.h"
 #include "perfrecctl.h"
+#include "readback.h"
 
 static int open_input(const char *path, struct perfrec_pdreader **ret)
 {
@@ -122,27 +123,6 @@ static int transcode(const char *cmd, const char *in_path, struct perfrec_pdread
 	return 0;
 }
 
-/* What we wrote must pass verify like its input did; EXIT_BAD if not (a bug). */
-static int output_verifies(const char *cmd, const char *path)
-{
-	struct perfrec_pdreader_opts opts = { .sz = sizeof(opts) };
-	struct perfrec_pdreader *r;
-	uint64_t off;
-	int ret;
-
-	ret = perfrec_pdreader__open(path, &opts, &r);
-	if (ret < 0) {
-		fprintf(stderr, "perfrecctl %s: cannot read back %s: %s\n", cmd, path, strerror(-ret));
-		return EXIT_USAGE;
-	}
-	ret = perfrec_pdreader__verify(r);
-	if (ret < 0)
-		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path,
-			ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret),
-			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
-	perfrec_pdreader__free(r);
-	return ret < 0 ? EXIT_BAD : 0;
-}
 /* Say why the input @in is refused (the reader's error and offset), free it: EXIT_BAD. */
 static int refuse_input(const char *cmd, const char *in_path, struct perfrec_pdreader *in,
 			const char *fallback, const char *why)
@@ -190,7 +170,7 @@ static int run(const char *cmd, const char *in_path, const char *out_path, bool 
 	perfrec_pdreader__free(in);
 	/* A stream (FIFO, device) is not read back; a file is, before it gets its name. */
 	if (rc == 0 && of.tmp)
-		rc = output_verifies(cmd, of.tmp_path);
+		rc = readback_verifies(cmd, of.tmp_path);
 	if (rc == 0 && of.tmp && (r = output_file_publish(&of)) < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
 		rc = EXIT_USAGE;

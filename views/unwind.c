@@ -26,6 +26,7 @@
 
 #include "fsutil.h"
 #include "exitcode.h"
+#include "readback.h"
 #include "unwind-internal.h"
 #include "unwind.h"
 
@@ -150,29 +151,6 @@ static int rewrite(const char *cmd, const char *in_path, struct perfrec_pdreader
 	return 0;
 }
 
-static int verify_output(const char *cmd, const char *path)
-{
-	struct perfrec_pdreader_opts opts = { .sz = sizeof(opts) };
-	struct perfrec_pdreader *r;
-	uint64_t off;
-	int ret;
-
-	ret = perfrec_pdreader__open(path, &opts, &r);
-	if (ret < 0) {
-		fprintf(stderr, "perfrecctl %s: cannot read back %s: %s\n", cmd, path, strerror(-ret));
-		return EXIT_USAGE;
-	}
-	ret = perfrec_pdreader__verify(r);
-	if (ret < 0) {
-		const char *why = ret == -EBADMSG ? perfrec_pdreader__error(r, &off) : strerror(-ret);
-
-		fprintf(stderr, "perfrecctl %s: %s as written does not verify: %s at offset %llu\n", cmd, path, why,
-			ret == -EBADMSG ? (unsigned long long)off : 0ULL);
-	}
-	perfrec_pdreader__free(r);
-	return ret < 0 ? EXIT_BAD : 0;
-}
-
 static struct perfrec_unwinder_table_stats last_table_stats;
 
 void unwind_file_table_stats(struct perfrec_unwinder_table_stats *ret)
@@ -239,7 +217,7 @@ int unwind_file(const char *cmd, const char *in_path, const char *out_path, stru
 	perfrec_pdreader__free(in);
 	perfrec_unwinder__free(u);
 	if (rc == 0)
-		rc = verify_output(cmd, of.tmp_path);
+		rc = readback_verifies(cmd, of.tmp_path);
 	if (rc == 0 && (r = output_file_publish(&of)) < 0) {
 		fprintf(stderr, "perfrecctl %s: cannot write %s: %s\n", cmd, out_path, strerror(-r));
 		rc = EXIT_USAGE;

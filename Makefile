@@ -310,7 +310,7 @@ FUZZ_D := build-fuzz/daemon
 build-fuzz/fuzz-config: $(FUZZ_D)/config.o $(FUZZ_D)/safename.o
 build-fuzz/fuzz-control: $(FUZZ_D)/varlink.o
 build-fuzz/fuzz-control-dispatch: $(addprefix $(FUZZ_D)/,log.o config.o safename.o varlink.o ctlsock.o filecopy.o control.o control-buffers.o control-transfer.o control-methods.o)
-build-fuzz/fuzz-decompress: build-fuzz/tools/decompress.o
+build-fuzz/fuzz-decompress: build-fuzz/tools/decompress.o build-fuzz/views/readback.o
 build-fuzz/fuzz-folded build-fuzz/fuzz-pprof: $(FUZZ_VIEWS_LIB)
 build-fuzz/fuzz-metrics: $(FUZZ_D)/log.o $(FUZZ_D)/metrics.o
 

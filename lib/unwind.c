@@ -1097,6 +1097,18 @@ static void evict_sessions(struct perfrec_unwinder *u)
 }
 
 /*
+ * Anonymous code is JIT code (a [vdso] without a build id has frame
+ * pointers).  The kernel names anonymous memory "//anon" in its records:
+ * no file to look for.
+ */
+static bool jit_map(const struct map *m)
+{
+	if (!strcmp(m->name, "//anon"))
+		return true;
+	return m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len);
+}
+
+/*
  * Report @s->maps[@i] to the session if it is code with a file, not yet
  * there, and not another segment of a module already there (one module
  * per file and base).  True if a module was added.  The module's range is
@@ -1106,8 +1118,6 @@ static void evict_sessions(struct perfrec_unwinder *u)
  * already there, where dwfl_report_elf() took that for a clash and
  * dropped the module in use.
  */
-static bool jit_map(const struct map *m);
-
 static bool report_map(struct perfrec_unwinder *u, struct space *s, size_t i)
 {
 	struct map *m = &s->maps[i];
@@ -1291,18 +1301,6 @@ static int table_open(void *ctx, int attempt)
 		return -ENOENT;
 	}
 	return only_root_writes(fd, &st) ? fd : private_copy(fd, (uint64_t)st.st_size);
-}
-
-/*
- * Anonymous code is JIT code (a [vdso] without a build id has frame
- * pointers).  The kernel names anonymous memory "//anon" in its records:
- * no file to look for.
- */
-static bool jit_map(const struct map *m)
-{
-	if (!strcmp(m->name, "//anon"))
-		return true;
-	return m->name[0] != '/' && (strcmp(m->name, VDSO_MAP_NAME) || !m->build_id_len);
 }
 
 /* What the tables have for @m of @s (its tab_* set, but after a failure for want of memory). */

@@ -49,4 +49,22 @@ struct perfrec_unwinder_table_stats {
 };
 void perfrec_unwinder__table_stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_table_stats *ret);
 
+/*
+ * What the walk of a sample needed of its stack copy, told after each
+ * sample unwound whose walk reached the stack's outermost frame or wanted
+ * a word past the copy's end.  A thread's outermost frames stay where they
+ * are for its life, so the words above @top are never read for it again:
+ * the drain copies a thread's later samples only up to there (unwind-sink.c).
+ */
+struct perfrec_unwinder_reach {
+	uint32_t pid, tid;
+	uint64_t sp;      /* the sample's stack pointer */
+	uint64_t room, len; /* its stack copy's size field and dyn_size */
+	uint64_t top;     /* the walk reached the outermost frame: the end of the highest word it read; else 0 */
+	uint64_t missed;  /* a word wanted at or past the copy's end (from sp), 0: none */
+};
+typedef void (*perfrec_unwinder_reach_fn)(void *ctx, const struct perfrec_unwinder_reach *r);
+/* Called on the unwinding thread from perfrec_unwinder__rewrite(); NULL: not. */
+void perfrec_unwinder__on_reach(struct perfrec_unwinder *u, perfrec_unwinder_reach_fn fn, void *ctx);
+
 #endif

@@ -21,20 +21,27 @@ struct walk {
 	const uint8_t *stack;
 	uint64_t base;
 	size_t size;
+	uint64_t high;   /* the end of the highest read */
+	uint64_t missed; /* a read past the copy's end */
 };
 
-static bool read_u64(const struct walk *w, uint64_t addr, uint64_t *v)
+static bool read_u64(struct walk *w, uint64_t addr, uint64_t *v)
 {
-	if (addr < w->base || addr - w->base > w->size || w->size - (addr - w->base) < 8)
+	if (addr < w->base || addr - w->base > w->size || w->size - (addr - w->base) < 8) {
+		if (addr >= w->base && !w->missed)
+			w->missed = addr;
 		return false;
+	}
 	memcpy(v, w->stack + (addr - w->base), 8);
+	if (addr + 8 > w->high)
+		w->high = addr + 8;
 	return true;
 }
 
 /* A step: -1 when the walk goes on with @st the caller's registers, else its end. */
 #define STEP_OK (-1)
 
-static int step_table(const struct walk *w, const struct unwtab_row *row, struct unwtab_regs *st)
+static int step_table(struct walk *w, const struct unwtab_row *row, struct unwtab_regs *st)
 {
 	uint64_t cfa, ra, bp = st->bp;
 	unsigned kind = row->kind & UNWTAB_KIND_MASK;
@@ -79,7 +86,7 @@ static int step_table(const struct walk *w, const struct unwtab_row *row, struct
 }
 
 /* Code without a table: rbp points at the saved rbp, the return address above it. */
-static int step_fp(const struct walk *w, struct unwtab_regs *st)
+static int step_fp(struct walk *w, struct unwtab_regs *st)
 {
 	uint64_t next_bp, ra;
 
@@ -101,7 +108,7 @@ static int step_fp(const struct walk *w, struct unwtab_regs *st)
  * One frame up from @st, whose pc @find answered @found and @row for
  * (the ip, or a return address - 1).
  */
-static int step(const struct walk *w, int found, const struct unwtab_row *row, struct unwtab_regs *st,
+static int step(struct walk *w, int found, const struct unwtab_row *row, struct unwtab_regs *st,
 		uint8_t *how)
 {
 	if (found < 0)
@@ -155,7 +162,9 @@ int unwtab_unwind_from(const struct unwtab_regs *regs, uint64_t stack_base, bool
 		frames[n++] = (struct unwtab_frame){ .pc = st.ip, .how = how };
 		end = UNWTAB_END_MAX_FRAMES;
 	}
-	*ret = (struct unwtab_result){ .nr_frames = n, .end = (enum unwtab_end)end, .at = st };
+	*ret = (struct unwtab_result){
+		.nr_frames = n, .end = (enum unwtab_end)end, .at = st, .high = w.high, .missed = w.missed,
+	};
 	return 0;
 }
 

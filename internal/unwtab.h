@@ -211,6 +211,8 @@ struct unwtab_result {
 	unsigned nr_frames;
 	enum unwtab_end end;
 	struct unwtab_regs at;  /* the registers of the last frame (where libdwfl starts) */
+	uint64_t high;          /* the end of the highest stack word read, 0: none */
+	uint64_t missed;        /* a stack word wanted at or past the copy's end, 0: none */
 };
 
 /*

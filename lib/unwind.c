@@ -170,6 +170,9 @@ struct current {
 	struct unwtab_regs last;
 	bool last_ok;            /* its rsp known */
 	bool last_caller;        /* its pc a return address */
+	/* What of the stack copy the walk needed (perfrec_unwinder__on_reach()) */
+	uint64_t high, missed;
+	bool whole;              /* the tables' walk reached the stack's outermost frame */
 };
 
 /* A record waiting in the queue (perfrec_unwinder__push()). */
@@ -213,6 +216,8 @@ struct perfrec_unwinder {
 	uint64_t epochs;               /* the last space epoch handed out */
 	uint64_t memo_gen;             /* the table cache's generation the memo holds rows of */
 	struct memo memo[1u << MEMO_BITS];
+	perfrec_unwinder_reach_fn reach;
+	void *reach_ctx;
 };
 
 /* --- ELF cache ----------------------------------------------------------- */
@@ -935,13 +940,27 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 /* Only the stack copy: an address outside it fails, which ends the chain. */
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
-	const struct current *c = &((struct perfrec_unwinder *)arg)->cur;
+	struct current *c = &((struct perfrec_unwinder *)arg)->cur;
 
 	(void)dwfl;
-	if (addr < c->sp || addr - c->sp > c->stack_len || c->stack_len - (addr - c->sp) < sizeof(*result))
+	if (addr < c->sp || addr - c->sp > c->stack_len || c->stack_len - (addr - c->sp) < sizeof(*result)) {
+		if (addr >= c->sp && !c->missed)
+			c->missed = addr;
 		return false;
+	}
 	memcpy(result, c->stack + (addr - c->sp), sizeof(*result));
+	if (addr + sizeof(*result) > c->high)
+		c->high = addr + sizeof(*result);
 	return true;
+}
+
+/* What a walk of the tables read, into u->cur. */
+static void note_reads(struct current *c, const struct unwtab_result *res)
+{
+	if (res->high > c->high)
+		c->high = res->high;
+	if (res->missed && !c->missed)
+		c->missed = res->missed;
 }
 
 /* perf register @reg of the sample, 0 when the mask does not carry it. */
@@ -1502,6 +1521,8 @@ static unsigned unwind_tables(struct perfrec_unwinder *u, const struct space *sp
 	if (unwtab_unwind(&regs, u->cur.stack, u->cur.stack_len, table_find, &w, u->tframes, u->max_frames,
 			  &res) < 0)
 		return 0;
+	note_reads(&u->cur, &res);
+	u->cur.whole = res.end == UNWTAB_END_OUTERMOST;
 	if (res.end == UNWTAB_END_NEED_DWFL) {
 		hand_over(u, &w, &res);
 		return 0;
@@ -1541,6 +1562,12 @@ int perfrec_unwinder__set_tables(struct perfrec_unwinder *u, const struct perfre
 	u->tables_off = opts->off;
 	memo_clear(u);
 	return 0;
+}
+
+void perfrec_unwinder__on_reach(struct perfrec_unwinder *u, perfrec_unwinder_reach_fn fn, void *ctx)
+{
+	u->reach = fn;
+	u->reach_ctx = ctx;
 }
 
 void perfrec_unwinder__table_stats(const struct perfrec_unwinder *u, struct perfrec_unwinder_table_stats *ret)
@@ -1591,7 +1618,10 @@ static bool fp_past_dwfl(struct perfrec_unwinder *u, struct tab_walk *w, unsigne
 	if (!c->last_ok || *n >= u->max_frames || table_find(w, lookup, &row) != 0)
 		return false;
 	if (unwtab_unwind_from(&c->last, c->sp, c->last_caller, c->stack, c->stack_len, table_find, w, u->tframes,
-			       u->max_frames - *n + 1, &res) < 0 || res.nr_frames < 2)
+			       u->max_frames - *n + 1, &res) < 0)
+		return false;
+	note_reads(&u->cur, &res);
+	if (res.nr_frames < 2)
 		return false;
 	/* Its first frame is libdwfl's last. */
 	for (unsigned i = 1; i < res.nr_frames; i++) {
@@ -1754,6 +1784,15 @@ int perfrec_unwinder__rewrite(struct perfrec_unwinder *u, const struct perf_even
 		u->st.frames += nr;
 		if (nr > 1)
 			u->st.unwound++;
+		if (u->reach && (u->cur.whole || u->cur.missed)) {
+			struct perfrec_unwinder_reach rr = {
+				.pid = l.s.pid, .tid = l.s.tid, .sp = u->cur.sp,
+				.room = l.s.stack_size, .len = l.s.stack_dyn_size,
+				.top = u->cur.whole ? u->cur.high : 0, .missed = u->cur.missed,
+			};
+
+			u->reach(u->reach_ctx, &rr);
+		}
 	} else if (l.s.regs_abi && l.s.regs) {
 		/* Registers but no room for a stack: the sampled ip alone. */
 		u->cur = (struct current){ .regs = l.s.regs, .mask = l.s.regs_mask };

@@ -817,6 +817,9 @@ Test(unwind, code_without_a_table_follows_a_consistent_frame_pointer_chain)
 	for (unsigned i = 1; i < 4; i++)
 		cr_assert_eq(fr[i].how, UNWTAB_FROM_FP);
 	cr_assert_eq(res.end, UNWTAB_END_NO_INFO, "a saved rbp of 0 ends the chain");
+	/* What the walk read of the copy: up to the last return address, nothing wanted past it. */
+	cr_assert_eq(res.high, at(f, 22), "high %#" PRIx64 ", not the end of word 21", res.high);
+	cr_assert_eq(res.missed, 0);
 
 	/* A chain that goes down, or leaves the copy, or returns outside code: no frame from it. */
 	f->stack[10] = at(f, 2);
@@ -833,6 +836,8 @@ Test(unwind, code_without_a_table_follows_a_consistent_frame_pointer_chain)
 	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), find, &f->s, fr, 16, &res), 0);
 	cr_assert_eq(res.nr_frames, 2);
 	cr_assert_eq(res.end, UNWTAB_END_STACK);
+	cr_assert_eq(res.missed, at(f, 10) + 4096, "the word wanted past the copy not told: %#" PRIx64, res.missed);
+	cr_assert_eq(res.high, at(f, 6));
 	regs.bp = at(f, 0) - 16; /* below the stack pointer */
 	cr_assert_eq(unwtab_unwind(&regs, f->stack, sizeof(f->stack), find, &f->s, fr, 16, &res), 0);
 	cr_assert_eq(res.nr_frames, 1);

@@ -92,6 +92,9 @@ static void unwind_status(const struct recorder *rec, struct json_object *o)
 	J_ADD(u, "elf_refused", json_object_new_int64((int64_t)st.unwinder.elf_refused));
 	J_ADD(u, "queued_bytes", json_object_new_int64((int64_t)st.queued_bytes));
 	J_ADD(u, "max_queued_bytes", json_object_new_int64((int64_t)st.max_queued_bytes));
+	J_ADD(u, "stacks_trimmed", json_object_new_int64((int64_t)st.trimmed));
+	J_ADD(u, "stack_bytes_trimmed", json_object_new_int64((int64_t)st.trimmed_bytes));
+	J_ADD(u, "stack_trim_missed", json_object_new_int64((int64_t)st.trim_missed));
 	unwind_table_status(&st.tables, u);
 	J_ADD(o, "unwind", u);
 }

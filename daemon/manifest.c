@@ -254,6 +254,8 @@ int manifest_write(const struct manifest_info *mi)
 			json_object_object_add(u, "unwound", json_object_new_uint64(mi->unwind->unwound));
 			json_object_object_add(u, "behind", json_object_new_uint64(mi->unwind->behind));
 			json_object_object_add(u, "dropped", json_object_new_uint64(mi->unwind->dropped));
+			json_object_object_add(u, "stacks_trimmed", json_object_new_uint64(mi->unwind->trimmed));
+			json_object_object_add(u, "stack_trim_missed", json_object_new_uint64(mi->unwind->trim_missed));
 		}
 		json_object_object_add(root, "unwind", u);
 	}

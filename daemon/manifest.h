@@ -24,6 +24,8 @@ struct manifest_unwind {
 	uint64_t unwound;  /* ... with at least one caller found */
 	uint64_t behind;   /* written with their sampled ip only: the unwinder was behind */
 	uint64_t dropped;  /* could not be rewritten: not in the file */
+	uint64_t trimmed;  /* queued only up to their thread's stack top (unwind-sink.h) */
+	uint64_t trim_missed; /* walks that wanted a word past such a copy */
 };
 
 struct manifest_info {

@@ -297,6 +297,9 @@ int metrics_format(const struct metrics_values *v, char **ret, size_t *ret_len)
 		counter(f, "perfrecd_unwind_sessions_total", "Times a process's executable maps were read into a new unwind session (once per change of its code maps).", u->unwinder.sessions);
 		gauge(f, "perfrecd_unwind_elf_cached_bytes", "Sizes of the ELF files the unwinder keeps open.", u->unwinder.elf_bytes);
 		gauge(f, "perfrecd_unwind_queued_bytes", "Bytes of records waiting for the unwinding worker.", u->queued_bytes);
+		counter(f, "perfrecd_unwind_stacks_trimmed_total", "DWARF samples queued for the unwinder only up to their thread's known stack top.", u->trimmed);
+		counter(f, "perfrecd_unwind_stack_bytes_trimmed_total", "Stack bytes the kernel copied above threads' known tops, not queued.", u->trimmed_bytes);
+		counter(f, "perfrecd_unwind_stack_trim_missed_total", "Walks that wanted a word above a trimmed copy (the thread's top then forgotten).", u->trim_missed);
 		unwind_table_metrics(f, &u->tables);
 	}
 	if (v->have_jit)

@@ -985,6 +985,8 @@ static int write_manifest(struct recorder *rec, const char *path, const char *da
 		.unwound = u1->unwinder.unwound - u0->unwinder.unwound,
 		.behind = u1->behind - u0->behind,
 		.dropped = u1->unwinder.dropped - u0->unwinder.dropped,
+		.trimmed = u1->trimmed - u0->trimmed,
+		.trim_missed = u1->trim_missed - u0->trim_missed,
 	};
 	struct manifest_cpu *cpus = NULL;
 	int r;

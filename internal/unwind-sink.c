@@ -18,6 +18,7 @@
 #include <perfrec/event.h>
 
 #include "array.h"
+#include "stacktop.h"
 #include "unwind-internal.h"
 #include "unwind-sink.h"
 
@@ -37,13 +38,37 @@
  * by them: 106 MB of arena for 22 MB in use, RSS rising for minutes.
  */
 #define TRIM_INTERVAL_SEC 10
+/* Stack tops the worker tells the drain a round (stacktop.h), at most: the rest wait for the next. */
+#define MAX_TOLD 4096
 
 struct item {
 	size_t off;
 	const struct perf_event_attr *attr;
 };
 
+/* What the worker tells the drain of a thread's stack: its top (0: forget it), of a round stamped seq. */
+struct told {
+	uint32_t tid;
+	uint64_t top, seq;
+};
+
+/*
+ * What the worker told of a thread last, so that it tells a top when it
+ * rises, not every sample's.  Told again after SENT_ROUNDS rounds, as the
+ * drain may not have taken it (the thread's slot was forgotten after the
+ * round began); and not kept from a round in which the thread was
+ * renewed (FORK, EXIT, exec), which the drain does not take.
+ */
+struct sent {
+	uint32_t tid;
+	uint64_t top;
+	uint64_t round;    /* the worker's round it was told in */
+	uint64_t renewed;  /* the round the thread was renewed in, + 1 (0: not seen) */
+};
+#define SENT_ROUNDS 16
+
 struct round {
+	uint64_t seq;          /* the drain's stacktops_seq() when it began the round */
 	unsigned char *buf;
 	size_t len, cap;
 	struct item *items;
@@ -76,6 +101,18 @@ struct unwind_sink {
 	pthread_t worker;
 	bool started;
 	_Alignas(8) unsigned char strip[PERFREC_RECORD_MAX + 1];
+	/*
+	 * Stack tops (stacktop.h).  The drain's own, and what it trimmed; the
+	 * worker's: the round it is in, what it told of each thread last (so
+	 * that a thread's top is told when it rises, not per sample), what it
+	 * has to tell; s->told, under s->lock, what the drain has yet to take.
+	 */
+	struct stacktops tops;
+	_Atomic uint64_t trimmed, trimmed_bytes;
+	uint64_t wseq, wmissed, wround;
+	struct sent sent[STACKTOP_SLOTS];
+	struct told *wtold, *told, *dtold;
+	size_t nr_wtold, cap_wtold, nr_told, cap_told, nr_dtold, cap_dtold;
 };
 
 static void round_free(struct round *r)
@@ -113,13 +150,32 @@ struct cut {
 	size_t keep;   /* bytes up to the cut: everything before the stack, its size field, the room kept */
 	size_t len;    /* bytes cut there */
 	uint64_t room; /* the new stack copy's size field */
+	uint64_t dyn;  /* its new dyn_size (trimmed at the thread's top), 0: the kernel's */
 };
 
-static struct cut plan_cut(const struct perf_event_header *rec, const struct perf_event_attr *attr)
+/* perf's register number of the stack pointer on x86_64 (PERF_REG_X86_SP). */
+#define REG_SP 7
+
+static uint64_t sample_sp(const struct perfrec_sample *smp)
+{
+	if (!smp->regs_abi || !smp->regs || !(smp->regs_mask & (1ULL << REG_SP)))
+		return 0;
+	return smp->regs[__builtin_popcountll(smp->regs_mask & ((1ULL << REG_SP) - 1))];
+}
+
+/*
+ * A DWARF sample of a thread whose top is known (stacktop.h) keeps its
+ * stack up to there: its dyn_size becomes what is kept, and the room 8
+ * more, which tells the worker that the copy was trimmed (untrimmed, the
+ * room is the dyn_size rounded up to 8): a walk wanting a word past such
+ * a copy means the top was wrong.
+ */
+static struct cut plan_cut(struct unwind_sink *s, const struct perf_event_header *rec,
+			   const struct perf_event_attr *attr)
 {
 	struct perfrec_sample smp;
 	struct cut c = { 0 };
-	uint64_t room;
+	uint64_t room, keep = 0;
 
 	if (rec->type != PERF_RECORD_SAMPLE || !attr || !(attr->sample_type & PERF_SAMPLE_STACK_USER) ||
 	    perfrec_sample__parse_attr(rec, attr, &smp) < 0 || !smp.stack_size)
@@ -127,6 +183,18 @@ static struct cut plan_cut(const struct perf_event_header *rec, const struct per
 	room = (smp.stack_dyn_size + 7) & ~(uint64_t)7;
 	if (room < 8)
 		room = 8;
+	if (s && (attr->sample_type & PERF_SAMPLE_TID))
+		keep = stacktops_keep(stacktops_top(&s->tops, smp.tid), sample_sp(&smp), smp.stack_dyn_size);
+	if (keep && keep + 8 < room) {
+		/* The drain alone writes them: no locked add. */
+		atomic_store_explicit(&s->trimmed, atomic_load_explicit(&s->trimmed, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		atomic_store_explicit(&s->trimmed_bytes,
+				      atomic_load_explicit(&s->trimmed_bytes, memory_order_relaxed) + room - (keep + 8),
+				      memory_order_relaxed);
+		room = keep + 8;
+		c.dyn = keep;
+	}
 	if (room >= smp.stack_size)
 		return c;
 	c.keep = (size_t)((const unsigned char *)smp.stack - (const unsigned char *)rec) + (size_t)room;
@@ -155,6 +223,8 @@ static int round_add(struct round *r, const struct perf_event_header *rec, const
 		h.size = (uint16_t)size;
 		memcpy(dst, &h, sizeof(h));
 		memcpy(dst + c->keep - c->room - sizeof(c->room), &c->room, sizeof(c->room));
+		if (c->dyn)
+			memcpy(dst + c->keep, &c->dyn, sizeof(c->dyn));
 	}
 	r->items[r->nr++] = (struct item){ .off = r->len, .attr = attr };
 	r->len += size;
@@ -169,6 +239,68 @@ static void trim_now_and_then(time_t *last)
 	if (now.tv_sec - *last >= TRIM_INTERVAL_SEC) {
 		malloc_trim(0);
 		*last = now.tv_sec;
+	}
+}
+
+static struct sent *sent_slot(struct unwind_sink *s, uint32_t tid)
+{
+	return &s->sent[((uint64_t)tid * 0x9e3779b97f4a7c15ull) >> 52];
+}
+
+/* The worker: tell the drain @top for @tid (0: forget it), when there is room. */
+static void tell(struct unwind_sink *s, uint32_t tid, uint64_t top)
+{
+	if (s->nr_wtold >= MAX_TOLD || ARRAY_RESERVE(s->wtold, s->cap_wtold, s->nr_wtold + 1, 64) < 0)
+		return;
+	s->wtold[s->nr_wtold++] = (struct told){ .tid = tid, .top = top, .seq = s->wseq };
+}
+
+/*
+ * perfrec_unwinder_reach_fn, on the worker: a whole walk's top when it is
+ * higher than the last told for the thread; a walk that wanted a word past
+ * a trimmed copy (room = dyn_size + 8, plan_cut()) forgets the thread.
+ */
+static void on_reach(void *ctx, const struct perfrec_unwinder_reach *rr)
+{
+	struct unwind_sink *s = ctx;
+	struct sent *t = sent_slot(s, rr->tid);
+	bool trimmed = rr->len && !(rr->len & 7) && rr->room == rr->len + 8;
+
+	if (rr->missed && trimmed && rr->missed >= rr->sp + rr->len - 8) {
+		*t = (struct sent){ .tid = rr->tid };
+		tell(s, rr->tid, 0);
+		s->wmissed++;
+		return;
+	}
+	if (!rr->top || rr->top <= rr->sp ||
+	    (t->tid == rr->tid && t->top >= rr->top && s->wround - t->round < SENT_ROUNDS))
+		return;
+	tell(s, rr->tid, rr->top);
+	if (t->tid != rr->tid || t->renewed != s->wround + 1)
+		*t = (struct sent){ .tid = rr->tid, .top = rr->top, .round = s->wround };
+}
+
+/* The thread of a FORK, EXIT or exec's COMM record (0: none): its stack is not what it was. */
+static uint32_t thread_renewed(const struct perf_event_header *rec)
+{
+	uint32_t tid;
+
+	switch (rec->type) {
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		/* pid, ppid, tid, ptid, time */
+		if (rec->size < sizeof(*rec) + 16)
+			return 0;
+		memcpy(&tid, (const unsigned char *)rec + sizeof(*rec) + 8, sizeof(tid));
+		return tid;
+	case PERF_RECORD_COMM:
+		/* pid, tid, comm */
+		if (!(rec->misc & PERF_RECORD_MISC_COMM_EXEC) || rec->size < sizeof(*rec) + 8)
+			return 0;
+		memcpy(&tid, (const unsigned char *)rec + sizeof(*rec) + 4, sizeof(tid));
+		return tid;
+	default:
+		return 0;
 	}
 }
 
@@ -195,9 +327,16 @@ static void *work(void *arg)
 		s->busy = true;
 		pthread_mutex_unlock(&s->lock);
 
-		for (size_t i = 0; i < r->nr && !err; i++)
-			err = perfrec_unwinder__push_borrowed(s->u, (const void *)(r->buf + r->items[i].off),
-							      r->items[i].attr);
+		s->wseq = r->seq;
+		s->wround++;
+		for (size_t i = 0; i < r->nr && !err; i++) {
+			const struct perf_event_header *h = (const void *)(r->buf + r->items[i].off);
+			uint32_t tid = h->type != PERF_RECORD_SAMPLE ? thread_renewed(h) : 0;
+
+			if (tid)
+				*sent_slot(s, tid) = (struct sent){ .tid = tid, .renewed = s->wround + 1 };
+			err = perfrec_unwinder__push_borrowed(s->u, h, r->items[i].attr);
+		}
 		/*
 		 * Flushed even when a push failed (no memory: the rest of the
 		 * round is not emitted): nothing of a round may stay in the
@@ -215,6 +354,12 @@ static void *work(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->st.unwinder = ust;
 		s->st.tables = tst;
+		s->st.trim_missed = s->wmissed;
+		/* What the drain has not taken yet stays; past MAX_TOLD, told again when learnt again. */
+		for (size_t i = 0; i < s->nr_wtold && s->nr_told < MAX_TOLD; i++)
+			if (ARRAY_RESERVE(s->told, s->cap_told, s->nr_told + 1, 64) == 0)
+				s->told[s->nr_told++] = s->wtold[i];
+		s->nr_wtold = 0;
 		atomic_fetch_sub_explicit(&s->queued, r->len, memory_order_relaxed);
 		s->st.rounds++;
 		if (err && !s->st.error)
@@ -254,6 +399,8 @@ int unwind_sink_new(const struct unwind_sink_opts *opts, unwind_sink_emit_fn emi
 	r = perfrec_unwinder__new(opts && opts->unwinder.sz ? &opts->unwinder : &uo, &s->u);
 	if (r == 0 && opts)
 		r = perfrec_unwinder__set_tables(s->u, &opts->tables);
+	if (r == 0)
+		perfrec_unwinder__on_reach(s->u, on_reach, s);
 	if (r == 0) {
 		s->cur = calloc(1, sizeof(*s->cur));
 		if (!s->cur)
@@ -284,10 +431,13 @@ int unwind_sink_record(struct unwind_sink *s, const struct perf_event_header *re
 		       const struct perf_event_attr *attr)
 {
 	static const struct cut whole;
-	struct cut c = plan_cut(rec, attr);
+	struct cut c = plan_cut(s, rec, attr);
 	uint64_t size = rec->size - c.len;
+	uint32_t tid;
 	int r;
 
+	if (rec->type != PERF_RECORD_SAMPLE && (tid = thread_renewed(rec)))
+		stacktops_forget(&s->tops, tid);
 	if (rec->type == PERF_RECORD_SAMPLE &&
 	    atomic_load_explicit(&s->queued, memory_order_relaxed) + size > s->max_queue) {
 		int n = perfrec_unwinder__strip(rec, attr, s->strip, sizeof(s->strip));
@@ -364,7 +514,28 @@ int unwind_sink_round(struct unwind_sink *s)
 		s->head = s->cur;
 	s->tail = s->cur;
 	pthread_cond_broadcast(&s->cond);
+	/* What the worker told of the threads' stacks: taken here, learnt below, out of the lock. */
+	{
+		struct told *t = s->told;
+		size_t cap = s->cap_told;
+
+		s->told = s->dtold;
+		s->cap_told = s->cap_dtold;
+		s->dtold = t;
+		s->cap_dtold = cap;
+		s->nr_dtold = s->nr_told;
+		s->nr_told = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < s->nr_dtold; i++) {
+		const struct told *t = &s->dtold[i];
+
+		if (t->top)
+			stacktops_learn(&s->tops, t->tid, t->top, t->seq);
+		else if (stacktops_top(&s->tops, t->tid))
+			stacktops_forget(&s->tops, t->tid);
+	}
+	next->seq = stacktops_seq(&s->tops);
 	s->cur = next;
 	return 0;
 }
@@ -385,6 +556,8 @@ void unwind_sink_stats(struct unwind_sink *s, struct unwind_sink_stats *ret)
 	pthread_mutex_lock(&s->lock);
 	*ret = s->st;
 	pthread_mutex_unlock(&s->lock);
+	ret->trimmed = atomic_load_explicit(&s->trimmed, memory_order_relaxed);
+	ret->trimmed_bytes = atomic_load_explicit(&s->trimmed_bytes, memory_order_relaxed);
 	ret->queued_bytes = atomic_load_explicit(&s->queued, memory_order_relaxed);
 	ret->max_queued_bytes = atomic_load_explicit(&s->max_queued, memory_order_relaxed);
 }
@@ -404,6 +577,9 @@ void unwind_sink_free(struct unwind_sink *s)
 	round_free_list(s->head);
 	round_free_list(s->spare);
 	round_free(s->cur);
+	free(s->wtold);
+	free(s->told);
+	free(s->dtold);
 	perfrec_unwinder__free(s->u);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);

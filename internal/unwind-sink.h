@@ -19,6 +19,15 @@
  * such samples are counted (stats.behind).  Side-band records always go
  * into the queue (the address spaces need them).
  *
+ * Trimming: a DWARF sample goes into the queue without the part of its
+ * stack copy past dyn_size, and, once a walk of one of its thread's samples
+ * has reached the outermost frame, without what lies above the highest word
+ * that walk read (stacktop.h): the environment and argument strings above
+ * a main thread, a thread's TLS.  The worker tells the drain such tops
+ * (perfrec_unwinder__on_reach()) at the end of each round; a walk that
+ * wants a word past a trimmed copy makes the drain forget the thread.
+ * Counted in the stats (trimmed, trimmed_bytes, trim_missed).
+ *
  * Attrs passed with records are borrowed until unwind_sink_sync() returns
  * or the sink is freed: sync before freeing the events they belong to.
  * One thread drives the record/round/sync calls.
@@ -47,6 +56,9 @@ struct unwind_sink_stats {
 	uint64_t queued_bytes;  /* waiting for the worker now */
 	uint64_t max_queued_bytes;
 	uint64_t rounds;        /* rounds done */
+	uint64_t trimmed;       /* DWARF samples queued only up to their thread's stack top (stacktop.h) */
+	uint64_t trimmed_bytes; /* stack bytes the kernel copied that the trimming kept out of the queue */
+	uint64_t trim_missed;   /* walks that wanted a word past a trimmed copy: the thread forgotten */
 	int error;              /* first error of @emit or of unwinding (negative errno), 0 */
 };
 

@@ -116,6 +116,17 @@ print("# manifest:", u)
 sys.exit(0 if u.get("mode") == "host" and u.get("samples", 0) > 0 and
          u["samples"] <= m["samples"] and u.get("unwound", 0) > 0 else 1)
 EOF
+# The workload's two threads run all along: once a walk of each has reached
+# its outermost frame, their samples are queued only up to there (the
+# whole-path check above is made on them too), and no walk of this program
+# wants a word above that top.
+python3 - "$host.json" <<'EOF' || fail "the workload's stacks were not trimmed at their tops, or found short"
+import json, sys
+u = json.load(open(sys.argv[1]))["unwind"]
+print("# %d samples queued up to their thread's stack top, %d walks found such a copy short" %
+      (u["stacks_trimmed"], u["stack_trim_missed"]))
+sys.exit(0 if u["stacks_trimmed"] > 0 and u["stack_trim_missed"] == 0 else 1)
+EOF
 
 hs=$(perf_samples "$host"); fs=$(perf_samples "$fp")
 hb=$(stat -c %s "$host"); fb=$(stat -c %s "$fp")

@@ -188,6 +188,9 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	v.unwind.unwinder.elf_opened = 7;
 	v.unwind.unwinder.elf_bytes = 1 << 20;
 	v.unwind.queued_bytes = 4096;
+	v.unwind.trimmed = 600;
+	v.unwind.trimmed_bytes = 3000000;
+	v.unwind.trim_missed = 1;
 	v.unwind.tables.by_tables = 870;
 	v.unwind.tables.by_dwfl = 30;
 	v.unwind.tables.fp_frames = 44;
@@ -205,6 +208,10 @@ Test(metrics, unwind_families_only_when_unwinding_on_the_host)
 	expect_family(text, "perfrecd_unwind_elf_opened_total", "counter", "perfrecd_unwind_elf_opened_total 7");
 	expect_family(text, "perfrecd_unwind_elf_cached_bytes", "gauge", "perfrecd_unwind_elf_cached_bytes 1048576");
 	expect_family(text, "perfrecd_unwind_queued_bytes", "gauge", "perfrecd_unwind_queued_bytes 4096");
+	expect_family(text, "perfrecd_unwind_stacks_trimmed_total", "counter", "perfrecd_unwind_stacks_trimmed_total 600");
+	expect_family(text, "perfrecd_unwind_stack_bytes_trimmed_total", "counter",
+		      "perfrecd_unwind_stack_bytes_trimmed_total 3000000");
+	expect_family(text, "perfrecd_unwind_stack_trim_missed_total", "counter", "perfrecd_unwind_stack_trim_missed_total 1");
 	expect_family(text, "perfrecd_unwind_by_tables_total", "counter", "perfrecd_unwind_by_tables_total 870");
 	expect_family(text, "perfrecd_unwind_by_libdwfl_total", "counter", "perfrecd_unwind_by_libdwfl_total 30");
 	expect_family(text, "perfrecd_unwind_fp_frames_total", "counter", "perfrecd_unwind_fp_frames_total 44");

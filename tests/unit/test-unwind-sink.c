@@ -262,3 +262,149 @@ Test(unwind_sink, samples_queue_without_the_unused_stack_and_come_out_the_same)
 		unwind_sink_free(s);
 	}
 }
+
+/* @rec unwound by an unwinder of its own with this process's maps: into @out, its size. */
+static int unwound_alone(const struct perf_event_header *rec, unsigned char *out, size_t outsz)
+{
+	struct perf_event_attr a = attr();
+	struct perfrec_unwinder *u;
+	int n;
+
+	cr_assert_eq(perfrec_unwinder__new(NULL, &u), 0);
+	for_each_map(NULL, NULL, take_map_unwinder, u);
+	n = perfrec_unwinder__rewrite(u, rec, &a, out, outsz);
+	perfrec_unwinder__free(u);
+	cr_assert_gt(n, 0);
+	return n;
+}
+
+/* Queue @rec alone in a round and wait for it: the bytes it took in the queue. */
+static uint64_t one_round(struct unwind_sink *s, const struct perf_event_header *rec)
+{
+	struct perf_event_attr a = attr();
+	struct unwind_sink_stats st;
+
+	cr_assert_eq(unwind_sink_record(s, rec, &a), 0);
+	unwind_sink_stats(s, &st);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	return st.queued_bytes;
+}
+
+/* What a sample of @sn takes in the queue untrimmed: its stack's room past dyn_size dropped. */
+static uint64_t untrimmed_bytes(const struct snap *sn, const struct perf_event_header *h)
+{
+	uint64_t room = sn->dyn < 8 ? 8 : (sn->dyn + 7) / 8 * 8;
+
+	return h->size - (STACK - room);
+}
+
+/*
+ * Once a walk of a thread's sample has reached the outermost frame, the
+ * drain queues that thread's later samples only up to the highest word
+ * the walk read (and a little more): fewer bytes, the same sample out.
+ * It takes the worker's word a round later.
+ */
+Test(unwind_sink, later_samples_of_a_thread_queue_up_to_its_stack_top_and_come_out_the_same)
+{
+	static unsigned char in[65536], direct[65536];
+	static struct last got;
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+	const struct perf_event_header *h = sample(&snap, in);
+	uint64_t whole = untrimmed_bytes(&snap, h), q;
+	int n = unwound_alone(h, direct, sizeof(direct));
+
+	cr_assert_eq(unwind_sink_new(NULL, keep_last, &got, &s), 0);
+	feed_maps_as(s, NULL, NULL, true);
+	cr_expect_eq(one_round(s, h), whole, "the first sample trimmed");
+	cr_expect_eq(one_round(s, h), whole, "trimmed before the worker's word came");
+	q = one_round(s, h);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.trimmed, 1, "%" PRIu64 " samples trimmed, not 1", st.trimmed);
+	cr_expect_lt(q, whole, "%" PRIu64 " bytes queued, as many as untrimmed", q);
+	cr_expect_eq(st.trimmed_bytes, whole - q, "trimmed %" PRIu64 " bytes, queued %" PRIu64 " of %" PRIu64,
+		     st.trimmed_bytes, q, whole);
+	cr_expect_eq(st.trim_missed, 0);
+	cr_assert_eq(got.size, (size_t)n, "%zu bytes out, not %d", got.size, n);
+	cr_expect(memcmp(got.rec, direct, (size_t)n) == 0, "the trimmed sample came out otherwise");
+	unwind_sink_free(s);
+}
+
+/* An EXIT (or FORK, or exec) record of the thread: what was known of its stack is forgotten. */
+Test(unwind_sink, a_thread_that_exits_is_copied_whole_again)
+{
+	static unsigned char in[65536];
+	static struct last got;
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+	const struct perf_event_header *h = sample(&snap, in);
+	uint64_t whole = untrimmed_bytes(&snap, h);
+	struct {
+		struct perf_event_header h;
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} ex = { { PERF_RECORD_EXIT, 0, sizeof(ex) }, (uint32_t)getpid(), 1, (uint32_t)getpid(), 1, 1000 };
+
+	cr_assert_eq(unwind_sink_new(NULL, keep_last, &got, &s), 0);
+	feed_maps_as(s, NULL, NULL, true);
+	one_round(s, h);
+	one_round(s, h);
+	cr_assert_lt(one_round(s, h), whole, "not trimmed to start with");
+	cr_assert_eq(unwind_sink_record(s, &ex.h, NULL), 0);
+	cr_assert_eq(unwind_sink_sync(s), 0);
+	cr_expect_eq(one_round(s, h), whole, "trimmed after the thread exited");
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.trimmed, 1);
+	unwind_sink_free(s);
+}
+
+/*
+ * A top too low (here learnt from a sample whose return address into
+ * middle_marker() reads 0, as if the stack ended there): the walk of a
+ * trimmed copy wants a word past it, the worker says so, the thread is
+ * forgotten and copied whole, then trimmed at the right top.
+ */
+Test(unwind_sink, a_top_too_low_is_found_and_forgotten)
+{
+	static unsigned char in[65536], bad_in[65536], direct[65536];
+	static struct last got;
+	static struct snap bad;
+	struct unwind_sink_stats st;
+	struct unwind_sink *s;
+	const struct perf_event_header *h = sample(&snap, in);
+	uint64_t whole = untrimmed_bytes(&snap, h), lo = (uint64_t)(uintptr_t)middle_marker;
+	int n = unwound_alone(h, direct, sizeof(direct));
+	size_t at = STACK;
+
+	bad = snap;
+	for (size_t off = 0; off + 8 <= bad.dyn && at == STACK; off += 8) {
+		uint64_t v;
+
+		memcpy(&v, bad.stack + off, 8);
+		if (v > lo && v < lo + 256)
+			at = off;
+	}
+	cr_assert_lt(at, STACK, "no return address into middle_marker() on the stack");
+	memset(bad.stack + at, 0, 8);
+
+	cr_assert_eq(unwind_sink_new(NULL, keep_last, &got, &s), 0);
+	feed_maps_as(s, NULL, NULL, true);
+	one_round(s, sample(&bad, bad_in));
+	one_round(s, sample(&bad, bad_in));
+	/* Trimmed at the low top: walks that want more; forgotten at the round after. */
+	h = sample(&snap, in);
+	cr_expect_lt(one_round(s, h), whole);
+	cr_expect_lt(one_round(s, h), whole);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.trim_missed, 2, "%" PRIu64 " walks found the copy short, not 2", st.trim_missed);
+	cr_expect_eq(one_round(s, h), whole, "still trimmed after the walks found the top too low");
+	cr_assert_eq(got.size, (size_t)n);
+	cr_expect(memcmp(got.rec, direct, (size_t)n) == 0, "the sample copied whole came out otherwise");
+	/* Learnt again from that whole walk: trimmed at the right top. */
+	one_round(s, h);
+	cr_expect_lt(one_round(s, h), whole);
+	unwind_sink_stats(s, &st);
+	cr_expect_eq(st.trim_missed, 2);
+	cr_expect(memcmp(got.rec, direct, (size_t)n) == 0, "trimmed at the right top, it came out otherwise");
+	unwind_sink_free(s);
+}

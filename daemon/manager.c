@@ -415,7 +415,7 @@ static int reload_directory(struct manager *m, const struct config *nc)
 static void reload_events(struct manager *m, struct config *nc, struct offcpu_rec *oc)
 {
 	struct recorder nrec;
-	uint64_t t0;
+	struct recorder_stamp t0;
 	int r;
 
 	r = recorder_reopen(&nrec, nc, m->argc, m->argv, oc, m->rec.py);
@@ -429,7 +429,7 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 		refuse_reload(m, nc, oc);
 		return;
 	}
-	t0 = recorder_clock_ns(&nrec);
+	t0 = recorder_stamp(&nrec);
 	recorder_enable(&nrec);
 	nrec.files_published = m->rec.files_published;
 	recorder_disable(&m->rec);
@@ -454,7 +454,7 @@ static void reload_events(struct manager *m, struct config *nc, struct offcpu_re
 	if (watch_rings(m, EPOLL_CTL_ADD) < 0)
 		log_error("Cannot watch the new rings: %m; draining on the timer only");
 	if (!snapshot_flight_mode(m->cfg))
-		recorder_start_file(&m->rec, t0);
+		recorder_start_file(&m->rec, &t0);
 	log_info("Configuration reloaded; events reopened");
 	sd_notify(0, "READY=1");
 }
@@ -591,7 +591,7 @@ static void notify_status(struct manager *m)
 /* Uploads, leftovers of a killed run, the events on, the first file. */
 static int start_recording(struct manager *m)
 {
-	uint64_t t0;
+	struct recorder_stamp t0;
 	int r;
 
 	if (m->cfg->upload_url && !pipeout_enabled(m->cfg)) {
@@ -604,12 +604,12 @@ static int start_recording(struct manager *m)
 		recorder_recover_leftovers(&m->rec);
 
 	/* Stamp the synthesized state before enabling: every ring record is newer. */
-	t0 = recorder_clock_ns(&m->rec);
+	t0 = recorder_stamp(&m->rec);
 	r = recorder_enable(&m->rec);
 	if (r < 0)
 		return r;
 	/* Flight mode writes nothing until a snapshot is asked for. */
-	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, t0);
+	r = snapshot_flight_mode(m->cfg) ? 0 : recorder_start_file(&m->rec, &t0);
 	/* A reader of stdout that left already ends the run cleanly in the loop. */
 	if (r < 0 && !recorder_output_closed(&m->rec) && pipeout_enabled(m->cfg))
 		return r;
@@ -647,7 +647,7 @@ static uint64_t manage_file(struct manager *m, bool drained, uint64_t now)
 	if (!m->rec.have_file && drained && !snapshot_flight_mode(m->cfg) &&
 	    now >= m->rec.retry_start_usec) {
 		/* The last file could not be started (disk full?): try again. */
-		if (recorder_start_file(&m->rec, 0) == 0) {
+		if (recorder_start_file(&m->rec, NULL) == 0) {
 			log_notice("Recording again into %s.tmp", m->rec.cur.path);
 			retry_leftovers(m, now, true);
 		}

@@ -703,6 +703,15 @@ uint64_t recorder_clock_ns(const struct recorder *rec)
 	return recording_clock_ns(rec->cfg->clockid);
 }
 
+struct recorder_stamp recorder_stamp(const struct recorder *rec)
+{
+	struct recorder_stamp s;
+
+	s.wall_ns = recording_clock_ns(CLOCK_REALTIME);
+	s.clock_ns = recording_clock_ns(rec->cfg->clockid);
+	return s;
+}
+
 /* What perfrecd adds to every output (outfile.h): its kernel maps, off-CPU time, its log. */
 static int hook_kernel(void *ctx, const struct perfrec_synth_opts *so, perfrec_synth_emit_fn emit, void *ectx)
 {
@@ -762,13 +771,21 @@ static int begin_file(struct recorder *rec, struct recfile *o)
 }
 
 /* The current file's outfile, but its writer (pipeout.c makes it). */
-static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_time)
+static int new_outfile(struct recorder *rec, struct recfile *o, const struct recorder_stamp *at)
 {
+	struct recorder_stamp now = at ? *at : recorder_stamp(rec);
+
 	memset(o, 0, sizeof(*o));
 	/* Taken only by a file that starts: a full disk does not burn numbers. */
 	o->seq = rec->seq + 1;
-	o->start_wall_ns = recording_clock_ns(CLOCK_REALTIME);
-	o->start_clock_ns = synth_time ? synth_time : recording_clock_ns(rec->cfg->clockid);
+	/*
+	 * The pair read together: a rotation stamps the new file before it
+	 * finishes the old one, which with host unwinding waits for the
+	 * worker (tens of ms); a wall time read after that put every sample
+	 * of the file as much later in wall time.
+	 */
+	o->start_wall_ns = now.wall_ns;
+	o->start_clock_ns = now.clock_ns;
 	o->f.cpu = calloc(rec->nr_rings, sizeof(*o->f.cpu));
 	o->f.track.bids = rec->buildids;
 	o->path = make_path(rec, o->start_wall_ns, o->seq);
@@ -782,7 +799,7 @@ static int new_outfile(struct recorder *rec, struct recfile *o, uint64_t synth_t
 	return 0;
 }
 
-int recorder_start_file(struct recorder *rec, uint64_t synth_time)
+int recorder_start_file(struct recorder *rec, const struct recorder_stamp *at)
 {
 	struct recfile *o = &rec->cur;
 	int r;
@@ -791,7 +808,7 @@ int recorder_start_file(struct recorder *rec, uint64_t synth_time)
 		rec->rotate_anchor_usec = now_usec();
 	/* What the stages hold was drained for the file before (see the top). */
 	pipeline_sync(rec->pipe);
-	r = new_outfile(rec, o, synth_time);
+	r = new_outfile(rec, o, at);
 	if (r < 0)
 		return r;
 	r = pipeout_new_writer(rec->cfg, o->path, rec->argc, rec->argv, o->start_clock_ns,
@@ -1300,7 +1317,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	 * read again once the new file is ready, so no record is lost or
 	 * written twice.
 	 */
-	uint64_t t = recorder_clock_ns(rec);
+	struct recorder_stamp t = recorder_stamp(rec);
 	struct recfile finished = { 0 };
 	int r;
 
@@ -1314,7 +1331,7 @@ int recorder_rotate(struct recorder *rec, char **ret_path)
 	r = finish_file(rec, ret_path, &finished);
 	if (r < 0 && r != -ENOENT)
 		log_warning("Rotation: the previous file was not published cleanly");
-	r = recorder_start_file(rec, t);
+	r = recorder_start_file(rec, &t);
 	if (finished.path && publish_finished(rec, &finished) < 0)
 		stall_file(rec, &finished);
 	recfile_reset(&finished);

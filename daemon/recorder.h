@@ -126,11 +126,22 @@ int recorder_open(struct recorder *rec, const struct config *cfg, int argc, char
 int recorder_reopen(struct recorder *rec, const struct config *cfg, int argc, char **argv,
 		    struct offcpu_rec *offcpu, struct pywalk *py);
 /*
- * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
- * synthesized records are stamped @synth_time (file clock, 0: now), which
- * must not be later than any ring record the file will get.
+ * A moment in the recording's clock and the wall-clock time read with it:
+ * a file's CLOCK_DATA pair, by which readers put its samples in wall time.
  */
-int recorder_start_file(struct recorder *rec, uint64_t synth_time);
+struct recorder_stamp {
+	uint64_t clock_ns, wall_ns;
+};
+/* Now, both clocks read back to back. */
+struct recorder_stamp recorder_stamp(const struct recorder *rec);
+
+/*
+ * Start a new output file: attrs, synthesized state, FINISHED_INIT.  The
+ * synthesized records are stamped @at's clock (NULL: now), which must not
+ * be later than any ring record the file will get; its wall time is the
+ * file's start (its name, and the CLOCK_DATA pair with the clock).
+ */
+int recorder_start_file(struct recorder *rec, const struct recorder_stamp *at);
 /*
  * The name of an output file started at @wall_ns, number @seq, in the
  * output directory: PREFIX-HOST-STAMP-SEQ@suffix.data, so retention counts

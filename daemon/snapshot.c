@@ -418,12 +418,14 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	struct outfile_begin_opts bo = { .sz = sizeof(bo), .what = "the snapshot", .emit = emit, .ctx = &s };
 	struct outfile_features_opts eo = { .sz = sizeof(eo), .what = "the snapshot" };
 	struct perfrec_spans_feature *sf = NULL;
-	struct timespec ts;
+	struct recorder_stamp at;
 	uint64_t now, window, min_time = 0;
 	size_t sf_len = 0;
 	int r;
 
-	now = recorder_clock_ns(rec);
+	/* The CLOCK_DATA pair read together, not the wall time after the merge. */
+	at = recorder_stamp(rec);
+	now = at.clock_ns;
 	window = snapshot_window_ns(rec->cfg);
 	history_trim(s.history, now);
 	if (window && now > window)
@@ -455,9 +457,8 @@ static int write_snapshot(struct recorder *rec, struct perfrec_pdwriter *w)
 	/* Its JIT mappings' images into the cache now: their processes may be gone by the time it is read. */
 	jitsink_write_images(&rec->jit);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	eo.clock_ns = now;
-	eo.wall_ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	eo.clock_ns = at.clock_ns;
+	eo.wall_ns = at.wall_ns;
 	eo.first_sample_time = s.track.first_time;
 	eo.last_sample_time = s.track.last_time;
 	eo.buildids = s.track.bids;

@@ -208,7 +208,7 @@ Test(recorder_full_disk, refusals_of_the_worker_then_of_the_drain_are_all_counte
 	char *tmp = NULL;
 
 	open_recorder("dwarf", "host");
-	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	cr_assert_eq(recorder_start_file(&rec, NULL), 0);
 	busy(300);
 	/*
 	 * The disk fills: the worker's writes are refused once its buffer must
@@ -267,7 +267,7 @@ static void start_fails_on_a_full_disk(const char *callchain, const char *unwind
 		children[nr_children] = p;
 	}
 	open_recorder(callchain, unwind);
-	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	cr_assert_eq(recorder_start_file(&rec, NULL), 0);
 	busy(300);
 	disk_limit(64 << 10);
 	busy(100);
@@ -276,7 +276,7 @@ static void start_fails_on_a_full_disk(const char *callchain, const char *unwind
 	cr_assert_not(rec.have_file, "a file started on a full disk");
 	busy(200);
 	disk_limit(RLIM_INFINITY);
-	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	cr_assert_eq(recorder_start_file(&rec, NULL), 0);
 	busy(200);
 	/* (publishes the stalled file too) */
 	cr_assert_eq(recorder_finish_file(&rec, NULL), 0);

@@ -177,7 +177,7 @@ Test(snapshot, continuous_history_reaches_before_the_current_file)
 	uint64_t file_start;
 
 	open_recorder("continuous", "10s");
-	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	cr_assert_eq(recorder_start_file(&rec, NULL), 0);
 	busy(300);
 	cr_assert_eq(recorder_rotate(&rec, NULL), 0);
 	file_start = rec.cur.start_clock_ns;
@@ -199,7 +199,7 @@ Test(snapshot, continuous_without_history_copies_the_file_in_progress)
 
 	open_recorder("continuous", NULL);
 	cr_assert_not(snapshot_has_history(&rec));
-	cr_assert_eq(recorder_start_file(&rec, 0), 0);
+	cr_assert_eq(recorder_start_file(&rec, NULL), 0);
 	busy(300);
 	n = snapshot_file("d.data", &r);
 	/* Exactly what the file in progress holds after the snapshot's drain. */

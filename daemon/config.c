@@ -1206,6 +1206,29 @@ const struct config_key *config_changed_key(const struct config *a, const struct
 	return NULL;
 }
 
+bool config_key_is_default(const struct config *c, const char *section, const char *name)
+{
+	const struct config_key *k = NULL;
+	struct config d;
+	char *v, *dv;
+	bool same;
+
+	for (size_t i = 0; i < config_nr_keys && !k; i++)
+		if (strcmp(config_keys[i].section, section) == 0 && strcmp(config_keys[i].name, name) == 0 &&
+		    !is_family(&config_keys[i]))
+			k = &config_keys[i];
+	if (!k)
+		return false;
+	config_init(&d);
+	v = key_value(k, c);
+	dv = key_value(k, &d);
+	same = v && dv && strcmp(v, dv) == 0;
+	free(v);
+	free(dv);
+	config_exit(&d);
+	return same;
+}
+
 static const char *const apply_names[_CONFIG_APPLY_MAX] = {
 	[CONFIG_APPLY_NOW] = "now",
 	[CONFIG_APPLY_NEXT_FILE] = "next-file",

@@ -167,6 +167,13 @@ static inline bool config_changed(const struct config *a, const struct config *b
 	return config_changed_key(a, b, how) != NULL;
 }
 
+/*
+ * Whether @section.@name holds in @c the value config_init() gives it:
+ * false for a key asked for away from its default (and for a family or
+ * a key not in the table, or out of memory).
+ */
+bool config_key_is_default(const struct config *c, const char *section, const char *name);
+
 /* "now", "next-file", "reopen", "offcpu-filter", "restart"; NULL out of range. */
 const char *config_apply_to_string(enum config_apply how);
 

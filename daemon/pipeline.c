@@ -22,8 +22,9 @@ struct pipeline {
 };
 
 /*
- * The one decision of each output's stack form.  unwind=host puts every
- * output behind the unwinder, so that the file, the history with its
+ * The one decision of each output's stack form.  unwind=host with
+ * callchain=dwarf puts every output behind the unwinder (open_unwind()
+ * made it), so that the file, the history with its
  * snapshots and the live streams carry the same callchains and none keeps
  * 8 KiB raw stacks.
  */
@@ -36,7 +37,7 @@ static struct stage *place_of(const struct pipeline *p, const struct config *c, 
 		/* Python frames in every output's stacks alike, behind the unwinder (it is in front) */
 		if (p->py)
 			return pystage_stage(p->py);
-		return c->unwind_host ? unwind_stage_stage(p->unwind) : NULL;
+		return p->unwind ? unwind_stage_stage(p->unwind) : NULL;
 	case PIPELINE_NOTES:
 		/* MMAP2, KSYMBOL, BPF_EVENT: the same in either form, soonest from the drain */
 		return NULL;
@@ -54,9 +55,12 @@ static void stage_lost(void *ctx, size_t ring, uint64_t samples)
 }
 
 /*
- * unwind=host needs the user stacks of callchain=dwarf; it is refused
- * without them rather than implied, as perf refuses options that do not
- * go together: the stack size is a cost the user chooses.
+ * unwind= says what becomes of the user stacks callchain=dwarf copies;
+ * frame-pointer callchains (-g) are walked by the kernel and have none,
+ * so with callchain=yes or no it has nothing to do and is ignored, not
+ * refused: -g must work whatever unwind= the config holds.  A value
+ * other than the default was asked for, and is named as ignored, as
+ * max-overhead= is with period=.
  */
 static int open_unwind(struct pipeline *p, const struct pipeline_opts *opts)
 {
@@ -64,11 +68,15 @@ static int open_unwind(struct pipeline *p, const struct pipeline_opts *opts)
 	struct unwind_stage_opts uo = { .sz = sizeof(uo), .evlist = opts->evlist, .lost = stage_lost, .ctx = p };
 	int r;
 
+	if (!c->callchain || !c->dwarf) {
+		if (!config_key_is_default(c, "record", "unwind"))
+			log_notice("unwind=%s is ignored: it applies to the user stacks of callchain=dwarf "
+				   "(--call-graph dwarf), and callchain=%s copies none",
+				   c->unwind_host ? "host" : "file", c->callchain ? "yes" : "no");
+		return 0;
+	}
 	if (!c->unwind_host)
 		return 0;
-	if (!c->callchain || !c->dwarf)
-		return log_error_errno(-EINVAL, "unwind=host unwinds DWARF stacks: it needs callchain=dwarf "
-				       "(--call-graph dwarf)");
 	/* Tables of the binaries beside the binaries: a restart loads them. */
 	uo.table_dir = c->buildid_cache;
 	r = unwind_stage_new(&uo, &p->unwind);

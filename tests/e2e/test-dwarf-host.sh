@@ -13,8 +13,10 @@
 # into it work with it.  The unwinding stage sits in front of every
 # output: a live stream, a snapshot of the history and a flight snapshot
 # carry the unwound callchains too, not raw stacks, and pass perfrecctl
-# verify, perf and perfparser.  Settings that do not
-# go together get one clear line.
+# verify, perf and perfparser.  A bad unwind= gets one clear line;
+# unwind= with -g has nothing to unwind and is ignored, not refused (so
+# that -g works whatever unwind= the config holds), and named as ignored
+# when set away from its default.
 . "$(dirname "$0")/lib.sh"
 require_events; require_perf; require_perfparser
 [ -x "$TOP/tests/e2e/nofp" ] || fail "tests/e2e/nofp is not built (make tests/e2e/nofp)"
@@ -32,7 +34,6 @@ bad() { # expected-message args...
 	grep -q -e "$want" "$T/bad.out" || { cat "$T/bad.out"; fail "perfrecd $*: no message saying '$want'"; }
 }
 mkdir -p "$T/bad"
-bad "unwind=host unwinds DWARF stacks: it needs callchain=dwarf (--call-graph dwarf)" -g --unwind host
 bad "unwind: 'remote' is not file or host" --call-graph dwarf --unwind remote
 "$PERFRECD" --call-graph dwarf --unwind host --check-config >"$T/cfg" || fail "--check-config refused --unwind host"
 grep -qx "unwind=host" "$T/cfg" || { cat "$T/cfg"; fail "--check-config does not show unwind=host"; }
@@ -76,6 +77,22 @@ check_unwound() { # FILE WHAT: callchains, no user registers or stack in the att
 		{ cat "$T/evlist"; fail "the $2 still asks for user registers or stacks"; }
 	grep -q "cpu-clock.*CALLCHAIN" "$T/evlist" || { cat "$T/evlist"; fail "the $2 has no callchains"; }
 }
+
+# -g with either unwind=: frame-pointer files (nothing to unwind), and one
+# line naming unwind= as ignored when it is not the default.
+def=$("$PERFRECD" --check-config | sed -n 's/^unwind=//p')
+other=file; [ "$def" = file ] && other=host
+for u in "$def" "$other"; do
+	mkdir -p "$T/g-$u"
+	"$PERFRECD" -o "$T/g-$u" --socket= -e cpu-clock -F 499 -g --unwind "$u" --duration 1 >"$T/g-$u.log" 2>&1 ||
+		{ cat "$T/g-$u.log"; fail "perfrecd -g --unwind $u was refused"; }
+	f=$(only_file "$T/g-$u") || exit 1
+	check_unwound "$f" "-g --unwind $u file"
+	check_file "$f" "-g --unwind $u file"
+done
+grep -q "unwind=$other is ignored: it applies to the user stacks of callchain=dwarf" "$T/g-$other.log" ||
+	{ cat "$T/g-$other.log"; fail "-g --unwind $other (not the default) does not say unwind= is ignored"; }
+grep "is ignored" "$T/g-$def.log" && fail "-g --unwind $def (the default) logs a line for nothing"
 
 # The workload runs before the recordings start (perf 6.1 loses the libc
 # callers of a process exec'd during a system-wide recording; the raw

@@ -148,6 +148,27 @@ Test(config, unwind_is_file_unless_host)
 	config_exit(&c);
 }
 
+/* What pipeline.c names as ignored: a key set away from its default, not one left at it. */
+Test(config, key_is_default)
+{
+	struct config c;
+	char err[256] = "";
+	bool host;
+
+	config_init(&c);
+	host = c.unwind_host;
+	cr_expect(config_key_is_default(&c, "record", "unwind"));
+	cr_expect(config_key_is_default(&c, "record", "callchain"));
+	cr_assert_eq(config_set(&c, "record", "unwind", host ? "file" : "host", err, sizeof(err)), 0, "%s", err);
+	cr_expect_not(config_key_is_default(&c, "record", "unwind"), "unwind=%s is the default", host ? "file" : "host");
+	cr_expect(config_key_is_default(&c, "record", "callchain"));
+	cr_assert_eq(config_set(&c, "record", "unwind", host ? "host" : "file", err, sizeof(err)), 0, "%s", err);
+	cr_expect(config_key_is_default(&c, "record", "unwind"), "set back to its default, it is the default");
+	cr_expect_not(config_key_is_default(&c, "record", "no-such-key"));
+	cr_expect_not(config_key_is_default(&c, "output", "label."), "a family has no default");
+	config_exit(&c);
+}
+
 Test(config, missing_file_is_named)
 {
 	struct config c;

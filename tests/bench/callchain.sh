@@ -123,7 +123,7 @@ one_run() {
 	fi
 	case $mode in
 	fp) cg=(-g) ;;
-	dwarf) cg=(--call-graph "dwarf,$STACK") ;;
+	dwarf) cg=(--call-graph "dwarf,$STACK" --unwind file) ;;
 	host) cg=(--call-graph "dwarf,$STACK" --unwind host) ;;
 	esac
 	out=$TMP/$tool-$mode-$rate-$run
@@ -229,8 +229,8 @@ seq 1 200000 | awk '{ printf "%d %x lorem ipsum dolor sit amet %d\n", $1, $1 * 7
 # cache_run MODE: record MODE while many-binaries.sh runs; leaves
 # $TMP/cache-MODE/*.data, $TMP/cache-MODE.ru and .load (its output).
 cache_run() {
-	local mode=$1 cg=(--call-graph "dwarf,$STACK") sock="" pid
-	[ "$mode" = host ] && cg+=(--unwind host) && sock=$TMP/sock
+	local mode=$1 cg=(--call-graph "dwarf,$STACK" --unwind file) sock="" pid
+	[ "$mode" = host ] && cg[3]=host && sock=$TMP/sock
 	rm -rf "$TMP/cache-$mode"; mkdir -p "$TMP/cache-$mode"
 	conf "$TMP/cache.conf"
 	python3 "$RUSAGE" "$TMP/cache-$mode.ru" "$PERFRECD" -c "$TMP/cache.conf" --socket "$sock" \

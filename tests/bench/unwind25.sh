@@ -174,7 +174,7 @@ rec_run() {
 	local steady="" poll=
 	case $mode in
 	fp) cg=(-g) ;;
-	dwarf) cg=(--call-graph "dwarf,$STACK") ;;
+	dwarf) cg=(--call-graph "dwarf,$STACK" --unwind file) ;;
 	host|warm) cg=(--call-graph "dwarf,$STACK" --unwind host) ;;
 	esac
 	mkdir -p "$out"
@@ -371,7 +371,7 @@ step_replay() {
 	mkdir -p "$TMP/replay"; conf "$TMP/replay.conf"
 	echo "$ORIG_RATE" > $RATE_FILE
 	"$PERFRECD" -c "$TMP/replay.conf" --socket '' -o "$TMP/replay" -e cpu-clock -F "$RATE" \
-		--call-graph "dwarf,$STACK" -d $((REPLAY_REC_SECS + 2)) >/dev/null 2>"$TMP/replay.err" &
+		--call-graph "dwarf,$STACK" --unwind file -d $((REPLAY_REC_SECS + 2)) >/dev/null 2>"$TMP/replay.err" &
 	pid=$!
 	sleep 0.5
 	loop_six "$REPLAY_REC_SECS" >/dev/null || die "a workload failed"

@@ -31,7 +31,7 @@ BG=$!
 # --- perfrecctl unwind against perf, frame by frame -------------------------
 mkdir -p "$T/raw"
 "$PERFRECD" -o "$T/raw" --socket= -e cpu-clock -F 499 -m 8M --duration 3 \
-	--call-graph dwarf 2>"$T/raw.log" || { cat "$T/raw.log"; fail "the raw DWARF recording failed"; }
+	--call-graph dwarf --unwind file 2>"$T/raw.log" || { cat "$T/raw.log"; fail "the raw DWARF recording failed"; }
 raw=$(only_file "$T/raw")
 "$PERFRECCTL" unwind "$raw" -o "$T/host.data" 2>"$T/unwind.err" || { cat "$T/unwind.err"; fail "perfrecctl unwind failed"; }
 cat "$T/unwind.err"

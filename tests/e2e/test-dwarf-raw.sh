@@ -84,7 +84,7 @@ mkdir -p "$T/out"
 BG=$!
 # 8 KiB per sample: a ring for a second of it, as perf users give -m with
 # dwarf, so that the drain's pause while it writes the snapshot loses nothing.
-"$PERFRECD" -o "$T/out" --socket "$S" -e cpu-clock -F 499 --call-graph dwarf --rotate-size 4M -m 8M \
+"$PERFRECD" -o "$T/out" --socket "$S" -e cpu-clock -F 499 --call-graph dwarf --unwind file --rotate-size 4M -m 8M \
 	--history 20s 2>"$T/log" &
 DAEMON_PID=$!
 wait_for 30 ctl ping >/dev/null 2>&1 || { cat "$T/log"; fail "no control socket"; }
@@ -128,7 +128,7 @@ mkdir -p "$T/fl"
 "$T/$WL" 20 >/dev/null &
 BG=$!
 "$PERFRECD" -o "$T/fl" --socket= --mode flight --history 20s -z -e cpu-clock -F 499 -m 32M \
-	--call-graph dwarf,65528 2>"$T/fl.log" &
+	--call-graph dwarf,65528 --unwind file 2>"$T/fl.log" &
 DAEMON_PID=$!
 wait_for 30 grep -q "Recording" "$T/fl.log" || { cat "$T/fl.log"; fail "flight recorder did not start"; }
 # CPU seconds the workload has run (both threads), from /proc/PID/stat.
@@ -159,7 +159,7 @@ note "recovery of a DWARF recording killed with SIGKILL (-z)"
 mkdir -p "$T/rc"
 "$T/$WL" 30 >/dev/null &
 BG=$!
-"$PERFRECD" -o "$T/rc" --socket= -z -e cpu-clock -F 499 -m 8M --call-graph dwarf 2>"$T/rc.log" &
+"$PERFRECD" -o "$T/rc" --socket= -z -e cpu-clock -F 499 -m 8M --call-graph dwarf --unwind file 2>"$T/rc.log" &
 DAEMON_PID=$!
 # Enough samples on disk for the path counts: the workload ran 4 CPU
 # seconds under recording, and the .tmp has grown past its first flushes.

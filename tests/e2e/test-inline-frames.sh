@@ -74,7 +74,7 @@ fi
 # The same samples both ways: perfrecd keeps the raw stacks (perf unwinds
 # them itself, with inline frames), and perfrecctl unwind turns that file
 # into the host-unwound one, as --unwind host does while recording.
-"$PERFRECD" -o "$T/out" --socket '' -e cpu-clock -F 999 --call-graph dwarf -m 8M 2>"$T/err" &
+"$PERFRECD" -o "$T/out" --socket '' -e cpu-clock -F 999 --call-graph dwarf --unwind file -m 8M 2>"$T/err" &
 DAEMON_PID=$!
 started() { grep -q Recording "$T/err" 2>/dev/null; }
 wait_for 30 started || { cat "$T/err"; fail "perfrecd did not start"; }

@@ -30,7 +30,7 @@ CONF
 
 "$WORKLOAD" 30 >/dev/null 2>&1 &
 WPID=$!
-"$PERFRECD" -c "$T/conf" --socket "$T/sock" -e cpu-clock -F 199 --call-graph dwarf -m 8M 2>"$T/d.log" &
+"$PERFRECD" -c "$T/conf" --socket "$T/sock" -e cpu-clock -F 199 --call-graph dwarf --unwind file -m 8M 2>"$T/d.log" &
 DAEMON_PID=$!
 uploaded() { ls "$T"/out/*.data.uploaded >/dev/null 2>&1; }
 wait_for 30 uploaded || { cat "$T/d.log"; fail "no file was published and uploaded"; }

@@ -127,7 +127,7 @@ part_events() {
 	local out=$T/ev f n
 	start events=cpu-clock frequency=99 callchain=yes clockid=monotonic cpus=all mmap-size=512K \
 		context-switch=no rotate-interval=0 "directory=$out" buildid-cache=no compress=0 "socket=$S"
-	reload reopened events=task-clock period=1000003 callchain=dwarf stack-size=4096 clockid=boottime \
+	reload reopened events=task-clock period=1000003 callchain=dwarf stack-size=4096 unwind=file clockid=boottime \
 		cpus=0 mmap-size=1M context-switch=yes history=1min history-max=1M rotate-interval=0 \
 		"directory=$out" buildid-cache=no compress=0 "socket=$S"
 	[ "$(jq_status '.cpus | length')" = 1 ] || { ctl status; fail "cpus=0 after the reload: not one CPU"; }

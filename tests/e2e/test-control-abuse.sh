@@ -12,7 +12,9 @@ require_perf
 S=$T/sock
 mkdir -p "$T/out"
 ncpu=$(nproc)
-"$PERFRECD" -o "$T/out" --socket "$S" -F 499 2>"$T/log" &
+# -g: frame-pointer samples, whose rate the default rings hold under this
+# load (DWARF stacks at 499 Hz need bigger rings: mmap-size=).
+"$PERFRECD" -o "$T/out" --socket "$S" -F 499 -g 2>"$T/log" &
 DAEMON_PID=$!
 for _ in $(seq 300); do timeout 10 "$PERFRECCTL" --socket "$S" ping >/dev/null 2>&1 && break; sleep 0.1; done
 [ -S "$S" ] || { cat "$T/log"; fail "no control socket"; }

@@ -68,6 +68,8 @@ shows "-C 0" "cpus=0" -C 0
 
 # --call-graph: fp or dwarf[,SIZE], as perf spells them (after = or a
 # space); lbr refused with the limitation named.
+# -g is frame pointers, as in perf, whatever the configured default.
+shows "-g" "callchain=yes" -g
 shows "--call-graph fp" "callchain=yes" --no-call-graph --call-graph fp
 shows "--call-graph=fp" "callchain=yes" --no-call-graph --call-graph=fp
 shows "--call-graph alone" "callchain=yes" --no-call-graph --call-graph

@@ -36,7 +36,7 @@ record() { # DIR ARGS...: a 3 s recording into DIR, its file on stdout
 }
 # Both at once, so that what else runs on the host (its samples are in
 # both files) is the same in each when their sizes are compared.
-record "$T/raw" --call-graph dwarf >"$T/raw.path" & r1=$!
+record "$T/raw" --call-graph dwarf --unwind file >"$T/raw.path" & r1=$!
 record "$T/fp" -g >"$T/fp.path" & r2=$!
 wait $r1 || fail "the raw DWARF recording failed"
 wait $r2 || fail "the -g recording failed"

@@ -12,10 +12,9 @@
 #   storm    500 short-lived processes: /bin/sh running /usr/bin/md5sum
 #            on a 1 MB file, one after the other
 
-# How perfrecd records in these tests: host unwinding of DWARF stacks, the
-# default issue 25 asks for.  When it becomes perfrecd's default, this is
-# the one line to empty.
-SIX_UNWIND=(--call-graph dwarf --unwind host)
+# How perfrecd records in these tests: host unwinding of DWARF stacks,
+# perfrecd's default (issue 25), so nothing to add.
+SIX_UNWIND=()
 
 SIX_PROGRAMS="xz python3 sqlite3 cc1 node storm"
 

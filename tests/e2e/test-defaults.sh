@@ -9,7 +9,9 @@
 #  - when removing them is not enough, perfrecd writes nothing more and
 #    counts what it drops as lost, then records again once space returns;
 #  - the files are compressed (compress=yes) and perf report reads them; a
-#    cut of them is plain and opens in hotspot's perfparser.
+#    cut of them is plain and opens in hotspot's perfparser;
+#  - they hold whole stacks unwound on the host (callchain=dwarf,
+#    unwind=host): plain callchains, no user registers or stacks.
 . "$(dirname "$0")/lib.sh"
 require_events
 
@@ -109,6 +111,13 @@ for f in "$mnt"/*.data; do
 	total=$((total + ${n:-0}))
 done
 [ "$total" -gt 0 ] || fail "perf report finds no samples in the compressed files"
+# Whole stacks by default: DWARF stacks unwound while recording, so the
+# files hold plain callchains and no user registers or stacks.
+grep -qx 'callchain=dwarf' "$T/effective" && grep -qx 'unwind=host' "$T/effective" ||
+	{ cat "$T/effective"; fail "the shipped config does not unwind DWARF stacks on the host"; }
+perf evlist -v -i "$f" >"$T/evlist" 2>&1
+grep -q "cpu-clock.*CALLCHAIN" "$T/evlist" && ! grep -q "STACK_USER\|REGS_USER" "$T/evlist" ||
+	{ cat "$T/evlist"; fail "$f does not hold host-unwound callchains"; }
 note "perf report reads $total samples in the compressed files"
 "$PERFRECCTL" cut --from -10min --to now -o "$T/cut.data" "$mnt" 2>"$T/cut.err" || { cat "$T/cut.err"; fail "cut of the compressed files failed"; }
 perf report -i "$T/cut.data" --stats 2>/dev/null | grep -q 'COMPRESSED events' && fail "cut wrote a compressed file without -z"

@@ -37,7 +37,9 @@ mkdir -p "$T/bad"
 bad "unwind: 'remote' is not file or host" --call-graph dwarf --unwind remote
 "$PERFRECD" --call-graph dwarf --unwind host --check-config >"$T/cfg" || fail "--check-config refused --unwind host"
 grep -qx "unwind=host" "$T/cfg" || { cat "$T/cfg"; fail "--check-config does not show unwind=host"; }
-"$PERFRECD" --check-config | grep -qx "unwind=file" || fail "unwind=file is not the default"
+"$PERFRECD" --check-config >"$T/cfg" || fail "--check-config failed"
+grep -qx "unwind=host" "$T/cfg" && grep -qx "callchain=dwarf" "$T/cfg" ||
+	{ cat "$T/cfg"; fail "callchain=dwarf with unwind=host is not the default"; }
 
 # whole_paths FILE: "HOT WHOLE READS WHOLE" over the workload's samples:
 # samples whose leaf is by_key, and those of the reader thread in read(),

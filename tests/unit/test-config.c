@@ -133,18 +133,18 @@ Test(config, errors_name_file_line_and_key)
 	}
 }
 
-Test(config, unwind_is_file_unless_host)
+Test(config, unwind_is_host_unless_file)
 {
 	struct config c;
 	char err[256] = "";
 
 	config_init(&c);
-	cr_expect_not(c.unwind_host, "unwinding on the host is not the default");
-	cr_assert_eq(config_load_string(&c, "[record]\ncallchain=dwarf\nunwind=host\n", "t.conf", err, sizeof(err)), 0,
+	cr_expect(c.callchain && c.dwarf && c.unwind_host, "DWARF stacks unwound on the host are not the default");
+	cr_assert_eq(config_load_string(&c, "[record]\ncallchain=dwarf\nunwind=file\n", "t.conf", err, sizeof(err)), 0,
 		     "%s", err);
-	cr_expect(c.unwind_host);
-	cr_assert_eq(config_set(&c, "record", "unwind", "file", err, sizeof(err)), 0, "%s", err);
 	cr_expect_not(c.unwind_host);
+	cr_assert_eq(config_set(&c, "record", "unwind", "host", err, sizeof(err)), 0, "%s", err);
+	cr_expect(c.unwind_host);
 	config_exit(&c);
 }
 

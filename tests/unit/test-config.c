@@ -488,7 +488,8 @@ Test(config, ring_size_auto_fits_dwarf_stacks)
 	static const struct { const char *conf; uint64_t bytes; } cases[] = {
 		{ "", 512ULL << 10 },
 		{ "mmap-size=auto\n", 512ULL << 10 },
-		{ "frequency=999\n", 512ULL << 10 },                  /* frame pointers */
+		{ "frequency=999\n", 4ULL << 20 },                    /* the default: DWARF stacks */
+		{ "callchain=yes\nfrequency=999\n", 512ULL << 10 },  /* frame pointers */
 		{ "callchain=dwarf\n", 512ULL << 10 },                /* 99 Hz: 215,424 B */
 		{ "callchain=dwarf\nfrequency=999\n", 4ULL << 20 },   /* 2,173,824 B: 0.48 s */
 		{ "callchain=dwarf\nfrequency=999\nstack-size=4096\n", 2ULL << 20 },

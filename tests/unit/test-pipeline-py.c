@@ -35,7 +35,10 @@ static void check_places(bool with_py)
 	int walker;
 
 	config_init(&cfg);
-	cr_assert_not(cfg.unwind_host);
+	/* Frame-pointer stacks: no unwinder in front, the python stage right on the drain. */
+	cfg.callchain = true;
+	cfg.dwarf = false;
+	cfg.unwind_host = false;
 	cr_assert_eq(drain_new(&dopts, &d), 0);
 	po.cfg = &cfg;
 	po.drain = d;

@@ -336,12 +336,23 @@ Test(control, out_of_fds_the_listening_socket_rests_instead_of_spinning, .fini =
 Test(control, a_reader_making_progress_is_never_stalled, .fini = stop)
 {
 	static char calls[32 * 1024];
+	struct control_limits l = CONTROL_LIMITS_DEFAULT;
 	struct control_stats st;
 	char buf[4096];
 	uint64_t t0;
 	int fd;
 
 	start(false);
+	/*
+	 * The client reads nothing while its replies pile up, and each
+	 * control_process() sweeps with the real clock: on a machine slow
+	 * enough that filling took stall_usec (10 s, seen in a 37.8-s run
+	 * under load) the client was dropped as stalled before any check.  A
+	 * day is never reached here, and the wrap round this test is about
+	 * still lands ages past it.
+	 */
+	l.stall_usec = 24 * 3600 * 1000000ULL;
+	control_set_limits(ctl, &l);
 	fd = connect_as(0);
 	/* Calls in big blocks; replies pile up unread until the socket is
 	 * full and the server holds some back. */

@@ -17,6 +17,8 @@
 #include <perfrec/event.h>
 #include <perfrec/offcpu.h>
 
+#include "wait-blocked.h"
+
 #define BLOCKS 5
 #define BLOCK_NS (30 * 1000 * 1000)
 
@@ -47,7 +49,7 @@ __attribute__((noinline, optimize("omit-frame-pointer"))) long outer_wait(int fd
 static void *reader(void *arg)
 {
 	(void)arg;
-	reader_tid = gettid();
+	__atomic_store_n(&reader_tid, gettid(), __ATOMIC_RELEASE);
 	return (void *)outer_wait(pipefd[0]);
 }
 
@@ -98,6 +100,8 @@ Test(offcpu_whole, a_thread_blocked_below_two_callers_without_frame_pointers_has
 	for (int i = 0; i < BLOCKS; i++) {
 		struct timespec ts = { 0, BLOCK_NS };
 
+		/* Each block then lasts at least BLOCK_NS. */
+		wait_blocked_in_read(&reader_tid, pipefd[0]);
 		nanosleep(&ts, NULL);
 		cr_assert_eq(write(pipefd[1], "x", 1), 1);
 	}

@@ -17,6 +17,8 @@
 #include <perfrec/event.h>
 #include <perfrec/offcpu.h>
 
+#include "wait-blocked.h"
+
 static const uint64_t kstack[] = { 0xffffffff81000010ull, 0xffffffff81000020ull, 0xffffffff81000030ull };
 static const uint64_t ustack[] = { 0x401000, 0x401100 };
 
@@ -155,7 +157,7 @@ static void *reader(void *arg)
 	struct sleeper *sl = arg;
 	char c;
 
-	sl->tid = gettid();
+	__atomic_store_n(&sl->tid, gettid(), __ATOMIC_RELEASE);
 	for (int i = 0; i < 5; i++)
 		if (read(sl->fd, &c, 1) != 1)
 			break;
@@ -180,6 +182,9 @@ Test(offcpu, live_program_reports_the_time_a_thread_blocked_on_a_pipe)
 	cr_assert_eq(pthread_create(&t, NULL, reader, &sl), 0);
 	for (int i = 0; i < 5; i++) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		/* Each block then lasts at least the 20 ms slept. */
+		wait_blocked_in_read(&sl.tid, p[0]);
 		nanosleep(&ts, NULL);
 		cr_assert_eq(write(p[1], "x", 1), 1);
 	}
@@ -215,6 +220,7 @@ static pid_t block_a_reader(void)
 	for (int i = 0; i < 5; i++) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 
+		wait_blocked_in_read(&sl.tid, p[0]);
 		nanosleep(&ts, NULL);
 		cr_assert_eq(write(p[1], "x", 1), 1);
 	}

@@ -4,10 +4,8 @@
 
 static struct stacktop_slot *slot_of(struct stacktops *t, uint32_t tid)
 {
-	return &t->slot[((uint64_t)tid * 0x9e3779b97f4a7c15ull) >> 52];
+	return &t->slot[stacktop_index(tid)];
 }
-
-_Static_assert(STACKTOP_SLOTS == 1u << 12, "slot_of() takes 12 bits");
 
 void stacktops_forget(struct stacktops *t, uint32_t tid)
 {

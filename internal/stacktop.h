@@ -28,6 +28,13 @@
 
 #define STACKTOP_SLOTS 4096
 
+/* The slot of @tid, in this table and in the worker's record of what it told (unwind-sink.c). */
+static inline uint32_t stacktop_index(uint32_t tid)
+{
+	_Static_assert(STACKTOP_SLOTS == 1u << 12, "stacktop_index() takes 12 bits");
+	return (uint32_t)(((uint64_t)tid * 0x9e3779b97f4a7c15ull) >> 52);
+}
+
 struct stacktop_slot {
 	uint32_t tid;
 	uint64_t top;       /* 0: not known */

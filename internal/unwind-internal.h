@@ -11,6 +11,17 @@
 #include "unwtab-cache.h"
 
 /*
+ * perf register @reg (PERF_REG_X86_*) of a sample's user registers, laid
+ * out one u64 per bit of @mask in bit order; 0 when @mask does not carry it.
+ */
+static inline uint64_t perfrec_user_reg(const uint64_t *regs, uint64_t mask, unsigned reg)
+{
+	if (!regs || !(mask & (1ULL << reg)))
+		return 0;
+	return regs[__builtin_popcountll(mask & ((1ULL << reg) - 1))];
+}
+
+/*
  * perfrec_unwinder__push() without the copy: @rec (and @attr) must stay
  * where they are until the next perfrec_unwinder__flush() returns.  The
  * worker's rounds hold their records until then, and a DWARF sample is

@@ -158,9 +158,7 @@ struct cut {
 
 static uint64_t sample_sp(const struct perfrec_sample *smp)
 {
-	if (!smp->regs_abi || !smp->regs || !(smp->regs_mask & (1ULL << REG_SP)))
-		return 0;
-	return smp->regs[__builtin_popcountll(smp->regs_mask & ((1ULL << REG_SP) - 1))];
+	return smp->regs_abi ? perfrec_user_reg(smp->regs, smp->regs_mask, REG_SP) : 0;
 }
 
 /*
@@ -244,7 +242,7 @@ static void trim_now_and_then(time_t *last)
 
 static struct sent *sent_slot(struct unwind_sink *s, uint32_t tid)
 {
-	return &s->sent[((uint64_t)tid * 0x9e3779b97f4a7c15ull) >> 52];
+	return &s->sent[stacktop_index(tid)];
 }
 
 /* The worker: tell the drain @top for @tid (0: forget it), when there is room. */

@@ -966,9 +966,7 @@ static void note_reads(struct current *c, const struct unwtab_result *res)
 /* perf register @reg of the sample, 0 when the mask does not carry it. */
 static uint64_t reg(const struct current *c, unsigned reg)
 {
-	if (!(c->mask & (1ULL << reg)))
-		return 0;
-	return c->regs[__builtin_popcountll(c->mask & ((1ULL << reg) - 1))];
+	return perfrec_user_reg(c->regs, c->mask, reg);
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
